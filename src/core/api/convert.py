@@ -1,0 +1,242 @@
+"""Manifest <-> object conversion at the edge, on cattrs.
+
+API objects are frozen attrs classes with snake_case fields; manifests are
+camelCase dicts.  One converter handles every model class:
+
+- each field's manifest key is its camelCase name, or ``metadata={"key": ...}``;
+- a field with ``metadata={"kind": "quantity"}`` is a ResourceList parsed into
+  scheduler units (milli-CPU, bytes) and written back as quantities;
+- ``metadata={"kind": "time"}`` is an RFC 3339 timestamp held as float seconds;
+- a field named ``extra`` keeps every manifest key the class does not model, so
+  an object is written back with nothing lost;
+- fields equal to their default are left out when writing;
+- a class with ``STRICT = True`` (configuration types) refuses unknown keys.
+
+Errors raised while structuring are :class:`ManifestError` naming the field path
+in manifest terms (``spec.containers[0].resources.requests.cpu``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from ..quantity import QuantityError, format_resource_list, parse_resource_list
+
+EXTRA = "extra"
+
+
+class ManifestError(ValueError):
+    """A manifest that does not match the object's schema.
+
+    ``field`` is the manifest path (``spec.priority``), ``problem`` the reason.
+    """
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"{field}: {problem}" if field else problem)
+        self.field = field
+        self.problem = problem
+
+
+def camel(name: str) -> str:
+    """``node_name`` -> ``nodeName``."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def manifest_key(field: attrs.Attribute) -> str:
+    return field.metadata.get("key") or camel(field.name)
+
+
+def parse_time(text: Any) -> float | None:
+    """RFC 3339 text (``2026-01-02T03:04:05Z``) -> seconds since the epoch."""
+    if text is None or isinstance(text, (int, float)):
+        return text
+    stamp = _dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=_dt.timezone.utc)
+    return stamp.timestamp()
+
+
+def format_time(seconds: float | None) -> str | None:
+    """Seconds since the epoch -> RFC 3339 text in UTC, second precision as upstream."""
+    if seconds is None:
+        return None
+    stamp = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _quantity_hook(value: Any, _type: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ManifestError("", f"expected a map of quantities, got {value!r}")
+    try:
+        return parse_resource_list(value)
+    except QuantityError as err:
+        name, _, problem = str(err).partition(": ")
+        raise ManifestError(name, problem) from None
+
+
+def _time_hook(value: Any, _type: Any) -> float | None:
+    try:
+        return parse_time(value)
+    except ValueError as err:
+        raise ManifestError("", f"invalid RFC 3339 time {value!r}: {err}") from None
+
+
+converter = cattrs.Converter(omit_if_default=True, forbid_extra_keys=False, detailed_validation=False)
+
+
+def _is_model(cls: type) -> bool:
+    return attrs.has(cls)
+
+
+def _field_hook(f: attrs.Attribute):
+    kind = f.metadata.get("kind")
+    if kind == "quantity":
+        return lambda value: _quantity_hook(value, None)
+    if kind == "time":
+        return lambda value: _time_hook(value, None)
+    hook = converter.get_structure_hook(f.type)
+    return lambda value: hook(value, f.type)
+
+
+def _structure_factory(cls: type):
+    attrs.resolve_types(cls)
+    fields = [(manifest_key(f), f.name, _field_hook(f)) for f in attrs.fields(cls) if f.name != EXTRA]
+    has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
+    known = {key for key, _, _ in fields}
+    strict = getattr(cls, "STRICT", False)
+
+    def structure(data: Any, _type: Any = cls):
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ManifestError("", f"expected an object, got {data!r}")
+        kwargs = {}
+        for key, name, hook in fields:
+            value = data.get(key)
+            if value is None:
+                continue
+            try:
+                kwargs[name] = hook(value)
+            except ManifestError as err:
+                raise ManifestError(_join(key, err.field), err.problem) from None
+            except (QuantityError, TypeError, ValueError) as err:
+                raise ManifestError(key, str(err)) from None
+        if has_extra:
+            kwargs[EXTRA] = {key: value for key, value in data.items() if key not in known}
+        elif strict:
+            unknown = sorted(key for key in data if key not in known)
+            if unknown:
+                raise ManifestError(unknown[0], "unknown field")
+        try:
+            return cls(**kwargs)
+        except ManifestError:
+            raise
+        except (TypeError, ValueError) as err:
+            raise ManifestError("", str(err)) from None
+
+    return structure
+
+
+def _join(head: str, tail: str) -> str:
+    if not tail:
+        return head
+    if tail.startswith("["):
+        return head + tail
+    return f"{head}.{tail}" if head else tail
+
+
+def _unstructure_factory(cls: type):
+    attrs.resolve_types(cls)
+    overrides = {}
+    for f in attrs.fields(cls):
+        kind = f.metadata.get("kind")
+        hook = format_resource_list if kind == "quantity" else format_time if kind == "time" else None
+        overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook)
+    base = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
+    has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
+
+    def unstructure(obj: Any) -> dict:
+        data = base(obj)
+        if has_extra:
+            extra = data.pop(EXTRA, None)
+            if extra:
+                for key, value in extra.items():
+                    data.setdefault(key, value)
+        return data
+
+    return unstructure
+
+
+def _structure_list(value: Any, type_: Any):
+    item_type = getattr(type_, "__args__", (Any,))[0]
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ManifestError("", f"expected a list, got {value!r}")
+    out = []
+    for index, item in enumerate(value):
+        try:
+            out.append(converter.structure(item, item_type))
+        except ManifestError as err:
+            raise ManifestError(_join(f"[{index}]", err.field), err.problem) from None
+    return tuple(out)
+
+
+def _structure_str(value: Any, _type: Any) -> str:
+    if isinstance(value, (dict, list)):
+        raise ManifestError("", f"expected a string, got {value!r}")
+    return str(value)
+
+
+def _structure_int(value: Any, _type: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ManifestError("", f"expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ManifestError("", f"expected an integer, got {value!r}") from None
+
+
+def _structure_bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ManifestError("", f"expected true or false, got {value!r}")
+    return value
+
+
+def _structure_dict(value: Any, type_: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ManifestError("", f"expected a map, got {value!r}")
+    args = getattr(type_, "__args__", None)
+    if not args or args[1] is Any:
+        return dict(value)
+    return {str(k): converter.structure(v, args[1]) for k, v in value.items()}
+
+
+converter.register_structure_hook_factory(_is_model, _structure_factory)
+converter.register_unstructure_hook_factory(_is_model, _unstructure_factory)
+converter.register_structure_hook_func(
+    lambda t: getattr(t, "__origin__", None) is tuple, _structure_list
+)
+converter.register_structure_hook_func(lambda t: getattr(t, "__origin__", None) is dict, _structure_dict)
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook(int, _structure_int)
+converter.register_structure_hook(bool, _structure_bool)
+converter.register_unstructure_hook_func(lambda t: getattr(t, "__origin__", None) is tuple, lambda v: [converter.unstructure(i) for i in v])
+
+
+def structure(data: Any, cls: type):
+    """Manifest dict -> ``cls``.  Raises :class:`ManifestError`."""
+    return converter.structure(data, cls)
+
+
+def unstructure(obj: Any) -> dict:
+    """Object -> manifest dict (camelCase, defaults left out)."""
+    return converter.unstructure(obj)

@@ -1,0 +1,349 @@
+"""core/v1: Pod, Node, Namespace, PersistentVolume(Claim), Event and their parts.
+
+Only the fields the scheduler reads are typed; every other manifest key is kept
+in ``extra`` and written back unchanged.  ResourceLists are integers in
+scheduler units (milli-CPU for ``cpu``, bytes for memory and storage).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import field, frozen
+
+from .convert import ManifestError
+
+from .meta import LabelSelector, ObjectMeta, ObjectReference
+
+
+def _quantities():
+    return field(factory=dict, metadata={"kind": "quantity"})
+
+
+def _time():
+    return field(default=None, metadata={"kind": "time"})
+
+
+def _extra():
+    return field(factory=dict, eq=False)
+
+
+# --- taints, tolerations, node selection ------------------------------------------------
+
+TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+
+@frozen
+class Taint:
+    """A node taint; ``effect`` is NoSchedule, PreferNoSchedule or NoExecute."""
+
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: float | None = _time()
+
+    def __attrs_post_init__(self):
+        if self.effect not in TAINT_EFFECTS:
+            raise ManifestError("effect", f"unsupported taint effect {self.effect!r} (NoSchedule, PreferNoSchedule, NoExecute)")
+
+
+@frozen
+class Toleration:
+    """A pod toleration.  ``operator`` Equal (default) or Exists; an empty
+    ``effect`` matches every effect; ``toleration_seconds`` bounds NoExecute."""
+
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Upstream ``Toleration.ToleratesTaint``: effect, key and value match."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return False
+
+
+@frozen
+class NodeSelectorRequirement:
+    """``key operator values``; operators In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+
+    key: str = ""
+    operator: str = ""
+    values: tuple[str, ...] = ()
+
+
+@frozen
+class NodeSelectorTerm:
+    """Requirements ANDed together; ``match_fields`` only supports metadata.name."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@frozen
+class NodeSelector:
+    """Terms ORed together."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+@frozen
+class PreferredSchedulingTerm:
+    weight: int = 0
+    preference: NodeSelectorTerm = NodeSelectorTerm()
+
+
+@frozen
+class NodeAffinity:
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@frozen
+class Affinity:
+    """Pod affinity; pod (anti-)affinity terms are kept raw in ``extra``."""
+
+    node_affinity: NodeAffinity | None = None
+    extra: dict[str, Any] = _extra()
+
+
+# --- pods ----------------------------------------------------------------------------------
+
+
+@frozen
+class ResourceRequirements:
+    requests: dict[str, int] = _quantities()
+    limits: dict[str, int] = _quantities()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class ContainerPort:
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = field(default="", metadata={"key": "hostIP"})
+    name: str = ""
+
+
+@frozen
+class Container:
+    """A container; ``restart_policy: Always`` on an init container makes it a sidecar."""
+
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str | None = None
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PodSchedulingGate:
+    name: str = ""
+
+
+@frozen
+class PodSpec:
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = field(factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: dict[str, int] = _quantities()
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PodCondition:
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_probe_time: float | None = _time()
+    last_transition_time: float | None = _time()
+
+
+@frozen
+class PodStatus:
+    phase: str = ""
+    conditions: tuple[PodCondition, ...] = ()
+    nominated_node_name: str = ""
+    start_time: float | None = _time()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class Pod:
+    """core/v1 Pod."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+@frozen
+class NodeSpec:
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class NodeCondition:
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_heartbeat_time: float | None = _time()
+    last_transition_time: float | None = _time()
+
+
+@frozen
+class ContainerImage:
+    names: tuple[str, ...] = ()
+    size_bytes: int = 0
+
+
+@frozen
+class NodeStatus:
+    capacity: dict[str, int] = _quantities()
+    allocatable: dict[str, int] = _quantities()
+    conditions: tuple[NodeCondition, ...] = ()
+    images: tuple[ContainerImage, ...] = ()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class Node:
+    """core/v1 Node.  :attr:`allocatable` falls back to capacity, as the API server defaults it."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+    @property
+    def key(self) -> str:
+        return self.metadata.name
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return self.status.allocatable or self.status.capacity
+
+
+@frozen
+class Namespace:
+    metadata: ObjectMeta = ObjectMeta()
+    extra: dict[str, Any] = _extra()
+
+
+# --- storage -------------------------------------------------------------------------------
+
+
+@frozen
+class VolumeNodeAffinity:
+    required: NodeSelector | None = None
+
+
+@frozen
+class PersistentVolumeSpec:
+    capacity: dict[str, int] = _quantities()
+    access_modes: tuple[str, ...] = ()
+    storage_class_name: str = ""
+    node_affinity: VolumeNodeAffinity | None = None
+    claim_ref: ObjectReference | None = None
+    persistent_volume_reclaim_policy: str = ""
+    volume_mode: str = ""
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PersistentVolumeStatus:
+    phase: str = ""
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PersistentVolume:
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PersistentVolumeSpec = PersistentVolumeSpec()
+    status: PersistentVolumeStatus = PersistentVolumeStatus()
+
+
+@frozen
+class VolumeResourceRequirements:
+    requests: dict[str, int] = _quantities()
+    limits: dict[str, int] = _quantities()
+
+
+@frozen
+class PersistentVolumeClaimSpec:
+    access_modes: tuple[str, ...] = ()
+    resources: VolumeResourceRequirements = VolumeResourceRequirements()
+    storage_class_name: str | None = None
+    selector: LabelSelector | None = None
+    volume_name: str = ""
+    volume_mode: str = ""
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PersistentVolumeClaimStatus:
+    phase: str = ""
+    capacity: dict[str, int] = _quantities()
+    access_modes: tuple[str, ...] = ()
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PersistentVolumeClaim:
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
+    status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()
+
+
+# --- events --------------------------------------------------------------------------------
+
+
+@frozen
+class EventSource:
+    component: str = ""
+    host: str = ""
+
+
+@frozen
+class Event:
+    """core/v1 Event (``Scheduled``, ``FailedScheduling``, ``Preempted`` ...)."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    involved_object: ObjectReference = ObjectReference()
+    reason: str = ""
+    message: str = ""
+    type: str = "Normal"
+    count: int = 1
+    first_timestamp: float | None = _time()
+    last_timestamp: float | None = _time()
+    source: EventSource = EventSource()
+    reporting_component: str = ""
+    action: str = ""

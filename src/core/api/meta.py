@@ -1,0 +1,115 @@
+"""meta/v1: ObjectMeta, OwnerReference, LabelSelector and the label-selector logic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from attrs import field, frozen
+
+from .convert import ManifestError
+
+
+def _time():
+    return field(default=None, metadata={"kind": "time"})
+
+
+@frozen
+class OwnerReference:
+    """A reference from an object to its owner (``metadata.ownerReferences[]``)."""
+
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+@frozen
+class ObjectMeta:
+    """``metadata``: identity, labels and bookkeeping.  Timestamps are float
+    seconds since the epoch; ``resource_version`` is the store's version string."""
+
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: float | None = _time()
+    deletion_timestamp: float | None = _time()
+    labels: dict[str, str] = field(factory=dict)
+    annotations: dict[str, str] = field(factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(factory=dict, eq=False)
+
+
+@frozen
+class ObjectReference:
+    """``involvedObject`` / ``claimRef``: a pointer to another object."""
+
+    api_version: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    field_path: str = ""
+
+
+@frozen
+class LabelSelectorRequirement:
+    """One ``matchExpressions`` entry: operator In, NotIn, Exists, DoesNotExist."""
+
+    key: str = ""
+    operator: str = ""
+    values: tuple[str, ...] = ()
+
+
+SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+@frozen
+class LabelSelector:
+    """meta/v1 LabelSelector.  An empty selector matches everything; a ``None``
+    selector (where the API allows it) matches nothing, as upstream."""
+
+    match_labels: dict[str, str] = field(factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def __attrs_post_init__(self):
+        for index, req in enumerate(self.match_expressions):
+            if req.operator not in SELECTOR_OPERATORS:
+                raise ManifestError(f"matchExpressions[{index}].operator", f"unsupported operator {req.operator!r}")
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """True when ``labels`` satisfy every matchLabels and matchExpressions entry."""
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "In":
+                if not present or labels[req.key] not in req.values:
+                    return False
+            elif req.operator == "NotIn":
+                if present and labels[req.key] in req.values:
+                    return False
+            elif req.operator == "Exists":
+                if not present:
+                    return False
+            elif present:  # DoesNotExist
+                return False
+        return True
+
+
+def namespaced_name(meta: ObjectMeta) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects."""
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def evolve_meta(obj: Any, **changes: Any) -> Any:
+    """Return ``obj`` with ``metadata`` fields replaced."""
+    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, **changes))

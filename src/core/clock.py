@@ -1,0 +1,127 @@
+"""The one clock through which all waiting goes.
+
+Backoff, Permit timeouts, assumed-pod expiry, binding timeouts and
+tolerationSeconds all use :meth:`Clock.now` and :meth:`Clock.call_at`.  Times
+are float seconds since the epoch.  :class:`FakeClock` moves only when told to,
+so tests and simulations never sleep and are deterministic; :class:`RealClock`
+follows wall time.  Timers are fired by whoever drives the loop
+(:meth:`Clock.run_due`), never from a background thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from typing import Callable
+
+
+class Timer:
+    """A scheduled callback; :meth:`cancel` makes it a no-op.  A ``background``
+    timer (periodic housekeeping) does not by itself keep a simulation going."""
+
+    __slots__ = ("when", "callback", "cancelled", "background")
+
+    def __init__(self, when: float, callback: Callable[[], None], background: bool = False):
+        self.when = when
+        self.callback = callback
+        self.cancelled = False
+        self.background = background
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Clock:
+    """Time source plus a heap of timers.  Subclasses give :meth:`now`."""
+
+    def __init__(self) -> None:
+        self._timers: list[tuple[float, int, Timer]] = []
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def call_at(self, when: float, callback: Callable[[], None], background: bool = False) -> Timer:
+        """Run ``callback`` once the clock reaches ``when`` (seconds)."""
+        timer = Timer(when, callback, background)
+        with self._lock:
+            heapq.heappush(self._timers, (when, next(self._seq), timer))
+        return timer
+
+    def call_later(self, delay: float, callback: Callable[[], None], background: bool = False) -> Timer:
+        """Run ``callback`` after ``delay`` seconds."""
+        return self.call_at(self.now() + delay, callback, background)
+
+    def next_deadline(self, include_background: bool = True) -> float | None:
+        """When the earliest live timer is due (ignoring background timers
+        unless ``include_background``), or None."""
+        with self._lock:
+            while self._timers and self._timers[0][2].cancelled:
+                heapq.heappop(self._timers)
+            if include_background:
+                return self._timers[0][0] if self._timers else None
+            live = [when for when, _, timer in self._timers if not timer.cancelled and not timer.background]
+            return min(live) if live else None
+
+    def run_due(self) -> int:
+        """Fire every timer that is due now, in time order; returns how many fired."""
+        fired = 0
+        while True:
+            with self._lock:
+                if not self._timers or self._timers[0][0] > self.now():
+                    return fired
+                _, _, timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                timer.cancelled = True
+                timer.callback()
+                fired += 1
+
+    def wait(self, timeout: float, wakeup: threading.Event) -> None:
+        """Block until ``timeout`` seconds pass or ``wakeup`` is set."""
+        raise NotImplementedError
+
+
+class RealClock(Clock):
+    """Wall-clock time (``time.time()``)."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def wait(self, timeout: float, wakeup: threading.Event) -> None:
+        wakeup.wait(max(0.0, timeout))
+
+
+class FakeClock(Clock):
+    """Time that moves only through :meth:`advance` / :meth:`advance_to`.
+
+    ``start`` is the initial time in seconds since the epoch.  Waiting jumps the
+    clock instead of sleeping.
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__()
+        self._now = float(start)
+
+    def now(self) -> float:
+        return self._now
+
+    def advance_to(self, when: float) -> None:
+        """Move to ``when``, firing every timer due on the way in time order."""
+        while True:
+            deadline = self.next_deadline()
+            if deadline is None or deadline > when:
+                break
+            self._now = max(self._now, deadline)
+            self.run_due()
+        self._now = max(self._now, when)
+
+    def advance(self, seconds: float) -> None:
+        """Move forward by ``seconds``."""
+        self.advance_to(self._now + seconds)
+
+    def wait(self, timeout: float, wakeup: threading.Event) -> None:
+        if not wakeup.is_set():
+            self.advance(timeout)

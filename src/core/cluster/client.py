@@ -1,0 +1,112 @@
+"""The cluster client interface: what the scheduler and controllers may ask of a cluster.
+
+Kubernetes semantics: list, get, watch (ADDED/MODIFIED/DELETED), create,
+update with resourceVersion (a stale one is a :class:`Conflict`), status
+updates, pods/binding, delete (with a UID precondition), events.  Objects are
+the typed classes of :mod:`kubesched.core.api`, addressed by kind name
+(``"Pod"``) plus namespace and name.  Implementations: :class:`MemoryCluster`
+(embedded) and, with the ``kube`` extra, ``KubernetesCluster``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from attrs import frozen
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+class ApiError(Exception):
+    """An API call that failed; ``code`` is the HTTP status, ``reason`` upstream's StatusReason."""
+
+    code = 500
+    reason = "InternalError"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ApiError):
+    code, reason = 404, "NotFound"
+
+
+class AlreadyExists(ApiError):
+    code, reason = 409, "AlreadyExists"
+
+
+class Conflict(ApiError):
+    """A write based on a stale resourceVersion, or a failed precondition."""
+
+    code, reason = 409, "Conflict"
+
+
+class Gone(ApiError):
+    """A watch asked for a resourceVersion older than the server keeps (HTTP 410)."""
+
+    code, reason = 410, "Expired"
+
+
+class Invalid(ApiError):
+    code, reason = 422, "Invalid"
+
+
+@frozen
+class WatchEvent:
+    """One change: ``type`` is ADDED, MODIFIED or DELETED; ``obj`` the object
+    after the change (before it, for DELETED); ``kind`` its kind name."""
+
+    type: str
+    kind: str
+    obj: Any
+
+
+@frozen
+class ListResult:
+    items: list
+    resource_version: str
+
+
+WatchSink = Callable[[WatchEvent], None]
+
+
+class ClusterClient:
+    """The operations every cluster offers.  All raise :class:`ApiError` subclasses."""
+
+    def list(self, kind: str, namespace: str | None = None) -> ListResult:
+        """Every object of ``kind`` (in ``namespace`` if given) and the list's resourceVersion."""
+        raise NotImplementedError
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        """One object; raises :class:`NotFound`."""
+        raise NotImplementedError
+
+    def watch(self, kind: str, resource_version: str, sink: WatchSink) -> Callable[[], None]:
+        """Send every change of ``kind`` after ``resource_version`` to ``sink``
+        (which must only queue it); returns a function that stops the watch.
+        Raises :class:`Gone` when that version is too old."""
+        raise NotImplementedError
+
+    def create(self, obj: Any) -> Any:
+        """Store a new object (``generateName`` gets a suffix); raises :class:`AlreadyExists`."""
+        raise NotImplementedError
+
+    def update(self, obj: Any) -> Any:
+        """Replace an object.  A non-empty ``metadata.resourceVersion`` that is not
+        the stored one raises :class:`Conflict`."""
+        raise NotImplementedError
+
+    def update_status(self, obj: Any) -> Any:
+        """Replace only ``status`` (same resourceVersion rule as :meth:`update`)."""
+        raise NotImplementedError
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """POST pods/binding: set ``spec.nodeName``.  Raises :class:`Conflict` when
+        the pod is already bound or its UID differs, :class:`NotFound` when gone."""
+        raise NotImplementedError
+
+    def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
+        """Delete an object (only if its UID is ``uid``, when given).  With
+        finalizers the object only gets a deletionTimestamp."""
+        raise NotImplementedError

@@ -1,0 +1,122 @@
+"""Informers: list then watch each kind, keep a local store, and call handlers.
+
+Like client-go's shared informers, but the delivery is explicit: watches only
+queue events (from any thread), and :meth:`Informers.pump` hands them to the
+registered handlers on the caller's thread, in arrival order.  The scheduler and
+controllers pump from their own loop, so their state is never touched
+concurrently.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Callable
+
+from ..api import object_key
+from .client import ADDED, DELETED, MODIFIED, ClusterClient, WatchEvent
+
+AddHandler = Callable[[Any], None]
+UpdateHandler = Callable[[Any, Any], None]
+DeleteHandler = Callable[[Any], None]
+
+
+class _KindInformer:
+    def __init__(self) -> None:
+        self.store: dict[str, Any] = {}
+        self.on_add: list[AddHandler] = []
+        self.on_update: list[UpdateHandler] = []
+        self.on_delete: list[DeleteHandler] = []
+        self.stop: Callable[[], None] | None = None
+
+
+class Informers:
+    """Shared informers over one :class:`ClusterClient`.
+
+    ``add_handlers(kind, on_add, on_update, on_delete)`` registers handlers
+    (before :meth:`start`); :meth:`start` lists every kind, delivers the
+    existing objects as adds, and watches from the list's resourceVersion.
+    ``wakeup`` is set whenever an event is queued, so a blocked loop can wake.
+    """
+
+    def __init__(self, cluster: ClusterClient):
+        self.cluster = cluster
+        self._kinds: dict[str, _KindInformer] = {}
+        self._queue: collections.deque[WatchEvent] = collections.deque()
+        self.wakeup = threading.Event()
+        self.synced = False
+
+    def add_handlers(
+        self,
+        kind: str,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+    ) -> None:
+        informer = self._kinds.setdefault(kind, _KindInformer())
+        if on_add:
+            informer.on_add.append(on_add)
+        if on_update:
+            informer.on_update.append(on_update)
+        if on_delete:
+            informer.on_delete.append(on_delete)
+
+    def store(self, kind: str) -> dict[str, Any]:
+        """The informer's local copy of ``kind``, keyed by ``namespace/name``."""
+        return self._kinds.setdefault(kind, _KindInformer()).store
+
+    def get(self, kind: str, key: str) -> Any | None:
+        return self.store(kind).get(key)
+
+    def start(self) -> None:
+        """List and watch every registered kind; existing objects arrive as adds on the next pump."""
+        for kind, informer in self._kinds.items():
+            listed = self.cluster.list(kind)
+            for obj in listed.items:
+                self._sink(WatchEvent(ADDED, kind, obj))
+            informer.stop = self.cluster.watch(kind, listed.resource_version, self._sink)
+        self.synced = True
+
+    def stop(self) -> None:
+        for informer in self._kinds.values():
+            if informer.stop:
+                informer.stop()
+                informer.stop = None
+
+    def _sink(self, event: WatchEvent) -> None:
+        self._queue.append(event)
+        self.wakeup.set()
+
+    def pending(self) -> bool:
+        return bool(self._queue)
+
+    def pump(self, limit: int | None = None) -> int:
+        """Deliver queued events to the handlers; returns how many were delivered."""
+        delivered = 0
+        self.wakeup.clear()
+        while self._queue and (limit is None or delivered < limit):
+            event = self._queue.popleft()
+            self._deliver(event)
+            delivered += 1
+        return delivered
+
+    def _deliver(self, event: WatchEvent) -> None:
+        informer = self._kinds.get(event.kind)
+        if informer is None:
+            return
+        key = object_key(event.obj)
+        old = informer.store.get(key)
+        if event.type == DELETED:
+            informer.store.pop(key, None)
+            for handler in informer.on_delete:
+                handler(old if old is not None else event.obj)
+            return
+        informer.store[key] = event.obj
+        if old is None:
+            for handler in informer.on_add:
+                handler(event.obj)
+        elif event.type in (ADDED, MODIFIED):
+            if old.metadata.resource_version == event.obj.metadata.resource_version:
+                return
+            for handler in informer.on_update:
+                handler(old, event.obj)

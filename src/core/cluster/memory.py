@@ -1,0 +1,271 @@
+"""MemoryCluster: the embedded, in-process cluster with Kubernetes semantics.
+
+It is what ``kubesched simulate``, the tests and the demo run against: a store
+of typed objects keyed by kind and ``namespace/name``, a global resourceVersion
+counter, watches that receive every change in write order, and the API
+server's own bits of behaviour the scheduler relies on (defaulting of
+uid/creationTimestamp, generateName, pods/binding, finalizers, priority
+admission from PriorityClasses).
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import threading
+import uuid
+from typing import Any, Callable, Iterable
+
+import attrs
+
+from ..api import RESOURCES, object_key, resource_of
+from ..api.core_v1 import Pod, PodCondition
+from ..clock import Clock, FakeClock
+from .client import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    AlreadyExists,
+    ClusterClient,
+    Conflict,
+    Gone,
+    Invalid,
+    ListResult,
+    NotFound,
+    WatchEvent,
+    WatchSink,
+)
+
+# upstream's generateName alphabet (no vowels, no confusable digits)
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class MemoryCluster(ClusterClient):
+    """An in-memory cluster.
+
+    ``clock`` stamps creation and deletion times (a :class:`FakeClock` at 0 by
+    default); ``seed`` makes generated names and UIDs reproducible;
+    ``history`` is how many past changes a watch may resume from before it
+    gets :class:`Gone`.  Thread-safe: one lock guards the store.
+    """
+
+    def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = 100_000):
+        self.clock = clock or FakeClock()
+        self._rng = random.Random(seed)
+        self._store: dict[str, dict[str, Any]] = {kind: {} for kind in RESOURCES}
+        self._rv = 0
+        self._log: collections.deque[tuple[int, WatchEvent]] = collections.deque(maxlen=history)
+        self._watchers: dict[str, list[WatchSink]] = collections.defaultdict(list)
+        self._lock = threading.RLock()
+        #: Hook a test may set to make a write fail: called with (verb, kind, obj_or_name).
+        self.fail_hook: Callable[[str, str, Any], None] | None = None
+
+    # --- reading -------------------------------------------------------------------------
+
+    def list(self, kind: str, namespace: str | None = None) -> ListResult:
+        with self._lock:
+            items = list(self._bucket(kind).values())
+            if namespace is not None:
+                items = [o for o in items if o.metadata.namespace == namespace]
+            return ListResult(items, str(self._rv))
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        with self._lock:
+            obj = self._bucket(kind).get(f"{namespace}/{name}" if namespace else name)
+        if obj is None:
+            raise NotFound(f'{kind} "{name}" not found')
+        return obj
+
+    def objects(self) -> Iterable[Any]:
+        """Every stored object, kind by kind (the order of :data:`RESOURCES`), then by key."""
+        with self._lock:
+            return [obj for kind in RESOURCES for _, obj in sorted(self._store.get(kind, {}).items())]
+
+    def watch(self, kind: str, resource_version: str, sink: WatchSink) -> Callable[[], None]:
+        with self._lock:
+            since = int(resource_version or 0)
+            if since < self._rv:
+                if not self._log or self._log[0][0] > since + 1:
+                    raise Gone(f"too old resource version: {since} ({self._rv})")
+                for rv, event in self._log:
+                    if rv > since and event.kind == kind:
+                        sink(event)
+            self._watchers[kind].append(sink)
+
+        def stop() -> None:
+            with self._lock:
+                if sink in self._watchers[kind]:
+                    self._watchers[kind].remove(sink)
+
+        return stop
+
+    # --- writing -------------------------------------------------------------------------
+
+    def create(self, obj: Any) -> Any:
+        kind = resource_of(obj).kind
+        self._check_fail("create", kind, obj)
+        with self._lock:
+            meta = obj.metadata
+            if not meta.name:
+                if not meta.generate_name:
+                    raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
+                meta = attrs.evolve(meta, name=self._generate_name(kind, meta))
+            if resource_of(obj).namespaced and not meta.namespace:
+                meta = attrs.evolve(meta, namespace="default")
+            key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+            bucket = self._bucket(kind)
+            if key in bucket:
+                raise AlreadyExists(f'{kind} "{meta.name}" already exists')
+            self._rv += 1
+            meta = attrs.evolve(
+                meta,
+                uid=meta.uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4)),
+                resource_version=str(self._rv),
+                creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
+            )
+            obj = attrs.evolve(obj, metadata=meta)
+            if isinstance(obj, Pod):
+                obj = self._admit_pod(obj)
+            bucket[key] = obj
+            self._emit(ADDED, kind, obj)
+            return obj
+
+    def update(self, obj: Any) -> Any:
+        return self._replace(obj, status_only=False)
+
+    def update_status(self, obj: Any) -> Any:
+        return self._replace(obj, status_only=True)
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        self._check_fail("bind", "Pod", f"{namespace}/{name}")
+        with self._lock:
+            pod = self.get("Pod", name, namespace)
+            if uid and pod.metadata.uid != uid:
+                raise Conflict(f"Operation cannot be fulfilled on pods/binding \"{name}\": the UID in the precondition ({uid}) does not match the UID in record ({pod.metadata.uid}). The object might have been deleted and then recreated")
+            if pod.spec.node_name:
+                raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "{pod.spec.node_name}"')
+            if pod.metadata.deletion_timestamp is not None:
+                raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is being deleted, cannot be assigned to a host')
+            now = self.clock.now()
+            conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
+            conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
+            bound = attrs.evolve(
+                pod,
+                spec=attrs.evolve(pod.spec, node_name=node_name),
+                status=attrs.evolve(pod.status, conditions=tuple(conditions)),
+            )
+            self._store_update("Pod", bound)
+
+    def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
+        self._check_fail("delete", kind, f"{namespace}/{name}" if namespace else name)
+        with self._lock:
+            obj = self.get(kind, name, namespace)
+            if uid is not None and obj.metadata.uid != uid:
+                raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: {obj.metadata.uid}')
+            if obj.metadata.finalizers:
+                if obj.metadata.deletion_timestamp is None:
+                    meta = attrs.evolve(obj.metadata, deletion_timestamp=self.clock.now())
+                    self._store_update(kind, attrs.evolve(obj, metadata=meta))
+                return
+            self._remove(kind, obj)
+
+    def apply(self, obj: Any) -> Any:
+        """Create ``obj``, or replace the stored object of that name (metadata,
+        spec and status) keeping its uid: what ``--at OFFSET=FILE`` does."""
+        kind = resource_of(obj).kind
+        with self._lock:
+            try:
+                current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
+            except NotFound:
+                return self.create(obj)
+            meta = attrs.evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
+                                creation_timestamp=current.metadata.creation_timestamp, resource_version="")
+            return self._store_update(kind, attrs.evolve(obj, metadata=meta))
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _bucket(self, kind: str) -> dict[str, Any]:
+        try:
+            return self._store[kind]
+        except KeyError:
+            raise NotFound(f"the server could not find the requested resource (kind {kind!r})") from None
+
+    def _check_fail(self, verb: str, kind: str, target: Any) -> None:
+        if self.fail_hook is not None:
+            self.fail_hook(verb, kind, target)
+
+    def _generate_name(self, kind: str, meta: Any) -> str:
+        bucket = self._bucket(kind)
+        while True:
+            name = meta.generate_name + "".join(self._rng.choice(_NAME_ALPHABET) for _ in range(5))
+            key = f"{meta.namespace or 'default'}/{name}" if RESOURCES[kind].namespaced else name
+            if key not in bucket:
+                return name
+
+    def _admit_pod(self, pod: Pod) -> Pod:
+        """The Priority admission plugin: resolve priorityClassName (or the
+        globalDefault class) into spec.priority and spec.preemptionPolicy."""
+        if pod.spec.priority is not None:
+            return pod
+        classes = self._store["PriorityClass"]
+        wanted = pod.spec.priority_class_name
+        if wanted:
+            pc = classes.get(wanted)
+            if pc is None:
+                raise Invalid(f'pods "{pod.metadata.name}" is forbidden: no PriorityClass with name {wanted} was found')
+        else:
+            pc = next((c for c in classes.values() if c.global_default), None)
+        if pc is None:
+            return attrs.evolve(pod, spec=attrs.evolve(pod.spec, priority=0))
+        return attrs.evolve(
+            pod,
+            spec=attrs.evolve(
+                pod.spec,
+                priority=pc.value,
+                priority_class_name=pc.metadata.name,
+                preemption_policy=pod.spec.preemption_policy or pc.preemption_policy,
+            ),
+        )
+
+    def _replace(self, obj: Any, status_only: bool) -> Any:
+        kind = resource_of(obj).kind
+        self._check_fail("update_status" if status_only else "update", kind, obj)
+        with self._lock:
+            current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
+            rv = obj.metadata.resource_version
+            if rv and rv != current.metadata.resource_version:
+                raise Conflict(
+                    f'Operation cannot be fulfilled on {resource_of(obj).plural} "{obj.metadata.name}": '
+                    "the object has been modified; please apply your changes to the latest version and try again"
+                )
+            if obj.metadata.uid and obj.metadata.uid != current.metadata.uid:
+                raise Conflict(f'Precondition failed: UID mismatch for {kind} "{obj.metadata.name}"')
+            if status_only:
+                obj = attrs.evolve(current, status=obj.status)
+            else:
+                meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
+                                    creation_timestamp=current.metadata.creation_timestamp)
+                obj = attrs.evolve(obj, metadata=meta)
+            return self._store_update(kind, obj)
+
+    def _store_update(self, kind: str, obj: Any) -> Any:
+        self._rv += 1
+        obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv)))
+        if obj.metadata.deletion_timestamp is not None and not obj.metadata.finalizers:
+            self._rv -= 1
+            self._remove(kind, obj)
+            return obj
+        self._bucket(kind)[object_key(obj)] = obj
+        self._emit(MODIFIED, kind, obj)
+        return obj
+
+    def _remove(self, kind: str, obj: Any) -> None:
+        del self._bucket(kind)[object_key(obj)]
+        self._rv += 1
+        self._emit(DELETED, kind, obj)
+
+    def _emit(self, type_: str, kind: str, obj: Any) -> None:
+        event = WatchEvent(type_, kind, obj)
+        self._log.append((self._rv, event))
+        for sink in self._watchers.get(kind, ()):
+            sink(event)

@@ -1,0 +1,55 @@
+"""EventRecorder: writes core/v1 Events (Scheduled, FailedScheduling, Preempted ...)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from .api import resource_of
+from .api.core_v1 import Event, EventSource
+from .api.meta import ObjectMeta, ObjectReference
+from .cluster.client import ApiError, ClusterClient
+from .clock import Clock
+
+
+class EventRecorder:
+    """Records events about objects through the cluster client.
+
+    ``component`` is the reporting controller (``default-scheduler``).  A
+    failure to write an event is counted in ``dropped`` and otherwise ignored,
+    as upstream's broadcaster does.
+    """
+
+    def __init__(self, cluster: ClusterClient, clock: Clock, component: str):
+        self.cluster = cluster
+        self.clock = clock
+        self.component = component
+        self.dropped = 0
+        self._seq = itertools.count(1)
+
+    def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
+        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``regarding``."""
+        meta = regarding.metadata
+        now = self.clock.now()
+        event = Event(
+            metadata=ObjectMeta(name=f"{meta.name}.{next(self._seq):x}", namespace=meta.namespace or "default"),
+            involved_object=ObjectReference(
+                api_version=resource_of(regarding).api_version,
+                kind=resource_of(regarding).kind,
+                namespace=meta.namespace,
+                name=meta.name,
+                uid=meta.uid,
+            ),
+            reason=reason,
+            message=message,
+            type=type_,
+            first_timestamp=now,
+            last_timestamp=now,
+            source=EventSource(component=self.component),
+            reporting_component=self.component,
+            action=action,
+        )
+        try:
+            self.cluster.create(event)
+        except ApiError:
+            self.dropped += 1

@@ -1,0 +1,256 @@
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): reading, defaults, merge rules.
+
+Files are read exactly as kube-scheduler takes them.  :func:`load_config`
+decodes strictly (an unknown field is an error), applies upstream's defaults
+(one ``default-scheduler`` profile, backoff 1s/10s, percentageOfNodesToScore
+0 = adaptive, parallelism 16) and merges each profile's ``plugins`` over the
+default plugin set with upstream's rules (:func:`merge_plugin_set`).  The
+default plugin set is given by the caller: core does not know plugins by name.
+Plugin args are checked later, when a profile's framework is built.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import attrs
+import yaml
+from attrs import field, frozen
+
+from ..api.convert import ManifestError, structure
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+ALL = "*"
+
+
+class ConfigError(ValueError):
+    """A configuration kubesched refuses.  The message names the file, the
+    profile, the plugin and the field when they are known."""
+
+
+@frozen
+class PluginRef:
+    """``{name, weight}``; weight only matters for Score (0 = 1)."""
+
+    STRICT: ClassVar[bool] = True
+    name: str = ""
+    weight: int = 0
+
+
+@frozen
+class PluginSet:
+    STRICT: ClassVar[bool] = True
+    enabled: tuple[PluginRef, ...] = ()
+    disabled: tuple[PluginRef, ...] = ()
+
+
+@frozen
+class Plugins:
+    """One PluginSet per extension point config key, plus ``multiPoint``."""
+
+    STRICT: ClassVar[bool] = True
+    pre_enqueue: PluginSet = PluginSet()
+    queue_sort: PluginSet = PluginSet()
+    pre_filter: PluginSet = PluginSet()
+    filter: PluginSet = PluginSet()
+    post_filter: PluginSet = PluginSet()
+    pre_score: PluginSet = PluginSet()
+    score: PluginSet = PluginSet()
+    reserve: PluginSet = PluginSet()
+    permit: PluginSet = PluginSet()
+    pre_bind: PluginSet = PluginSet()
+    bind: PluginSet = PluginSet()
+    post_bind: PluginSet = PluginSet()
+    multi_point: PluginSet = PluginSet()
+
+
+#: Plugins attribute -> extension point config key.
+POINT_KEYS = {f: f.split("_")[0] + "".join(p.title() for p in f.split("_")[1:]) for f in (
+    "pre_enqueue", "queue_sort", "pre_filter", "filter", "post_filter", "pre_score", "score",
+    "reserve", "permit", "pre_bind", "bind", "post_bind",
+)}
+
+
+@frozen
+class PluginConfig:
+    STRICT: ClassVar[bool] = True
+    name: str = ""
+    args: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Profile:
+    """``KubeSchedulerProfile``: a scheduler name and its plugins.  After
+    :func:`load_config`, ``plugins`` is already merged with the defaults."""
+
+    STRICT: ClassVar[bool] = True
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    percentage_of_nodes_to_score: int | None = None
+    plugins: Plugins = Plugins()
+    plugin_config: tuple[PluginConfig, ...] = ()
+
+    def args_for(self, plugin: str) -> dict[str, Any] | None:
+        for entry in self.plugin_config:
+            if entry.name == plugin:
+                return entry.args
+        return None
+
+
+@frozen
+class LeaderElection:
+    """Durations are Go duration strings in the file, seconds here."""
+
+    STRICT: ClassVar[bool] = True
+    leader_elect: bool = True
+    lease_duration: Any = "15s"
+    renew_deadline: Any = "10s"
+    retry_period: Any = "2s"
+    resource_lock: str = "leases"
+    resource_name: str = "kube-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+@frozen
+class ClientConnection:
+    STRICT: ClassVar[bool] = True
+    kubeconfig: str = ""
+    accept_content_types: str = ""
+    content_type: str = "application/vnd.kubernetes.protobuf"
+    qps: float = 50
+    burst: int = 100
+
+
+@frozen
+class KubeSchedulerConfiguration:
+    """The whole file.  ``parallelism`` is accepted and kept; kubesched filters
+    nodes in one thread (vectorised where plugins allow)."""
+
+    STRICT: ClassVar[bool] = True
+    parallelism: int = 16
+    leader_election: LeaderElection = LeaderElection()
+    client_connection: ClientConnection = ClientConnection()
+    health_bind_address: str = ""
+    metrics_bind_address: str = ""
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    percentage_of_nodes_to_score: int | None = None
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
+    profiles: tuple[Profile, ...] = ()
+    extenders: tuple[dict[str, Any], ...] = ()
+    delay_cache_until_active: bool = False
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Upstream's ``mergePluginSet``: a custom ``enabled`` entry naming a default
+    plugin replaces it in place (keeping the default order, taking the new
+    weight); other custom plugins are appended; ``disabled`` names (or ``*``)
+    remove defaults.  Disabled lists of both are kept for multiPoint expansion."""
+    disabled = tuple(custom.disabled) + tuple(default.disabled)
+    disabled_names = {p.name for p in disabled}
+    custom_index = {p.name: i for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginRef] = []
+    if ALL not in disabled_names:
+        for plugin in default.enabled:
+            if plugin.name in disabled_names:
+                continue
+            if plugin.name in custom_index:
+                index = custom_index[plugin.name]
+                plugin = custom.enabled[index]
+                replaced.add(index)
+            enabled.append(plugin)
+    enabled.extend(p for i, p in enumerate(custom.enabled) if i not in replaced)
+    return PluginSet(tuple(enabled), disabled)
+
+
+def merge_plugins(default: Plugins, custom: Plugins) -> Plugins:
+    """:func:`merge_plugin_set` at every extension point and multiPoint."""
+    return Plugins(**{
+        f.name: merge_plugin_set(getattr(default, f.name), getattr(custom, f.name))
+        for f in attrs.fields(Plugins)
+    })
+
+
+def parse_duration(text: Any, where: str) -> float:
+    """A Go duration ("15s", "1m30s", "100ms", "1h") or a number of seconds -> seconds.
+
+    Raises :class:`ConfigError` naming ``where``."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text).lstrip("+"):
+        raise ConfigError(f"{where}: invalid duration {text!r}")
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def load_config(
+    source: str | Path | dict | None,
+    default_plugins: Plugins,
+) -> KubeSchedulerConfiguration:
+    """Read a KubeSchedulerConfiguration file (or an already parsed dict, or
+    None for all defaults) and return it with defaults applied and every
+    profile's plugins merged over ``default_plugins``.
+
+    Raises :class:`ConfigError` for a file that cannot be read, a wrong
+    apiVersion/kind, an unknown field, a bad value, duplicate profile names,
+    profiles with different queueSort plugins.
+    """
+    where = str(source) if isinstance(source, (str, Path)) else "configuration"
+    if source is None:
+        data: Any = {"apiVersion": API_VERSION, "kind": KIND}
+    elif isinstance(source, dict):
+        data = source
+    else:
+        try:
+            data = yaml.safe_load(Path(source).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"{where}: cannot read: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
+    if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
+        raise ConfigError(
+            f"{where}: apiVersion/kind: expected {API_VERSION} {KIND}, got {data.get('apiVersion')} {data.get('kind')}"
+        )
+    body = {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
+    try:
+        config = structure(body, KubeSchedulerConfiguration)
+    except ManifestError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    problems = []
+    for name in ("lease_duration", "renew_deadline", "retry_period"):
+        try:
+            parse_duration(getattr(config.leader_election, name), name)
+        except ConfigError as err:
+            problems.append(f"leaderElection.{err}")
+    if config.pod_initial_backoff_seconds <= 0:
+        problems.append("podInitialBackoffSeconds: must be greater than 0")
+    if config.pod_max_backoff_seconds < config.pod_initial_backoff_seconds:
+        problems.append("podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds")
+    if config.percentage_of_nodes_to_score is not None and not 0 <= config.percentage_of_nodes_to_score <= 100:
+        problems.append("percentageOfNodesToScore: not in valid range [0-100]")
+    profiles = config.profiles or (Profile(),)
+    seen: set[str] = set()
+    merged = []
+    for index, profile in enumerate(profiles):
+        label = f"profiles[{index}]"
+        if not profile.scheduler_name:
+            problems.append(f"{label}.schedulerName: Required value")
+        elif profile.scheduler_name in seen:
+            problems.append(f"{label}.schedulerName: Duplicate value: {profile.scheduler_name!r}")
+        seen.add(profile.scheduler_name)
+        pct = profile.percentage_of_nodes_to_score
+        if pct is not None and not 0 <= pct <= 100:
+            problems.append(f"{label}.percentageOfNodesToScore: not in valid range [0-100]")
+        names = [c.name for c in profile.plugin_config]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(f"{label}.pluginConfig: Duplicate value: {dup!r}")
+        merged.append(attrs.evolve(profile, plugins=merge_plugins(default_plugins, profile.plugins)))
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    return attrs.evolve(config, profiles=tuple(merged))

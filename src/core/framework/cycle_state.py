@@ -1,0 +1,52 @@
+"""CycleState: per-pod scratch space shared by the plugins during one scheduling cycle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StateNotFound(KeyError):
+    """Raised by :meth:`CycleState.read` for a key nobody wrote ("not found" upstream)."""
+
+
+class CycleState:
+    """A key -> value store that lives for one pod's scheduling (and binding) cycle.
+
+    Plugins write what PreFilter computed and read it back in Filter, Score,
+    Reserve, PreBind.  :meth:`clone` copies it for dry runs (nominated pods,
+    preemption); values with a ``clone()`` method are cloned, others shared,
+    as upstream's ``StateData.Clone``.  ``skip_filter_plugins`` and
+    ``skip_score_plugins`` hold the plugins whose PreFilter/PreScore said Skip.
+    """
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+        self.record_plugin_metrics = False
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value under ``key``; raises :class:`StateNotFound`."""
+        try:
+            return self._data[key]
+        except KeyError:
+            raise StateNotFound(f"{key!r} not found in cycle state") from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> "CycleState":
+        copy = CycleState()
+        copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.record_plugin_metrics = self.record_plugin_metrics
+        return copy

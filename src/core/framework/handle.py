@@ -1,0 +1,59 @@
+"""Handle: everything a plugin may reach in the framework, given to its constructor."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ..cluster.client import ClusterClient
+    from ..cluster.informer import Informers
+    from ..clock import Clock
+    from ..events import EventRecorder
+    from .snapshot import Snapshot
+
+
+class Handle:
+    """Upstream's ``framework.Handle``, in Python.
+
+    - ``snapshot``: the current cycle's :class:`Snapshot` (valid from PreFilter to Permit);
+    - ``cluster``: the :class:`ClusterClient` (API writes: binding, status);
+    - ``informers``: shared informers (``informers.store("PersistentVolumeClaim")``);
+    - ``recorder``: the :class:`EventRecorder`;
+    - ``clock``: the :class:`Clock` all waiting goes through;
+    - ``nominator``: nominated pods per node;
+    - ``framework``: the profile's plugin runner (for dry runs);
+    - ``waiting_pods``: pods waiting at Permit, by UID (``allow``/``reject``);
+    - ``profile_name``: the profile's schedulerName.
+    """
+
+    def __init__(
+        self,
+        cluster: "ClusterClient",
+        informers: "Informers",
+        clock: "Clock",
+        recorder: "EventRecorder",
+        snapshot: Callable[[], "Snapshot"],
+        nominator: Any = None,
+        waiting_pods: dict | None = None,
+        profile_name: str = "",
+        activate: Callable[[Any], None] | None = None,
+    ):
+        self.cluster = cluster
+        self.informers = informers
+        self.clock = clock
+        self.recorder = recorder
+        self._snapshot = snapshot
+        self.nominator = nominator
+        self.waiting_pods = waiting_pods if waiting_pods is not None else {}
+        self.profile_name = profile_name
+        self.framework: Any = None
+        self._activate = activate
+
+    @property
+    def snapshot(self) -> "Snapshot":
+        return self._snapshot()
+
+    def activate(self, pod: Any) -> None:
+        """Move ``pod`` (pending) to activeQ now (upstream's PodActivator)."""
+        if self._activate is not None:
+            self._activate(pod)

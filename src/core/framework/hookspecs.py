@@ -1,0 +1,187 @@
+"""One pluggy hookspec per kube-scheduler extension point.
+
+A plugin is a class whose methods carry :data:`hookimpl`; it implements the
+extension points whose hooks it defines, with exactly these argument names
+(pluggy checks them when the plugin is registered, so a typo is an error at
+start-up, not at the first pod).  ``None`` means Success wherever a
+:class:`~kubesched.core.framework.status.Status` is returned.
+
+The framework resolves each profile's implementations once and calls them
+directly in the profile's order (pluggy's own per-call dispatch is too slow for
+per-node hooks); so these specs document and validate, they are not called
+through ``pm.hook``.
+
+Order of a scheduling cycle: PreEnqueue (when queued) -> QueueSort -> PreFilter
+-> Filter (per node) -> PostFilter (no node fits) -> PreScore -> Score (per
+node) -> NormalizeScore -> Reserve -> Permit; then the binding cycle: wait on
+Permit -> PreBind -> Bind -> PostBind.  Any failure after Reserve runs
+Unreserve of every Reserve plugin in reverse order.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "kubesched"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+#: Mark a plugin method as the implementation of an extension point.
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class ExtensionPoints:
+    """The hookspecs.  Each docstring says when the hook runs, what it may
+    change and what each Status code means there."""
+
+    @hookspec
+    def pre_enqueue(self, pod):
+        """PreEnqueue: called before ``pod`` (core/v1 Pod) enters activeQ.
+
+        Success lets it in; any other status gates it: the pod waits in the
+        unschedulable pool until an event this plugin registered for (see
+        :meth:`events_to_register`) makes PreEnqueue pass.  Runs in event
+        handlers: keep it cheap.  Returns Status or None.
+        """
+
+    @hookspec
+    def less(self, pod_info_a, pod_info_b):
+        """QueueSort: True when queued pod A goes before B in activeQ.
+
+        Arguments are :class:`QueuedPodInfo` (``.pod``, ``.timestamp`` in
+        seconds).  Exactly one QueueSort plugin, the same for every profile.
+        """
+
+    @hookspec
+    def pre_filter(self, state, pod, nodes):
+        """PreFilter: once per cycle before Filter; ``nodes`` is the snapshot's NodeInfo list.
+
+        May write pre-computed data into ``state`` (CycleState).  Returns a
+        Status, or a tuple ``(PreFilterResult | None, Status | None)`` where
+        ``PreFilterResult.node_names`` narrows the nodes to filter (results
+        of all plugins are intersected).  Skip: this plugin's Filter and
+        AddPod/RemovePod are skipped for this pod.  Unschedulable: the pod is
+        rejected (remaining PreFilters still run).
+        UnschedulableAndUnresolvable: rejected at once.  Error: the cycle fails.
+        """
+
+    @hookspec
+    def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
+        """PreFilterExtensions.AddPod: update ``state`` as if ``pod_info_to_add``
+        ran on ``node_info`` (nominated pods, preemption dry runs).  Treat
+        ``node_info`` as read-only.  Returns Status or None."""
+
+    @hookspec
+    def pre_filter_remove_pod(self, state, pod, pod_info_to_remove, node_info):
+        """PreFilterExtensions.RemovePod: update ``state`` as if
+        ``pod_info_to_remove`` left ``node_info``.  Returns Status or None."""
+
+    @hookspec
+    def filter(self, state, pod, node_info):
+        """Filter: can ``pod`` run on ``node_info``?
+
+        Success/None: yes.  Unschedulable: no, preemption may help.
+        UnschedulableAndUnresolvable: no, preemption cannot help on this node.
+        Error: aborts the cycle.  The first plugin that rejects a node ends
+        that node's Filter.  Must not change ``node_info``.
+        """
+
+    @hookspec
+    def filter_batch(self, state, pod, table, rows):
+        """Batch form of Filter over the snapshot's columnar view.
+
+        ``table`` is the snapshot's NodeTable, ``rows`` an int array of the
+        rows to judge.  Returns a bool array (True = passes) of ``len(rows)``.
+        A plugin offering it must also implement :meth:`filter`, which gives
+        the reasons for the rejected nodes and must agree with it.
+        """
+
+    @hookspec
+    def post_filter(self, state, pod, filtered_node_status):
+        """PostFilter: no node fits; try to make room (preemption).
+
+        ``filtered_node_status`` maps node name -> Status of the failure.
+        Returns ``(PostFilterResult | None, Status | None)``: Success with a
+        nominated node ends PostFilter; Unschedulable lets the next plugin try;
+        UnschedulableAndUnresolvable or Error stops.
+        """
+
+    @hookspec
+    def pre_score(self, state, pod, nodes):
+        """PreScore: once per cycle with the feasible NodeInfo list.
+
+        Skip: this plugin's Score is skipped for this pod.  Any other
+        non-success status fails the cycle.
+        """
+
+    @hookspec
+    def score(self, state, pod, node_info):
+        """Score: how much ``pod`` likes ``node_info``; an int (or a Status for an error).
+
+        After NormalizeScore every score must be within [0, 100]; it is then
+        multiplied by the plugin's weight.
+        """
+
+    @hookspec
+    def score_batch(self, state, pod, table, rows):
+        """Batch form of Score: an int64 array of scores for the NodeTable
+        ``rows``.  Must agree with :meth:`score`."""
+
+    @hookspec
+    def normalize_score(self, state, pod, node_names, scores):
+        """NormalizeScore: rewrite ``scores`` (int64 numpy array, in place),
+        one per name in ``node_names``, into [0, 100].  Returns Status or None."""
+
+    @hookspec
+    def reserve(self, state, pod, node_name):
+        """Reserve: the pod is assumed on ``node_name``; reserve what the
+        plugin tracks.  A failure runs Unreserve of every Reserve plugin."""
+
+    @hookspec
+    def unreserve(self, state, pod, node_name):
+        """Unreserve: undo Reserve.  Must be idempotent; may run even when
+        Reserve did not."""
+
+    @hookspec
+    def permit(self, state, pod, node_name):
+        """Permit: the last gate before binding.  Returns a Status (or None)
+        or ``(Status, timeout_seconds)``.  Wait: the binding cycle waits until
+        some plugin allows or rejects the waiting pod, or the timeout (at most
+        15 minutes) rejects it.  Any rejection unreserves the pod."""
+
+    @hookspec
+    def pre_bind(self, state, pod, node_name):
+        """PreBind: work that must succeed before binding (volumes, devices).
+        Unschedulable: scheduling failure; any other non-success: error."""
+
+    @hookspec
+    def bind(self, state, pod, node_name):
+        """Bind: bind the pod to the node.  Skip: not this plugin's pod; the
+        first other result ends Bind."""
+
+    @hookspec
+    def post_bind(self, state, pod, node_name):
+        """PostBind: informational, after a successful bind."""
+
+    @hookspec
+    def events_to_register(self):
+        """EnqueueExtensions: the cluster events that may make a pod this
+        plugin rejected schedulable, as a list of :class:`ClusterEventWithHint`.
+        Not implemented: every event may.  Empty list: none."""
+
+
+#: config key of an extension point -> the hooks a plugin implements for it.
+#: The first hook is the one that makes a plugin "implement" the point.
+EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("pre_enqueue",),
+    "queueSort": ("less",),
+    "preFilter": ("pre_filter", "pre_filter_add_pod", "pre_filter_remove_pod"),
+    "filter": ("filter", "filter_batch"),
+    "postFilter": ("post_filter",),
+    "preScore": ("pre_score",),
+    "score": ("score", "score_batch", "normalize_score"),
+    "reserve": ("reserve", "unreserve"),
+    "permit": ("permit",),
+    "preBind": ("pre_bind",),
+    "bind": ("bind",),
+    "postBind": ("post_bind",),
+}

@@ -1,0 +1,151 @@
+"""PodInfo and NodeInfo: the scheduler's per-pod and per-node aggregates.
+
+Mirrors upstream's ``framework.PodInfo``/``NodeInfo``: a NodeInfo holds the
+node, the pods on it (bound and assumed), the sum of their requests, the
+non-zero requests scoring uses, the host ports in use, and a generation that
+changes on every modification (the snapshot copies only what changed).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterable
+
+from ..api.core_v1 import Node, Pod
+from .resources import non_zero_requests, pod_requests
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    return next(_generation)
+
+
+class PodInfo:
+    """A pod plus what the scheduler derives from it once: ``requests`` (dict in
+    scheduler units), ``non_zero_cpu`` (milli-CPU), ``non_zero_memory`` (bytes),
+    ``host_ports`` ((ip, protocol, port) triples)."""
+
+    __slots__ = ("pod", "requests", "non_zero_cpu", "non_zero_memory", "host_ports")
+
+    def __init__(self, pod: Pod):
+        self.pod = pod
+        self.requests = pod_requests(pod)
+        self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
+        self.host_ports = tuple(
+            (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+            for container in pod.spec.containers
+            for port in container.ports
+            if port.host_port > 0
+        )
+
+    def with_pod(self, pod: Pod) -> "PodInfo":
+        """This info for a newer copy of the same pod whose requests did not
+        change (e.g. with ``spec.nodeName`` set)."""
+        copy = PodInfo.__new__(PodInfo)
+        copy.pod = pod
+        copy.requests = self.requests
+        copy.non_zero_cpu = self.non_zero_cpu
+        copy.non_zero_memory = self.non_zero_memory
+        copy.host_ports = self.host_ports
+        return copy
+
+    @property
+    def key(self) -> str:
+        return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+
+
+def ports_conflict(used: Iterable[tuple[str, str, int]], wanted: Iterable[tuple[str, str, int]]) -> bool:
+    """True when a wanted host port is taken: same protocol and port, and the
+    same IP or either side on 0.0.0.0 (upstream ``HostPortInfo.CheckConflict``)."""
+    used = list(used)
+    for ip, protocol, port in wanted:
+        for used_ip, used_protocol, used_port in used:
+            if port == used_port and protocol == used_protocol and (
+                ip == used_ip or ip == "0.0.0.0" or used_ip == "0.0.0.0"
+            ):
+                return True
+    return False
+
+
+class NodeInfo:
+    """Node-level aggregate information.
+
+    ``requested`` sums the pods' requests (scheduler units); ``non_zero_cpu``
+    / ``non_zero_memory`` sum their non-zero requests; ``used_ports`` lists the
+    host ports in use; ``allocatable`` is the node's allocatable resources.
+    Mutated only by the scheduler cache (and on clones, by dry runs).
+    """
+
+    __slots__ = ("node", "pods", "requested", "non_zero_cpu", "non_zero_memory", "used_ports", "generation")
+
+    def __init__(self, node: Node | None = None, pods: Iterable[Pod | PodInfo] = ()):
+        self.node = node
+        self.pods: list[PodInfo] = []
+        self.requested: dict[str, int] = {}
+        self.non_zero_cpu = 0
+        self.non_zero_memory = 0
+        self.used_ports: list[tuple[str, str, int]] = []
+        self.generation = next_generation()
+        for pod in pods:
+            self.add_pod(pod)
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name if self.node is not None else ""
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return self.node.allocatable if self.node is not None else {}
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.generation = next_generation()
+
+    def add_pod(self, pod: Pod | PodInfo) -> PodInfo:
+        """Account for a pod on this node; returns its PodInfo."""
+        info = pod if isinstance(pod, PodInfo) else PodInfo(pod)
+        self.pods.append(info)
+        requested = self.requested
+        for name, amount in info.requests.items():
+            requested[name] = requested.get(name, 0) + amount
+        self.non_zero_cpu += info.non_zero_cpu
+        self.non_zero_memory += info.non_zero_memory
+        if info.host_ports:
+            self.used_ports.extend(info.host_ports)
+        self.generation = next_generation()
+        return info
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Stop accounting for the pod with ``pod``'s UID; False if it was not here."""
+        uid = pod.metadata.uid
+        for index, info in enumerate(self.pods):
+            if info.pod.metadata.uid == uid:
+                break
+        else:
+            return False
+        del self.pods[index]
+        requested = self.requested
+        for name, amount in info.requests.items():
+            requested[name] = requested.get(name, 0) - amount
+        self.non_zero_cpu -= info.non_zero_cpu
+        self.non_zero_memory -= info.non_zero_memory
+        for port in info.host_ports:
+            self.used_ports.remove(port)
+        self.generation = next_generation()
+        return True
+
+    def clone(self) -> "NodeInfo":
+        """An independent copy (for dry runs); PodInfos are shared, not copied."""
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.pods = list(self.pods)
+        copy.requested = dict(self.requested)
+        copy.non_zero_cpu = self.non_zero_cpu
+        copy.non_zero_memory = self.non_zero_memory
+        copy.used_ports = list(self.used_ports)
+        copy.generation = self.generation
+        return copy
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)}, requested={self.requested})"

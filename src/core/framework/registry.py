@@ -1,0 +1,101 @@
+"""Plugin discovery through the entry-point group ``kubesched.plugins``.
+
+A plugin class has a ``name`` (defaults to the entry-point name), an optional
+``args_class`` (an attrs class with ``STRICT = True`` decoded from the
+profile's ``pluginConfig`` args, upstream's ``<Name>Args``) and a constructor
+``(args, handle)``.  kubesched's own plugins are announced through the same
+group in its pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any, Iterable
+
+from ..api.convert import ManifestError, structure
+from .hookspecs import EXTENSION_POINTS, PROJECT
+
+ENTRY_POINT_GROUP = "kubesched.plugins"
+
+_IMPL_ATTR = PROJECT + "_impl"
+
+
+class PluginError(ValueError):
+    """A plugin that cannot be found, loaded or configured."""
+
+
+def implemented_hooks(cls: type) -> frozenset[str]:
+    """Names of the hook methods ``cls`` marks with ``hookimpl``."""
+    return frozenset(
+        name for name in dir(cls) if not name.startswith("__") and hasattr(getattr(cls, name, None), _IMPL_ATTR)
+    )
+
+
+def extension_points(cls: type) -> list[str]:
+    """Config keys of the extension points ``cls`` implements (``filter``, ``score`` ...)."""
+    hooks = implemented_hooks(cls)
+    return [point for point, names in EXTENSION_POINTS.items() if names[0] in hooks]
+
+
+def build_args(cls: type, raw: dict[str, Any] | None) -> Any:
+    """Decode ``raw`` pluginConfig args into ``cls.args_class`` (defaults when
+    None).  A plugin without ``args_class`` gets the raw dict (out-of-tree
+    args pass through raw, as upstream).  Raises :class:`PluginError` naming
+    the field."""
+    args_class = getattr(cls, "args_class", None)
+    if args_class is None:
+        return dict(raw or {})
+    body = {k: v for k, v in (raw or {}).items() if k not in ("apiVersion", "kind")}
+    try:
+        return structure(body, args_class)
+    except ManifestError as err:
+        raise PluginError(f"args.{err}" if err.field else f"args: {err.problem}") from None
+
+
+class Registry:
+    """Plugin name -> plugin class.
+
+    :meth:`discover` loads every entry point of the group; :meth:`add`
+    registers a class directly (tests, embedding).
+    """
+
+    def __init__(self, plugins: Iterable[type] = ()):
+        self._plugins: dict[str, type] = {}
+        self.origin: dict[str, str] = {}
+        for cls in plugins:
+            self.add(cls)
+
+    @classmethod
+    def discover(cls, group: str = ENTRY_POINT_GROUP) -> "Registry":
+        """Load every entry point in ``group``.  Raises :class:`PluginError`
+        for one that does not import or names a duplicate plugin."""
+        registry = cls()
+        for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+            try:
+                plugin = entry.load()
+            except Exception as err:  # noqa: BLE001 - any import failure is the plugin's
+                raise PluginError(f"entry point {entry.name} = {entry.value}: cannot load: {err}") from err
+            dist = entry.dist.name if entry.dist else "?"
+            registry.add(plugin, name=entry.name, origin=dist)
+        return registry
+
+    def add(self, plugin: type, name: str | None = None, origin: str = "") -> None:
+        name = name or getattr(plugin, "name", None) or plugin.__name__
+        if not isinstance(plugin, type):
+            raise PluginError(f"plugin {name}: expected a class, got {plugin!r}")
+        if getattr(plugin, "name", name) != name:
+            raise PluginError(f"plugin {name}: its class says name = {plugin.name!r}")
+        existing = self._plugins.get(name)
+        if existing is not None and existing is not plugin:
+            raise PluginError(f"plugin {name} is registered twice ({self.origin.get(name)} and {origin})")
+        self._plugins[name] = plugin
+        self.origin[name] = origin
+
+    def get(self, name: str) -> type | None:
+        return self._plugins.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._plugins)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._plugins

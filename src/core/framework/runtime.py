@@ -1,0 +1,449 @@
+"""Framework: one profile's plugins, resolved once, run at each extension point.
+
+Built from a merged :class:`Profile` and the plugin :class:`Registry`, it
+instantiates each needed plugin once with its args and the :class:`Handle`,
+registers it in the profile's own pluggy ``PluginManager`` (which validates
+hook names and argument names), then resolves the ordered list of bound
+methods for every extension point with upstream's rules (specific extension
+point settings, multiPoint expansion, score weights).  The ``run_*`` methods
+call those methods directly with kube-scheduler's semantics.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pluggy
+
+from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
+from .cycle_state import CycleState
+from .handle import Handle
+from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
+from .nodeinfo import NodeInfo, PodInfo
+from .registry import PluginError, Registry, build_args, implemented_hooks
+from .snapshot import NodeTable
+from .status import Code, Status
+from .types import EVERY_EVENT, ClusterEventWithHint, PostFilterResult, PreFilterResult
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+#: Upstream caps a Permit wait at 15 minutes.
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+#: Extension points whose plugins' queueing hints requeue rejected pods (upstream honours
+#: EventsToRegister only for these).
+ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+
+
+class Framework:
+    """The plugins of one profile.
+
+    Attributes per extension point are lists of ``(plugin_name, bound_method)``
+    in the profile's order.  ``score_weights`` maps Score plugins to weights.
+    Raises :class:`ConfigError` (naming the profile, plugin and field) for an
+    unknown plugin, wrong args, a plugin enabled at a point it does not
+    implement, a duplicate, or no/more than one QueueSort plugin or no Bind
+    plugin.
+    """
+
+    def __init__(self, profile: Profile, registry: Registry, handle: Handle, where: str = ""):
+        self.profile = profile
+        self.profile_name = profile.scheduler_name
+        self.handle = handle
+        handle.framework = self
+        self._where = f"{where}profile {profile.scheduler_name!r}"
+        self.plugins: dict[str, Any] = {}
+        self.pm = pluggy.PluginManager(PROJECT)
+        self.pm.add_hookspecs(ExtensionPoints)
+        self._instantiate(registry)
+        self.points: dict[str, list[str]] = self._resolve_points()
+        self.score_weights = self._score_weights()
+        self._bind_methods()
+        self._check_required()
+
+    # --- construction --------------------------------------------------------------------
+
+    def _fail(self, message: str) -> ConfigError:
+        return ConfigError(f"{self._where}: {message}")
+
+    def _needed_plugins(self) -> list[str]:
+        names: list[str] = []
+        plugins = self.profile.plugins
+        for attr in ("multi_point", *POINT_KEYS):
+            for ref in getattr(plugins, attr).enabled:
+                if ref.name not in names:
+                    names.append(ref.name)
+        return names
+
+    def _instantiate(self, registry: Registry) -> None:
+        known = registry.names()
+        for name in self._needed_plugins():
+            cls = registry.get(name)
+            if cls is None:
+                raise self._fail(f"plugin {name!r} does not exist (known plugins: {', '.join(known)})")
+            try:
+                args = build_args(cls, self.profile.args_for(name))
+            except PluginError as err:
+                raise self._fail(f"pluginConfig {name}: {err}") from None
+            try:
+                plugin = cls(args, self.handle)
+            except (ValueError, TypeError) as err:
+                raise self._fail(f"pluginConfig {name}: args: {err}") from None
+            try:
+                self.pm.register(plugin, name=name)
+            except pluggy.PluginValidationError as err:
+                raise self._fail(f"plugin {name}: {err}") from None
+            self.plugins[name] = plugin
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as err:
+            raise self._fail(f"{err}") from None
+        for entry in self.profile.plugin_config:
+            if entry.name not in registry:
+                raise self._fail(f"pluginConfig {entry.name}: plugin does not exist (known plugins: {', '.join(known)})")
+
+    def _implements(self, name: str, point: str) -> bool:
+        return EXTENSION_POINTS[point][0] in implemented_hooks(type(self.plugins[name]))
+
+    def _resolve_points(self) -> dict[str, list[str]]:
+        """Upstream ``updatePluginList`` + ``expandMultiPointPlugins``."""
+        plugins = self.profile.plugins
+        multi_point = plugins.multi_point
+        result: dict[str, list[str]] = {}
+        for attr, point in POINT_KEYS.items():
+            plugin_set = getattr(plugins, attr)
+            specific: list[str] = []
+            for ref in plugin_set.enabled:
+                if not self._implements(ref.name, point):
+                    raise self._fail(f"plugin {ref.name!r} does not extend {point} plugin")
+                if ref.name in specific:
+                    raise self._fail(f"plugin {ref.name!r} already registered as {point!r}")
+                specific.append(ref.name)
+            disabled = {ref.name for ref in plugin_set.disabled}
+            if ALL in disabled:
+                result[point] = specific
+                continue
+            overrides: list[str] = []
+            from_multi: list[str] = []
+            for ref in multi_point.enabled:
+                if not self._implements(ref.name, point) or ref.name in disabled:
+                    continue
+                if ref.name in specific:
+                    overrides.append(ref.name)
+                    continue
+                if ref.name in from_multi:
+                    raise self._fail(f"plugin {ref.name!r} already registered as {point!r}")
+                from_multi.append(ref.name)
+            rest = [name for name in specific if name not in overrides]
+            result[point] = overrides + from_multi + rest
+        return result
+
+    def _score_weights(self) -> dict[str, int]:
+        weights: dict[str, int] = {}
+        refs: list[PluginRef] = list(self.profile.plugins.score.enabled) + list(self.profile.plugins.multi_point.enabled)
+        for ref in refs:
+            if ref.name not in self.plugins or not self._implements(ref.name, "score") or ref.name in weights:
+                continue
+            if ref.weight < 0:
+                raise self._fail(f"plugins.score: {ref.name}: weight must be positive")
+            weights[ref.name] = ref.weight or 1
+        return weights
+
+    def _methods(self, point: str, hook: str | None = None) -> list[tuple[str, Callable]]:
+        hook = hook or EXTENSION_POINTS[point][0]
+        out = []
+        for name in self.points[point]:
+            plugin = self.plugins[name]
+            if hook in implemented_hooks(type(plugin)):
+                out.append((name, getattr(plugin, hook)))
+        return out
+
+    def _bind_methods(self) -> None:
+        self.pre_enqueue_plugins = self._methods("preEnqueue")
+        self.queue_sort_plugins = self._methods("queueSort")
+        self.pre_filter_plugins = self._methods("preFilter")
+        self.add_pod_plugins = self._methods("preFilter", "pre_filter_add_pod")
+        self.remove_pod_plugins = self._methods("preFilter", "pre_filter_remove_pod")
+        self.filter_plugins = self._methods("filter")
+        self.filter_batch = dict(self._methods("filter", "filter_batch"))
+        self.post_filter_plugins = self._methods("postFilter")
+        self.pre_score_plugins = self._methods("preScore")
+        self.score_plugins = self._methods("score")
+        self.score_batch = dict(self._methods("score", "score_batch"))
+        self.normalize = dict(self._methods("score", "normalize_score"))
+        self.reserve_plugins = self._methods("reserve")
+        self.unreserve_plugins = self._methods("reserve", "unreserve")
+        self.permit_plugins = self._methods("permit")
+        self.pre_bind_plugins = self._methods("preBind")
+        self.bind_plugins = self._methods("bind")
+        self.post_bind_plugins = self._methods("postBind")
+
+    def _check_required(self) -> None:
+        if len(self.queue_sort_plugins) != 1:
+            raise self._fail(
+                f"only one queue sort plugin required for profile with scheduler name {self.profile_name!r}, "
+                f"got {[n for n, _ in self.queue_sort_plugins]}"
+            )
+        if not self.bind_plugins:
+            raise self._fail("at least one bind plugin is needed")
+
+    @property
+    def queue_sort_name(self) -> str:
+        return self.queue_sort_plugins[0][0]
+
+    def less(self, a: Any, b: Any) -> bool:
+        return self.queue_sort_plugins[0][1](a, b)
+
+    def events_to_register(self) -> list[tuple[str, ClusterEventWithHint]]:
+        """``(plugin, event with hint)`` for the plugins at the points whose
+        hints matter; a plugin without ``events_to_register`` gets every event."""
+        out: list[tuple[str, ClusterEventWithHint]] = []
+        seen: set[str] = set()
+        for point in ENQUEUE_POINTS:
+            for name in self.points.get(point, ()):
+                if name in seen:
+                    continue
+                seen.add(name)
+                plugin = self.plugins[name]
+                if "events_to_register" in implemented_hooks(type(plugin)):
+                    out.extend((name, ev) for ev in plugin.events_to_register())
+                else:
+                    out.append((name, ClusterEventWithHint(EVERY_EVENT)))
+        return out
+
+    # --- running -------------------------------------------------------------------------
+
+    def run_pre_enqueue(self, pod: Any) -> Status | None:
+        """First non-success PreEnqueue status (with its plugin), or None."""
+        for name, method in self.pre_enqueue_plugins:
+            status = method(pod)
+            if status is not None and not status.is_success():
+                return status.with_plugin(name)
+        return None
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Any, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult,
+        the status (None on success) and the plugins that rejected the pod."""
+        result: PreFilterResult | None = None
+        rejected: Status | None = None
+        rejectors: set[str] = set()
+        narrowing: list[str] = []
+        for name, method in self.pre_filter_plugins:
+            answer = method(state, pod, nodes)
+            plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
+            if status is not None and status.code != Code.SUCCESS:
+                if status.code == Code.SKIP:
+                    state.skip_filter_plugins.add(name)
+                    continue
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, status.with_plugin(name), {name}
+                if status.code == Code.UNSCHEDULABLE:
+                    rejectors.add(name)
+                    rejected = rejected or status.with_plugin(name)
+                    continue
+                if status.code == Code.PENDING:
+                    return None, status.with_plugin(name), {name}
+                return None, Status(Code.ERROR, (f"running PreFilter plugin {name!r}: {status.message()}",), name,
+                                    status.error), set()
+            if plugin_result is not None and plugin_result.node_names is not None:
+                narrowing.append(name)
+                result = plugin_result if result is None else result.merge(plugin_result)
+                if not result.node_names:
+                    message = f"node(s) didn't satisfy plugin(s) {narrowing} simultaneously"
+                    if len(narrowing) == 1:
+                        message = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), narrowing[0]), set(narrowing)
+        if rejected is not None:
+            return None, rejected, rejectors
+        return result, None, set()
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
+        for name, method in self.add_pod_plugins:
+            if name in state.skip_filter_plugins:
+                continue
+            status = method(state, pod, info, node_info)
+            if status is not None and not status.is_success():
+                return Status(Code.ERROR, (f"running AddPod on PreFilter plugin {name!r}: {status.message()}",), name)
+        return None
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
+        for name, method in self.remove_pod_plugins:
+            if name in state.skip_filter_plugins:
+                continue
+            status = method(state, pod, info, node_info)
+            if status is not None and not status.is_success():
+                return Status(Code.ERROR, (f"running RemovePod on PreFilter plugin {name!r}: {status.message()}",), name)
+        return None
+
+    def run_filter(self, state: CycleState, pod: Any, node_info: NodeInfo) -> Status | None:
+        """Upstream ``RunFilterPlugins``: the first non-success status (with its
+        plugin), or None.  A non-rejection failure becomes Error."""
+        skip = state.skip_filter_plugins
+        for name, method in self.filter_plugins:
+            if name in skip:
+                continue
+            status = method(state, pod, node_info)
+            if status is not None and status.code != Code.SUCCESS:
+                if not status.is_rejected():
+                    return Status(Code.ERROR, (f"running {name!r} filter plugin: {status.message()}",), name,
+                                  status.error)
+                return status.with_plugin(name)
+        return None
+
+    def run_filter_with_nominated_pods(
+        self, state: CycleState, pod: Any, node_info: NodeInfo, nominated: list[PodInfo]
+    ) -> Status | None:
+        """Upstream ``RunFilterPluginsWithNominatedPods``: first with the
+        ``nominated`` pods (equal or higher priority, nominated to this node)
+        added, then, if that passed, without them."""
+        if not nominated:
+            return self.run_filter(state, pod, node_info)
+        state_with = state.clone()
+        node_with = node_info.clone()
+        for info in nominated:
+            node_with.add_pod(info)
+            status = self.run_pre_filter_add_pod(state_with, pod, info, node_with)
+            if status is not None:
+                return status
+        status = self.run_filter(state_with, pod, node_with)
+        if status is not None:
+            return status
+        return self.run_filter(state, pod, node_info)
+
+    def run_post_filter(
+        self, state: CycleState, pod: Any, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Upstream ``RunPostFilterPlugins``: plugins in order until one
+        succeeds or says UnschedulableAndUnresolvable/Error."""
+        reasons: list[str] = []
+        last: Status | None = None
+        for name, method in self.post_filter_plugins:
+            answer = method(state, pod, statuses)
+            result, status = answer if isinstance(answer, tuple) else (None, answer)
+            if status is None or status.is_success():
+                return result, None
+            if status.code == Code.UNSCHEDULABLE:
+                reasons.extend(status.reasons)
+                last = status.with_plugin(name)
+                continue
+            return result, status.with_plugin(name)
+        if last is None:
+            return None, Status(Code.UNSCHEDULABLE)
+        return None, Status(Code.UNSCHEDULABLE, tuple(reasons), last.plugin)
+
+    def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo]) -> Status | None:
+        for name, method in self.pre_score_plugins:
+            status = method(state, pod, nodes)
+            if status is None or status.is_success():
+                continue
+            if status.code == Code.SKIP:
+                state.skip_score_plugins.add(name)
+                continue
+            return Status(Code.ERROR, (f"running PreScore plugin {name!r}: {status.message()}",), name)
+        return None
+
+    def run_score(
+        self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's
+        scores, normalised, range-checked, weighted and summed.  Returns
+        (total int64 array, {plugin: weighted scores}).  Raises
+        :class:`ScoreError` for a plugin error or a score out of range."""
+        total = np.zeros(len(rows), dtype=np.int64)
+        per_plugin: dict[str, np.ndarray] = {}
+        names: list[str] | None = None
+        for name, method in self.score_plugins:
+            if name in state.skip_score_plugins:
+                continue
+            batch = self.score_batch.get(name)
+            if batch is not None:
+                scores = np.asarray(batch(state, pod, table, rows), dtype=np.int64)
+            else:
+                scores = np.empty(len(nodes), dtype=np.int64)
+                for i, node_info in enumerate(nodes):
+                    value = method(state, pod, node_info)
+                    if isinstance(value, Status):
+                        raise ScoreError(Status(Code.ERROR, (f"running Score plugin {name!r}: {value.message()}",), name))
+                    scores[i] = value
+            normalize = self.normalize.get(name)
+            if normalize is not None:
+                if names is None:
+                    names = [info.name for info in nodes]
+                status = normalize(state, pod, names, scores)
+                if status is not None and not status.is_success():
+                    raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin {name!r}: {status.message()}",), name))
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                bad = int(np.argmax((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)))
+                raise ScoreError(Status(Code.ERROR, (
+                    f"plugin {name!r} returns an invalid score {int(scores[bad])}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
+            weighted = scores * self.score_weights[name]
+            per_plugin[name] = weighted
+            total += weighted
+        return total, per_plugin
+
+    def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        for name, method in self.reserve_plugins:
+            status = method(state, pod, node_name)
+            if status is not None and not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(name)
+                return Status(Code.ERROR, (f"running Reserve plugin {name!r}: {status.message()}",), name, status.error)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
+        """Every Reserve plugin's Unreserve, in reverse order."""
+        for _, method in reversed(self.unreserve_plugins):
+            method(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Any, node_name: str) -> tuple[Status | None, dict[str, float]]:
+        """Returns (status, waits): a rejection or error status; or None with
+        ``waits`` = {plugin: timeout seconds} for the plugins that said Wait."""
+        waits: dict[str, float] = {}
+        for name, method in self.permit_plugins:
+            answer = method(state, pod, node_name)
+            status, timeout = answer if isinstance(answer, tuple) else (answer, 0.0)
+            if status is None or status.is_success():
+                continue
+            if status.code == Code.WAIT:
+                waits[name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                continue
+            if status.is_rejected():
+                return status.with_plugin(name), {}
+            return Status(Code.ERROR, (f"running Permit plugin {name!r}: {status.message()}",), name, status.error), {}
+        return None, waits
+
+    def run_pre_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        for name, method in self.pre_bind_plugins:
+            status = method(state, pod, node_name)
+            if status is None or status.code in (Code.SUCCESS, Code.SKIP):
+                continue
+            if status.code == Code.UNSCHEDULABLE:
+                return status.with_plugin(name)
+            return Status(Code.ERROR, (f"running PreBind plugin {name!r}: {status.message()}",), name, status.error)
+        return None
+
+    def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        for name, method in self.bind_plugins:
+            status = method(state, pod, node_name)
+            if status is not None and status.code == Code.SKIP:
+                continue
+            if status is None or status.is_success():
+                return None
+            return Status(Code.ERROR, (f"running Bind plugin {name!r}: {status.message()}",), name, status.error)
+        return Status(Code.SKIP)
+
+    def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        for _, method in self.post_bind_plugins:
+            method(state, pod, node_name)
+
+
+class ScoreError(Exception):
+    """A Score or NormalizeScore failure; ``status`` is the Error status."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status

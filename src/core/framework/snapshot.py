@@ -1,0 +1,106 @@
+"""The snapshot a scheduling cycle reads, with a columnar (numpy) view of its nodes.
+
+:class:`Snapshot` is what ``handle.snapshot`` gives plugins: the NodeInfo of
+every node, in a stable order, valid for one scheduling cycle.  Its
+:class:`NodeTable` holds per-node numbers as numpy arrays in the same order, so
+batch Filter/Score forms can judge every node in one vectorised step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .nodeinfo import NodeInfo
+
+
+class NodeTable:
+    """Columns of per-node values, row ``i`` = ``snapshot.nodes[i]``.
+
+    A column is defined by a key and an extractor ``NodeInfo -> value``; it is
+    computed on first use and then kept current row by row as nodes change.
+    :meth:`allocatable` and :meth:`requested` give resource columns (int64,
+    scheduler units); :meth:`pod_count` the number of pods per node.
+    """
+
+    def __init__(self, infos: list[NodeInfo]):
+        self.infos = infos
+        self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64) -> np.ndarray:
+        """The column ``key``, built with ``extract`` the first time it is asked for."""
+        entry = self._columns.get(key)
+        if entry is None:
+            values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
+            self._columns[key] = (extract, values)
+            return values
+        return entry[1]
+
+    def allocatable(self, resource: str) -> np.ndarray:
+        return self.column(f"allocatable/{resource}", lambda info: info.allocatable.get(resource, 0))
+
+    def requested(self, resource: str) -> np.ndarray:
+        return self.column(f"requested/{resource}", lambda info: info.requested.get(resource, 0))
+
+    def pod_count(self) -> np.ndarray:
+        return self.column("pods", lambda info: len(info.pods))
+
+    def non_zero_requested(self) -> tuple[np.ndarray, np.ndarray]:
+        """(milli-CPU, memory) non-zero requests per node, as scoring counts them."""
+        return (
+            self.column("nonzero/cpu", lambda info: info.non_zero_cpu),
+            self.column("nonzero/memory", lambda info: info.non_zero_memory),
+        )
+
+    def refresh(self, rows: Iterable[int]) -> None:
+        """Recompute every column at ``rows`` (after those nodes changed)."""
+        rows = list(rows)
+        if not rows:
+            return
+        for extract, values in self._columns.values():
+            for row in rows:
+                values[row] = extract(self.infos[row])
+
+
+class Snapshot:
+    """Nodes as the current scheduling cycle sees them.
+
+    ``nodes`` is the list of NodeInfo (only nodes that exist), ``table`` its
+    columnar view, :meth:`get` finds one by name.  Built and refreshed by the
+    scheduler cache (:meth:`Cache.update_snapshot`).
+    """
+
+    def __init__(self, nodes: list[NodeInfo] | None = None):
+        self.nodes: list[NodeInfo] = []
+        self.index: dict[str, int] = {}
+        self.table = NodeTable([])
+        self.generations: list[int] = []
+        if nodes is not None:
+            self.rebuild(nodes)
+
+    def rebuild(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = list(nodes)
+        self.index = {info.name: i for i, info in enumerate(self.nodes)}
+        self.table = NodeTable(self.nodes)
+        self.generations = [info.generation for info in self.nodes]
+
+    def refresh(self, names: Iterable[str]) -> None:
+        """Note that the nodes ``names`` changed in place."""
+        rows = []
+        for name in names:
+            row = self.index.get(name)
+            if row is not None and self.generations[row] != self.nodes[row].generation:
+                self.generations[row] = self.nodes[row].generation
+                rows.append(row)
+        self.table.refresh(rows)
+
+    def get(self, name: str) -> NodeInfo | None:
+        row = self.index.get(name)
+        return self.nodes[row] if row is not None else None
+
+    def __len__(self) -> int:
+        return len(self.nodes)

@@ -1,0 +1,99 @@
+"""Values passed between the framework and plugins besides Status and CycleState."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable
+
+from attrs import field, frozen
+
+
+@frozen
+class PreFilterResult:
+    """``node_names``: the only nodes worth filtering (None = all).  Results of
+    several PreFilter plugins are intersected."""
+
+    node_names: frozenset[str] | None = None
+
+    def merge(self, other: "PreFilterResult | None") -> "PreFilterResult":
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@frozen
+class PostFilterResult:
+    """``nominated_node_name``: where the pod should go once victims are gone."""
+
+    nominated_node_name: str = ""
+
+
+class ActionType(enum.IntFlag):
+    """What happened to an object (upstream's ``fwk.ActionType`` bits)."""
+
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATION = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE_OTHER = 4096
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED | UPDATE_POD_GENERATED_RESOURCE_CLAIM | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+#: Event resources: ``Pod`` matches both assigned and unscheduled pods.
+POD, ASSIGNED_POD, UNSCHEDULED_POD, NODE, WILDCARD = "Pod", "AssignedPod", "UnscheduledPod", "Node", "*"
+
+
+@frozen
+class ClusterEvent:
+    """A change of some resource: ``resource`` is a kind name ("Node",
+    "PersistentVolumeClaim", "AssignedPod", "*") and ``action`` the bits."""
+
+    resource: str
+    action: ActionType
+    label: str = ""
+
+    def matches(self, other: "ClusterEvent") -> bool:
+        """True when this registered event covers the event ``other`` that happened."""
+        if self.resource != WILDCARD and self.resource != other.resource:
+            if not (self.resource == POD and other.resource in (ASSIGNED_POD, UNSCHEDULED_POD)):
+                return False
+        return bool(self.action & other.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}{self.action!r}"
+
+
+class QueueingHint(enum.IntEnum):
+    """QUEUE_SKIP: the event cannot help the pod; QUEUE: it may."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+#: ``hint(pod, old_obj, new_obj) -> QueueingHint``; old is None on add, new None on delete.
+QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
+
+
+@frozen
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = field(default=None, eq=False)
+
+
+#: The event that matches everything (used when a plugin does not register events).
+EVERY_EVENT = ClusterEvent(WILDCARD, ActionType.ALL, "WildCardEvent")

@@ -1,0 +1,115 @@
+"""Kubernetes resource quantities ("500m", "1Gi", "1e3", "0.5"), parsed exactly.
+
+Mirrors k8s.io/apimachinery/pkg/api/resource: a quantity is
+``<signedNumber><suffix>`` where the suffix is a binary SI suffix (Ki, Mi, Gi,
+Ti, Pi, Ei), a decimal SI suffix (n, u, m, "", k, M, G, T, P, E) or a decimal
+exponent (e3, E-2).  Values are kept as exact fractions; the scheduler uses
+integers: CPU in milli-CPU, everything else (memory, storage, pods, extended
+resources) in base units (bytes, counts), both rounded up as upstream's
+``MilliValue()`` and ``Value()`` do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_PATTERN = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+
+_UPSTREAM_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+#: Resource names whose scheduler unit is milli (1/1000); all others use base units.
+MILLI_RESOURCES = frozenset({"cpu"})
+
+
+class QuantityError(ValueError):
+    """Raised for text that is not a Kubernetes quantity."""
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Parse a quantity into an exact fraction of base units.
+
+    ``parse_quantity("500m") == Fraction(1, 2)``, ``parse_quantity("1Gi") == 2**30``.
+    Integers and floats (as YAML gives them for ``cpu: 2`` or ``cpu: 0.5``) are
+    accepted as numbers.  Raises :class:`QuantityError` for anything else.
+    """
+    if isinstance(text, bool):
+        raise QuantityError(f"{_UPSTREAM_MESSAGE}: {text!r}")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        return Fraction(str(text))
+    match = _PATTERN.match(str(text).strip())
+    if not match:
+        raise QuantityError(f"{_UPSTREAM_MESSAGE}: {text!r}")
+    value = Fraction(match["num"])
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return value * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return value * _DECIMAL[suffix]
+    return value * Fraction(10) ** int(suffix[1:])
+
+
+def to_scheduler_units(resource: str, text: str | int | float) -> int:
+    """Parse the quantity of ``resource`` into the scheduler's integer unit.
+
+    ``cpu`` gives milli-CPU (``"1.5" -> 1500``), every other resource gives base
+    units (bytes for memory, a count for pods), rounded up like upstream's
+    ``MilliValue()``/``Value()``.  Raises :class:`QuantityError`.
+    """
+    value = parse_quantity(text)
+    if resource in MILLI_RESOURCES:
+        value *= 1000
+    return math.ceil(value)
+
+
+def format_quantity(resource: str, amount: int) -> str:
+    """Write a scheduler-unit integer back as canonical Kubernetes text.
+
+    milli-CPU becomes ``"2"`` or ``"1500m"``; byte counts use the largest exact
+    binary suffix (``"500Mi"``), or a plain integer.
+    """
+    if resource in MILLI_RESOURCES:
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if amount:
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            if amount % _BINARY[suffix] == 0:
+                return f"{amount // _BINARY[suffix]}{suffix}"
+    return str(amount)
+
+
+def parse_resource_list(resources: dict | None, where: str = "") -> dict[str, int]:
+    """Parse a manifest ResourceList (``{"cpu": "500m", "memory": "1Gi"}``) into
+    scheduler units.  ``where`` prefixes the error: raises :class:`QuantityError`
+    naming the field, e.g. ``spec.containers[0].resources.requests.cpu``.
+    """
+    out: dict[str, int] = {}
+    for name, text in (resources or {}).items():
+        try:
+            out[name] = to_scheduler_units(name, text)
+        except QuantityError as err:
+            raise QuantityError(f"{where}.{name}: {err}" if where else f"{name}: {err}") from None
+    return out
+
+
+def format_resource_list(resources: dict[str, int]) -> dict[str, str]:
+    """Inverse of :func:`parse_resource_list`."""
+    return {name: format_quantity(name, amount) for name, amount in resources.items()}

@@ -1,0 +1,410 @@
+"""The scheduling queue: activeQ, backoffQ, the unschedulable pool, and the nominator.
+
+Mirrors upstream's ``internal/queue``:
+
+- activeQ is ordered by the QueueSort plugin; :meth:`SchedulingQueue.pop` takes its head.
+- A pod that failed goes to the unschedulable pool, remembering which plugins
+  rejected it; a pod that failed without a rejecting plugin (an error) goes to
+  backoffQ.  Backoff is ``podInitialBackoffSeconds * 2^(attempts-1)``, capped
+  at ``podMaxBackoffSeconds``.
+- A cluster event moves a pod out of the pool when one of its rejecting
+  plugins registered for that event and the plugin's queueing hint says
+  Queue; it goes to backoffQ if its backoff has not expired, else to activeQ.
+- PreEnqueue plugins gate pods: a gated pod waits in the pool until an event
+  its gating plugin registered for makes PreEnqueue pass.
+- Pods left in the pool for ``podMaxInUnschedulablePodsDuration`` (5 minutes)
+  are moved back anyway (checked every 30 seconds).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any, Callable
+
+from ..api.core_v1 import Pod
+from ..clock import Clock, Timer
+from ..framework.nodeinfo import PodInfo
+from ..framework.status import Status
+from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
+
+#: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
+MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
+
+
+class QueuedPodInfo:
+    """A pending pod in the queue.
+
+    ``timestamp``: when it was last added (seconds); ``attempts``: scheduling
+    attempts so far; ``initial_attempt_timestamp``: first pop;
+    ``unschedulable_plugins`` / ``pending_plugins``: who rejected it last;
+    ``gating_plugin``: the PreEnqueue plugin holding it back.
+    """
+
+    __slots__ = (
+        "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
+        "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry",
+    )
+
+    def __init__(self, pod: Pod, now: float):
+        self.pod_info = PodInfo(pod)
+        self.timestamp = now
+        self.attempts = 0
+        self.initial_attempt_timestamp: float | None = None
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gating_plugin = ""
+        self.gating_status: Status | None = None
+        self.where = ""
+        self._entry: _Entry | None = None
+        self.backoff_expiry = 0.0
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+    @property
+    def uid(self) -> str:
+        return self.pod_info.pod.metadata.uid
+
+
+class _Entry:
+    """A heap slot; ``removed`` entries are skipped (lazy deletion)."""
+
+    __slots__ = ("info", "key", "removed", "less")
+
+    def __init__(self, info: QueuedPodInfo, key: Any, less: Callable[[Any, Any], bool] | None):
+        self.info = info
+        self.key = key
+        self.removed = False
+        self.less = less
+
+    def __lt__(self, other: "_Entry") -> bool:
+        if self.less is not None:
+            return self.less(self.info, other.info)
+        return self.key < other.key
+
+
+class Nominator:
+    """Pods nominated to nodes by preemption (``status.nominatedNodeName``)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, PodInfo]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, pod_info: PodInfo, node_name: str) -> None:
+        """Nominate the pod to ``node_name`` (replacing an earlier nomination)."""
+        uid = pod_info.pod.metadata.uid
+        self.delete(pod_info.pod)
+        if not node_name:
+            return
+        self._by_node.setdefault(node_name, {})[uid] = pod_info
+        self._node_of[uid] = node_name
+
+    def delete(self, pod: Pod) -> None:
+        node = self._node_of.pop(pod.metadata.uid, None)
+        if node is not None:
+            pods = self._by_node.get(node, {})
+            pods.pop(pod.metadata.uid, None)
+            if not pods:
+                self._by_node.pop(node, None)
+
+    def nominated_node(self, pod: Pod) -> str:
+        return self._node_of.get(pod.metadata.uid, "")
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self._by_node.get(node_name, {}).values())
+
+    def nodes(self) -> list[str]:
+        return list(self._by_node)
+
+
+class SchedulingQueue:
+    """activeQ + backoffQ + unschedulable pool, shared by every profile.
+
+    ``less``: the QueueSort plugin's ``less(a, b)``; ``pre_enqueue(pod)``:
+    runs the pod's profile's PreEnqueue plugins (Status or None);
+    ``hints``: profile name -> [(plugin, ClusterEventWithHint)];
+    ``profile_of(pod)``: the pod's profile name.  Backoff values are seconds.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
+        pre_enqueue: Callable[[Pod], Status | None],
+        hints: dict[str, list[tuple[str, ClusterEventWithHint]]],
+        profile_of: Callable[[Pod], str],
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+    ):
+        self.clock = clock
+        self._less = less
+        self._pre_enqueue = pre_enqueue
+        self._hints = hints
+        self._profile_of = profile_of
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self._active: list[_Entry] = []
+        self._backoff: list[_Entry] = []
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._pods: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self._seq = itertools.count()
+        self._backoff_timer: Timer | None = None
+        self._flush_timer: Timer | None = None
+        self.nominator = Nominator()
+        #: Called whenever a pod enters activeQ (wakes a sleeping loop).
+        self.on_activate: Callable[[], None] = lambda: None
+
+    # --- counts --------------------------------------------------------------------------
+
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue: active, backoff, unschedulable and gated."""
+        gated = sum(1 for info in self._unschedulable.values() if info.gating_plugin)
+        return {
+            "active": sum(1 for e in self._active if not e.removed),
+            "backoff": sum(1 for e in self._backoff if not e.removed),
+            "unschedulable": len(self._unschedulable) - gated,
+            "gated": gated,
+        }
+
+    def has_active(self) -> bool:
+        while self._active and self._active[0].removed:
+            heapq.heappop(self._active)
+        return bool(self._active)
+
+    def __contains__(self, pod: Pod) -> bool:
+        return pod.metadata.uid in self._pods
+
+    def get(self, pod: Pod) -> QueuedPodInfo | None:
+        return self._pods.get(pod.metadata.uid)
+
+    def pending_pods(self) -> list[QueuedPodInfo]:
+        return list(self._pods.values())
+
+    # --- adding --------------------------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        """A new pending pod (informer add)."""
+        if pod.metadata.uid in self._pods or pod.metadata.uid in self._in_flight:
+            return
+        info = QueuedPodInfo(pod, self.clock.now())
+        self._pods[info.uid] = info
+        self._enqueue_gated_or_active(info)
+
+    def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
+        status = self._pre_enqueue(info.pod)
+        if status is not None:
+            info.gating_plugin = status.plugin
+            info.gating_status = status
+            self._to_unschedulable(info)
+            return
+        info.gating_plugin = ""
+        info.gating_status = None
+        self._to_active(info)
+
+    def _to_active(self, info: QueuedPodInfo) -> None:
+        self._detach(info)
+        entry = _Entry(info, None, self._less)
+        info._entry = entry
+        info.where = ACTIVE
+        heapq.heappush(self._active, entry)
+        self.on_activate()
+
+    def _to_backoff(self, info: QueuedPodInfo) -> None:
+        self._detach(info)
+        entry = _Entry(info, (info.backoff_expiry, next(self._seq)), None)
+        info._entry = entry
+        info.where = BACKOFF
+        heapq.heappush(self._backoff, entry)
+        self._arm_backoff_timer()
+
+    def _to_unschedulable(self, info: QueuedPodInfo) -> None:
+        self._detach(info)
+        info.where = UNSCHEDULABLE
+        self._unschedulable[info.uid] = info
+        self._arm_flush_timer()
+
+    def _detach(self, info: QueuedPodInfo) -> None:
+        if info._entry is not None:
+            info._entry.removed = True
+            info._entry = None
+        if info.where == UNSCHEDULABLE:
+            self._unschedulable.pop(info.uid, None)
+        info.where = ""
+
+    # --- the scheduling loop's side ------------------------------------------------------
+
+    def pop(self) -> QueuedPodInfo | None:
+        """The head of activeQ (now in flight), or None when activeQ is empty."""
+        while self._active:
+            entry = heapq.heappop(self._active)
+            if entry.removed:
+                continue
+            info = entry.info
+            info._entry = None
+            info.where = ""
+            del self._pods[info.uid]
+            self._in_flight[info.uid] = info
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self.clock.now()
+            return info
+        return None
+
+    def done(self, pod: Pod) -> None:
+        """The pod's scheduling attempt ended (bound, or handed back)."""
+        self._in_flight.pop(pod.metadata.uid, None)
+
+    def backoff_duration(self, info: QueuedPodInfo) -> float:
+        """``initial * 2^(attempts-1)``, capped at ``max_backoff`` (seconds)."""
+        duration = self.initial_backoff
+        for _ in range(1, info.attempts):
+            duration *= 2
+            if duration >= self.max_backoff:
+                return self.max_backoff
+        return min(duration, self.max_backoff)
+
+    def add_unschedulable(self, info: QueuedPodInfo, rejectors: set[str], pending: bool = False) -> None:
+        """Hand back a pod whose attempt failed.
+
+        ``rejectors``: plugins that rejected it (empty for an error: it goes to
+        backoffQ); ``pending``: a plugin said Pending (no backoff once an event
+        moves it).  A pod deleted meanwhile is dropped.
+        """
+        self._in_flight.pop(info.uid, None)
+        if info.uid in self._pods:
+            return
+        now = self.clock.now()
+        info.timestamp = now
+        info.backoff_expiry = now + self.backoff_duration(info)
+        info.unschedulable_plugins = set() if pending else set(rejectors)
+        info.pending_plugins = set(rejectors) if pending else set()
+        self._pods[info.uid] = info
+        if not rejectors:
+            self._to_backoff(info)
+        else:
+            self._to_unschedulable(info)
+
+    def requeue_after_binding_failure(self, info: QueuedPodInfo) -> None:
+        """A pod whose binding cycle failed: back to backoffQ (no plugin to wait for)."""
+        self.add_unschedulable(info, set())
+
+    # --- informer side -------------------------------------------------------------------
+
+    def update(self, old: Pod, new: Pod) -> None:
+        """A pending pod changed.  Gated pods re-run PreEnqueue; an unschedulable
+        pod whose spec or labels changed is moved, as upstream."""
+        info = self._pods.get(new.metadata.uid)
+        if info is None:
+            flying = self._in_flight.get(new.metadata.uid)
+            if flying is not None:
+                flying.pod_info = PodInfo(new)
+            return
+        info.pod_info = PodInfo(new)
+        if info.where == ACTIVE:
+            self._to_active(info)
+        elif info.where == UNSCHEDULABLE:
+            if info.gating_plugin:
+                self._enqueue_gated_or_active(info)
+            elif old.spec != new.spec or old.metadata.labels != new.metadata.labels:
+                self._move(info)
+
+    def delete(self, pod: Pod) -> None:
+        info = self._pods.pop(pod.metadata.uid, None)
+        if info is not None:
+            self._detach(info)
+        self._in_flight.pop(pod.metadata.uid, None)
+        self.nominator.delete(pod)
+
+    def activate(self, pod: Pod) -> None:
+        """Move a pending pod to activeQ now (upstream ``Activate``)."""
+        info = self._pods.get(pod.metadata.uid)
+        if info is not None and info.where in (UNSCHEDULABLE, BACKOFF) and not info.gating_plugin:
+            self._to_active(info)
+
+    def _move(self, info: QueuedPodInfo) -> None:
+        if info.gating_plugin:
+            self._enqueue_gated_or_active(info)
+        elif not info.pending_plugins and info.backoff_expiry > self.clock.now():
+            self._to_backoff(info)
+        else:
+            self._to_active(info)
+
+    def _hint(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+        rejectors = {info.gating_plugin} if info.gating_plugin else info.unschedulable_plugins | info.pending_plugins
+        if not rejectors:
+            return True
+        for plugin, registered in self._hints.get(self._profile_of(info.pod), ()):
+            if plugin not in rejectors or not registered.event.matches(event):
+                continue
+            if registered.hint is None:
+                return True
+            try:
+                if registered.hint(info.pod, old, new) == QueueingHint.QUEUE:
+                    return True
+            except Exception:  # noqa: BLE001 - upstream: a failing hint means Queue
+                return True
+        return False
+
+    def move_all(self, event: ClusterEvent, old: Any = None, new: Any = None,
+                 precheck: Callable[[Pod], bool] | None = None) -> int:
+        """Upstream ``MoveAllToActiveOrBackoffQueue``: move every pod in the pool
+        that ``event`` may help.  Returns how many moved."""
+        moved = 0
+        for info in list(self._unschedulable.values()):
+            if precheck is not None and not precheck(info.pod):
+                continue
+            if self._hint(info, event, old, new):
+                self._move(info)
+                moved += 1
+        return moved
+
+    # --- timers --------------------------------------------------------------------------
+
+    def _arm_backoff_timer(self) -> None:
+        while self._backoff and self._backoff[0].removed:
+            heapq.heappop(self._backoff)
+        if not self._backoff:
+            return
+        when = self._backoff[0].key[0]
+        if self._backoff_timer is not None and not self._backoff_timer.cancelled:
+            if self._backoff_timer.when <= when:
+                return
+            self._backoff_timer.cancel()
+        self._backoff_timer = self.clock.call_at(when, self.flush_backoff_completed)
+
+    def flush_backoff_completed(self) -> None:
+        """Move pods whose backoff expired from backoffQ to activeQ."""
+        now = self.clock.now()
+        while self._backoff:
+            entry = self._backoff[0]
+            if entry.removed:
+                heapq.heappop(self._backoff)
+                continue
+            if entry.key[0] > now:
+                break
+            heapq.heappop(self._backoff)
+            self._to_active(entry.info)
+        self._backoff_timer = None
+        self._arm_backoff_timer()
+
+    def _arm_flush_timer(self) -> None:
+        if self._flush_timer is None or self._flush_timer.cancelled:
+            self._flush_timer = self.clock.call_later(
+                UNSCHEDULABLE_FLUSH_PERIOD, self.flush_unschedulable_leftover, background=True
+            )
+
+    def flush_unschedulable_leftover(self) -> None:
+        """Move pods that stayed in the pool longer than 5 minutes (not gated ones)."""
+        self._flush_timer = None
+        now = self.clock.now()
+        for info in list(self._unschedulable.values()):
+            if not info.gating_plugin and now - info.timestamp >= MAX_IN_UNSCHEDULABLE_SECONDS:
+                self._move(info)
+        if any(not i.gating_plugin for i in self._unschedulable.values()):
+            self._arm_flush_timer()

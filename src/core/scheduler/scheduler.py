@@ -1,0 +1,639 @@
+"""The scheduler: event handlers, the scheduling cycle and the binding cycle.
+
+Mirrors upstream's ``pkg/scheduler`` (``eventhandlers.go``, ``schedule_one.go``):
+
+- informer handlers feed the cache (nodes, bound pods) and the queue
+  (pending pods of our profiles), and turn changes into cluster events that
+  move unschedulable pods;
+- :meth:`Scheduler.schedule_one` pops one pod and runs its profile's
+  scheduling cycle: snapshot, PreFilter, Filter (nominated node first,
+  percentageOfNodesToScore, rotating start index), PostFilter when nothing
+  fits, PreScore/Score/NormalizeScore, host selection, assume, Reserve, Permit;
+- the binding cycle (wait on Permit, PreBind, Bind, PostBind) follows; any
+  failure unreserves in reverse order, forgets the assumed pod and requeues it.
+
+The scheduler never waits itself: Permit waits are timers on the clock and a
+driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+import attrs
+import numpy as np
+
+from ..api import RESOURCES
+from ..api.core_v1 import Node, Pod, PodCondition
+from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
+from ..cluster.informer import Informers
+from ..clock import Clock, Timer
+from ..events import EventRecorder
+from ..framework.config import ConfigError, KubeSchedulerConfiguration
+from ..framework.cycle_state import CycleState
+from ..framework.handle import Handle
+from ..framework.nodeinfo import NodeInfo
+from ..framework.registry import Registry
+from ..framework.runtime import Framework, ScoreError
+from ..framework.snapshot import Snapshot
+from ..framework.status import Code, Status
+from ..framework.types import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    PostFilterResult,
+)
+from .cache import Cache
+from .diagnosis import Diagnosis, FitError
+from .queue import QueuedPodInfo, SchedulingQueue
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+#: Pod condition reasons, as upstream.
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """Upstream's adaptive percentageOfNodesToScore: all nodes below 100, else
+    ``N * p / 100`` with ``p = 50 - N/125`` (at least 5) when not configured, and
+    never fewer than 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct >= 100:
+        return num_all_nodes
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    found = num_all_nodes * pct // 100
+    return max(found, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@attrs.define
+class SchedulingStats:
+    """Counters a run reports: attempts by result, bindings, preemptions."""
+
+    scheduled: int = 0
+    unschedulable: int = 0
+    errors: int = 0
+    bound: int = 0
+    binding_failures: int = 0
+    cycles: int = 0
+
+
+class WaitingPod:
+    """A pod that a Permit plugin told to wait.  ``allow(plugin)`` /
+    ``reject(plugin, message)``; when every waiting plugin allowed, the
+    binding cycle runs; a timeout rejects it."""
+
+    def __init__(self, scheduler: "Scheduler", pod: Pod, waits: dict[str, float],
+                 resume: Callable[[Status | None], None]):
+        self.pod = pod
+        self._scheduler = scheduler
+        self._resume = resume
+        self.pending: dict[str, Timer] = {}
+        for plugin, timeout in waits.items():
+            self.pending[plugin] = scheduler.clock.call_later(
+                timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
+            )
+
+    def allow(self, plugin: str) -> None:
+        timer = self.pending.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
+        if not self.pending:
+            self._finish(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        for timer in self.pending.values():
+            timer.cancel()
+        self.pending.clear()
+        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def _finish(self, status: Status | None) -> None:
+        self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
+        self._resume(status)
+
+
+class Scheduler:
+    """kube-scheduler over a :class:`ClusterClient`.
+
+    ``config`` is a loaded :class:`KubeSchedulerConfiguration`; ``registry``
+    the plugins; ``seed`` fixes tie-breaking between equally scored nodes.
+    Construction builds every profile's framework, so configuration errors
+    surface here as :class:`ConfigError`.  Call :meth:`start`, then
+    :meth:`step` from one thread.
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        config: KubeSchedulerConfiguration,
+        registry: Registry,
+        clock: Clock,
+        seed: int = 0,
+        informers: Informers | None = None,
+    ):
+        self.cluster = cluster
+        self.config = config
+        self.clock = clock
+        self.rng = random.Random(seed)
+        self.informers = informers or Informers(cluster)
+        self.cache = Cache(clock)
+        self.snapshot = Snapshot()
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self.stats = SchedulingStats()
+        self.next_start_node_index = 0
+        self.profiles: dict[str, Framework] = {}
+        self.queue: SchedulingQueue | None = None
+        for profile in config.profiles:
+            handle = Handle(
+                cluster=cluster,
+                informers=self.informers,
+                clock=clock,
+                recorder=EventRecorder(cluster, clock, profile.scheduler_name),
+                snapshot=lambda: self.snapshot,
+                waiting_pods=self.waiting_pods,
+                profile_name=profile.scheduler_name,
+                activate=lambda pod: self.queue.activate(pod),
+            )
+            self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
+        sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
+        if len(sorts) > 1:
+            raise ConfigError("queueSort: all profiles must use the same queue sort plugin with the same args")
+        first = next(iter(self.profiles.values()))
+        self.queue = SchedulingQueue(
+            clock=clock,
+            less=first.less,
+            pre_enqueue=lambda pod: self.profiles[pod.spec.scheduler_name].run_pre_enqueue(pod),
+            hints={name: fw.events_to_register() for name, fw in self.profiles.items()},
+            profile_of=lambda pod: pod.spec.scheduler_name,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+        )
+        for fw in self.profiles.values():
+            fw.handle.nominator = self.queue.nominator
+        self._register_handlers()
+
+    # --- event handlers ------------------------------------------------------------------
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.spec.scheduler_name in self.profiles
+
+    def _register_handlers(self) -> None:
+        inf = self.informers
+        inf.add_handlers("Node", self._on_node_add, self._on_node_update, self._on_node_delete)
+        inf.add_handlers("Pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        kinds = {
+            registered.event.resource
+            for fw in self.profiles.values()
+            for _, registered in fw.events_to_register()
+        }
+        for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
+            inf.add_handlers(
+                kind,
+                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.ADD), None, obj),
+                lambda old, new, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.UPDATE), old, new),
+                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.DELETE), obj, None),
+            )
+
+    def _on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all(ClusterEvent(NODE, ActionType.ADD), None, node)
+
+    def _on_node_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(old, new)
+        action = node_update_action(old, new)
+        if action:
+            self.queue.move_all(ClusterEvent(NODE, action), old, new)
+
+    def _on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node)
+
+    def _on_pod_add(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            if not is_terminal(pod):
+                self.cache.add_pod(pod)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
+        elif self.responsible_for(pod) and not is_terminal(pod):
+            self.queue.add(pod)
+
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        if new.spec.node_name:
+            if not old.spec.node_name:
+                self.queue.delete(old)
+            if is_terminal(new):
+                self.cache.remove_pod(new)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
+                return
+            if old.spec.node_name:
+                self.cache.update_pod(old, new)
+                action = assigned_pod_update_action(old, new)
+            else:
+                self.cache.add_pod(new)
+                action = ActionType.ADD
+            if action:
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
+        elif self.responsible_for(new):
+            if is_terminal(new):
+                self.queue.delete(new)
+                return
+            self.queue.update(old, new)
+            if new not in self.queue and not self.cache.is_assumed(new):
+                self.queue.add(new)
+
+    def _on_pod_delete(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
+            return
+        self.queue.delete(pod)
+        waiting = self.waiting_pods.get(pod.metadata.uid)
+        if waiting is not None:
+            waiting.reject("", "pod was deleted")
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """List and watch the cluster (the existing objects arrive on the next step)."""
+        self.informers.start()
+        self.informers.pump()
+
+    def step(self) -> bool:
+        """Deliver pending events and due timers, then schedule one pod.
+        Returns False when there was nothing to schedule."""
+        self.informers.pump()
+        self.clock.run_due()
+        if self.informers.pending():
+            self.informers.pump()
+        if not self.queue.has_active():
+            return False
+        self.schedule_one()
+        return True
+
+    # --- scheduling cycle ----------------------------------------------------------------
+
+    def schedule_one(self) -> None:
+        """Upstream ``ScheduleOne``: one pod through the scheduling cycle and,
+        unless Permit makes it wait, the binding cycle."""
+        info = self.queue.pop()
+        if info is None:
+            return
+        pod = info.pod
+        fwk = self.profiles.get(pod.spec.scheduler_name)
+        if fwk is None or pod.metadata.deletion_timestamp is not None or self.cache.is_assumed(pod):
+            self.queue.done(pod)
+            return
+        self.stats.cycles += 1
+        state = CycleState()
+        try:
+            node_name = self.schedule_pod(fwk, state, info)
+        except FitError as fit:
+            nominated = ""
+            if fwk.post_filter_plugins:
+                result, status = fwk.run_post_filter(state, pod, fit.diagnosis.node_status)
+                if status is not None and status.reasons:
+                    fit.diagnosis.post_filter_msg = status.message()
+                if isinstance(result, PostFilterResult):
+                    nominated = result.nominated_node_name
+            self.stats.unschedulable += 1
+            rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
+            pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, fit.message(), rejectors, nominated, pending)
+            return
+        except _CycleError as err:
+            self.stats.errors += 1
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set())
+            return
+
+        assumed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, node_name=node_name))
+        self.cache.assume_pod(assumed, info.pod_info)
+        self.queue.nominator.delete(pod)
+
+        status = fwk.run_reserve(state, assumed, node_name)
+        if status is not None:
+            self._undo_assume(fwk, state, assumed, node_name)
+            self._fail_status(fwk, info, status)
+            return
+        status, waits = fwk.run_permit(state, assumed, node_name)
+        if status is not None:
+            self._undo_assume(fwk, state, assumed, node_name)
+            self._fail_status(fwk, info, status)
+            return
+        self.stats.scheduled += 1
+        if waits:
+            self.waiting_pods[pod.metadata.uid] = WaitingPod(
+                self, assumed, waits,
+                lambda permit: self.binding_cycle(fwk, state, info, assumed, node_name, permit),
+            )
+            return
+        self.binding_cycle(fwk, state, info, assumed, node_name, None)
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> str:
+        """Upstream ``SchedulePod``: the name of the chosen node.  Raises
+        :class:`FitError` when no node fits."""
+        pod = info.pod
+        self.cache.update_snapshot(self.snapshot)
+        num_nodes = len(self.snapshot)
+        if num_nodes == 0:
+            raise FitError(pod, 0, Diagnosis())
+        feasible = self.find_nodes_that_fit(fwk, state, info)
+        if len(feasible) == 1:
+            return self.snapshot.nodes[feasible[0]].name
+        nodes = [self.snapshot.nodes[row] for row in feasible]
+        status = fwk.run_pre_score(state, pod, nodes)
+        if status is not None:
+            raise _CycleError(status)
+        try:
+            total, _ = fwk.run_score(state, pod, self.snapshot.table, feasible, nodes)
+        except ScoreError as err:
+            raise _CycleError(err.status) from None
+        return nodes[self.select_host(total)].name
+
+    def select_host(self, total: np.ndarray) -> int:
+        """Index of the highest total score; ties broken uniformly at random."""
+        best = np.flatnonzero(total == total.max())
+        if len(best) == 1:
+            return int(best[0])
+        return int(best[self.rng.randrange(len(best))])
+
+    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> np.ndarray:
+        """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node first,
+        then Filter.  Returns feasible snapshot rows; raises :class:`FitError`."""
+        pod = info.pod
+        snapshot = self.snapshot
+        result, status, rejectors = fwk.run_pre_filter(state, pod, snapshot.nodes)
+        if status is not None:
+            if status.code == Code.ERROR:
+                raise _CycleError(status)
+            diagnosis = Diagnosis(
+                node_status={ni.name: status for ni in snapshot.nodes},
+                pre_filter_msg=status.message(),
+            )
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins = rejectors
+            else:
+                diagnosis.unschedulable_plugins = rejectors
+            raise FitError(pod, len(snapshot), diagnosis)
+
+        nominated_name = pod.status.nominated_node_name
+        if nominated_name:
+            row = snapshot.index.get(nominated_name)
+            if row is not None:
+                status = self._filter_one(fwk, state, pod, snapshot.nodes[row])
+                if status is None:
+                    return np.array([row])
+
+        if result is not None and result.node_names is not None:
+            rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index), dtype=np.int64)
+        else:
+            rows = np.arange(len(snapshot), dtype=np.int64)
+        if len(rows) == 0:
+            raise FitError(pod, len(snapshot), Diagnosis())
+        feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows)
+        if len(feasible) == 0:
+            diagnosis = self._diagnose(fwk, state, pod, rows, result)
+            raise FitError(pod, len(snapshot), diagnosis)
+        return feasible
+
+    def _nominated_pods(self, pod: Pod, node_name: str):
+        """Pods nominated to the node with priority >= the pod's (not the pod itself)."""
+        priority = pod.spec.priority or 0
+        return [
+            p for p in self.queue.nominator.pods_for_node(node_name)
+            if p.pod.metadata.uid != pod.metadata.uid and (p.pod.spec.priority or 0) >= priority
+        ]
+
+    def _filter_one(self, fwk: Framework, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return fwk.run_filter_with_nominated_pods(state, pod, node_info, self._nominated_pods(pod, node_info.name))
+
+    def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
+        """Filter ``rows`` starting at the rotating start index, stopping after
+        ``numFeasibleNodesToFind`` feasible nodes.  Batch filters judge all rows
+        at once; per-node filters (and nodes with nominated pods) run one by one."""
+        count = len(rows)
+        snapshot = self.snapshot
+        to_find = num_feasible_nodes_to_find(
+            fwk.profile.percentage_of_nodes_to_score
+            if fwk.profile.percentage_of_nodes_to_score is not None
+            else self.config.percentage_of_nodes_to_score,
+            count,
+        )
+        if not fwk.score_plugins:
+            to_find = min(to_find, 1)
+        start = self.next_start_node_index % count
+        if start:
+            rows = np.concatenate((rows[start:], rows[:start]))
+        skip = state.skip_filter_plugins
+        mask = np.ones(count, dtype=bool)
+        per_node = []
+        for name, method in fwk.filter_plugins:
+            if name in skip:
+                continue
+            batch = fwk.filter_batch.get(name)
+            if batch is not None:
+                mask &= np.asarray(batch(state, pod, snapshot.table, rows), dtype=bool)
+            else:
+                per_node.append(method)
+        nominated_nodes = self.queue.nominator.nodes()
+        nominated_rows = set()
+        if nominated_nodes:
+            for name in nominated_nodes:
+                if self._nominated_pods(pod, name) and name in snapshot.index:
+                    nominated_rows.add(snapshot.index[name])
+        if not per_node and not nominated_rows:
+            passing = np.flatnonzero(mask)
+            chosen = passing[:to_find]
+            processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
+            self.next_start_node_index = (start + processed) % count
+            return rows[chosen]
+        feasible: list[int] = []
+        processed = count
+        for position in range(count):
+            row = int(rows[position])
+            node_info = snapshot.nodes[row]
+            if row in nominated_rows:
+                ok = self._filter_one(fwk, state, pod, node_info) is None
+            elif not mask[position]:
+                ok = False
+            else:
+                ok = True
+                for method in per_node:
+                    status = method(state, pod, node_info)
+                    if status is not None and status.code != Code.SUCCESS:
+                        if not status.is_rejected():
+                            raise _CycleError(fwk.run_filter(state, pod, node_info) or status)
+                        ok = False
+                        break
+            if ok:
+                feasible.append(row)
+                if len(feasible) >= to_find:
+                    processed = position + 1
+                    break
+        self.next_start_node_index = (start + processed) % count
+        return np.array(feasible, dtype=np.int64)
+
+    def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, result) -> Diagnosis:
+        """Per-node statuses for a pod that fits nowhere (the exact, per-node Filter run)."""
+        diagnosis = Diagnosis()
+        snapshot = self.snapshot
+        considered = {int(r) for r in rows}
+        for row, node_info in enumerate(snapshot.nodes):
+            if row not in considered:
+                # cut by PreFilterResult: upstream treats those as unresolvable
+                diagnosis.node_status[node_info.name] = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) PreFilterResult",)
+                )
+                continue
+            status = self._filter_one(fwk, state, pod, node_info)
+            if status is None:
+                continue
+            if status.code == Code.ERROR:
+                raise _CycleError(status)
+            diagnosis.node_status[node_info.name] = status
+            if status.plugin:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+        if result is not None and result.node_names is not None and len(considered) < len(snapshot):
+            diagnosis.node_status = {k: v for k, v in diagnosis.node_status.items() if snapshot.index[k] in considered}
+        return diagnosis
+
+    # --- failure -------------------------------------------------------------------------
+
+    def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
+        fwk.run_unreserve(state, assumed, node_name)
+        self.cache.forget_pod(assumed)
+
+    def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
+        if status.code == Code.ERROR:
+            self.stats.errors += 1
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
+        else:
+            self.stats.unschedulable += 1
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, status.message(),
+                                {status.plugin} if status.plugin else set(), pending=status.code == Code.PENDING)
+
+    def handle_failure(
+        self,
+        fwk: Framework,
+        info: QueuedPodInfo,
+        reason: str,
+        message: str,
+        rejectors: set[str],
+        nominated_node: str = "",
+        pending: bool = False,
+    ) -> None:
+        """Upstream ``handleSchedulingFailure``: FailedScheduling event, the pod's
+        PodScheduled=False condition (and nominatedNodeName), back to the queue."""
+        pod = info.pod
+        fwk.handle.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        current = self.informers.get("Pod", pod.key)
+        if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
+            self.queue.done(pod)
+            return
+        if nominated_node:
+            self.queue.nominator.add(info.pod_info, nominated_node)
+        self.queue.add_unschedulable(info, rejectors, pending)
+        self._update_pod_status(current, reason, message, nominated_node)
+
+    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+        condition = PodCondition(
+            type="PodScheduled", status="False", reason=reason, message=message,
+            last_transition_time=self.clock.now(),
+        )
+        existing = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+        same = existing is not None and (existing.status, existing.reason, existing.message) == ("False", reason, message)
+        nominated = nominated_node or pod.status.nominated_node_name
+        if same and nominated == pod.status.nominated_node_name:
+            return
+        conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
+        updated = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=conditions, nominated_node_name=nominated))
+        try:
+            self.cluster.update_status(updated)
+        except (NotFound, Conflict):
+            pass
+        except ApiError:
+            pass
+
+    # --- binding cycle -------------------------------------------------------------------
+
+    def binding_cycle(
+        self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+        permit: Status | None,
+    ) -> None:
+        """Wait-on-Permit result, PreBind, Bind, PostBind; on failure Unreserve,
+        forget the assumed pod, requeue it and tell the queue resources were freed."""
+        if permit is not None:
+            self._binding_failed(fwk, state, info, assumed, node_name, permit)
+            return
+        self.queue.done(assumed)
+        status = fwk.run_pre_bind(state, assumed, node_name)
+        if status is None:
+            status = fwk.run_bind(state, assumed, node_name)
+            if status is not None and status.code == Code.SKIP:
+                status = Status(Code.ERROR, ("no bind plugin bound the pod",))
+        if status is not None:
+            self._binding_failed(fwk, state, info, assumed, node_name, status)
+            return
+        self.cache.finish_binding(assumed)
+        self.stats.bound += 1
+        fwk.handle.recorder.event(
+            assumed, "Normal", "Scheduled", "Binding",
+            f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
+        )
+        fwk.run_post_bind(state, assumed, node_name)
+
+    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+        self.stats.binding_failures += 1
+        self._undo_assume(fwk, state, assumed, node_name)
+        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None)
+        if status.code == Code.ERROR:
+            self.stats.errors += 1
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
+        else:
+            self.stats.unschedulable += 1
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, status.message(),
+                                {status.plugin} if status.plugin else set())
+
+
+class _CycleError(Exception):
+    """An Error status that aborts the scheduling cycle."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status
+
+
+def is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
+def node_update_action(old: Node, new: Node) -> ActionType:
+    """Which Node update bits changed (upstream ``nodeSchedulingPropertiesChange``)."""
+    action = ActionType(0)
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.status.conditions != new.status.conditions:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.metadata.annotations != new.metadata.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
+    """Which assigned-Pod update bits changed (labels, scale-down of requests)."""
+    action = ActionType(0)
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_POD_LABEL
+    if old.spec.containers != new.spec.containers:
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    return action
+

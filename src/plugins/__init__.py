@@ -1,0 +1,21 @@
+"""The built-in plugins, each announced through the ``kubesched.plugins`` entry points.
+
+:data:`DEFAULT_PLUGINS` is the default profile's plugin set (upstream's
+``getDefaultPlugins``, all through multiPoint, in upstream order with
+upstream weights) restricted to the plugins kubesched ships so far.
+"""
+
+from kubesched.core.framework.config import PluginRef, Plugins, PluginSet
+
+DEFAULT_PLUGINS = Plugins(multi_point=PluginSet(enabled=(
+    PluginRef("SchedulingGates"),
+    PluginRef("PrioritySort"),
+    PluginRef("NodeUnschedulable"),
+    PluginRef("NodeName"),
+    PluginRef("TaintToleration", 3),
+    PluginRef("NodeAffinity", 2),
+    PluginRef("NodePorts"),
+    PluginRef("NodeResourcesFit", 1),
+    PluginRef("NodeResourcesBalancedAllocation", 1),
+    PluginRef("DefaultBinder"),
+)))

@@ -1,0 +1,138 @@
+"""NodeAffinity: ``spec.nodeSelector`` and node affinity (upstream plugins/nodeaffinity).
+
+PreFilter: Skip when the pod has no node selector and no required affinity;
+``matchFields metadata.name In [...]`` in every term narrows the nodes to
+filter (PreFilterResult).  Filter: "node(s) didn't match Pod's node
+affinity/selector" (UnschedulableAndUnresolvable).  Score: the sum of the
+weights of the matching preferred terms, normalised to 0-100.
+``NodeAffinityArgs.addedAffinity`` applies to every pod of the profile.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from attrs import frozen
+
+from kubesched.core.api.core_v1 import NodeAffinity as NodeAffinitySpec
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    PreFilterResult,
+    QueueingHint,
+)
+from kubesched.core.nodeaffinity import NAME_FIELD, RequiredNodeAffinity, selector_matches, term_matches
+
+from ._normalize import default_normalize_score
+
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+FILTER_KEY = "PreFilterNodeAffinity"
+SCORE_KEY = "PreScoreNodeAffinity"
+
+
+@frozen
+class NodeAffinityArgs:
+    STRICT: ClassVar[bool] = True
+    added_affinity: NodeAffinitySpec | None = None
+
+
+class NodeAffinity:
+    name = "NodeAffinity"
+    args_class = NodeAffinityArgs
+
+    def __init__(self, args: NodeAffinityArgs, handle):
+        added = args.added_affinity
+        self.added_required = added.required_during_scheduling_ignored_during_execution if added else None
+        self.added_preferred = added.preferred_during_scheduling_ignored_during_execution if added else ()
+
+    @staticmethod
+    def _required(pod):
+        affinity = pod.spec.affinity
+        node_affinity = affinity.node_affinity if affinity else None
+        return node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        required = self._required(pod)
+        if required is None and self.added_required is None and not pod.spec.node_selector:
+            return Status.skip()
+        state.write(FILTER_KEY, RequiredNodeAffinity(pod))
+        if required is None or not required.node_selector_terms:
+            return None
+        names: set[str] | None = None
+        for term in required.node_selector_terms:
+            term_names: set[str] | None = None
+            for req in term.match_fields:
+                if req.key == NAME_FIELD and req.operator == "In":
+                    term_names = set(req.values) if term_names is None else term_names & set(req.values)
+            if term_names is None:
+                return None
+            names = term_names if names is None else names | term_names
+        if names is not None and not names:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,))
+        return PreFilterResult(frozenset(names)) if names else None
+
+    def _matches(self, state, pod, node) -> Status | None:
+        if self.added_required is not None and not selector_matches(self.added_required, node):
+            return Status.unresolvable(REASON_ENFORCED)
+        required = state.get(FILTER_KEY) or RequiredNodeAffinity(pod)
+        if not required.matches(node):
+            return Status.unresolvable(REASON_POD)
+        return None
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        return self._matches(state, pod, node_info.node)
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        infos = table.infos
+        return np.fromiter((self._matches(state, pod, infos[r].node) is None for r in rows), dtype=bool,
+                           count=len(rows))
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        affinity = pod.spec.affinity
+        preferred = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution \
+            if affinity and affinity.node_affinity else ()
+        terms = tuple(t for t in tuple(preferred) + tuple(self.added_preferred) if t.weight)
+        if not terms:
+            return Status.skip()
+        state.write(SCORE_KEY, terms)
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        node = node_info.node
+        labels, name = node.metadata.labels, node.metadata.name
+        return sum(t.weight for t in state.get(SCORE_KEY, ()) if term_matches(t.preference, labels, name))
+
+    @hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        default_normalize_score(scores, reverse=False)
+        return None
+
+    @hookimpl
+    def events_to_register(self):
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                                     self._node_change)]
+
+    def _node_change(self, pod, old, new):
+        """Queue when the changed node now matches the pod's required affinity."""
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        if self.added_required is not None and not selector_matches(self.added_required, new):
+            return QueueingHint.QUEUE_SKIP
+        required = RequiredNodeAffinity(pod)
+        if not required.matches(new):
+            return QueueingHint.QUEUE_SKIP
+        if old is not None and required.matches(old):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE

@@ -1,0 +1,31 @@
+"""NodeName: a pod that names its node (``spec.nodeName``) fits only there (upstream plugins/nodename)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Status
+
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = "NodeName"
+
+    def __init__(self, args, handle):
+        pass
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        wanted = pod.spec.node_name
+        if wanted and wanted != node_info.name:
+            return Status.unresolvable(REASON)
+        return None
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        wanted = pod.spec.node_name
+        if not wanted:
+            return np.ones(len(rows), dtype=bool)
+        return np.fromiter((table.infos[r].name == wanted for r in rows), dtype=bool, count=len(rows))

@@ -1,0 +1,61 @@
+"""NodePorts: a pod's host ports must be free on the node (upstream plugins/nodeports)."""
+
+from __future__ import annotations
+
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.nodeinfo import PodInfo, ports_conflict
+from kubesched.core.framework.status import Status
+from kubesched.core.framework.types import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+STATE_KEY = "PreFilterNodePorts"
+
+
+class NodePorts:
+    """PreFilter collects the pod's host ports (Skip when it has none);
+    Filter rejects nodes where one is taken (Unschedulable: evicting the
+    holder would free it)."""
+
+    name = "NodePorts"
+
+    def __init__(self, args, handle):
+        pass
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        ports = PodInfo(pod).host_ports
+        if not ports:
+            return Status.skip()
+        state.write(STATE_KEY, ports)
+        return None
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        ports = state.get(STATE_KEY)
+        if ports is None:
+            ports = PodInfo(pod).host_ports
+        if ports and ports_conflict(node_info.used_ports, ports):
+            return Status.unschedulable(REASON)
+        return None
+
+    @hookimpl
+    def events_to_register(self):
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), self._pod_deleted),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE), None),
+        ]
+
+    @staticmethod
+    def _pod_deleted(pod, old, new):
+        """Only a deleted pod that held one of our host ports can help."""
+        if old is None:
+            return QueueingHint.QUEUE
+        freed = PodInfo(old).host_ports
+        return QueueingHint.QUEUE if freed and ports_conflict(freed, PodInfo(pod).host_ports) else QueueingHint.QUEUE_SKIP

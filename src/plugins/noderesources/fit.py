@@ -1,0 +1,255 @@
+"""NodeResourcesFit: does the node have room for the pod's requests? (upstream plugins/noderesources/fit.go)
+
+Filter: the node must have a free pod slot and, for every resource the pod
+requests, ``request <= allocatable - requested``; the reasons are
+"Too many pods", "Insufficient cpu", "Insufficient memory",
+"Insufficient <resource>".  A request larger than the whole allocatable is
+UnschedulableAndUnresolvable (preemption cannot help).  Extended resources in
+``ignoredResources`` / ``ignoredResourceGroups`` are not checked.
+
+Score, by ``scoringStrategy.type``: LeastAllocated (default; prefer free
+nodes), MostAllocated (bin packing) or RequestedToCapacityRatio (a piecewise
+linear shape over utilisation), each a weighted average over
+``scoringStrategy.resources`` (default cpu and memory, weight 1).
+Both Filter and Score have vectorised batch forms over the NodeTable.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from attrs import field, frozen
+
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
+from kubesched.core.framework.snapshot import NodeTable
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+
+from .resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    allocatable_and_requested,
+    is_extended_resource,
+    weighted_average,
+)
+
+LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO = (
+    "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio",
+)
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_NODE_SCORE = 100
+STATE_KEY = "PreFilterNodeResourcesFit"
+
+
+@frozen
+class UtilizationShapePoint:
+    STRICT: ClassVar[bool] = True
+    utilization: int = 0
+    score: int = 0
+
+
+@frozen
+class RequestedToCapacityRatioParam:
+    STRICT: ClassVar[bool] = True
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+    def __attrs_post_init__(self):
+        if not self.shape:
+            raise ManifestError("shape", "at least one point must be specified")
+        for i, point in enumerate(self.shape):
+            if not 0 <= point.utilization <= MAX_UTILIZATION:
+                raise ManifestError(f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
+            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+                raise ManifestError(f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+            if i and point.utilization <= self.shape[i - 1].utilization:
+                raise ManifestError(f"shape[{i}].utilization", "values must be sorted in increasing order")
+
+
+@frozen
+class ScoringStrategy:
+    STRICT: ClassVar[bool] = True
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+    def __attrs_post_init__(self):
+        if self.type not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
+            raise ManifestError("type", f"Unsupported value: {self.type!r}: supported values: "
+                                f'"{LEAST_ALLOCATED}", "{MOST_ALLOCATED}", "{REQUESTED_TO_CAPACITY_RATIO}"')
+        if self.type == REQUESTED_TO_CAPACITY_RATIO and self.requested_to_capacity_ratio is None:
+            raise ManifestError("requestedToCapacityRatio", "Required value")
+
+
+@frozen
+class NodeResourcesFitArgs:
+    """Upstream ``NodeResourcesFitArgs``."""
+
+    STRICT: ClassVar[bool] = True
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = field(factory=ScoringStrategy)
+
+    def __attrs_post_init__(self):
+        for i, group in enumerate(self.ignored_resource_groups):
+            if "/" in group:
+                raise ManifestError(f"ignoredResourceGroups[{i}]", "resource group name can't contain '/'")
+
+
+class _PreFilterState:
+    """The pod's requests (scheduler units) without the ignored extended resources."""
+
+    __slots__ = ("requests",)
+
+    def __init__(self, requests: dict[str, int]):
+        self.requests = requests
+
+
+class NodeResourcesFit:
+    name = "NodeResourcesFit"
+    args_class = NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs, handle):
+        self.args = args
+        self.handle = handle
+        self.ignored = frozenset(args.ignored_resources)
+        self.ignored_groups = frozenset(args.ignored_resource_groups)
+        strategy = args.scoring_strategy
+        self.strategy = strategy.type
+        self.resources = strategy.resources
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            points = strategy.requested_to_capacity_ratio.shape
+            self.shape = [(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in points]
+
+    # --- Filter --------------------------------------------------------------------------
+
+    def _checked_requests(self, pod_info_requests: dict[str, int]) -> dict[str, int]:
+        out = {}
+        for name, amount in pod_info_requests.items():
+            if amount == 0 or name == PODS:
+                continue
+            if is_extended_resource(name) and (
+                name in self.ignored or name.split("/", 1)[0] in self.ignored_groups
+            ):
+                continue
+            out[name] = amount
+        return out
+
+    def _requests(self, state, pod) -> dict[str, int]:
+        cached = state.get(STATE_KEY)
+        if cached is None:
+            cached = _PreFilterState(self._checked_requests(pod_requests(pod)))
+            state.write(STATE_KEY, cached)
+        return cached.requests
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        state.write(STATE_KEY, _PreFilterState(self._checked_requests(pod_requests(pod))))
+        return None
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        requests = self._requests(state, pod)
+        allocatable = node_info.allocatable
+        used = node_info.requested
+        reasons = []
+        unresolvable = False
+        if len(node_info.pods) + 1 > allocatable.get(PODS, 0):
+            reasons.append("Too many pods")
+        for name in _ordered(requests):
+            amount = requests[name]
+            total = allocatable.get(name, 0)
+            if amount > total - used.get(name, 0):
+                reasons.append(f"Insufficient {name}")
+                unresolvable = unresolvable or amount > total
+        if not reasons:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, tuple(reasons))
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        requests = self._requests(state, pod)
+        ok = table.pod_count()[rows] + 1 <= table.allocatable(PODS)[rows]
+        for name, amount in requests.items():
+            ok &= amount <= table.allocatable(name)[rows] - table.requested(name)[rows]
+        return ok
+
+    # --- Score ---------------------------------------------------------------------------
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        return int(self.score_batch(state, pod, NodeTable([node_info]), np.zeros(1, dtype=np.int64))[0])
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        allocs, requests, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False)
+        scores = []
+        for alloc, requested in zip(allocs, requests):
+            safe = np.maximum(alloc, 1)
+            if self.strategy == LEAST_ALLOCATED:
+                score = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
+            elif self.strategy == MOST_ALLOCATED:
+                score = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+            else:
+                utilization = np.minimum(requested, alloc) * MAX_UTILIZATION // safe
+                score = self._shape(utilization)
+            scores.append(np.where(alloc == 0, 0, score))
+        return weighted_average(scores, allocs, weights, rounding=self.strategy == REQUESTED_TO_CAPACITY_RATIO)
+
+    def _shape(self, utilization: np.ndarray) -> np.ndarray:
+        """Upstream ``buildBrokenLinearFunction``: integer-linear between shape
+        points (Go's truncating division), flat outside them."""
+        shape = self.shape
+        out = np.full(utilization.shape, shape[-1][1], dtype=np.int64)
+        done = np.zeros(utilization.shape, dtype=bool)
+        for i, (x, y) in enumerate(shape):
+            here = ~done & (utilization <= x)
+            if i == 0:
+                out[here] = y
+            else:
+                x0, y0 = shape[i - 1]
+                numerator = (y - y0) * (utilization[here] - x0)
+                out[here] = y0 + np.sign(numerator) * (np.abs(numerator) // (x - x0))
+            done |= here
+        return out
+
+    # --- queueing hints ------------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self):
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                                 self._after_pod_change),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                                 self._after_node_change),
+        ]
+
+    def _after_pod_change(self, pod, old, new):
+        """A pod that leaves (or shrinks) frees resources: it may help."""
+        return QueueingHint.QUEUE
+
+    def _after_node_change(self, pod, old, new):
+        """A new or grown node helps only if its allocatable could hold the pod."""
+        allocatable = new.allocatable
+        for name, amount in self._checked_requests(pod_requests(pod)).items():
+            if amount > allocatable.get(name, 0):
+                return QueueingHint.QUEUE_SKIP
+        if old is not None and old.allocatable == allocatable:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+
+def _ordered(requests: dict[str, int]) -> list[str]:
+    """cpu, memory, ephemeral-storage first, then the others by name (upstream's order of checks)."""
+    head = [r for r in (CPU, MEMORY, EPHEMERAL_STORAGE) if r in requests]
+    return head + sorted(r for r in requests if r not in (CPU, MEMORY, EPHEMERAL_STORAGE))

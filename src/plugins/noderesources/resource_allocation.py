@@ -1,0 +1,97 @@
+"""What the noderesources scoring plugins share: the per-resource requested/allocatable view.
+
+Upstream's ``resourceAllocationScorer``: for each configured resource the
+node's allocatable and what would be requested with the pod on it.  cpu and
+memory count the non-zero requests (containers that ask for nothing count as
+100m / 200Mi) unless the scorer uses real requests; an extended resource the
+pod does not request is left out of the score.  Everything is computed for many
+nodes at once on the snapshot's NodeTable (int64 arrays).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from attrs import frozen
+
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.framework.resources import CPU, MEMORY, pod_requests
+from kubesched.core.framework.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+
+NATIVE_RESOURCES = frozenset({CPU, MEMORY, "ephemeral-storage", "pods"})
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Extended, hugepages and attachable-volumes resources (upstream ``IsScalarResourceName``)."""
+    return name not in NATIVE_RESOURCES
+
+
+def is_extended_resource(name: str) -> bool:
+    """A resource outside the ``kubernetes.io/`` namespace with a domain prefix."""
+    return (
+        "/" in name
+        and not name.startswith("requests.")
+        and not name.split("/", 1)[0].endswith("kubernetes.io")
+    )
+
+
+@frozen
+class ResourceSpec:
+    """A resource to score and its weight (1-100)."""
+
+    STRICT: ClassVar[bool] = True
+    name: str = ""
+    weight: int = 1
+
+    def __attrs_post_init__(self):
+        if not 1 <= self.weight <= 100:
+            raise ManifestError("weight", f"resource weight of {self.name} not in valid range [1, 100]")
+
+
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+def allocatable_and_requested(
+    table, rows: np.ndarray, resources, pod, use_requested: bool
+) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    """For each resource: allocatable and requested-with-the-pod arrays over
+    ``rows``, and its weight; a scalar resource the pod does not request gets
+    zero allocatable (so it is left out, as upstream)."""
+    pod_all = pod_requests(pod, None if use_requested else {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
+    nz_cpu, nz_mem = table.non_zero_requested()
+    allocs, requests, weights = [], [], []
+    for spec in resources:
+        pod_request = pod_all.get(spec.name, 0)
+        if is_scalar_resource(spec.name) and pod_request == 0:
+            allocs.append(np.zeros(len(rows), dtype=np.int64))
+            requests.append(np.zeros(len(rows), dtype=np.int64))
+        else:
+            if not use_requested and spec.name == CPU:
+                node_requested = nz_cpu[rows]
+            elif not use_requested and spec.name == MEMORY:
+                node_requested = nz_mem[rows]
+            else:
+                node_requested = table.requested(spec.name)[rows]
+            allocs.append(table.allocatable(spec.name)[rows])
+            requests.append(node_requested + pod_request)
+        weights.append(spec.weight)
+    return allocs, requests, weights
+
+
+def weighted_average(per_resource: list[np.ndarray], allocs: list[np.ndarray], weights: list[int],
+                     rounding: bool = False) -> np.ndarray:
+    """Sum of weight x score over resources with allocatable > 0, divided by
+    the sum of those weights (integer division, or rounded); 0 when none."""
+    total = np.zeros(len(allocs[0]) if allocs else 0, dtype=np.int64)
+    weight_sum = np.zeros_like(total)
+    for score, alloc, weight in zip(per_resource, allocs, weights):
+        present = alloc != 0
+        total += np.where(present, score * weight, 0)
+        weight_sum += present * weight
+    safe = np.maximum(weight_sum, 1)
+    if rounding:
+        result = np.floor(total / safe + 0.5).astype(np.int64)
+    else:
+        result = total // safe
+    return np.where(weight_sum == 0, 0, result)

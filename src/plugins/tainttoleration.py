@@ -1,0 +1,90 @@
+"""TaintToleration: pods must tolerate a node's hard taints; soft taints lower the score
+(upstream plugins/tainttoleration).
+
+Filter: the first NoSchedule/NoExecute taint the pod does not tolerate makes
+the node UnschedulableAndUnresolvable: "node(s) had untolerated taint {key: value}".
+Score: the number of PreferNoSchedule taints the pod does not tolerate,
+normalised in reverse (fewest intolerable taints = 100).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Status
+from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.core.taints import find_untolerated_taint, is_hard, tolerates
+
+from ._normalize import default_normalize_score
+
+STATE_KEY = "PreScoreTaintToleration"
+
+
+def _prefer_no_schedule(taint) -> bool:
+    return taint.effect == "PreferNoSchedule"
+
+
+class TaintToleration:
+    name = "TaintToleration"
+
+    def __init__(self, args, handle):
+        pass
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        taint = find_untolerated_taint(node_info.node.spec.taints, pod.spec.tolerations, is_hard)
+        if taint is None:
+            return None
+        return Status.unresolvable(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        tainted = table.column("taints/hard", lambda info: any(is_hard(t) for t in info.node.spec.taints), bool)[rows]
+        ok = ~tainted
+        for i in np.flatnonzero(tainted):
+            taints = table.infos[rows[i]].node.spec.taints
+            ok[i] = find_untolerated_taint(taints, pod.spec.tolerations, is_hard) is None
+        return ok
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        state.write(STATE_KEY, tuple(t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")))
+        return None
+
+    def _intolerable(self, state, taints) -> int:
+        tolerations = state.get(STATE_KEY, ())
+        return sum(1 for t in taints if _prefer_no_schedule(t) and not tolerates(tolerations, t))
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        return self._intolerable(state, node_info.node.spec.taints)
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        soft = table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)))[rows]
+        if not state.get(STATE_KEY):
+            return soft.copy()
+        scores = np.zeros(len(rows), dtype=np.int64)
+        for i in np.flatnonzero(soft):
+            scores[i] = self._intolerable(state, table.infos[rows[i]].node.spec.taints)
+        return scores
+
+    @hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        default_normalize_score(scores, reverse=True)
+        return None
+
+    @hookimpl
+    def events_to_register(self):
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                                     self._node_change)]
+
+    @staticmethod
+    def _node_change(pod, old, new):
+        """Queue when the node now has no hard taint the pod cannot tolerate."""
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        was_ok = old is not None and find_untolerated_taint(old.spec.taints, pod.spec.tolerations, is_hard) is None
+        now_ok = find_untolerated_taint(new.spec.taints, pod.spec.tolerations, is_hard) is None
+        return QueueingHint.QUEUE if now_ok and not was_ok else QueueingHint.QUEUE_SKIP
