@@ -21,7 +21,10 @@ from .core.cluster.memory import MemoryCluster
 from .core.clock import FakeClock
 from .core.framework.config import KubeSchedulerConfiguration, load_config
 from .core.framework.registry import Registry
-from .core.manifests import load_objects
+from .core.api import resource_of
+from .core.api.core_v1 import Pod
+from .core.cluster.client import ApiError
+from .core.manifests import InvalidManifest, load_sourced_objects
 from .core.scheduler.runner import run_simulation
 from .core.scheduler.scheduler import Scheduler
 from .plugins import DEFAULT_PLUGINS
@@ -59,9 +62,20 @@ class Simulation:
 
     @classmethod
     def from_paths(cls, paths: Iterable[str | Path], **kwargs: Any) -> "Simulation":
-        """A simulation holding every object in the manifest files/directories ``paths``."""
+        """A simulation holding every object in the manifest files/directories ``paths``.
+
+        Pods are created after every other object (they refer to priority
+        classes, claims, volumes), otherwise in file order.  Raises
+        :class:`InvalidManifest` for a bad manifest or an object the cluster
+        refuses (naming the file and the object)."""
         sim = cls(**kwargs)
-        sim.create(load_objects(paths))
+        sourced = load_sourced_objects(paths)
+        sourced.sort(key=lambda item: isinstance(item[1], Pod))
+        for file, obj in sourced:
+            try:
+                sim.cluster.create(obj)
+            except ApiError as err:
+                raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
         return sim
 
     def create(self, objects: Iterable[Any]) -> list[Any]:

@@ -80,17 +80,20 @@ def parse_document(doc: dict, file: str = "") -> Any:
     return obj
 
 
-def load_objects(paths: Iterable[str | Path]) -> list[Any]:
-    """Every object in the files and directories ``paths``, in file order.
-
-    Raises :class:`InvalidManifest` for the first bad file or object.
-    """
+def load_sourced_objects(paths: Iterable[str | Path]) -> list[tuple[str, Any]]:
+    """``(file, object)`` for every object in the files and directories ``paths``,
+    in file order.  Raises :class:`InvalidManifest` for the first bad file or object."""
     objects = []
     for path in paths:
         for file in manifest_files(path):
             for doc in read_documents(file):
-                objects.append(parse_document(doc, str(file)))
+                objects.append((str(file), parse_document(doc, str(file))))
     return objects
+
+
+def load_objects(paths: Iterable[str | Path]) -> list[Any]:
+    """Every object in the files and directories ``paths``, in file order."""
+    return [obj for _, obj in load_sourced_objects(paths)]
 
 
 def dump_yaml(objects: Iterable[Any]) -> str:

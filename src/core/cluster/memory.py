@@ -203,8 +203,16 @@ class MemoryCluster(ClusterClient):
                 return name
 
     def _admit_pod(self, pod: Pod) -> Pod:
-        """The Priority admission plugin: resolve priorityClassName (or the
-        globalDefault class) into spec.priority and spec.preemptionPolicy."""
+        """What the API server does to a new pod: the Priority admission plugin
+        (priorityClassName, or the globalDefault class, into spec.priority and
+        spec.preemptionPolicy) and the SchedulingGated condition of a gated pod."""
+        if pod.spec.scheduling_gates and not any(c.type == "PodScheduled" for c in pod.status.conditions):
+            gated = PodCondition(type="PodScheduled", status="False", reason="SchedulingGated",
+                                 message="Scheduling is blocked due to non-empty scheduling gates")
+            pod = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=pod.status.conditions + (gated,)))
+        return self._admit_priority(pod)
+
+    def _admit_priority(self, pod: Pod) -> Pod:
         if pod.spec.priority is not None:
             return pod
         classes = self._store["PriorityClass"]
@@ -212,7 +220,7 @@ class MemoryCluster(ClusterClient):
         if wanted:
             pc = classes.get(wanted)
             if pc is None:
-                raise Invalid(f'pods "{pod.metadata.name}" is forbidden: no PriorityClass with name {wanted} was found')
+                raise Invalid(f"spec.priorityClassName: no PriorityClass with name {wanted} was found")
         else:
             pc = next((c for c in classes.values() if c.global_default), None)
         if pc is None:

@@ -1,0 +1,151 @@
+"""The ``kubesched`` command (typer + rich).
+
+- ``kubesched simulate -f PATH ...``: schedule a directory of manifests on the embedded cluster;
+- ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
+- ``kubesched plugins``: the discovered plugins and their extension points;
+- ``kubesched config validate FILE``: check a KubeSchedulerConfiguration.
+
+Invalid input exits with status 2 and one line ``FILE: KIND/NAME: FIELD: problem``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from .core.api import to_manifest
+from .core.cluster.memory import MemoryCluster
+from .core.clock import FakeClock
+from .core.framework.config import ConfigError, load_config, parse_duration
+from .core.framework.registry import PluginError, Registry, extension_points
+from .core.manifests import InvalidManifest, dump_yaml
+from .core.scheduler.scheduler import Scheduler
+from .plugins import DEFAULT_PLUGINS
+from .simulation import DEFAULT_START, Simulation, parse_start_time
+
+app = typer.Typer(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
+                  add_completion=False)
+config_app = typer.Typer(help="KubeSchedulerConfiguration files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+INVALID_INPUT = 2
+
+
+class Output(str, enum.Enum):
+    table = "table"
+    yaml = "yaml"
+    json = "json"
+
+
+def _refuse(message: str) -> None:
+    typer.echo(message, err=True)
+    raise typer.Exit(INVALID_INPUT)
+
+
+@app.command()
+def simulate(
+    filename: List[Path] = typer.Option(..., "-f", "--filename", help="Manifest file or directory (repeatable)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table, or the final state as yaml/json."),
+    start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
+    until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
+) -> None:
+    """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
+    try:
+        start = parse_start_time(start_time) if start_time else DEFAULT_START
+    except ValueError as err:
+        _refuse(f"--start-time: {err}")
+    try:
+        horizon = parse_duration(until, "--until") if until else None
+        sim = Simulation.from_paths(filename, config=config, start=start, seed=seed)
+    except (InvalidManifest, ConfigError, PluginError) as err:
+        _refuse(str(err))
+    sim.run(until=start + horizon if horizon is not None else None)
+    if output is Output.yaml:
+        sys.stdout.write(dump_yaml(sim.cluster.objects()))
+    elif output is Output.json:
+        items = [to_manifest(obj) for obj in sim.cluster.objects()]
+        sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n")
+    else:
+        _print_placements(sim)
+
+
+def _print_placements(sim: Simulation) -> None:
+    console = Console()
+    table = Table(title="Placements")
+    for column in ("POD", "PRIORITY", "NODE", "STATUS"):
+        table.add_column(column)
+    bound = pending = 0
+    for pod in sim.pods():
+        if pod.spec.node_name:
+            bound += 1
+            table.add_row(pod.key, str(pod.spec.priority or 0), pod.spec.node_name, "Scheduled")
+            continue
+        pending += 1
+        condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+        reason = f"{condition.reason}: {condition.message}" if condition else "Pending"
+        table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
+    console.print(table)
+    elapsed = sim.clock.now() - DEFAULT_START if sim.clock.now() >= DEFAULT_START else 0.0
+    console.print(
+        f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache.node_count()} node(s); "
+        f"{sim.scheduler.stats.cycles} scheduling attempt(s), {elapsed:g}s simulated"
+    )
+
+
+@app.command()
+def perf(
+    config: Path = typer.Argument(..., help="A scheduler_perf performance-config.yaml."),
+    test: Optional[str] = typer.Option(None, "--test", help="Only this test case."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json (upstream DataItems)."),
+) -> None:
+    """Run kube-scheduler's scheduler_perf workloads and report SchedulingThroughput."""
+    from .perf import perf_command
+
+    raise typer.Exit(perf_command(config, test, workload, output.value))
+
+
+@app.command()
+def plugins() -> None:
+    """List the plugins found through the entry-point group kubesched.plugins."""
+    try:
+        registry = Registry.discover()
+    except PluginError as err:
+        _refuse(str(err))
+    table = Table(title="Plugins (entry-point group kubesched.plugins)")
+    table.add_column("PLUGIN")
+    table.add_column("EXTENSION POINTS")
+    table.add_column("DISTRIBUTION")
+    for name in registry.names():
+        table.add_row(name, ", ".join(extension_points(registry.get(name))), registry.origin.get(name, ""))
+    Console().print(table)
+
+
+@config_app.command("validate")
+def validate(file: Path = typer.Argument(..., help="KubeSchedulerConfiguration file.")) -> None:
+    """Load a configuration and build every profile's plugins; report the first problem."""
+    try:
+        config = load_config(file, DEFAULT_PLUGINS)
+        clock = FakeClock()
+        scheduler = Scheduler(MemoryCluster(clock), config, Registry.discover(), clock)
+    except (ConfigError, PluginError) as err:
+        _refuse(str(err) if str(err).startswith(str(file)) else f"{file}: {err}")
+    for name, framework in scheduler.profiles.items():
+        points = {point: names for point, names in framework.points.items() if names}
+        typer.echo(f"profile {name}:")
+        typer.echo(yaml.safe_dump(points, sort_keys=False, default_flow_style=None).rstrip())
+    typer.echo(f"{file}: valid")
+
+
+if __name__ == "__main__":
+    app()
