@@ -95,10 +95,10 @@ def _print_placements(sim: Simulation) -> None:
         reason = f"{condition.reason}: {condition.message}" if condition else "Pending"
         table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
     console.print(table)
-    elapsed = sim.clock.now() - DEFAULT_START if sim.clock.now() >= DEFAULT_START else 0.0
     console.print(
         f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache.node_count()} node(s); "
-        f"{sim.scheduler.stats.cycles} scheduling attempt(s), {elapsed:g}s simulated"
+        f"{sim.scheduler.stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated",
+        soft_wrap=True,
     )
 
 

@@ -50,6 +50,7 @@ class Simulation:
         start: float = DEFAULT_START,
         seed: int = 0,
     ):
+        self.start_time = start
         self.clock = FakeClock(start)
         self.cluster = MemoryCluster(self.clock, seed=seed)
         self.registry = registry or Registry.discover()

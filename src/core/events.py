@@ -5,11 +5,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import attrs
+
 from .api import resource_of
 from .api.core_v1 import Event, EventSource
 from .api.meta import ObjectMeta, ObjectReference
 from .cluster.client import ApiError, ClusterClient
 from .clock import Clock
+
+#: Identical events about one object within this many seconds are one Event with a count.
+AGGREGATION_SECONDS = 600.0
 
 
 class EventRecorder:
@@ -26,11 +31,20 @@ class EventRecorder:
         self.component = component
         self.dropped = 0
         self._seq = itertools.count(1)
+        self._recorded: dict[tuple, tuple[str, str]] = {}
 
     def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
-        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``regarding``."""
+        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``regarding``.
+
+        A repeat of the same event about the same object within
+        ``AGGREGATION_SECONDS`` bumps ``count`` and ``lastTimestamp`` of the
+        existing Event, as client-go's event correlator does."""
         meta = regarding.metadata
         now = self.clock.now()
+        key = (meta.uid, type_, reason, message)
+        previous = self._recorded.get(key)
+        if previous is not None and self._bump(previous, now):
+            return
         event = Event(
             metadata=ObjectMeta(name=f"{meta.name}.{next(self._seq):x}", namespace=meta.namespace or "default"),
             involved_object=ObjectReference(
@@ -53,3 +67,16 @@ class EventRecorder:
             self.cluster.create(event)
         except ApiError:
             self.dropped += 1
+            return
+        self._recorded[key] = (event.metadata.namespace, event.metadata.name)
+
+    def _bump(self, where: tuple[str, str], now: float) -> bool:
+        namespace, name = where
+        try:
+            event = self.cluster.get("Event", name, namespace)
+            if now - (event.first_timestamp or now) > AGGREGATION_SECONDS:
+                return False
+            self.cluster.update(attrs.evolve(event, count=event.count + 1, last_timestamp=now))
+        except ApiError:
+            return False
+        return True

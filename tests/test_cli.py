@@ -1,0 +1,121 @@
+"""The kubesched command as a user runs it (typer's CliRunner, in process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = str(ROOT / "examples" / "cluster")
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_simulate_example_prints_placements_and_reasons():
+    result = run("simulate", "-f", EXAMPLE)
+    assert result.exit_code == 0, result.output
+    assert "shop/api-1" in result.output and "worker-b1" in result.output
+    assert "9 pod(s) scheduled, 2 pending, 6 node(s)" in result.output
+
+
+def test_simulate_yaml_is_the_final_state_in_kubernetes_shape():
+    result = run("simulate", "-f", EXAMPLE, "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
+    # api-1 requires zone-b; the only schedulable zone-b node is worker-b1
+    assert pods["shop/api-1"]["spec"]["nodeName"] == "worker-b1"
+    assert pods["shop/api-1"]["spec"]["priority"] == 1000
+    llm = pods["ml/train-llm"]
+    assert "nodeName" not in llm["spec"]
+    (condition,) = [c for c in llm["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
+    assert condition["message"] == (
+        "0/6 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu, "
+        "4 Insufficient memory, 5 Insufficient nvidia.com/gpu."
+    )
+    gated = pods["shop/canary-1"]["status"]["conditions"][0]
+    assert gated["reason"] == "SchedulingGated"
+    reasons = [d["reason"] for d in docs if d["kind"] == "Event"]
+    assert reasons.count("Scheduled") == 9 and "FailedScheduling" in reasons
+    # container fields kubesched does not model are written back unchanged
+    assert pods["shop/web-1"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+
+
+def test_simulate_json_lists_every_object():
+    result = run("simulate", "-f", EXAMPLE, "-o", "json")
+    assert result.exit_code == 0
+    listed = json.loads(result.output)
+    assert listed["kind"] == "List"
+    assert sum(1 for item in listed["items"] if item["kind"] == "Node") == 6
+
+
+def test_simulate_refuses_a_bad_manifest_with_file_object_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n"
+    )
+    result = run("simulate", "-f", str(bad))
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert "\n" not in line
+    assert line.startswith(f"{bad}: Pod/web: spec.containers[0].resources.requests.cpu: quantities must match")
+
+
+def test_simulate_refuses_a_pod_naming_a_missing_priority_class(tmp_path):
+    bad = tmp_path / "pod.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n")
+    result = run("simulate", "-f", str(bad))
+    assert result.exit_code == 2
+    assert result.output.strip() == f"{bad}: Pod/web: spec.priorityClassName: no PriorityClass with name gold was found"
+
+
+def test_simulate_refuses_an_unknown_plugin_in_the_config(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      enabled: [{name: NoSuchPlugin}]\n"
+    )
+    result = run("simulate", "-f", EXAMPLE, "--config", str(config))
+    assert result.exit_code == 2
+    assert "profile 'default-scheduler': plugin 'NoSuchPlugin' does not exist" in result.output
+
+
+def test_until_runs_simulated_time():
+    result = run("simulate", "-f", EXAMPLE, "--until", "10m")
+    assert result.exit_code == 0
+    assert "600s simulated" in result.output
+
+
+def test_config_validate_shows_each_profile():
+    result = run("config", "validate", str(ROOT / "configs" / "bin-packing.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "profile bin-packing-scheduler:" in result.output
+    assert result.output.strip().endswith("bin-packing.yaml: valid")
+
+
+def test_default_config_file_is_the_built_in_default():
+    from kubesched.core.framework.config import load_config
+    from kubesched.plugins import DEFAULT_PLUGINS
+
+    written = load_config(ROOT / "configs" / "default.yaml", DEFAULT_PLUGINS).profiles[0].plugins
+    built_in = load_config(None, DEFAULT_PLUGINS).profiles[0].plugins
+    # the file re-declares every default through multiPoint: the merged sets keep the same names and weights
+    assert [(p.name, p.weight) for p in written.multi_point.enabled] == [
+        (p.name, p.weight) for p in built_in.multi_point.enabled
+    ]
+
+
+def test_plugins_lists_the_built_ins_with_their_extension_points():
+    result = run("plugins")
+    assert result.exit_code == 0
+    assert "NodeResourcesFit" in result.output and "DefaultBinder" in result.output
