@@ -8,9 +8,19 @@ nothing; ``matchFields`` supports ``metadata.name``.
 
 from __future__ import annotations
 
+import re
+
 from .api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
 
 NAME_FIELD = "metadata.name"
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int64(text: str) -> int:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: Python's int() also takes "1_0" and " 7 "."""
+    if not _INT64.fullmatch(text) or not -(2 ** 63) <= int(text) < 2 ** 63:
+        raise ValueError(text)
+    return int(text)
 
 
 def _requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
@@ -27,7 +37,7 @@ def _requirement_matches(req: NodeSelectorRequirement, value: str | None) -> boo
         if value is None or len(req.values) != 1:
             return False
         try:
-            have, want = int(value), int(req.values[0])
+            have, want = _parse_int64(value), _parse_int64(req.values[0])
         except ValueError:
             return False
         return have > want if op == "Gt" else have < want

@@ -77,7 +77,7 @@ class NodeAffinity:
             names = term_names if names is None else names | term_names
         if names is not None and not names:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,))
-        return PreFilterResult(frozenset(names)) if names else None
+        return (PreFilterResult(frozenset(names)), None) if names else None
 
     def _matches(self, state, pod, node) -> Status | None:
         if self.added_required is not None and not selector_matches(self.added_required, node):
@@ -97,12 +97,15 @@ class NodeAffinity:
         return np.fromiter((self._matches(state, pod, infos[r].node) is None for r in rows), dtype=bool,
                            count=len(rows))
 
-    @hookimpl
-    def pre_score(self, state, pod, nodes):
+    def _preferred_terms(self, pod):
         affinity = pod.spec.affinity
         preferred = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution \
             if affinity and affinity.node_affinity else ()
-        terms = tuple(t for t in tuple(preferred) + tuple(self.added_preferred) if t.weight)
+        return tuple(t for t in tuple(preferred) + tuple(self.added_preferred) if t.weight)
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        terms = self._preferred_terms(pod)
         if not terms:
             return Status.skip()
         state.write(SCORE_KEY, terms)
@@ -112,7 +115,10 @@ class NodeAffinity:
     def score(self, state, pod, node_info):
         node = node_info.node
         labels, name = node.metadata.labels, node.metadata.name
-        return sum(t.weight for t in state.get(SCORE_KEY, ()) if term_matches(t.preference, labels, name))
+        terms = state.get(SCORE_KEY)
+        if terms is None:  # PreScore disabled in the profile: work the terms out here, as upstream
+            terms = self._preferred_terms(pod)
+        return sum(t.weight for t in terms if term_matches(t.preference, labels, name))
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

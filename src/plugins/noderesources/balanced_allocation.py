@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
+from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.resources import pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Status
 
-from .resource_allocation import DEFAULT_RESOURCES, ResourceSpec, allocatable_and_requested
+from .resource_allocation import DEFAULT_RESOURCES, ResourceSpec, allocatable_and_requested, resources_or_default
 
 MAX_NODE_SCORE = 100
 
@@ -26,7 +27,17 @@ MAX_NODE_SCORE = 100
 @frozen
 class NodeResourcesBalancedAllocationArgs:
     STRICT: ClassVar[bool] = True
-    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
+
+    def __attrs_post_init__(self):
+        # upstream ValidateNodeResourcesBalancedAllocationArgs: unique names, every weight 1
+        seen = set()
+        for i, spec in enumerate(self.resources):
+            if spec.name in seen:
+                raise ManifestError(f"resources[{i}].name", f'Duplicate value: "{spec.name}"')
+            seen.add(spec.name)
+            if spec.weight != 1:
+                raise ManifestError(f"resources[{i}].weight", "must be 1")
 
 
 class NodeResourcesBalancedAllocation:
@@ -36,10 +47,13 @@ class NodeResourcesBalancedAllocation:
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle):
         self.resources = args.resources
 
+    def _best_effort(self, pod) -> bool:
+        requests = pod_requests(pod)
+        return not any(requests.get(spec.name, 0) for spec in self.resources)
+
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        requests = pod_requests(pod)
-        if not any(requests.get(spec.name, 0) for spec in self.resources):
+        if self._best_effort(pod):
             return Status.skip()
         return None
 
@@ -49,6 +63,8 @@ class NodeResourcesBalancedAllocation:
 
     @hookimpl
     def score_batch(self, state, pod, table, rows):
+        if self._best_effort(pod):  # only reached when PreScore is disabled: upstream scores 0
+            return np.zeros(len(rows), dtype=np.int64)
         allocs, requests, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True)
         n = len(rows)
         fractions = []

@@ -40,6 +40,7 @@ from .resource_allocation import (
     ResourceSpec,
     allocatable_and_requested,
     is_extended_resource,
+    resources_or_default,
     weighted_average,
 )
 
@@ -80,7 +81,7 @@ class RequestedToCapacityRatioParam:
 class ScoringStrategy:
     STRICT: ClassVar[bool] = True
     type: str = LEAST_ALLOCATED
-    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
 
     def __attrs_post_init__(self):
@@ -204,7 +205,11 @@ class NodeResourcesFit:
                 utilization = np.minimum(requested, alloc) * MAX_UTILIZATION // safe
                 score = self._shape(utilization)
             scores.append(np.where(alloc == 0, 0, score))
-        return weighted_average(scores, allocs, weights, rounding=self.strategy == REQUESTED_TO_CAPACITY_RATIO)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            # upstream averages only the resources whose shape score is positive
+            allocs = [np.where(score > 0, alloc, 0) for score, alloc in zip(scores, allocs)]
+            return weighted_average(scores, allocs, weights, rounding=True)
+        return weighted_average(scores, allocs, weights)
 
     def _shape(self, utilization: np.ndarray) -> np.ndarray:
         """Upstream ``buildBrokenLinearFunction``: integer-linear between shape

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.resources import CPU, MEMORY, pod_requests
@@ -38,18 +38,23 @@ def is_extended_resource(name: str) -> bool:
 
 @frozen
 class ResourceSpec:
-    """A resource to score and its weight (1-100)."""
+    """A resource to score and its weight (1-100; 0 or unset means 1, as upstream's v1 defaulting)."""
 
     STRICT: ClassVar[bool] = True
     name: str = ""
-    weight: int = 1
+    weight: int = field(default=1, converter=lambda weight: weight or 1)
 
     def __attrs_post_init__(self):
         if not 1 <= self.weight <= 100:
-            raise ManifestError("weight", f"resource weight of {self.name} not in valid range [1, 100]")
+            raise ManifestError("weight", f"resource weight of {self.name} not in valid range (0, 100]")
 
 
 DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+def resources_or_default(resources) -> tuple[ResourceSpec, ...]:
+    """An empty resources list means cpu and memory, weight 1 (upstream's v1 defaulting)."""
+    return tuple(resources) or DEFAULT_RESOURCES
 
 
 def allocatable_and_requested(

@@ -1,0 +1,119 @@
+"""Shared pieces for the plugin tests: building plugins, NodeInfos, batch/per-node
+comparisons and small simulations."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import attrs
+import numpy as np
+
+from kubesched.core.framework.config import API_VERSION, KIND
+from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.nodeinfo import NodeInfo
+from kubesched.core.framework.registry import build_args
+from kubesched.core.framework.snapshot import Snapshot
+from kubesched.core.framework.status import Code, Status
+from kubesched.simulation import Simulation
+
+def make(cls: type, raw: dict | None = None, handle: Any = None) -> Any:
+    """The plugin ``cls`` built the way a profile builds it: args decoded from ``raw``."""
+    return cls(build_args(cls, raw), handle)
+
+
+def on(p, node_name: str):
+    """``p`` as a pod bound to ``node_name``."""
+    return attrs.evolve(p, spec=attrs.evolve(p.spec, node_name=node_name))
+
+
+def info(n, *pods) -> NodeInfo:
+    return NodeInfo(n, pods)
+
+
+def code(status: Status | None) -> Code:
+    return Code.SUCCESS if status is None else status.code
+
+
+def reasons(status: Status | None) -> tuple[str, ...]:
+    return () if status is None else status.reasons
+
+
+def run_pre_filter(plugin, p, infos: list[NodeInfo], state: CycleState | None = None):
+    """PreFilter as the framework calls it: returns (state, result, status)."""
+    state = state or CycleState()
+    answer = plugin.pre_filter(state, p, infos)
+    result, status = answer if isinstance(answer, tuple) else (None, answer)
+    return state, result, status
+
+
+def filter_all(plugin, state: CycleState, p, infos: list[NodeInfo]) -> list[Status | None]:
+    """The per-node Filter over ``infos``; when the plugin has a batch form, also
+    checks that it agrees (on every row, and on a reordered subset of rows)."""
+    statuses = [plugin.filter(state, p, ni) for ni in infos]
+    if hasattr(plugin, "filter_batch"):
+        passes = [s is None or s.code == Code.SUCCESS for s in statuses]
+        table = Snapshot(infos).table
+        got = plugin.filter_batch(state, p, table, np.arange(len(infos), dtype=np.int64))
+        assert got.dtype == bool and list(got) == passes, (list(got), passes)
+        rows = np.array(list(range(len(infos)))[::-2], dtype=np.int64)
+        got = plugin.filter_batch(state, p, table, rows)
+        assert list(got) == [passes[r] for r in rows]
+    return statuses
+
+
+def score_all(plugin, state: CycleState, p, infos: list[NodeInfo], normalize: bool = True) -> list[int]:
+    """Per-node Score (and the batch form, which must agree), then NormalizeScore."""
+    raw = [plugin.score(state, p, ni) for ni in infos]
+    assert all(isinstance(v, (int, np.integer)) for v in raw), raw
+    if hasattr(plugin, "score_batch"):
+        table = Snapshot(infos).table
+        got = plugin.score_batch(state, p, table, np.arange(len(infos), dtype=np.int64))
+        assert [int(v) for v in got] == [int(v) for v in raw], (list(got), raw)
+        rows = np.array(list(range(len(infos)))[::-1], dtype=np.int64)
+        got = plugin.score_batch(state, p, table, rows)
+        assert [int(v) for v in got] == [int(raw[r]) for r in rows]
+    scores = np.array(raw, dtype=np.int64)
+    if normalize and hasattr(plugin, "normalize_score"):
+        assert plugin.normalize_score(state, p, [ni.name for ni in infos], scores) is None
+    return [int(v) for v in scores]
+
+
+# --- simulations ---------------------------------------------------------------------------
+
+
+def config(plugin_config: dict[str, dict] | None = None, **profile: Any) -> dict:
+    """A KubeSchedulerConfiguration document with one default-scheduler profile."""
+    prof: dict[str, Any] = {"schedulerName": "default-scheduler", **profile}
+    if plugin_config:
+        prof["pluginConfig"] = [{"name": name, "args": args} for name, args in plugin_config.items()]
+    return {"apiVersion": API_VERSION, "kind": KIND, "profiles": [prof]}
+
+
+def simulate(objects: Iterable[Any], config: Any = None, seed: int = 0) -> Simulation:
+    sim = Simulation(config, seed=seed)
+    sim.create(objects)
+    sim.run()
+    return sim
+
+
+def failure(sim: Simulation) -> str:
+    """The message of the last FailedScheduling event."""
+    events = sim.events("FailedScheduling")
+    assert events, "no FailedScheduling event"
+    return events[-1].message
+
+
+def condition(sim: Simulation, name: str):
+    """The pod's PodScheduled condition."""
+    (cond,) = [c for c in sim.pod(name).status.conditions if c.type == "PodScheduled"]
+    return cond
+
+
+def default_framework(sim: Simulation):
+    return sim.scheduler.profiles["default-scheduler"]
+
+
+def snapshot_info(sim: Simulation, name: str) -> NodeInfo:
+    """The scheduler's current NodeInfo for node ``name``."""
+    sim.scheduler.cache.update_snapshot(sim.scheduler.snapshot)
+    return sim.scheduler.snapshot.get(name)
