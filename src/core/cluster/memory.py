@@ -251,8 +251,10 @@ class MemoryCluster(ClusterClient):
             if status_only:
                 obj = attrs.evolve(current, status=obj.status)
             else:
+                # the API server keeps deletionTimestamp: an update can neither set nor clear it
                 meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
-                                    creation_timestamp=current.metadata.creation_timestamp)
+                                    creation_timestamp=current.metadata.creation_timestamp,
+                                    deletion_timestamp=current.metadata.deletion_timestamp)
                 obj = attrs.evolve(obj, metadata=meta)
             return self._store_update(kind, obj)
 

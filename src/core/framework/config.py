@@ -223,9 +223,10 @@ def load_config(
     except ManifestError as err:
         raise ConfigError(f"{where}: {err}") from None
     problems = []
-    for name in ("lease_duration", "renew_deadline", "retry_period"):
+    for name, key in (("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
+                      ("retry_period", "retryPeriod")):
         try:
-            parse_duration(getattr(config.leader_election, name), name)
+            parse_duration(getattr(config.leader_election, name), key)
         except ConfigError as err:
             problems.append(f"leaderElection.{err}")
     if config.pod_initial_backoff_seconds <= 0:

@@ -94,14 +94,27 @@ class Framework:
                 self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as err:
                 raise self._fail(f"plugin {name}: {err}") from None
+            self._check_arguments(name, plugin)
             self.plugins[name] = plugin
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as err:
-            raise self._fail(f"{err}") from None
+            raise self._fail(f"plugin {self.pm.get_name(err.plugin)}: {err}") from None
         for entry in self.profile.plugin_config:
             if entry.name not in registry:
                 raise self._fail(f"pluginConfig {entry.name}: plugin does not exist (known plugins: {', '.join(known)})")
+
+    def _check_arguments(self, name: str, plugin: Any) -> None:
+        """Hooks are called positionally, so (unlike pluggy) a hook must take exactly
+        the spec's arguments, in the spec's order; a subset would fail at the first pod."""
+        for caller in self.pm.get_hookcallers(plugin) or ():
+            if caller.spec is None:
+                continue
+            wanted = tuple(caller.spec.argnames)
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin and (tuple(impl.argnames) + tuple(impl.kwargnames))[:len(wanted)] != wanted:
+                    raise self._fail(f"plugin {name}: hook {caller.name}({', '.join(impl.argnames)}) must take "
+                                     f"exactly ({', '.join(wanted)}), in that order")
 
     def _implements(self, name: str, point: str) -> bool:
         return EXTENSION_POINTS[point][0] in implemented_hooks(type(self.plugins[name]))
@@ -135,6 +148,8 @@ class Framework:
                 if ref.name in from_multi:
                     raise self._fail(f"plugin {ref.name!r} already registered as {point!r}")
                 from_multi.append(ref.name)
+            # re-declared plugins keep the order the specific point gives them
+            overrides = [name for name in specific if name in overrides]
             rest = [name for name in specific if name not in overrides]
             result[point] = overrides + from_multi + rest
         return result
@@ -226,7 +241,8 @@ class Framework:
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult,
-        the status (None on success) and the plugins that rejected the pod."""
+        the status (None on success) and the plugins that rejected the pod (on
+        success: the plugins whose PreFilterResult narrowed the nodes)."""
         result: PreFilterResult | None = None
         rejected: Status | None = None
         rejectors: set[str] = set()
@@ -252,13 +268,13 @@ class Framework:
                 narrowing.append(name)
                 result = plugin_result if result is None else result.merge(plugin_result)
                 if not result.node_names:
-                    message = f"node(s) didn't satisfy plugin(s) {narrowing} simultaneously"
+                    message = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
                     if len(narrowing) == 1:
                         message = f"node(s) didn't satisfy plugin {narrowing[0]}"
                     return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), narrowing[0]), set(narrowing)
         if rejected is not None:
             return None, rejected, rejectors
-        return result, None, set()
+        return result, None, set(narrowing)
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
         for name, method in self.add_pod_plugins:

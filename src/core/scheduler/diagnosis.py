@@ -53,7 +53,7 @@ class FitError(Exception):
             if histogram:
                 text += " " + ", ".join(histogram) + "."
         if diagnosis.post_filter_msg:
-            text += " " + diagnosis.post_filter_msg
+            text += f" {diagnosis.post_filter_msg}."
         return text
 
 

@@ -84,7 +84,12 @@ class _Entry:
 
     def __lt__(self, other: "_Entry") -> bool:
         if self.less is not None:
-            return self.less(self.info, other.info)
+            if self.less(self.info, other.info):
+                return True
+            # pods queued at the same instant (a fake clock) that QueueSort does not
+            # tell apart keep their arrival order (``key`` is a sequence number)
+            return (self.info.timestamp == other.info.timestamp and self.key < other.key
+                    and not self.less(other.info, self.info))
         return self.key < other.key
 
 
@@ -194,6 +199,9 @@ class SchedulingQueue:
             return
         info = QueuedPodInfo(pod, self.clock.now())
         self._pods[info.uid] = info
+        if pod.status.nominated_node_name:
+            # a nomination made earlier (status.nominatedNodeName) keeps holding its room
+            self.nominator.add(info.pod_info, pod.status.nominated_node_name)
         self._enqueue_gated_or_active(info)
 
     def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
@@ -209,7 +217,7 @@ class SchedulingQueue:
 
     def _to_active(self, info: QueuedPodInfo) -> None:
         self._detach(info)
-        entry = _Entry(info, None, self._less)
+        entry = _Entry(info, next(self._seq), self._less)
         info._entry = entry
         info.where = ACTIVE
         heapq.heappush(self._active, entry)
@@ -404,7 +412,7 @@ class SchedulingQueue:
         self._flush_timer = None
         now = self.clock.now()
         for info in list(self._unschedulable.values()):
-            if not info.gating_plugin and now - info.timestamp >= MAX_IN_UNSCHEDULABLE_SECONDS:
+            if not info.gating_plugin and now - info.timestamp > MAX_IN_UNSCHEDULABLE_SECONDS:
                 self._move(info)
         if any(not i.gating_plugin for i in self._unschedulable.values()):
             self._arm_flush_timer()

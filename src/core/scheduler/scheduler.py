@@ -394,10 +394,10 @@ class Scheduler:
         else:
             rows = np.arange(len(snapshot), dtype=np.int64)
         if len(rows) == 0:
-            raise FitError(pod, len(snapshot), Diagnosis())
+            raise FitError(pod, len(snapshot), self._diagnose(fwk, state, pod, rows, rejectors))
         feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows)
         if len(feasible) == 0:
-            diagnosis = self._diagnose(fwk, state, pod, rows, result)
+            diagnosis = self._diagnose(fwk, state, pod, rows, rejectors)
             raise FitError(pod, len(snapshot), diagnosis)
         return feasible
 
@@ -478,17 +478,21 @@ class Scheduler:
         self.next_start_node_index = (start + processed) % count
         return np.array(feasible, dtype=np.int64)
 
-    def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, result) -> Diagnosis:
-        """Per-node statuses for a pod that fits nowhere (the exact, per-node Filter run)."""
+    def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
+                  narrowing: set[str]) -> Diagnosis:
+        """Per-node statuses for a pod that fits nowhere (the exact, per-node Filter run).
+        ``narrowing``: the PreFilter plugins whose PreFilterResult cut the other nodes."""
         diagnosis = Diagnosis()
         snapshot = self.snapshot
         considered = {int(r) for r in rows}
+        if len(considered) < len(snapshot):
+            # cut by PreFilterResult: upstream treats those as unresolvable, blaming the narrowing plugins
+            diagnosis.unschedulable_plugins |= narrowing
+            cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                         (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
         for row, node_info in enumerate(snapshot.nodes):
             if row not in considered:
-                # cut by PreFilterResult: upstream treats those as unresolvable
-                diagnosis.node_status[node_info.name] = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) PreFilterResult",)
-                )
+                diagnosis.node_status[node_info.name] = cut
                 continue
             status = self._filter_one(fwk, state, pod, node_info)
             if status is None:
@@ -498,8 +502,6 @@ class Scheduler:
             diagnosis.node_status[node_info.name] = status
             if status.plugin:
                 diagnosis.unschedulable_plugins.add(status.plugin)
-        if result is not None and result.node_names is not None and len(considered) < len(snapshot):
-            diagnosis.node_status = {k: v for k, v in diagnosis.node_status.items() if snapshot.index[k] in considered}
         return diagnosis
 
     # --- failure -------------------------------------------------------------------------
@@ -514,7 +516,7 @@ class Scheduler:
             self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
         else:
             self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, status.message(),
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
                                 {status.plugin} if status.plugin else set(), pending=status.code == Code.PENDING)
 
     def handle_failure(
@@ -596,8 +598,15 @@ class Scheduler:
             self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
         else:
             self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, status.message(),
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
                                 {status.plugin} if status.plugin else set())
+
+
+def one_node_fit_message(pod: Pod, status: Status) -> str:
+    """A rejection after the node was chosen (Reserve, Permit, waiting on Permit,
+    PreBind) reads as a FitError over that one node, as upstream:
+    ``0/1 nodes are available: 1 <reason>.``"""
+    return FitError(pod, 1, Diagnosis(node_status={"": status})).message()
 
 
 class _CycleError(Exception):

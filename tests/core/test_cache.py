@@ -1,0 +1,174 @@
+"""The scheduler cache: assumed pods, confirmation by the informer, expiry, snapshots."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from kubesched.core.api.meta import evolve_meta
+from kubesched.core.clock import FakeClock
+from kubesched.core.framework.snapshot import Snapshot
+from kubesched.core.scheduler.cache import Cache, CacheError
+from kubesched.testing import node, pod
+
+
+def on(p, node_name):
+    return attrs.evolve(p, spec=attrs.evolve(p.spec, node_name=node_name))
+
+
+def mk(name, cpu="1", node_name="", **kwargs):
+    return evolve_meta(pod(name, cpu=cpu, memory="1Gi", node_name=node_name, **kwargs), uid=f"uid-{name}")
+
+
+@pytest.fixture
+def cache():
+    c = Cache(FakeClock(0), ttl=30)
+    c.add_node(node("n1", cpu="4"))
+    c.add_node(node("n2", cpu="4"))
+    return c
+
+
+def cpu_used(cache, name):
+    return cache.nodes[name].requested.get("cpu", 0)
+
+
+def test_assume_counts_the_pod_before_binding(cache):
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    assert cache.is_assumed(p)
+    assert cpu_used(cache, "n1") == 1000
+    assert cache.dump() == {"n1": ["default/p*"], "n2": []}
+    with pytest.raises(CacheError, match="is in the cache, so can't be assumed"):
+        cache.assume_pod(p)
+
+
+def test_forget_undoes_assume(cache):
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    cache.forget_pod(p)
+    assert not cache.is_assumed(p) and cache.pod_count() == 0
+    assert cpu_used(cache, "n1") == 0
+
+
+def test_forget_refuses_a_confirmed_pod_or_the_wrong_node(cache):
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    with pytest.raises(CacheError, match="was assumed on n1 but assigned to n2"):
+        cache.forget_pod(on(p, "n2"))
+    cache.add_pod(p)  # confirmed
+    with pytest.raises(CacheError, match="wasn't assumed so cannot be forgotten"):
+        cache.forget_pod(p)
+    assert cpu_used(cache, "n1") == 1000
+
+
+def test_the_informer_confirms_an_assumed_pod(cache):
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    cache.finish_binding(p)
+    bound = evolve_meta(p, resource_version="9")
+    cache.add_pod(bound)
+    assert not cache.is_assumed(p)
+    assert cache.nodes["n1"].pods[0].pod is bound  # the API's copy replaces the assumed one
+    assert cpu_used(cache, "n1") == 1000 and cache.pod_count() == 1
+    cache.clock.advance(60)
+    assert cache.pod_count() == 1  # confirmed pods never expire
+
+
+def test_confirmation_on_another_node_moves_the_pod(cache):
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    cache.add_pod(on(p, "n2"))
+    assert cpu_used(cache, "n1") == 0 and cpu_used(cache, "n2") == 1000
+    assert not cache.is_assumed(p)
+
+
+def test_an_assumed_pod_expires_ttl_after_binding_finished(cache):
+    clock = cache.clock
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    clock.advance(100)
+    assert cache.is_assumed(p)  # the ttl runs only once binding finished
+    cache.finish_binding(p)
+    clock.advance(29.9)
+    assert cache.is_assumed(p)
+    clock.advance(0.1)
+    assert not cache.is_assumed(p) and cache.pod_count() == 0
+    assert cpu_used(cache, "n1") == 0
+
+
+def test_no_expiry_with_ttl_zero():
+    cache = Cache(FakeClock(0))
+    cache.add_node(node("n1"))
+    p = on(mk("p"), "n1")
+    cache.assume_pod(p)
+    cache.finish_binding(p)
+    cache.clock.advance(10**6)
+    assert cache.is_assumed(p)
+    assert cache.cleanup_expired() == []
+
+
+def test_bound_pods_from_the_informer(cache):
+    a = mk("a", node_name="n1")
+    cache.add_pod(a)
+    assert cpu_used(cache, "n1") == 1000
+    grown = attrs.evolve(a, spec=attrs.evolve(a.spec, containers=mk("x", cpu="3").spec.containers))
+    cache.update_pod(a, grown)
+    assert cpu_used(cache, "n1") == 3000
+    cache.remove_pod(grown)
+    assert cpu_used(cache, "n1") == 0 and cache.pod_count() == 0
+
+
+def test_pods_may_arrive_before_their_node():
+    cache = Cache(FakeClock(0))
+    cache.add_pod(mk("early", node_name="late-node"))
+    assert cache.node_count() == 0
+    cache.add_node(node("late-node", cpu="2"))
+    assert cache.node_count() == 1
+    assert cpu_used(cache, "late-node") == 1000
+
+
+def test_a_removed_node_leaves_the_snapshot_but_its_pods_stay_counted(cache):
+    cache.add_pod(mk("a", node_name="n1"))
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    assert [n.name for n in snapshot.nodes] == ["n1", "n2"]
+    cache.remove_node(node("n1"))
+    cache.update_snapshot(snapshot)
+    assert [n.name for n in snapshot.nodes] == ["n2"]
+    assert cache.node_count() == 1
+    assert "n1" in cache.nodes  # until its pods are gone
+    cache.remove_pod(mk("a", node_name="n1"))
+    assert "n1" not in cache.nodes
+
+
+def test_the_snapshot_follows_changes(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    assert list(table.requested("cpu")) == [0, 0]
+    assert list(table.allocatable("cpu")) == [4000, 4000]
+
+    # a pod assumed, a pod bound, a node resized: the next snapshot sees all of them
+    cache.assume_pod(on(mk("a", cpu="1"), "n1"))
+    cache.add_pod(mk("b", cpu="2", node_name="n2"))
+    cache.update_node(node("n1", cpu="4"), node("n1", cpu="8"))
+    assert list(table.requested("cpu")) == [0, 0]  # not until the next cycle's update
+    cache.update_snapshot(snapshot)
+    assert snapshot.table is table  # refreshed in place, not rebuilt
+    assert list(table.requested("cpu")) == [1000, 2000]
+    assert list(table.allocatable("cpu")) == [8000, 4000]
+    assert snapshot.get("n1").allocatable["cpu"] == 8000
+    assert list(table.pod_count()) == [1, 1]
+
+    # a new node rebuilds it
+    cache.add_node(node("n3", cpu="2"))
+    cache.update_snapshot(snapshot)
+    assert len(snapshot) == 3 and snapshot.index["n3"] == 2
+    assert list(snapshot.table.allocatable("cpu")) == [8000, 4000, 2000]
+    assert list(snapshot.table.requested("cpu")) == [1000, 2000, 0]
+
+    # forgetting the assumed pod frees the room again
+    cache.forget_pod(on(mk("a", cpu="1"), "n1"))
+    cache.update_snapshot(snapshot)
+    assert list(snapshot.table.requested("cpu")) == [0, 2000, 0]
+    assert snapshot.get("nope") is None

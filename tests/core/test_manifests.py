@@ -1,0 +1,179 @@
+"""Reading manifests: YAML and JSON, multi-document, kind: List, directories, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubesched.core.api import from_manifest, to_manifest
+from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.api.scheduling_v1 import PriorityClass
+from kubesched.core.manifests import InvalidManifest, dump_yaml, load_objects, load_sourced_objects
+
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {zone: a}
+spec:
+  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+"""
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  priorityClassName: high
+  containers:
+  - name: main
+    image: nginx:1.27
+    resources:
+      requests: {cpu: 250m, memory: 64Mi}
+      limits: {memory: 128Mi}
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_multi_document_yaml(tmp_path):
+    file = write(tmp_path / "cluster.yaml", NODE + "---\n" + POD + "---\n")  # a trailing empty document is fine
+    node, pod = load_objects([file])
+    assert isinstance(node, Node) and isinstance(pod, Pod)
+    assert node.metadata.name == "n1" and node.metadata.labels == {"zone": "a"}
+    assert node.allocatable == {"cpu": 4000, "memory": 8 * 2**30, "pods": 110}
+    assert node.spec.taints[0].key == "dedicated" and node.spec.taints[0].effect == "NoSchedule"
+    assert pod.key == "shop/web"
+    assert pod.spec.priority_class_name == "high"
+    assert pod.spec.containers[0].resources.requests == {"cpu": 250, "memory": 64 * 2**20}
+    assert pod.spec.containers[0].resources.limits == {"memory": 128 * 2**20}
+
+
+def test_json_file_and_kind_list(tmp_path):
+    doc = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            yaml.safe_load(NODE),
+            {"apiVersion": "v1", "kind": "PodList", "items": [yaml.safe_load(POD)]},  # nested typed list
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+             "value": 1000, "globalDefault": False},
+        ],
+    }
+    file = write(tmp_path / "all.json", json.dumps(doc))
+    objects = load_objects([file])
+    assert [type(o) for o in objects] == [Node, Pod, PriorityClass]
+    assert objects[2].value == 1000
+
+
+def test_directories_are_read_recursively_in_sorted_order(tmp_path):
+    write(tmp_path / "b" / "pods.yml", POD)
+    write(tmp_path / "a.yaml", NODE)
+    write(tmp_path / "c" / "class.json", json.dumps(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 5}))
+    write(tmp_path / "README.md", "not a manifest: [")
+    write(tmp_path / "notes.txt", "- neither")
+    sourced = load_sourced_objects([tmp_path])
+    assert [(Path(f).name, type(o).__name__) for f, o in sourced] == [
+        ("a.yaml", "Node"), ("pods.yml", "Pod"), ("class.json", "PriorityClass"),
+    ]
+
+
+def test_several_paths_keep_their_order(tmp_path):
+    pods = write(tmp_path / "z-pods.yaml", POD)
+    nodes = write(tmp_path / "a-nodes.yaml", NODE)
+    assert [type(o) for o in load_objects([pods, nodes])] == [Pod, Node]
+
+
+def error_for(tmp_path, name: str, text: str) -> InvalidManifest:
+    file = write(tmp_path / name, text)
+    with pytest.raises(InvalidManifest) as err:
+        load_objects([file])
+    return err.value
+
+
+def test_error_names_file_object_and_field_path(tmp_path):
+    err = error_for(tmp_path, "pods.yaml", NODE + "---\n" + POD.replace("250m", "lots"))
+    file = str(tmp_path / "pods.yaml")
+    assert str(err).startswith(f"{file}: Pod/web: spec.containers[0].resources.requests.cpu: ")
+    assert "'lots'" in str(err)
+    assert (err.file, err.obj, err.field) == (file, "Pod/web", "spec.containers[0].resources.requests.cpu")
+
+
+@pytest.mark.parametrize(
+    "text, obj, field, problem",
+    [
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: hi}\n",
+         "Pod/p", "spec.priority", "expected an integer, got 'hi'"),
+        ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
+         "Node/n", "spec.taints[0].effect", "unsupported taint effect 'Sometimes'"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: [a]}\n",
+         "Pod/p", "metadata.labels", "expected a map"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: http}]\n",
+         "Pod/p", "spec.containers[0].ports[0].containerPort", "expected an integer"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeSelector: {zone: a}, schedulingGates: {name: g}}\n",
+         "Pod/p", "spec.schedulingGates", "expected a list"),
+        ("apiVersion: v2\nkind: Pod\nmetadata: {name: p}\n",
+         "Pod/p", "apiVersion", "Pod is not served as 'v2'"),
+        ("apiVersion: v1\nkind: Deployment\nmetadata: {name: d}\n",
+         "Deployment/d", "kind", "unknown kind 'Deployment'"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {labels: {a: b}}\n",
+         "Pod/", "metadata.name", "name or generateName is required"),
+    ],
+)
+def test_field_errors(tmp_path, text, obj, field, problem):
+    err = error_for(tmp_path, "x.yaml", text)
+    assert (err.obj, err.field) == (obj, field)
+    assert problem in err.problem
+    assert str(err) == f"{tmp_path / 'x.yaml'}: {obj}: {field}: {err.problem}"
+
+
+def test_generate_name_objects_are_labelled_with_a_star(tmp_path):
+    err = error_for(tmp_path, "x.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {generateName: web-}\nspec: {priority: x}\n")
+    assert err.obj == "Pod/web-*"
+
+
+def test_unparsable_yaml_and_json(tmp_path):
+    err = error_for(tmp_path, "broken.yaml", "kind: Pod\nmetadata: {name: [\n")
+    assert str(err).startswith(f"{tmp_path / 'broken.yaml'}: cannot parse: ")
+    err = error_for(tmp_path, "broken.json", '{"kind": "Pod",')
+    assert str(err).startswith(f"{tmp_path / 'broken.json'}: cannot parse: ")
+
+
+def test_a_document_that_is_not_an_object(tmp_path):
+    err = error_for(tmp_path, "list.yaml", "- a\n- b\n")
+    assert str(err) == f"{tmp_path / 'list.yaml'}: expected an object, got list"
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(InvalidManifest, match="no such file or directory"):
+        load_objects([tmp_path / "nope.yaml"])
+
+
+def test_unmodelled_fields_survive_a_round_trip(tmp_path):
+    file = write(tmp_path / "pod.yaml", POD)
+    (pod,) = load_objects([file])
+    written = yaml.safe_load(dump_yaml([pod]))
+    assert written["apiVersion"] == "v1" and written["kind"] == "Pod"
+    container = written["spec"]["containers"][0]
+    assert container["image"] == "nginx:1.27"
+    assert container["resources"]["requests"] == {"cpu": "250m", "memory": "64Mi"}
+    assert from_manifest(written) == pod
+
+
+def test_to_manifest_writes_camel_case_and_omits_defaults():
+    pod = from_manifest(yaml.safe_load(POD))
+    doc = to_manifest(pod)
+    assert list(doc)[:2] == ["apiVersion", "kind"]
+    assert doc["spec"]["priorityClassName"] == "high"
+    assert "nodeName" not in doc["spec"] and "status" not in doc

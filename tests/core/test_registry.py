@@ -1,0 +1,190 @@
+"""Plugins are found through the entry-point group ``kubesched.plugins``, built-in or not."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from kubesched import hookimpl
+from kubesched.core.framework.registry import (
+    ENTRY_POINT_GROUP,
+    PluginError,
+    Registry,
+    build_args,
+    extension_points,
+    implemented_hooks,
+)
+from kubesched.simulation import Simulation
+from kubesched.testing import node, pod
+
+BUILT_IN = {
+    "PrioritySort", "SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+    "NodePorts", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "DefaultBinder",
+}
+
+PLUGIN_MODULE = '''
+from kubesched import hookimpl, Status
+
+
+class MyPlugin:
+    """Keeps pods off nodes labelled ``avoid``; prefers nodes in the zone named by its args."""
+
+    name = "MyPlugin"
+
+    def __init__(self, args, handle):
+        self.zone = args["zone"]
+        self.avoid = args.get("avoidLabel", "avoid")
+        self.filtered = []
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        self.filtered.append(node_info.name)
+        if node_info.node.metadata.labels.get(self.avoid) == "true":
+            return Status.unschedulable("node(s) are avoided by MyPlugin")
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        return 100 if node_info.node.metadata.labels.get("zone") == self.zone else 0
+'''
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch):
+    """A tiny installed distribution ``my-plugin`` announcing MyPlugin in the entry-point group."""
+    (tmp_path / "mymod.py").write_text(PLUGIN_MODULE)
+    info = tmp_path / "my_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nMyPlugin = mymod:MyPlugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mymod", raising=False)
+    yield tmp_path
+    sys.modules.pop("mymod", None)
+
+
+def test_discover_finds_the_built_in_plugins():
+    registry = Registry.discover()
+    assert BUILT_IN <= set(registry.names())
+    assert registry.origin["NodeResourcesFit"] == "kubesched"
+    assert "NodeName" in registry and "Nope" not in registry
+    assert registry.get("Nope") is None
+    assert extension_points(registry.get("NodeResourcesFit")) == ["preFilter", "filter", "score"]
+    assert extension_points(registry.get("DefaultBinder")) == ["bind"]
+
+
+def test_discover_finds_a_third_party_plugin(third_party):
+    registry = Registry.discover()
+    assert "MyPlugin" in registry.names()
+    assert registry.origin["MyPlugin"] == "my-plugin"
+    assert extension_points(registry.get("MyPlugin")) == ["filter", "score"]
+    assert BUILT_IN <= set(registry.names())
+
+
+def test_a_third_party_plugin_enabled_in_a_profile_changes_placement(third_party):
+    profile = third_party / "scheduler.yaml"
+    profile.write_text(textwrap.dedent("""\
+        apiVersion: kubescheduler.config.k8s.io/v1
+        kind: KubeSchedulerConfiguration
+        profiles:
+        - schedulerName: default-scheduler
+          plugins:
+            multiPoint:
+              enabled:
+              - name: MyPlugin
+                weight: 10
+          pluginConfig:
+          - name: MyPlugin
+            args:
+              zone: b
+              avoidLabel: draining
+        """))
+    objects = [
+        node("big-a", cpu="64", memory="256Gi", labels={"zone": "a"}),
+        node("huge-b", cpu="128", memory="512Gi", labels={"zone": "b", "draining": "true"}),
+        node("small-b", cpu="8", memory="16Gi", labels={"zone": "b"}),
+        pod("web", cpu="1", memory="1Gi"),
+    ]
+
+    # without the plugin the roomiest node wins
+    plain = Simulation()
+    plain.create(objects)
+    plain.run()
+    assert plain.pod("web").spec.node_name == "huge-b"
+
+    sim = Simulation(config=str(profile))  # the registry comes from the entry points
+    fw = sim.scheduler.profiles["default-scheduler"]
+    assert fw.points["filter"][-1] == "MyPlugin" and fw.points["score"][-1] == "MyPlugin"
+    assert fw.score_weights["MyPlugin"] == 10
+    sim.create(objects)
+    sim.run()
+    assert sim.pod("web").spec.node_name == "small-b"
+    assert sorted(fw.plugins["MyPlugin"].filtered) == ["big-a", "huge-b", "small-b"]
+
+
+def test_a_third_party_plugin_that_fails_to_import(tmp_path, monkeypatch):
+    info = tmp_path / "broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nBroken = no_such_module_here:Broken\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match=r"entry point Broken = no_such_module_here:Broken: cannot load: "):
+        Registry.discover()
+
+
+def test_entry_point_name_must_match_the_class_name(tmp_path, monkeypatch):
+    (tmp_path / "namedmod.py").write_text("class Other:\n    name = 'Other'\n    def __init__(self, args, handle): pass\n")
+    info = tmp_path / "named-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: named\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nWanted = namedmod:Other\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "namedmod", raising=False)
+    with pytest.raises(PluginError, match="plugin Wanted: its class says name = 'Other'"):
+        Registry.discover()
+    sys.modules.pop("namedmod", None)
+
+
+class Alpha:
+    name = "Alpha"
+
+    def __init__(self, args, handle):
+        pass
+
+    @hookimpl
+    def reserve(self, state, pod, node_name):
+        return None
+
+    @hookimpl
+    def unreserve(self, state, pod, node_name):
+        pass
+
+
+def test_add_registers_a_class_directly():
+    registry = Registry([Alpha])
+    assert registry.names() == ["Alpha"]
+    assert registry.get("Alpha") is Alpha
+    registry.add(Alpha)  # the same class again is harmless
+    assert implemented_hooks(Alpha) == {"reserve", "unreserve"}
+    assert extension_points(Alpha) == ["reserve"]
+
+
+def test_add_refuses_duplicates_and_non_classes():
+    registry = Registry([Alpha])
+
+    class Impostor:
+        name = "Alpha"
+
+    with pytest.raises(PluginError, match="plugin Alpha is registered twice"):
+        registry.add(Impostor)
+    with pytest.raises(PluginError, match="expected a class"):
+        registry.add(Alpha(None, None), name="Instance")
+    with pytest.raises(PluginError, match="its class says name = 'Alpha'"):
+        registry.add(Alpha, name="Beta")
+
+
+def test_build_args_without_an_args_class_passes_raw_args():
+    assert build_args(Alpha, {"a": [1, 2]}) == {"a": [1, 2]}
+    assert build_args(Alpha, None) == {}
