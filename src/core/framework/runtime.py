@@ -262,7 +262,7 @@ class Framework:
                     continue
                 if status.code == Code.PENDING:
                     return None, status.with_plugin(name), {name}
-                return None, Status(Code.ERROR, (f"running PreFilter plugin {name!r}: {status.message()}",), name,
+                return None, Status(Code.ERROR, (f"running PreFilter plugin \"{name}\": {status.message()}",), name,
                                     status.error), set()
             if plugin_result is not None and plugin_result.node_names is not None:
                 narrowing.append(name)
@@ -282,7 +282,7 @@ class Framework:
                 continue
             status = method(state, pod, info, node_info)
             if status is not None and not status.is_success():
-                return Status(Code.ERROR, (f"running AddPod on PreFilter plugin {name!r}: {status.message()}",), name)
+                return Status(Code.ERROR, (f"running AddPod on PreFilter plugin \"{name}\": {status.message()}",), name)
         return None
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
@@ -291,7 +291,7 @@ class Framework:
                 continue
             status = method(state, pod, info, node_info)
             if status is not None and not status.is_success():
-                return Status(Code.ERROR, (f"running RemovePod on PreFilter plugin {name!r}: {status.message()}",), name)
+                return Status(Code.ERROR, (f"running RemovePod on PreFilter plugin \"{name}\": {status.message()}",), name)
         return None
 
     def run_filter(self, state: CycleState, pod: Any, node_info: NodeInfo) -> Status | None:
@@ -304,7 +304,7 @@ class Framework:
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
                 if not status.is_rejected():
-                    return Status(Code.ERROR, (f"running {name!r} filter plugin: {status.message()}",), name,
+                    return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name,
                                   status.error)
                 return status.with_plugin(name)
         return None
@@ -358,7 +358,7 @@ class Framework:
             if status.code == Code.SKIP:
                 state.skip_score_plugins.add(name)
                 continue
-            return Status(Code.ERROR, (f"running PreScore plugin {name!r}: {status.message()}",), name)
+            return Status(Code.ERROR, (f"running PreScore plugin \"{name}\": {status.message()}",), name)
         return None
 
     def run_score(
@@ -382,7 +382,7 @@ class Framework:
                 for i, node_info in enumerate(nodes):
                     value = method(state, pod, node_info)
                     if isinstance(value, Status):
-                        raise ScoreError(Status(Code.ERROR, (f"running Score plugin {name!r}: {value.message()}",), name))
+                        raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
                     scores[i] = value
             normalize = self.normalize.get(name)
             if normalize is not None:
@@ -390,11 +390,11 @@ class Framework:
                     names = [info.name for info in nodes]
                 status = normalize(state, pod, names, scores)
                 if status is not None and not status.is_success():
-                    raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin {name!r}: {status.message()}",), name))
+                    raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
                 bad = int(np.argmax((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)))
                 raise ScoreError(Status(Code.ERROR, (
-                    f"plugin {name!r} returns an invalid score {int(scores[bad])}, it should in the range of "
+                    f"plugin \"{name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
             weighted = scores * self.score_weights[name]
             per_plugin[name] = weighted
@@ -407,7 +407,7 @@ class Framework:
             if status is not None and not status.is_success():
                 if status.is_rejected():
                     return status.with_plugin(name)
-                return Status(Code.ERROR, (f"running Reserve plugin {name!r}: {status.message()}",), name, status.error)
+                return Status(Code.ERROR, (f"running Reserve plugin \"{name}\": {status.message()}",), name, status.error)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
@@ -429,7 +429,7 @@ class Framework:
                 continue
             if status.is_rejected():
                 return status.with_plugin(name), {}
-            return Status(Code.ERROR, (f"running Permit plugin {name!r}: {status.message()}",), name, status.error), {}
+            return Status(Code.ERROR, (f"running Permit plugin \"{name}\": {status.message()}",), name, status.error), {}
         return None, waits
 
     def run_pre_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
@@ -439,7 +439,7 @@ class Framework:
                 continue
             if status.code == Code.UNSCHEDULABLE:
                 return status.with_plugin(name)
-            return Status(Code.ERROR, (f"running PreBind plugin {name!r}: {status.message()}",), name, status.error)
+            return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
         return None
 
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
@@ -449,7 +449,7 @@ class Framework:
                 continue
             if status is None or status.is_success():
                 return None
-            return Status(Code.ERROR, (f"running Bind plugin {name!r}: {status.message()}",), name, status.error)
+            return Status(Code.ERROR, (f"running Bind plugin \"{name}\": {status.message()}",), name, status.error)
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
