@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from attrs import frozen
 
-from . import coordination_v1, core_v1, policy_v1, scheduling_v1, storage_v1
+from . import coordination_v1, core_v1, policy_v1, resource_v1, scheduling_v1, storage_v1
 from .convert import ManifestError, structure, unstructure
 from .meta import ObjectMeta, namespaced_name
 
@@ -55,6 +55,8 @@ for _resource in (
     ResourceType("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False, "storageclasses"),
     ResourceType("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True, "poddisruptionbudgets"),
     ResourceType("Lease", "coordination.k8s.io/v1", coordination_v1.Lease, True, "leases"),
+    *(ResourceType(kind, resource_v1.API_VERSION, cls, namespaced, plural, resource_v1.UPGRADES[kind])
+      for kind, cls, namespaced, plural in resource_v1.KINDS),
 ):
     register(_resource)
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Run kube-scheduler's scheduler_perf SchedulingBasic test case (every workload) on kubesched.
+
+    python benchmarks/run_perf.py                      # table on stdout
+    python benchmarks/run_perf.py -o json > out.json   # upstream's DataItems
+    python benchmarks/run_perf.py --workload 5000Nodes_10000Pods
+    python benchmarks/run_perf.py --config PATH --test NAME
+
+Also prints the process's peak resident memory (MiB) on stderr.  The config
+defaults to ../shared/data/scheduler_perf/misc/performance-config.yaml next to
+this checkout (override with --config or $SCHEDULER_PERF_CONFIG).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+from pathlib import Path
+
+from kubesched.perf import perf_command
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "shared/data/scheduler_perf/misc/performance-config.yaml"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=os.environ.get("SCHEDULER_PERF_CONFIG", str(DEFAULT_CONFIG)),
+                        help="scheduler_perf performance-config.yaml")
+    parser.add_argument("--test", default="SchedulingBasic", help="test case (default SchedulingBasic)")
+    parser.add_argument("--workload", default=None, help="one workload (default: all of the test case)")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    args = parser.parse_args()
+    code = perf_command(args.config, args.test, args.workload, args.output)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"peak RSS: {peak:.0f} MiB", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

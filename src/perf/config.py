@@ -1,0 +1,438 @@
+"""The scheduler_perf configuration model: test cases, workloads, ops and params.
+
+A scheduler_perf file (e.g. ``misc/performance-config.yaml``) is a YAML list
+of test cases.  A test case has a ``workloadTemplate`` (a list of ops) and
+``workloads``; each workload runs the template with its own ``params``
+(``countParam: $initNodes`` takes ``params.initNodes``), ``labels``,
+``featureGates`` and ``threshold`` (the minimum SchedulingThroughput Average,
+pods/s; 0 = no check).  Template paths (``defaultPodTemplatePath``,
+``nodeTemplatePath``, ``podTemplatePath``, ``templatePath(s)``,
+``schedulerConfigPath``) are relative to the config file.
+
+Keys are matched case-insensitively, as Go's JSON decoding does; a key no op
+of that opcode has is refused, naming the file, test case, op and key.  Ops
+kubesched does not implement yet are kept as they are (their fields are not
+checked) so that a workload using them is reported as unsupported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from ..core.framework.config import ConfigError, parse_duration
+
+
+class PerfConfigError(ValueError):
+    """A scheduler_perf config file, test case, workload or op kubesched refuses."""
+
+
+#: Ops kubesched runs, with every field each one accepts (upstream's names).
+OP_FIELDS: dict[str, tuple[str, ...]] = {
+    "createNodes": ("opcode", "count", "countParam", "nodeTemplatePath", "nodeAllocatableStrategy",
+                    "labelNodePrepareStrategy", "uniqueNodeLabelStrategy", "templateParams"),
+    "createNamespaces": ("opcode", "prefix", "count", "countParam", "namespaceTemplatePath"),
+    "createPods": ("opcode", "count", "countParam", "countMultiplierParam", "steadyState", "steadyStateParam",
+                   "duration", "durationParam", "collectMetrics", "namespace", "podTemplatePath",
+                   "skipWaitToCompletion", "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath",
+                   "templateParams", "signatureBatchSize", "signatureBatchSizeParam"),
+    "createAny": ("opcode", "namespace", "templatePath", "count", "countParam", "templateParams"),
+    "deletePods": ("opcode", "namespace", "labelSelector", "skipWaitToCompletion", "deletePodsPerSecond"),
+    "churn": ("opcode", "mode", "number", "intervalMilliseconds", "namespace", "templatePaths"),
+    "barrier": ("opcode", "namespaces", "labelSelector", "stageRequirement"),
+    "sleep": ("opcode", "duration", "durationParam"),
+    "startCollectingMetrics": ("opcode", "name", "namespaces", "labelSelector"),
+    "stopCollectingMetrics": ("opcode",),
+}
+
+#: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).
+KNOWN_UNSUPPORTED_OPS = (
+    "createResourceDriver", "allocResourceClaims", "createResourceClaims", "updateAny",
+    "updateDeviceConditions", "checkPodScheduled", "createPodSets", "createPodGroups",
+    "waitForPodGroups", "startCollectingProfile", "stopCollectingProfile",
+)
+
+_TEST_CASE_FIELDS = ("name", "featureGates", "metricsCollectorConfig", "workloadTemplate", "workloads",
+                     "schedulerConfigPath", "defaultPodTemplatePath", "labels", "defaultThresholdMetricSelector")
+_WORKLOAD_FIELDS = ("name", "params", "labels", "threshold", "thresholdMetricSelector", "featureGates")
+
+#: The metric a threshold is compared with unless a workload says otherwise.
+THROUGHPUT_METRIC = "SchedulingThroughput"
+
+
+def _canonical(raw: dict, allowed: tuple[str, ...], where: str) -> dict[str, Any]:
+    """``raw``'s keys mapped case-insensitively onto ``allowed``; an unknown key is an error."""
+    lookup = {name.lower(): name for name in allowed}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = lookup.get(str(key).lower())
+        if name is None:
+            raise PerfConfigError(f"{where}: unknown field {key!r} (known: {', '.join(allowed)})")
+        if name in out:
+            raise PerfConfigError(f"{where}: field {name!r} given twice")
+        out[name] = value
+    return out
+
+
+@attrs.frozen
+class Op:
+    """One entry of a ``workloadTemplate``: its position (``index``, which
+    upstream uses for default names like ``namespace-<index>``), its opcode and
+    its fields under upstream's camelCase names (raw, before params)."""
+
+    index: int
+    opcode: str
+    fields: dict[str, Any]
+
+    @property
+    def supported(self) -> bool:
+        return self.opcode in OP_FIELDS
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+
+@attrs.frozen
+class Workload:
+    """A workload of a test case: ``params`` for the template's ``$name``
+    references, ``labels``, ``threshold`` (minimum Average of the selected
+    metric, pods/s; 0 disables the check), ``threshold_metric_selector``
+    (metric name; default SchedulingThroughput) and ``feature_gates``."""
+
+    name: str
+    params: dict[str, Any]
+    labels: tuple[str, ...] = ()
+    threshold: float = 0.0
+    threshold_metric: str = THROUGHPUT_METRIC
+    feature_gates: dict[str, bool] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class TestCase:
+    """A scheduler_perf test case.  Paths are already resolved against
+    ``base_dir`` (the config file's folder)."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    ops: tuple[Op, ...]
+    workloads: tuple[Workload, ...]
+    base_dir: Path
+    feature_gates: dict[str, bool] = attrs.field(factory=dict)
+    scheduler_config_path: Path | None = None
+    default_pod_template_path: Path | None = None
+    labels: tuple[str, ...] = ()
+    metrics_collector_config: Any = None
+
+    def workload(self, name: str) -> Workload:
+        for workload in self.workloads:
+            if workload.name == name:
+                return workload
+        raise PerfConfigError(f"test case {self.name}: no workload named {name!r} "
+                              f"(have: {', '.join(w.name for w in self.workloads)})")
+
+    def path(self, value: str) -> Path:
+        """A template or config path from this test case, resolved against the config file."""
+        return (self.base_dir / value).resolve()
+
+
+def load_test_cases(path: str | Path) -> list[TestCase]:
+    """Read and check a scheduler_perf config file.
+
+    Raises :class:`PerfConfigError` for a missing or unparsable file, an
+    unknown field, a duplicate name, a test case without workloads or ops or
+    without an op that collects metrics, or a bad value."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise PerfConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as err:
+        raise PerfConfigError(f"{path}: cannot parse: {err}") from None
+    if not isinstance(data, list) or not data:
+        raise PerfConfigError(f"{path}: expected a non-empty list of test cases")
+    base_dir = path.resolve().parent
+    cases = []
+    seen: set[str] = set()
+    for position, raw in enumerate(data):
+        case = _test_case(raw, base_dir, f"{path}: [{position}]")
+        if case.name in seen:
+            raise PerfConfigError(f"{path}: test case {case.name}: name is not unique")
+        seen.add(case.name)
+        cases.append(case)
+    return cases
+
+
+def _test_case(raw: Any, base_dir: Path, where: str) -> TestCase:
+    if not isinstance(raw, dict):
+        raise PerfConfigError(f"{where}: expected a test case mapping")
+    fields = _canonical(raw, _TEST_CASE_FIELDS, where)
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        raise PerfConfigError(f"{where}: name: required")
+    where = f"{where.rsplit(': ', 1)[0]}: {name}"
+    template = fields.get("workloadTemplate")
+    if not isinstance(template, list) or not template:
+        raise PerfConfigError(f"{where}: no ops defined (workloadTemplate)")
+    ops = tuple(_op(item, index, f"{where}: workloadTemplate[{index}]") for index, item in enumerate(template))
+    raw_workloads = fields.get("workloads")
+    if not isinstance(raw_workloads, list) or not raw_workloads:
+        raise PerfConfigError(f"{where}: no workloads defined")
+    default_selector = _metric_selector(fields.get("defaultThresholdMetricSelector"),
+                                        f"{where}: defaultThresholdMetricSelector")
+    workloads = []
+    names: set[str] = set()
+    for index, item in enumerate(raw_workloads):
+        workload = _workload(item, f"{where}: workloads[{index}]", default_selector)
+        if workload.name in names:
+            raise PerfConfigError(f"{where}: workload name {workload.name} is not unique")
+        names.add(workload.name)
+        workloads.append(workload)
+    if not any(op.opcode == "stopCollectingMetrics" or (op.opcode == "createPods" and op.get("collectMetrics"))
+               for op in ops):
+        raise PerfConfigError(f"{where}: no op in the workload template collects metrics")
+
+    def opt_path(key: str) -> Path | None:
+        value = fields.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise PerfConfigError(f"{where}: {key}: expected a path")
+        return (base_dir / value).resolve()
+
+    return TestCase(
+        name=name,
+        ops=ops,
+        workloads=tuple(workloads),
+        base_dir=base_dir,
+        feature_gates=_gates(fields.get("featureGates"), f"{where}: featureGates"),
+        scheduler_config_path=opt_path("schedulerConfigPath"),
+        default_pod_template_path=opt_path("defaultPodTemplatePath"),
+        labels=_labels(fields.get("labels"), f"{where}: labels"),
+        metrics_collector_config=fields.get("metricsCollectorConfig"),
+    )
+
+
+def _op(raw: Any, index: int, where: str) -> Op:
+    if not isinstance(raw, dict):
+        raise PerfConfigError(f"{where}: expected an op mapping")
+    opcode = next((v for k, v in raw.items() if str(k).lower() == "opcode"), None)
+    if not isinstance(opcode, str) or not opcode:
+        raise PerfConfigError(f"{where}: opcode: required")
+    where = f"{where} ({opcode})"
+    if opcode not in OP_FIELDS:
+        # Not run by kubesched: keep the fields as given, the workload will be reported unsupported.
+        return Op(index, opcode, {str(k): v for k, v in raw.items()})
+    fields = _canonical(raw, OP_FIELDS[opcode], where)
+    _check_op(opcode, fields, where)
+    return Op(index, opcode, fields)
+
+
+def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
+    """Upstream's parse-time checks (params are not resolved yet)."""
+    for key, value in fields.items():
+        if key.endswith("Param") and not (isinstance(value, str) and value.startswith("$")):
+            raise PerfConfigError(f"{where}: {key}: expected a $parameter reference, got {value!r}")
+        if key in ("count", "number", "deletePodsPerSecond", "intervalMilliseconds", "signatureBatchSize"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PerfConfigError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
+        if key in ("collectMetrics", "skipWaitToCompletion", "steadyState") and not isinstance(value, bool):
+            raise PerfConfigError(f"{where}: {key}: expected true or false, got {value!r}")
+        if key.endswith("Path") and not (isinstance(value, str) and value):
+            raise PerfConfigError(f"{where}: {key}: expected a path, got {value!r}")
+        if key in ("namespace", "name", "prefix", "mode", "stageRequirement") and not isinstance(value, str):
+            raise PerfConfigError(f"{where}: {key}: expected a string, got {value!r}")
+        if key in ("labelSelector", "templateParams") and not isinstance(value, dict):
+            raise PerfConfigError(f"{where}: {key}: expected a mapping, got {value!r}")
+        if key == "duration":
+            _duration(value, f"{where}: duration")
+    if opcode in ("createNodes", "createNamespaces", "createPods") and "count" not in fields \
+            and "countParam" not in fields:
+        fields["count"] = 0
+    if opcode == "createPods":
+        if fields.get("collectMetrics") and fields.get("skipWaitToCompletion"):
+            raise PerfConfigError(f"{where}: collectMetrics and skipWaitToCompletion cannot be true at the same time")
+        if fields.get("skipWaitToCompletion") and fields.get("steadyState"):
+            raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
+    elif opcode == "createAny":
+        if not fields.get("templatePath"):
+            raise PerfConfigError(f"{where}: templatePath must be set")
+    elif opcode == "churn":
+        if fields.get("mode") not in ("create", "recreate"):
+            raise PerfConfigError(f"{where}: mode: invalid mode {fields.get('mode')!r}, must be one of create, recreate")
+        if fields["mode"] == "recreate" and not fields.get("number"):
+            raise PerfConfigError(f"{where}: number cannot be 0 when mode is recreate")
+        paths = fields.get("templatePaths")
+        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
+            raise PerfConfigError(f"{where}: templatePaths: at least one template path needs to be specified")
+    elif opcode in ("barrier", "startCollectingMetrics"):
+        namespaces = fields.get("namespaces")
+        if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
+            raise PerfConfigError(f"{where}: namespaces: expected a list of names")
+        if opcode == "barrier" and fields.get("stageRequirement", "Scheduled") not in ("Scheduled", "Attempted"):
+            raise PerfConfigError(f"{where}: stageRequirement: invalid {fields.get('stageRequirement')!r} "
+                                  "(Scheduled or Attempted)")
+        if opcode == "startCollectingMetrics" and not namespaces:
+            raise PerfConfigError(f"{where}: namespaces cannot be empty")
+    elif opcode == "deletePods" and not fields.get("namespace"):
+        raise PerfConfigError(f"{where}: namespace: required")
+
+
+def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
+    if not isinstance(raw, dict):
+        raise PerfConfigError(f"{where}: expected a workload mapping")
+    fields = _canonical(raw, _WORKLOAD_FIELDS, where)
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        raise PerfConfigError(f"{where}: name: required")
+    where = f"{where.rsplit(': ', 1)[0]}: workload {name}"
+    params = fields.get("params") or {}
+    if not isinstance(params, dict):
+        raise PerfConfigError(f"{where}: params: expected a mapping")
+    threshold = fields.get("threshold", 0) or 0
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise PerfConfigError(f"{where}: threshold: expected a number (pods/s), got {threshold!r}")
+    if threshold < 0:
+        raise PerfConfigError(f"{where}: threshold: invalid {threshold}; should be non-negative")
+    selector = _metric_selector(fields.get("thresholdMetricSelector"), f"{where}: thresholdMetricSelector")
+    return Workload(
+        name=name,
+        params={str(k): v for k, v in params.items()},
+        labels=_labels(fields.get("labels"), f"{where}: labels"),
+        threshold=float(threshold),
+        threshold_metric=selector or default_selector or THROUGHPUT_METRIC,
+        feature_gates=_gates(fields.get("featureGates"), f"{where}: featureGates"),
+    )
+
+
+def _metric_selector(raw: Any, where: str) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise PerfConfigError(f"{where}: expected a mapping with name")
+    fields = _canonical(raw, ("name", "labels", "expectLower"), where)
+    if not isinstance(fields.get("name"), str) or not fields["name"]:
+        raise PerfConfigError(f"{where}: name: required")
+    return fields["name"]
+
+
+def _labels(raw: Any, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(label, str) for label in raw):
+        raise PerfConfigError(f"{where}: expected a list of labels")
+    return tuple(raw)
+
+
+def _gates(raw: Any, where: str) -> dict[str, bool]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(v, bool) for v in raw.values()):
+        raise PerfConfigError(f"{where}: expected a mapping of feature name to true/false")
+    return {str(k): v for k, v in raw.items()}
+
+
+def _duration(value: Any, where: str) -> float:
+    """A Go duration string ("10s", "500ms") -> seconds."""
+    if not isinstance(value, str):
+        raise PerfConfigError(f"{where}: expected a duration like \"10s\", got {value!r}")
+    try:
+        return parse_duration(value, where)
+    except ConfigError as err:
+        raise PerfConfigError(str(err)) from None
+
+
+# --- params ----------------------------------------------------------------------------------
+
+
+class Params:
+    """A workload's params with upstream's lookups: ``count`` (a number, as
+    an integer), ``string``, ``boolean``, ``any``; every lookup marks the
+    param used, :meth:`unused` lists the others.  A missing or mistyped param
+    is a :class:`PerfConfigError`."""
+
+    def __init__(self, workload: Workload):
+        self.values = workload.params
+        self.used: set[str] = set()
+        self.where = f"workload {workload.name}"
+
+    def _get(self, ref: str) -> Any:
+        name = ref[1:] if ref.startswith("$") else ref
+        self.used.add(name)
+        if name not in self.values:
+            raise PerfConfigError(f"{self.where}: parameter {name} is undefined")
+        return self.values[name]
+
+    def count(self, ref: str) -> int:
+        value = self._get(ref)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected a number, "
+                                  f"got {value!r}")
+        return int(value)
+
+    def string(self, ref: str) -> str:
+        value = self._get(ref)
+        if not isinstance(value, str):
+            raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected a string, "
+                                  f"got {value!r}")
+        return value
+
+    def boolean(self, ref: str) -> bool:
+        value = self._get(ref)
+        if not isinstance(value, bool):
+            raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected true/false, "
+                                  f"got {value!r}")
+        return value
+
+    def any(self, ref: str) -> Any:
+        return self._get(ref)
+
+    def mark_references(self, fields: dict[str, Any]) -> None:
+        """Mark every ``*Param: $name`` of an op kubesched does not run as used."""
+        for key, value in fields.items():
+            if str(key).lower().endswith("param") and isinstance(value, str) and value.startswith("$"):
+                self.used.add(value[1:])
+
+    def unused(self) -> list[str]:
+        return sorted(set(self.values) - self.used)
+
+
+def resolve_op(op: Op, params: Params) -> dict[str, Any]:
+    """The op's fields with every ``*Param`` replaced by its value from
+    ``params`` (``countParam`` -> ``count``, ``durationParam`` -> ``duration``
+    in seconds, ``steadyStateParam`` -> ``steadyState``,
+    ``countMultiplierParam`` multiplies ``count``, ``signatureBatchSizeParam``
+    -> ``signatureBatchSize``) and ``templateParams`` values ``$name``
+    resolved.  ``duration`` becomes float seconds."""
+    fields = dict(op.fields)
+    where = f"op {op.index} ({op.opcode})"
+    if "countParam" in fields:
+        fields["count"] = params.count(fields.pop("countParam"))
+    if "countMultiplierParam" in fields:
+        fields["count"] = fields.get("count", 0) * params.count(fields.pop("countMultiplierParam"))
+    if "signatureBatchSizeParam" in fields:
+        fields["signatureBatchSize"] = params.count(fields.pop("signatureBatchSizeParam"))
+    if "durationParam" in fields:
+        fields["duration"] = _duration(params.string(fields.pop("durationParam")), f"{where}: durationParam")
+    elif "duration" in fields:
+        fields["duration"] = _duration(fields["duration"], f"{where}: duration")
+    if "steadyStateParam" in fields:
+        fields["steadyState"] = params.boolean(fields.pop("steadyStateParam"))
+    if "templateParams" in fields:
+        fields["templateParams"] = {
+            key: params.any(value) if isinstance(value, str) and value.startswith("$") else value
+            for key, value in fields["templateParams"].items()
+        }
+    if op.opcode == "createPods":
+        if fields.get("steadyState") and fields.get("duration", 0) <= 0:
+            raise PerfConfigError(f"{where}: when creating pods in a steady state, the test duration must be > 0")
+        if fields.get("steadyState") and fields.get("skipWaitToCompletion"):
+            raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
+    if fields.get("count", 0) < 0:
+        raise PerfConfigError(f"{where}: invalid count {fields['count']}")
+    return fields

@@ -1,0 +1,766 @@
+"""Running one workload: its ops against a MemoryCluster and the scheduler, on the real clock.
+
+:class:`WorkloadExecutor` is scheduler_perf's executor in one thread.  Every
+op runs in order; whenever an op waits (for pods to be scheduled, for a
+``sleep``, for paced deletions) the executor drives the scheduler itself:
+``scheduler.step()`` schedules one pod (delivering watch events and due
+timers first), and between steps the throughput collector samples each time
+the wall clock passes a second.  Background activity (``churn``, paced
+``deletePods`` with ``skipWaitToCompletion``) runs as timers on the same
+clock, so it interleaves with scheduling as upstream's goroutines do.
+
+Ops and upstream semantics:
+
+- ``createNodes``: ``count`` nodes from ``nodeTemplatePath`` (expanded with
+  ``.Index`` 0..count-1 and ``.Count``) or a 4 CPU / 32Gi / 110 pods node
+  named ``node-<opIndex>-<random>``; each gets the ``kubernetes.io/hostname``
+  label.
+- ``createPods``: ``count`` pods from ``podTemplatePath`` (else the test
+  case's ``defaultPodTemplatePath``, else a 100m / 500Mi pod) in
+  ``namespace`` (default ``namespace-<opIndex>``); then waits until they are
+  scheduled (``skipWaitToCompletion`` records them for a later ``barrier``
+  instead; ``steadyState`` keeps ``count`` pods pending for ``duration``,
+  deleting each scheduled batch and creating the next).  ``collectMetrics``
+  measures SchedulingThroughput of that namespace from the moment the pods
+  exist until the last is scheduled.
+- ``createAny``: objects of any kind kubesched models, from ``templatePath``.
+- ``createNamespaces``: ``<prefix>-0`` .. ``<prefix>-<count-1>``.
+- ``barrier``: waits until the pods recorded by earlier
+  ``skipWaitToCompletion`` ops are scheduled (or only attempted, with
+  ``stageRequirement: Attempted``).
+- ``sleep``: lets the scheduler run for ``duration``.
+- ``deletePods``: deletes the namespace's pods (matching ``labelSelector``),
+  all at once or ``deletePodsPerSecond`` at a time.
+- ``churn``: every ``intervalMilliseconds`` creates (mode ``create``, up to
+  ``number``) or alternately creates and deletes (``recreate``, ``number``
+  slots) one object per template, until the workload ends.
+- ``startCollectingMetrics`` / ``stopCollectingMetrics``: measure the pods
+  of ``namespaces`` (and ``labelSelector``) between the two ops.
+
+Before anything runs, :meth:`WorkloadExecutor.check` looks for what kubesched
+cannot do yet (an op it does not implement, persistent volumes, node
+allocatable strategies, kinds it does not model, pods that need preemption
+when no PostFilter plugin is enabled) and raises :class:`Unsupported`.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+import yaml
+
+from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
+from ..core.api.core_v1 import Namespace, Node, Pod
+from ..core.api.meta import ObjectMeta
+from ..core.cluster.client import AlreadyExists, ApiError, NotFound
+from ..core.cluster.memory import MemoryCluster
+from ..core.clock import RealClock
+from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from ..core.framework.registry import Registry
+from ..core.scheduler.scheduler import Scheduler
+from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
+from .report import DataItem
+from .template import TemplateError, load_template
+from .throughput import ThroughputCollector, summarize
+from .tracker import PodTracker, ScheduledCounter, labels_match
+
+#: How long an op waits for pods before giving up (upstream: 10 minutes), seconds.
+WAIT_TIMEOUT = 600.0
+
+#: Longest single sleep while the scheduler is idle, seconds (keeps progress output alive).
+IDLE_SLEEP = 0.25
+
+#: How often progress is reported, seconds.
+PROGRESS_PERIOD = 0.25
+
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Unsupported(Exception):
+    """The workload needs something kubesched does not do yet (the message says what)."""
+
+
+class WorkloadFailed(Exception):
+    """The workload started but could not finish (the message says why)."""
+
+
+def default_node_manifest(prefix: str) -> dict[str, Any]:
+    """Upstream's base node: 4 CPU, 32Gi, 110 pods, Ready, named ``<prefix><random>``."""
+    capacity = {"pods": "110", "cpu": "4", "memory": "32Gi"}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"generateName": prefix},
+        "status": {"capacity": capacity, "allocatable": dict(capacity), "phase": "Running",
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def default_pod_manifest() -> dict[str, Any]:
+    """Upstream's base pod: one pause container requesting (and limited to) 100m CPU, 500Mi."""
+    resources = {"cpu": "100m", "memory": "500Mi"}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": "pod-"},
+        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                 "ports": [{"containerPort": 80}],
+                                 "resources": {"requests": dict(resources), "limits": dict(resources)}}]},
+    }
+
+
+class ObjectSource:
+    """Typed objects from a template file (or a fixed manifest), one per index.
+
+    ``kind`` is the kind expected when the file does not say (Node, Pod) or
+    None for any modelled kind.  A file without ``{{`` is parsed once.
+    Raises :class:`TemplateError` / :class:`PerfConfigError` naming the file."""
+
+    def __init__(self, path: Path | None, kind: str | None, params: dict[str, Any] | None = None,
+                 manifest: dict[str, Any] | None = None, expand: bool = True):
+        self.path = path
+        self.kind = kind
+        self.params = dict(params or {})
+        self._manifest = manifest
+        self._template = load_template(path) if path is not None and expand else None
+        self._raw_text = None if path is None or expand else _read(path)
+        self._static: Any = None
+
+    @property
+    def where(self) -> str:
+        return str(self.path) if self.path is not None else f"default {self.kind}"
+
+    def document(self, index: int = 0, count: int = 1) -> dict[str, Any]:
+        """The manifest dict for object ``index`` of ``count``."""
+        if self._manifest is not None:
+            return self._manifest
+        if self._template is not None:
+            text = self._template.expand({**self.params, "Index": index, "Count": count})
+        else:
+            text = self._raw_text
+        try:
+            doc = yaml.load(text, Loader=_YAML_LOADER)
+        except yaml.YAMLError as err:
+            raise PerfConfigError(f"{self.where}: cannot parse the expanded template: {err}") from None
+        if not isinstance(doc, dict):
+            raise PerfConfigError(f"{self.where}: expected one object, got {type(doc).__name__}")
+        if self.kind is not None:
+            doc.setdefault("apiVersion", "v1")
+            doc.setdefault("kind", self.kind)
+            if doc["kind"] != self.kind:
+                raise PerfConfigError(f"{self.where}: expected a {self.kind}, got {doc['kind']}")
+        return doc
+
+    @property
+    def static(self) -> bool:
+        return self._manifest is not None or self._template is None or self._template.static
+
+    def object(self, index: int = 0, count: int = 1) -> Any:
+        """The typed object for ``index`` (the same object every time for a static source)."""
+        if self._static is not None:
+            return self._static
+        doc = self.document(index, count)
+        try:
+            obj = from_manifest(doc)
+        except ManifestError as err:
+            field = f"{err.field}: " if err.field else ""
+            raise PerfConfigError(f"{self.where}: {doc.get('kind')}: {field}{err.problem}") from None
+        if self.static:
+            self._static = obj
+        return obj
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as err:
+        raise PerfConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+@attrs.define
+class _Background:
+    """A timer chain run on the clock (churn, paced deletions); ``cancel`` ends it."""
+
+    name: str
+    cancelled: bool = False
+    finished: bool = False
+    timer: Any = None
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+class WorkloadExecutor:
+    """Runs ``workload`` of ``case``.
+
+    ``registry`` gives the plugins (default: entry-point discovery);
+    ``progress`` is called with a one-line status now and then (seconds
+    apart, never in a tight loop); ``seed`` fixes generated names and
+    tie-breaking.  :meth:`check` raises :class:`Unsupported` or
+    :class:`PerfConfigError`; :meth:`run` fills ``data_items``, ``samples``
+    (pods/s), ``measured_pods`` and ``notes``, and raises :class:`WorkloadFailed`."""
+
+    def __init__(self, case: TestCase, workload: Workload, registry: Registry | None = None,
+                 progress: Callable[[str], None] | None = None, seed: int = 0):
+        self.case = case
+        self.workload = workload
+        self.registry = registry
+        self.progress = progress
+        self.seed = seed
+        self.name = f"{case.name}/{workload.name}"
+        self.params = Params(workload)
+        self.ops: list[tuple[Op, dict[str, Any]]] = []
+        self.config: KubeSchedulerConfiguration | None = None
+        self.data_items: list[DataItem] = []
+        self.samples: list[float] = []
+        self.measured_pods = 0
+        self.notes: list[str] = []
+        # runtime state
+        self.clock = RealClock()
+        self.cluster: MemoryCluster | None = None
+        self.scheduler: Scheduler | None = None
+        self.tracker: PodTracker | None = None
+        self.namespaces: dict[str, int] = {}
+        self._collector: ThroughputCollector | None = None
+        self._counter: ScheduledCounter | None = None
+        self._background: list[_Background] = []
+        self._rng = random.Random(seed)
+        self._node_names: set[str] = set()
+        self._status = ""
+        self._last_progress = 0.0
+
+    # --- checking ----------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Resolve params, build the cluster and the scheduler, and find what
+        kubesched cannot run; raises :class:`Unsupported` (the first reason)
+        or :class:`PerfConfigError`."""
+        unsupported = [op.opcode for op in self.case.ops if not op.supported]
+        if unsupported:
+            raise Unsupported("unsupported op: " + ", ".join(dict.fromkeys(unsupported)))
+        if self.workload.threshold_metric != THROUGHPUT_METRIC:
+            raise Unsupported(f"threshold metric {self.workload.threshold_metric} is not collected "
+                              f"(kubesched measures {THROUGHPUT_METRIC})")
+        self.ops = [(op, resolve_op(op, self.params)) for op in self.case.ops]
+        unused = self.params.unused()
+        if unused:
+            raise PerfConfigError(f"the parameters {unused} are defined on workload {self.workload.name}, but unused")
+        self.config = self._load_scheduler_config()
+        self.cluster = MemoryCluster(self.clock, seed=self.seed)
+        try:
+            self.scheduler = Scheduler(self.cluster, self.config, self._registry(), self.clock, seed=self.seed)
+        except ConfigError as err:
+            raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
+        preemption = all(fw.post_filter_plugins for fw in self.scheduler.profiles.values())
+        for op, fields in self.ops:
+            self._check_op(op, fields, preemption)
+
+    def _load_scheduler_config(self) -> KubeSchedulerConfiguration:
+        from ..plugins import DEFAULT_PLUGINS
+
+        try:
+            return load_config(self.case.scheduler_config_path, DEFAULT_PLUGINS)
+        except ConfigError as err:
+            raise PerfConfigError(f"{self.case.name}: schedulerConfigPath: {err}") from None
+
+    def _registry(self) -> Registry:
+        if self.registry is None:
+            self.registry = Registry.discover()
+        return self.registry
+
+    def _check_op(self, op: Op, fields: dict[str, Any], preemption: bool) -> None:
+        code = op.opcode
+        if code == "createNodes":
+            for key in ("nodeAllocatableStrategy", "labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
+                if key in fields:
+                    raise Unsupported(f"unsupported op: createNodes with {key} (node prepare strategies "
+                                      "are not implemented; CSINode volume limits are not modelled)")
+            self._node_source(op, fields).document(0, max(fields.get("count", 0), 1))
+        elif code == "createPods":
+            for key in ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"):
+                if key in fields:
+                    raise Unsupported(f"unsupported op: createPods with {key} (persistent volumes and "
+                                      "volume binding are not modelled yet)")
+            if "signatureBatchSize" in fields:
+                raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
+            source = self._pod_source(op, fields)
+            count = max(fields.get("count", 0), 1)
+            self._check_pod(code, source.document(0, count), source.object(0, count), preemption)
+        elif code == "createAny":
+            source = ObjectSource(self.case.path(fields["templatePath"]), None, fields.get("templateParams"))
+            self._check_kind(code, source.document(0, max(fields.get("count", 1), 1)), source.where)
+        elif code == "churn":
+            for path in fields["templatePaths"]:
+                source = ObjectSource(self.case.path(path), None, expand=False)
+                doc = self._check_kind(code, source.document(), source.where)
+                if doc.get("kind") == "Pod":
+                    self._check_pod(code, doc, source.object(), preemption)
+        elif code == "createNamespaces" and "namespaceTemplatePath" in fields:
+            ObjectSource(self.case.path(fields["namespaceTemplatePath"]), "Namespace", expand=False).object()
+
+    def _check_kind(self, code: str, doc: dict[str, Any], where: str) -> dict[str, Any]:
+        kind = doc.get("kind")
+        resource = RESOURCES.get(kind)
+        if resource is None:
+            raise Unsupported(f"unsupported op: {code} of a {kind} ({doc.get('apiVersion')}; "
+                              "kubesched does not model that kind yet)")
+        if doc.get("apiVersion") != resource.api_version and doc.get("apiVersion") not in resource.older_versions:
+            raise Unsupported(f"unsupported op: {code} of {kind} {doc.get('apiVersion')} "
+                              f"(kubesched reads {resource.api_version})")
+        return doc
+
+    def _check_pod(self, code: str, doc: dict[str, Any], pod: Pod, preemption: bool) -> None:
+        """Pods kubesched's profiles cannot schedule as upstream would: claims without
+        DynamicResources, priorities (preemption) without a PostFilter plugin."""
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
+                                                  for fw in self.scheduler.profiles.values()):
+            raise Unsupported(f"unsupported op: {code} of pods with resourceClaims (the DynamicResources "
+                              "plugin is not enabled)")
+        priority = pod.spec.priority or 0
+        if not preemption and (priority > 0 or pod.spec.priority_class_name):
+            raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
+                              "preemption; no PostFilter plugin such as DefaultPreemption is enabled)")
+
+    def _node_source(self, op: Op, fields: dict[str, Any]) -> ObjectSource:
+        path = fields.get("nodeTemplatePath")
+        if path is None:
+            return ObjectSource(None, "Node", manifest=default_node_manifest(f"node-{op.index}-"))
+        return ObjectSource(self.case.path(path), "Node", fields.get("templateParams"))
+
+    def _pod_source(self, op: Op, fields: dict[str, Any]) -> ObjectSource:
+        path = fields.get("podTemplatePath")
+        if path is not None:
+            return ObjectSource(self.case.path(path), "Pod", fields.get("templateParams"))
+        if self.case.default_pod_template_path is not None:
+            return ObjectSource(self.case.default_pod_template_path, "Pod", fields.get("templateParams"))
+        return ObjectSource(None, "Pod", manifest=default_pod_manifest())
+
+    # --- running -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run every op (call :meth:`check` first).  Raises :class:`WorkloadFailed`."""
+        if self.scheduler is None:
+            self.check()
+        self.tracker = PodTracker(self.cluster)
+        self.scheduler.start()
+        try:
+            for position, (op, fields) in enumerate(self.ops):
+                self._status = f"op {position + 1}/{len(self.ops)} {op.opcode}"
+                self._report(force=True)
+                try:
+                    getattr(self, "_op_" + op.opcode)(op, fields)
+                except (PerfConfigError, TemplateError) as err:
+                    raise WorkloadFailed(f"op {op.index} ({op.opcode}): {err}") from None
+                except WorkloadFailed as err:
+                    raise WorkloadFailed(f"op {op.index} ({op.opcode}): {err}") from None
+            if self._collector is not None:
+                self.notes.append("startCollectingMetrics without stopCollectingMetrics: stopped at the end")
+                self._finish_collecting()
+        finally:
+            for task in self._background:
+                task.cancel()
+            self.tracker.stop()
+            self.scheduler.informers.stop()
+
+    # -- the loop --
+
+    def _loop(self, done: Callable[[], bool], what: str, deadline: float | None = None,
+              on_step: Callable[[], None] | None = None, until_time: bool = False) -> None:
+        """Drive the scheduler until ``done()``.  ``until_time``: ``done`` is a
+        time limit, so an idle scheduler just waits.  Otherwise an idle
+        scheduler with no timer that could change anything means the wait can
+        never end: :class:`WorkloadFailed`.  ``deadline`` (seconds since the
+        epoch; default now + :data:`WAIT_TIMEOUT`) bounds the wait."""
+        scheduler = self.scheduler
+        clock = self.clock
+        step = scheduler.step
+        now_fn = time.time
+        if deadline is None and not until_time:
+            deadline = now_fn() + WAIT_TIMEOUT
+        while not done():
+            busy = step()
+            now = now_fn()
+            collector = self._collector
+            if collector is not None and now >= collector.next_tick:
+                collector.tick(now)
+            if now - self._last_progress >= PROGRESS_PERIOD:
+                self._report(now=now)
+            if on_step is not None:
+                on_step()
+            if busy:
+                if deadline is not None and now > deadline:
+                    if until_time:
+                        return
+                    raise WorkloadFailed(f"timed out after {WAIT_TIMEOUT:g}s waiting for {what}")
+                continue
+            if done():
+                return
+            if scheduler.informers.pending():
+                continue
+            wake = [IDLE_SLEEP + now]
+            if deadline is not None:
+                wake.append(deadline)
+            if collector is not None:
+                wake.append(collector.next_tick)
+            next_timer = clock.next_deadline(include_background=True)
+            if next_timer is not None:
+                wake.append(next_timer)
+            if not until_time and clock.next_deadline(include_background=False) is None:
+                raise WorkloadFailed(f"stuck waiting for {what}: the scheduler has nothing left to try")
+            if deadline is not None and now > deadline:
+                if until_time:
+                    return
+                raise WorkloadFailed(f"timed out after {WAIT_TIMEOUT:g}s waiting for {what}")
+            pause = min(wake) - now
+            if pause > 0:
+                time.sleep(pause)
+
+    def _report(self, now: float | None = None, force: bool = False) -> None:
+        now = time.time() if now is None else now
+        self._last_progress = now
+        if self.progress is None:
+            return
+        extra = ""
+        if self._collector is not None:
+            extra = f", {self._collector.total} measured pods scheduled"
+        self.progress(f"{self.name}: {self._status}{extra}")
+
+    def _tick(self) -> None:
+        if self._collector is not None:
+            self._collector.tick()
+
+    # -- namespaces --
+
+    def _ensure_namespace(self, name: str, register: bool = True) -> None:
+        if register and name not in self.namespaces:
+            self.namespaces[name] = 0
+        try:
+            self.cluster.create(Namespace(metadata=ObjectMeta(name=name)))
+        except AlreadyExists:
+            pass
+
+    # -- collecting --
+
+    def _start_collecting(self, namespaces: list[str], selector: dict[str, str] | None) -> None:
+        if self._collector is not None:
+            raise WorkloadFailed("metrics collection is overlapping: a second collector was started "
+                                 "before the previous one stopped")
+        self._counter = self.tracker.counter(namespaces, selector)
+        counter = self._counter
+        gc.collect()  # as upstream: clean up after the setup phase before measuring
+        self._collector = ThroughputCollector(lambda: counter.value, time.time)
+        self._collector.start()
+
+    def _finish_collecting(self) -> None:
+        if self._collector is None:
+            raise WorkloadFailed("missing startCollectingMetrics operation before stopping")
+        samples = self._collector.stop()
+        self.measured_pods += self._collector.total
+        self.tracker.release(self._counter)
+        self._collector = None
+        self._counter = None
+        self.samples.extend(samples)
+        data = summarize(samples)
+        if not data:
+            self.notes.append("no measured pod got scheduled: no SchedulingThroughput sample")
+            return
+        self.data_items.append(DataItem(
+            data=data, unit="pods/s",
+            labels={"Metric": THROUGHPUT_METRIC, "Name": self.name},
+        ))
+
+    # --- the ops -----------------------------------------------------------------------------
+
+    def _op_createNodes(self, op: Op, fields: dict[str, Any]) -> None:
+        count = fields.get("count", 0)
+        source = self._node_source(op, fields)
+        create = self.cluster.create
+        for index in range(count):
+            node: Node = source.object(index, count)
+            meta = node.metadata
+            name = meta.name or self._node_name(meta.generate_name)
+            labels = dict(meta.labels)
+            labels["kubernetes.io/hostname"] = name
+            node = attrs.evolve(node, metadata=attrs.evolve(meta, name=name, generate_name=meta.generate_name,
+                                                            labels=labels))
+            try:
+                create(node)
+            except ApiError as err:
+                raise WorkloadFailed(f"creating node {name}: {err}") from None
+            if index & 255 == 255:
+                self._tick()
+
+    def _node_name(self, prefix: str) -> str:
+        while True:
+            name = prefix + "".join(self._rng.choice(_NAME_ALPHABET) for _ in range(5))
+            if name not in self._node_names:
+                self._node_names.add(name)
+                return name
+
+    def _create_pods(self, source: ObjectSource, namespace: str, count: int, offset: int = 0) -> None:
+        create = self.cluster.create
+        fixed = None
+        if source.static:
+            pod = source.object()
+            fixed = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace=namespace))
+        for index in range(offset, offset + count):
+            if fixed is not None:
+                pod = fixed
+            else:
+                pod = source.object(index, count)
+                pod = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace=namespace))
+            try:
+                create(pod)
+            except ApiError as err:
+                raise WorkloadFailed(f"creating pod {pod.metadata.name or pod.metadata.generate_name}: {err}") from None
+            if index & 255 == 255:
+                self._tick()
+
+    def _op_createPods(self, op: Op, fields: dict[str, Any]) -> None:
+        namespace = fields.get("namespace") or f"namespace-{op.index}"
+        count = fields.get("count", 0)
+        self._ensure_namespace(namespace)
+        source = self._pod_source(op, fields)
+        collect = bool(fields.get("collectMetrics"))
+        if collect and self._collector is not None:
+            raise WorkloadFailed("metrics collection is overlapping: a second collector was started "
+                                 "before the previous one stopped")
+        if fields.get("steadyState"):
+            self._steady_state(source, namespace, count, fields["duration"], collect)
+            return
+        self._create_pods(source, namespace, count)
+        if collect:
+            self._start_collecting([namespace], None)
+        if fields.get("skipWaitToCompletion"):
+            self.namespaces[namespace] += count
+            return
+        tracker = self.tracker
+        try:
+            self._loop(lambda: tracker.scheduled[namespace] >= count,
+                       f"{count} pods in namespace {namespace} to be scheduled")
+        except WorkloadFailed as err:
+            raise WorkloadFailed(f"{err}{self._pending_hint(namespace)}") from None
+        if collect:
+            self._finish_collecting()
+
+    def _pending_hint(self, namespace: str) -> str:
+        """``; at least pod NS/NAME is not scheduled: WHY`` for a failure message."""
+        pod = self.tracker.pending_pod(namespace)
+        if pod is None:
+            return ""
+        why = next((f": {c.reason}: {c.message}" for c in pod.status.conditions
+                    if c.type == "PodScheduled" and c.message), "")
+        return f"; at least pod {pod.key} is not scheduled{why}"
+
+    def _steady_state(self, source: ObjectSource, namespace: str, count: int, duration: float,
+                      collect: bool) -> None:
+        counter = self.tracker.counter([namespace])
+        self._create_pods(source, namespace, count)
+        if collect:
+            self._start_collecting([namespace], None)
+        batch = {"start": 0, "created": count}
+        end = time.time() + duration
+
+        def refill() -> None:
+            if count and counter.value - batch["start"] >= count:
+                for pod in self.cluster.list("Pod", namespace).items:
+                    try:
+                        self.cluster.delete("Pod", pod.metadata.name, namespace)
+                    except NotFound:
+                        pass
+                batch["start"] = counter.value
+                self._create_pods(source, namespace, count, offset=batch["created"])
+                batch["created"] += count
+
+        try:
+            self._loop(lambda: time.time() >= end, f"the steady state of namespace {namespace}",
+                       deadline=end, on_step=refill, until_time=True)
+        finally:
+            self.tracker.release(counter)
+        if collect:
+            self._finish_collecting()
+        if counter.value == 0:
+            raise WorkloadFailed("no pod at all got scheduled, either because of a problem or because "
+                                 "the test interval was too small")
+
+    def _op_createAny(self, op: Op, fields: dict[str, Any]) -> None:
+        count = fields.get("count", 1)
+        source = ObjectSource(self.case.path(fields["templatePath"]), None, fields.get("templateParams"))
+        namespace = fields.get("namespace") or ""
+        for index in range(count):
+            obj = source.object(index, count)
+            resource = resource_of(obj)
+            if namespace:
+                if not resource.namespaced:
+                    raise WorkloadFailed(f"namespace {namespace!r} set for {source.where}, but {resource.kind} "
+                                         "is cluster-scoped")
+                self._ensure_namespace(namespace)
+                obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=namespace))
+            elif resource.namespaced:
+                raise WorkloadFailed(f"namespace not set for {source.where}, but {resource.kind} is namespaced")
+            try:
+                self.cluster.create(obj)
+            except ApiError as err:
+                raise WorkloadFailed(f"{source.where}: creating {resource.kind}: {err}") from None
+
+    def _op_createNamespaces(self, op: Op, fields: dict[str, Any]) -> None:
+        base = Namespace()
+        if "namespaceTemplatePath" in fields:
+            base = ObjectSource(self.case.path(fields["namespaceTemplatePath"]), "Namespace", expand=False).object()
+        prefix = fields.get("prefix", "")
+        for index in range(fields.get("count", 0)):
+            name = f"{prefix}-{index}"
+            if name not in self.namespaces:
+                self.namespaces[name] = 0
+            try:
+                self.cluster.create(attrs.evolve(base, metadata=attrs.evolve(base.metadata, name=name)))
+            except AlreadyExists:
+                pass
+
+    def _op_barrier(self, op: Op, fields: dict[str, Any]) -> None:
+        namespaces = list(fields.get("namespaces") or self.namespaces)
+        for namespace in namespaces:
+            if namespace not in self.namespaces:
+                raise WorkloadFailed(f"unknown namespace {namespace}")
+        selector = fields.get("labelSelector")
+        attempted = fields.get("stageRequirement", "Scheduled") == "Attempted"
+        tracker = self.tracker
+        for namespace in namespaces:
+            want = self.namespaces[namespace]
+            if selector:
+                last = {"at": 0.0, "ok": False}
+
+                def done(ns=namespace, want=want) -> bool:
+                    now = time.time()
+                    if now - last["at"] >= 0.05:
+                        last["at"] = now
+                        last["ok"] = tracker.count(ns, selector, attempted) >= want
+                    return last["ok"]
+            else:
+                counts = tracker.attempted if attempted else tracker.scheduled
+
+                def done(ns=namespace, want=want, counts=counts) -> bool:
+                    return counts[ns] >= want
+            stage = "attempted" if attempted else "scheduled"
+            try:
+                self._loop(done, f"{want} pods in namespace {namespace} to be {stage}")
+            except WorkloadFailed as err:
+                raise WorkloadFailed(f"{err}{self._pending_hint(namespace)}") from None
+        if not attempted:
+            if fields.get("namespaces"):
+                for namespace in namespaces:
+                    self.namespaces.pop(namespace, None)
+            else:
+                self.namespaces.clear()
+
+    def _op_sleep(self, op: Op, fields: dict[str, Any]) -> None:
+        end = time.time() + fields.get("duration", 0.0)
+        self._loop(lambda: time.time() >= end, "sleep", deadline=end, until_time=True)
+
+    def _op_deletePods(self, op: Op, fields: dict[str, Any]) -> None:
+        namespace = fields["namespace"]
+        selector = fields.get("labelSelector")
+        pods = [p for p in self.cluster.list("Pod", namespace).items if labels_match(p.metadata.labels, selector)]
+        rate = fields.get("deletePodsPerSecond", 0)
+        cluster = self.cluster
+
+        def delete(pod: Pod) -> None:
+            try:
+                cluster.delete("Pod", pod.metadata.name, namespace)
+            except NotFound:
+                pass
+
+        if rate <= 0:
+            for pod in pods:
+                delete(pod)
+            return
+        task = _Background("deletePods")
+        self._background.append(task)
+        interval = 1.0 / rate
+        remaining = iter(pods)
+        start = self.clock.now()
+        position = {"n": 0}
+
+        def fire() -> None:
+            if task.cancelled:
+                return
+            pod = next(remaining, None)
+            if pod is None:
+                task.finished = True
+                return
+            delete(pod)
+            position["n"] += 1
+            task.timer = self.clock.call_at(start + interval * (position["n"] + 1), fire)
+
+        if not pods:
+            task.finished = True
+        else:
+            task.timer = self.clock.call_at(start + interval, fire)
+        if not fields.get("skipWaitToCompletion"):
+            self._loop(lambda: task.finished, f"{len(pods)} pods of namespace {namespace} to be deleted")
+
+    def _op_churn(self, op: Op, fields: dict[str, Any]) -> None:
+        namespace = fields.get("namespace") or f"namespace-{op.index}"
+        self._ensure_namespace(namespace, register=False)
+        objects = []
+        for path in fields["templatePaths"]:
+            obj = ObjectSource(self.case.path(path), None, expand=False).object()
+            if resource_of(obj).namespaced:
+                obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=namespace))
+            objects.append(obj)
+        interval = (fields.get("intervalMilliseconds") or 500) / 1000.0
+        number = fields.get("number", 0)
+        mode = fields["mode"]
+        cluster = self.cluster
+        task = _Background("churn")
+        self._background.append(task)
+        slots: list[list[str]] = [[""] * max(number, 1) for _ in objects]
+        state = {"count": 0, "start": self.clock.now()}
+
+        def create(obj: Any) -> str:
+            try:
+                return cluster.create(obj).metadata.name
+            except ApiError:
+                return ""
+
+        def fire() -> None:
+            if task.cancelled:
+                return
+            count = state["count"]
+            if mode == "create":
+                for obj in objects:
+                    create(obj)
+            else:
+                for position, obj in enumerate(objects):
+                    slot = count % number
+                    name = slots[position][slot]
+                    if name:
+                        try:
+                            cluster.delete(resource_of(obj).kind, name, obj.metadata.namespace)
+                        except ApiError:
+                            pass
+                        slots[position][slot] = ""
+                    else:
+                        slots[position][slot] = create(obj)
+            state["count"] = count + 1
+            if mode == "create" and number and state["count"] >= number:
+                task.finished = True
+                return
+            task.timer = self.clock.call_at(state["start"] + interval * (state["count"] + 1), fire,
+                                            background=True)
+
+        task.timer = self.clock.call_at(state["start"] + interval, fire, background=True)
+
+    def _op_startCollectingMetrics(self, op: Op, fields: dict[str, Any]) -> None:
+        self._start_collecting(list(fields["namespaces"]), fields.get("labelSelector"))
+
+    def _op_stopCollectingMetrics(self, op: Op, fields: dict[str, Any]) -> None:
+        self._finish_collecting()

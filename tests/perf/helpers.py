@@ -1,0 +1,38 @@
+"""Shared pieces for the perf tests: where upstream's scheduler_perf files are, tiny configs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+#: The scheduler_perf files shipped beside the checkout (../shared/data/scheduler_perf).
+DATA = Path(os.environ.get("SCHEDULER_PERF_DATA",
+                           Path(__file__).resolve().parents[3] / "shared/data/scheduler_perf"))
+MISC = DATA / "misc/performance-config.yaml"
+
+needs_data = pytest.mark.skipif(not MISC.is_file(), reason=f"scheduler_perf data not found at {DATA}")
+
+
+def write_config(directory: Path, cases: list[dict], name: str = "performance-config.yaml") -> Path:
+    """Write ``cases`` as a scheduler_perf config file in ``directory``; returns its path."""
+    path = directory / name
+    path.write_text(yaml.safe_dump(cases, sort_keys=False))
+    return path
+
+
+def basic_case(**overrides) -> dict:
+    """A small SchedulingBasic-like test case using the real templates by absolute path."""
+    case = {
+        "name": "Tiny",
+        "defaultPodTemplatePath": str(DATA / "templates/pod-default.yaml"),
+        "workloadTemplate": [
+            {"opcode": "createNodes", "countParam": "$initNodes"},
+            {"opcode": "createPods", "countParam": "$measurePods", "collectMetrics": True},
+        ],
+        "workloads": [{"name": "w", "params": {"initNodes": 2, "measurePods": 4}}],
+    }
+    case.update(overrides)
+    return case

@@ -1,0 +1,135 @@
+"""Loading scheduler_perf config files: fields, params, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.perf.config import Params, PerfConfigError, load_test_cases, resolve_op
+
+from .helpers import DATA, MISC, basic_case, needs_data, write_config
+
+pytestmark = needs_data
+
+
+@pytest.mark.parametrize("relative", [
+    "misc/performance-config.yaml",
+    "volumes/performance-config.yaml",
+    "default_preemption/performance-config.yaml",
+    "dra/performance-config.yaml",
+    "dra/devicetaints/performance-config.yaml",
+])
+def test_every_shipped_config_loads(relative):
+    cases = load_test_cases(DATA / relative)
+    assert cases and all(case.workloads and case.ops for case in cases)
+
+
+def test_scheduling_basic_model():
+    case = next(c for c in load_test_cases(MISC) if c.name == "SchedulingBasic")
+    assert [op.opcode for op in case.ops] == ["createNodes", "createPods", "createPods"]
+    assert case.default_pod_template_path == (DATA / "templates/pod-default.yaml").resolve()
+    workload = case.workload("5000Nodes_10000Pods")
+    assert workload.threshold == 680 and workload.labels == ("performance",)
+    assert workload.threshold_metric == "SchedulingThroughput"
+    assert case.workload("5Nodes").feature_gates == {"SchedulerAsyncAPICalls": False}
+    with pytest.raises(PerfConfigError, match="no workload named 'nope'"):
+        case.workload("nope")
+
+
+def test_count_params_resolve_from_the_workload():
+    case = next(c for c in load_test_cases(MISC) if c.name == "SchedulingBasic")
+    params = Params(case.workload("500Nodes"))
+    counts = [resolve_op(op, params)["count"] for op in case.ops]
+    assert counts == [500, 500, 1000]
+    assert params.unused() == []
+
+
+def test_duration_and_template_params(tmp_path):
+    case = basic_case(workloadTemplate=[
+        {"opcode": "createNodes", "count": 1, "templateParams": {"size": "$size", "fixed": 3}},
+        {"opcode": "sleep", "durationParam": "$pause"},
+        {"opcode": "createPods", "count": 1, "collectMetrics": True, "steadyStateParam": "$steady",
+         "durationParam": "$pause"},
+    ], workloads=[{"name": "w", "params": {"size": 7, "pause": "1m30s", "steady": True}}])
+    loaded = load_test_cases(write_config(tmp_path, [case]))[0]
+    params = Params(loaded.workloads[0])
+    nodes, sleep, pods = (resolve_op(op, params) for op in loaded.ops)
+    assert nodes["templateParams"] == {"size": 7, "fixed": 3}
+    assert sleep["duration"] == 90.0
+    assert pods["steadyState"] is True and pods["duration"] == 90.0
+    assert params.unused() == []
+
+
+@pytest.mark.parametrize("params, problem", [
+    ({}, "parameter measurePods is undefined"),
+    ({"measurePods": "ten"}, "parameter measurePods has the wrong type"),
+])
+def test_bad_params_are_refused(tmp_path, params, problem):
+    case = basic_case(workloads=[{"name": "w", "params": {"initNodes": 1, **params}}])
+    loaded = load_test_cases(write_config(tmp_path, [case]))[0]
+    with pytest.raises(PerfConfigError, match=problem):
+        [resolve_op(op, Params(loaded.workloads[0])) for op in loaded.ops]
+
+
+def test_keys_match_case_insensitively(tmp_path):
+    case = basic_case(workloadTemplate=[
+        {"Opcode": "createNodes", "CountParam": "$initNodes"},
+        {"opcode": "createPods", "countparam": "$measurePods", "CollectMetrics": True},
+    ])
+    loaded = load_test_cases(write_config(tmp_path, [case]))[0]
+    assert loaded.ops[1].fields == {"opcode": "createPods", "countParam": "$measurePods", "collectMetrics": True}
+
+
+@pytest.mark.parametrize("mutate, problem", [
+    (lambda c: c["workloadTemplate"][1].update(podTemplate="x.yaml"), "unknown field 'podTemplate'"),
+    (lambda c: c.update(workloadTemplates=[]), "unknown field 'workloadTemplates'"),
+    (lambda c: c["workloads"][0].update(treshold=5), "unknown field 'treshold'"),
+    (lambda c: c["workloads"][0].update(threshold="fast"), "threshold: expected a number"),
+    (lambda c: c["workloadTemplate"][1].update(collectMetrics=False), "no op in the workload template collects"),
+    (lambda c: c["workloadTemplate"][1].update(skipWaitToCompletion=True), "cannot be true at the same time"),
+    (lambda c: c["workloadTemplate"][0].update(countParam="initNodes"), "expected a $parameter reference"),
+    (lambda c: c["workloadTemplate"][0].update(count=-1), "expected a non-negative integer"),
+    (lambda c: c["workloads"].append(dict(c["workloads"][0])), "workload name w is not unique"),
+    (lambda c: c.update(workloads=[]), "no workloads defined"),
+    (lambda c: c["workloadTemplate"].append({"opcode": "churn", "mode": "sometimes", "templatePaths": ["x"]}),
+     "invalid mode"),
+    (lambda c: c["workloadTemplate"].append({"opcode": "barrier", "stageRequirement": "Bound"}),
+     "invalid 'Bound'"),
+])
+def test_bad_fields_are_refused_naming_the_place(tmp_path, mutate, problem):
+    case = basic_case()
+    mutate(case)
+    path = write_config(tmp_path, [case])
+    with pytest.raises(PerfConfigError) as err:
+        load_test_cases(path)
+    assert problem in str(err.value)
+    assert str(err.value).startswith(str(path))
+
+
+def test_duplicate_test_case_names_are_refused(tmp_path):
+    with pytest.raises(PerfConfigError, match="Tiny: name is not unique"):
+        load_test_cases(write_config(tmp_path, [basic_case(), basic_case()]))
+
+
+def test_missing_or_unparsable_file(tmp_path):
+    with pytest.raises(PerfConfigError, match="cannot read"):
+        load_test_cases(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- name: [unclosed\n")
+    with pytest.raises(PerfConfigError, match="cannot parse"):
+        load_test_cases(bad)
+    bad.write_text("name: not-a-list\n")
+    with pytest.raises(PerfConfigError, match="expected a non-empty list of test cases"):
+        load_test_cases(bad)
+
+
+def test_ops_kubesched_does_not_run_keep_their_fields(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "createResourceDriver", "driverName": "d",
+                                        "maxClaimsPerNodeParam": "$claims"})
+    case["workloads"][0]["params"]["claims"] = 2
+    loaded = load_test_cases(write_config(tmp_path, [case]))[0]
+    op = loaded.ops[1]
+    assert not op.supported and op.fields["driverName"] == "d"
+    params = Params(loaded.workloads[0])
+    params.mark_references(op.fields)
+    assert "claims" in params.used

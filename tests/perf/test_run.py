@@ -1,0 +1,193 @@
+"""Running workloads end to end on the real clock (tiny ones: well under a second each)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from kubesched.perf import perf_command, render, run
+from kubesched.perf.config import load_test_cases
+from kubesched.perf.ops import WorkloadExecutor
+
+from .helpers import DATA, MISC, basic_case, needs_data, write_config
+
+pytestmark = needs_data
+
+
+def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
+    case = next(c for c in load_test_cases(path) if c.name == test)
+    executor = WorkloadExecutor(case, case.workload(workload))
+    executor.check()
+    executor.run()
+    return executor
+
+
+def test_scheduling_basic_5nodes_binds_every_pod():
+    executor = executor_for(MISC, "SchedulingBasic", "5Nodes")
+    nodes = executor.cluster.list("Node").items
+    pods = executor.cluster.list("Pod").items
+    assert len(nodes) == 5
+    assert all(n.metadata.name.startswith("node-0-") for n in nodes)
+    assert all(n.metadata.labels["kubernetes.io/hostname"] == n.metadata.name for n in nodes)
+    assert len(pods) == 15 and all(p.spec.node_name for p in pods)
+    assert {p.metadata.namespace for p in pods} == {"namespace-1", "namespace-2"}
+    assert executor.measured_pods == 10
+    assert executor.scheduler.stats.bound == 15
+
+
+def test_json_output_is_upstreams_data_items():
+    results = run(MISC, test="SchedulingBasic", workload="5Nodes")
+    assert [r.status for r in results] == ["ok"]
+    out = io.StringIO()
+    render(results, "json", out=out)
+    document = json.loads(out.getvalue())
+    assert document["version"] == "v1"
+    [item] = document["dataItems"]
+    assert item["unit"] == "pods/s"
+    assert item["labels"] == {"Metric": "SchedulingThroughput", "Name": "SchedulingBasic/5Nodes"}
+    assert set(item["data"]) == {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}
+    assert item["data"]["Average"] > 0
+    assert results[0].feature_gates == {"SchedulerAsyncAPICalls": False}
+
+
+def test_table_shows_throughput_threshold_and_unsupported_reasons():
+    results = run(MISC, test="PreemptionBasic", workload="5Nodes") + run(MISC, test="SchedulingBasic",
+                                                                           workload="5Nodes")
+    out = io.StringIO()
+    render(results, "table", out=out)
+    text = out.getvalue()
+    assert "SchedulingBasic/5Nodes" in text and "Average" in text and "Perc99" in text
+    assert "PreemptionBasic/5Nodes" in text and "unsupported op: createPods" in text
+    assert "SchedulerAsyncAPICalls=false" in text
+
+
+@pytest.mark.parametrize("test, workload, reason", [
+    ("PreemptionBasic", "5Nodes", "unsupported op: createPods of pods with priority 10"),
+    ("Unschedulable", "5Nodes/1Init/10Pods", "unsupported op: churn of pods with priority 10"),
+])
+def test_preemption_workloads_are_reported_unsupported(test, workload, reason):
+    [result] = run(MISC, test=test, workload=workload)
+    assert result.status == "unsupported" and reason in result.reason
+    assert result.data_items == []
+
+
+def test_dra_driver_op_is_reported_unsupported():
+    [result] = run(DATA / "dra/performance-config.yaml", test="SchedulingWithResourceClaimTemplate",
+                   workload="fast")
+    assert result.status == "unsupported"
+    assert result.reason == "unsupported op: createResourceDriver"
+
+
+def test_volumes_are_reported_unsupported():
+    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
+    by_test = {r.test: r for r in results}
+    assert by_test["SchedulingSecrets"].status == "ok"
+    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
+    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
+
+
+def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported" and result.reason == "unsupported op: teleportPods"
+
+
+@pytest.mark.parametrize("test, workload", [
+    ("SchedulingDaemonset", "5Nodes"),
+    ("SchedulingWhileGated", "1Node_10GatedPods"),
+    ("SchedulingDeletedPodsWithFinalizers", "10Node_100DeletingPods"),
+    ("SchedulingWithExtendedResource", "fast"),
+])
+def test_other_misc_workloads_run(test, workload):
+    executor = executor_for(MISC, test, workload)
+    assert executor.data_items and executor.measured_pods == 10
+    if test == "SchedulingDaemonset":
+        bound = {p.spec.node_name for p in executor.cluster.list("Pod").items}
+        assert bound == {"scheduler-perf-node"}
+    if test == "SchedulingWhileGated":
+        gated = executor.cluster.list("Pod", "namespace-1").items
+        assert len(gated) == 10 and not any(p.spec.node_name for p in gated)
+    if test == "SchedulingWithExtendedResource":
+        for pod in executor.cluster.list("Pod", "test").items:
+            wanted = next(iter(pod.spec.containers[0].resources.requests))
+            node = executor.cluster.get("Node", pod.spec.node_name)
+            assert wanted in node.status.capacity
+
+
+def test_namespaces_barrier_create_any_delete_and_explicit_collection(tmp_path):
+    priority_class = tmp_path / "pc.yaml"
+    priority_class.write_text("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n"
+                              "metadata:\n  name: pc-{{.Index}}\nvalue: {{MultiplyInt .Index 10}}\n")
+    light = str(DATA / "templates/light-pod.yaml")
+    case = basic_case(workloadTemplate=[
+        {"opcode": "createNodes", "count": 2},
+        {"opcode": "createNamespaces", "prefix": "team", "count": 2},
+        {"opcode": "createAny", "templatePath": str(priority_class), "count": 3},
+        {"opcode": "churn", "mode": "create", "number": 2, "intervalMilliseconds": 1,
+         "templatePaths": [light]},
+        {"opcode": "startCollectingMetrics", "namespaces": ["team-0", "team-1"]},
+        {"opcode": "createPods", "count": 3, "namespace": "team-0", "skipWaitToCompletion": True},
+        {"opcode": "createPods", "count": 2, "namespace": "team-1", "skipWaitToCompletion": True},
+        {"opcode": "barrier"},
+        {"opcode": "stopCollectingMetrics"},
+        {"opcode": "deletePods", "namespace": "team-0"},
+        {"opcode": "deletePods", "namespace": "team-1", "deletePodsPerSecond": 1000},
+    ], workloads=[{"name": "w", "params": {}}])
+    loaded = load_test_cases(write_config(tmp_path, [case]))[0]
+    executor = WorkloadExecutor(loaded, loaded.workloads[0])
+    executor.check()
+    executor.run()
+    cluster = executor.cluster
+    assert {n.metadata.name for n in cluster.list("Namespace").items} >= {"team-0", "team-1", "namespace-3"}
+    assert [pc.value for pc in sorted(cluster.list("PriorityClass").items, key=lambda p: p.metadata.name)] == \
+        [0, 10, 20]
+    assert cluster.list("Pod", "team-0").items == [] and cluster.list("Pod", "team-1").items == []
+    assert executor.measured_pods == 5 and executor.data_items
+    assert executor.data_items[0].labels == {"Metric": "SchedulingThroughput", "Name": "Tiny/w"}
+
+
+def test_scheduler_config_path_is_honoured(tmp_path):
+    scoring = DATA / "dra/extendedresource/scoring/scheduler-config.yaml"
+    [result] = run(write_config(tmp_path, [basic_case(schedulerConfigPath=str(scoring))]))
+    assert result.status == "ok"
+
+    bad = tmp_path / "sched.yaml"
+    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n"
+                   "      enabled:\n      - name: NoSuchPlugin\n")
+    [result] = run(write_config(tmp_path, [basic_case(schedulerConfigPath="sched.yaml")]))
+    assert result.status == "failed" and "NoSuchPlugin" in result.reason
+
+
+def test_unused_params_fail_the_workload(tmp_path):
+    case = basic_case(workloads=[{"name": "w", "params": {"initNodes": 1, "measurePods": 1, "typo": 3}}])
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "failed" and "['typo']" in result.reason and "unused" in result.reason
+
+
+def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: huge-\nspec:\n  containers:\n"
+                    "  - name: c\n    resources:\n      requests:\n        cpu: \"100\"\n")
+    [result] = run(write_config(tmp_path, [basic_case(defaultPodTemplatePath="huge.yaml")]))
+    assert result.status == "failed"
+    assert "stuck waiting for 4 pods in namespace namespace-1 to be scheduled" in result.reason
+    assert "Insufficient cpu" in result.reason
+
+
+def test_perf_command_exit_codes(tmp_path, capsys):
+    assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
+    assert json.loads(capsys.readouterr().out)["dataItems"]
+    assert perf_command(DATA / "dra/performance-config.yaml", "SchedulingWithResourceClaim", "fast", "json") == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
+    assert "SchedulingWithResourceClaim/fast: unsupported: unsupported op: createResourceDriver" in captured.err
+    assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert perf_command(MISC, "NoSuchTest", None, "table") == 2
+    assert "no test case named 'NoSuchTest'" in capsys.readouterr().err
+    assert perf_command(MISC, "SchedulingBasic", "NoSuchWorkload", "table") == 2
+    assert perf_command(MISC, None, None, "yaml") == 2
