@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .resourceclaim import ResourceClaimController
+
 #: name -> controller class, in start order.
-CONTROLLERS: dict[str, type[Controller]] = {}
+CONTROLLERS: dict[str, type[Controller]] = {
+    "resourceclaim": ResourceClaimController,
+}
 
 
 def build_controller_manager(ctx: ControllerContext, names: list[str] | None = None) -> ControllerManager:

@@ -45,6 +45,7 @@ when no PostFilter plugin is enabled) and raises :class:`Unsupported`.
 
 from __future__ import annotations
 
+import fnmatch
 import gc
 import random
 import time
@@ -62,7 +63,10 @@ from ..core.cluster.memory import MemoryCluster
 from ..core.clock import RealClock
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
+from ..core.cluster.informer import Informers
+from ..core.controller import ControllerContext, ControllerManager
 from ..core.scheduler.scheduler import Scheduler
+from ..controllers import build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -226,6 +230,7 @@ class WorkloadExecutor:
         self.clock = RealClock()
         self.cluster: MemoryCluster | None = None
         self.scheduler: Scheduler | None = None
+        self.controllers: ControllerManager | None = None
         self.tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
@@ -258,6 +263,8 @@ class WorkloadExecutor:
             self.scheduler = Scheduler(self.cluster, self.config, self._registry(), self.clock, seed=self.seed)
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
+        self.controllers = build_controller_manager(
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
         preemption = all(fw.post_filter_plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
@@ -351,6 +358,7 @@ class WorkloadExecutor:
             self.check()
         self.tracker = PodTracker(self.cluster)
         self.scheduler.start()
+        self.controllers.start()
         try:
             for position, (op, fields) in enumerate(self.ops):
                 self._status = f"op {position + 1}/{len(self.ops)} {op.opcode}"
@@ -369,6 +377,7 @@ class WorkloadExecutor:
                 task.cancel()
             self.tracker.stop()
             self.scheduler.informers.stop()
+            self.controllers.stop()
 
     # -- the loop --
 
@@ -381,7 +390,12 @@ class WorkloadExecutor:
         epoch; default now + :data:`WAIT_TIMEOUT`) bounds the wait."""
         scheduler = self.scheduler
         clock = self.clock
-        step = scheduler.step
+        controllers = self.controllers
+        schedule = scheduler.step
+
+        def step() -> bool:
+            return controllers.step() | schedule()
+
         now_fn = time.time
         if deadline is None and not until_time:
             deadline = now_fn() + WAIT_TIMEOUT
@@ -403,7 +417,7 @@ class WorkloadExecutor:
                 continue
             if done():
                 return
-            if scheduler.informers.pending():
+            if scheduler.informers.pending() or controllers.informers.pending():
                 continue
             wake = [IDLE_SLEEP + now]
             if deadline is not None:
@@ -764,3 +778,57 @@ class WorkloadExecutor:
 
     def _op_stopCollectingMetrics(self, op: Op, fields: dict[str, Any]) -> None:
         self._finish_collecting()
+
+    # -- DRA --
+
+    def _op_createResourceDriver(self, op: Op, fields: dict[str, Any]) -> None:
+        """Upstream's test driver: one ResourceSlice per node whose name matches
+        the ``nodes`` glob, named after the node, with ``maxClaimsPerNode``
+        devices ``instance-<i>`` (model A100, family GPU, driverVersion 1.2.3,
+        ``dra.example.com/numa`` i, memory 1Gi)."""
+        driver = fields["driverName"]
+        count = fields.get("maxClaimsPerNode", 0)
+        for node in sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name):
+            if not fnmatch.fnmatchcase(node.metadata.name, fields["nodes"]):
+                continue
+            name = node.metadata.name
+            devices = [{
+                "name": f"instance-{i}",
+                "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                               "driverVersion": {"version": "1.2.3"}, "dra.example.com/numa": {"int": i}},
+                "capacity": {"memory": {"value": "1Gi"}},
+            } for i in range(count)]
+            self.cluster.create(from_manifest({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": driver, "nodeName": name, "pool": {"name": name, "resourceSliceCount": 1},
+                         "devices": devices},
+            }))
+
+    def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
+        """Allocate every unallocated claim of ``namespace`` (all when empty) on a
+        random node, one at a time, without a pod (upstream's allocResourceClaims)."""
+        from ..core.cel import SelectorCache
+        from ..plugins.dynamicresources.allocator import AllocatedState, Allocator
+
+        namespace = fields.get("namespace") or None
+        claims = sorted(self.cluster.list("ResourceClaim", namespace).items, key=lambda c: c.key)
+        nodes = sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name)
+        allocated = AllocatedState.from_claims(self.cluster.list("ResourceClaim").items)
+        allocator = Allocator(self.cluster.list("ResourceSlice").items,
+                              {c.metadata.name: c for c in self.cluster.list("DeviceClass").items},
+                              allocated, SelectorCache(), self.cluster.list("DeviceTaintRule").items,
+                              now=self.clock.now())
+        for claim in claims:
+            if claim.status.allocation is not None:
+                continue
+            self._rng.shuffle(nodes)
+            for node in nodes:
+                results = allocator.allocate(node, [claim])
+                if results:
+                    allocation = results[0]
+                    self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(claim.status,
+                                                                                       allocation=allocation)))
+                    allocated.add(allocation)
+                    break
+            else:
+                raise WorkloadFailed(f"could not allocate claim {claim.key}")

@@ -306,7 +306,7 @@ class SchedulingQueue:
 
     def update(self, old: Pod, new: Pod) -> None:
         """A pending pod changed.  Gated pods re-run PreEnqueue; an unschedulable
-        pod whose spec or labels changed is moved, as upstream."""
+        pod whose spec, labels or generated claims changed is moved, as upstream."""
         info = self._pods.get(new.metadata.uid)
         if info is None:
             flying = self._in_flight.get(new.metadata.uid)
@@ -319,7 +319,8 @@ class SchedulingQueue:
         elif info.where == UNSCHEDULABLE:
             if info.gating_plugin:
                 self._enqueue_gated_or_active(info)
-            elif old.spec != new.spec or old.metadata.labels != new.metadata.labels:
+            elif (old.spec != new.spec or old.metadata.labels != new.metadata.labels
+                  or old.status.resource_claim_statuses != new.status.resource_claim_statuses):
                 self._move(info)
 
     def delete(self, pod: Pod) -> None:
