@@ -31,11 +31,12 @@ Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
 
 from __future__ import annotations
 
+import functools
 import uuid
 from fractions import Fraction
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from attrs import define, field, frozen
+from attrs import define, field
 
 from ...core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from ...core.api.meta import namespaced_name
@@ -54,11 +55,11 @@ from ...core.api.resource_v1 import (
     ResourceSlice,
 )
 from ...core.cel import CelCompileError, CelRuntimeError, SelectorCache, compile
-from ...core.devicetaints import affects_scheduling, device_taints, untolerated
+from ...core.devicetaints import affects_scheduling, rule_taints, untolerated
 from ...core.nodeaffinity import NAME_FIELD
 from . import capacity
 from .constraints import AttributeConstraint
-from .pools import Pool, SliceIndex, node_matches
+from .pools import Pool, SliceIndex, SliceMemo, node_matches
 
 __all__ = [
     "AllocatedState",
@@ -72,10 +73,11 @@ __all__ = [
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
 
 
-@frozen(cache_hash=True)
-class DeviceID:
-    """A device: ``driver``, ``pool`` and ``device`` name; ``str()`` gives
-    ``driver/pool/device`` as in upstream's messages."""
+class DeviceID(NamedTuple):
+    """A device: ``driver``, ``pool`` and ``device`` name (immutable and
+    hashable); ``str()`` gives ``driver/pool/device`` as in upstream's messages.
+    A named tuple rather than an attrs class: the allocator tests membership
+    of device IDs in sets in its innermost loop, and tuples compare in C."""
 
     driver: str
     pool: str
@@ -201,17 +203,17 @@ class _RequestSpec:
         self.parent = parent
         self.full_name = f"{parent}/{self.name}" if parent is not None else self.name
         self.label = f"claim {claim_name}, request {self.name}"
-        self.device_class = classes.get(request.device_class_name)
-        if self.device_class is None:
-            raise AllocationError(f"{self.label}: could not retrieve device class {request.device_class_name}")
-        class_prefix = f"class {self.device_class.metadata.name}"
-        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(self.device_class.spec.selectors)]
         for index, selector in enumerate(request.selectors):
             if selector.expression is None:
                 raise AllocationError(
                     f"{self.label}, selector #{index}: CEL expression empty (unsupported selector type?)"
                 )
-            self.selectors.append(_compiled(f"claim {claim_name}", index, selector))
+        self.device_class = classes.get(request.device_class_name)
+        if self.device_class is None:
+            raise AllocationError(f"{self.label}: could not retrieve device class {request.device_class_name}")
+        class_prefix = f"class {self.device_class.metadata.name}"
+        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(self.device_class.spec.selectors)]
+        self.selectors += [_compiled(f"claim {claim_name}", i, s) for i, s in enumerate(request.selectors)]
         self.all_mode = request.allocation_mode == ALLOCATION_MODE_ALL
         self.count = request.count
         self.admin = bool(getattr(request, "admin_access", None))
@@ -263,39 +265,40 @@ class _ClaimSpec:
 
 
 class _Candidate:
-    """One device in a slice that targets the node."""
+    """One device of a slice, with what the search needs of it (shared by all
+    allocators through :data:`_slice_candidates`)."""
 
-    __slots__ = ("id", "device", "slice", "pool", "taints", "multi", "per_device")
+    __slots__ = ("id", "device", "slice", "taints", "multi", "per_device", "fits_whole")
 
-    def __init__(self, device_id: DeviceID, device, resource_slice: ResourceSlice, pool: Pool, taints):
-        self.id = device_id
+    def __init__(self, resource_slice: ResourceSlice, device):
+        self.id = DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name)
         self.device = device
         self.slice = resource_slice
-        self.pool = pool
-        self.taints = taints
+        self.taints = tuple(t for t in device.taints if affects_scheduling(t))
         self.multi = bool(device.allow_multiple_allocations)
         self.per_device = bool(resource_slice.spec.per_device_node_selection)
+        # Whether a request without capacity requests passes the capacity check
+        # when nothing of the device is consumed yet.
+        consumed = capacity.consumption(device, self.id.driver, None)
+        self.fits_whole = consumed is not None and capacity.fits(device, consumed)
+
+
+_slice_candidates = SliceMemo(lambda s: tuple(_Candidate(s, d) for d in s.spec.devices))
 
 
 class _NodeView:
-    """The pools of one node and the devices that may be allocated there."""
+    """The pools of one node and the devices that may be allocated there, in order."""
 
-    __slots__ = ("pools", "candidates")
+    __slots__ = ("pools", "pool_of", "candidates")
 
-    def __init__(self, pools: list[Pool], rules: Sequence[DeviceTaintRule]):
+    def __init__(self, pools: list[Pool]):
         self.pools = pools
+        self.pool_of = {pool.id: pool for pool in pools}
         self.candidates: list[_Candidate] = []
         for pool in pools:
-            if not pool.usable:
-                continue
-            for resource_slice in pool.slices:
-                driver = resource_slice.spec.driver
-                for device in resource_slice.spec.devices:
-                    taints = device_taints(driver, pool.name, device, rules)
-                    taints = tuple(t for t in taints if affects_scheduling(t)) if taints else ()
-                    self.candidates.append(
-                        _Candidate(DeviceID(driver, pool.name, device.name), device, resource_slice, pool, taints)
-                    )
+            if pool.usable:
+                for resource_slice in pool.slices:
+                    self.candidates.extend(_slice_candidates(resource_slice))
 
 
 class _Request:
@@ -356,6 +359,7 @@ class Allocator:
         self._nodes: dict[str, _NodeView] = {}
         self._claims: dict[int, _ClaimSpec] = {}
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+        self._taints: dict[DeviceID, tuple] = {}
 
     def allocate(
         self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None
@@ -372,7 +376,7 @@ class Allocator:
         """
         view = self._nodes.get(node.metadata.name)
         if view is None:
-            view = _NodeView(self._index.pools_for(node), self.taint_rules)
+            view = _NodeView(self._index.pools_for(node))
             self._nodes[node.metadata.name] = view
         if not claims:
             return []
@@ -388,6 +392,18 @@ class Allocator:
             spec = _ClaimSpec(claim, self.classes)
             self._claims[id(claim)] = spec
         return spec
+
+    def taints(self, candidate: _Candidate) -> tuple:
+        """The NoSchedule/NoExecute taints of a device: its own and those of the taint rules."""
+        if not self.taint_rules:
+            return candidate.taints
+        taints = self._taints.get(candidate.id)
+        if taints is None:
+            device_id = candidate.id
+            ruled = rule_taints(self.taint_rules, device_id.driver, device_id.pool, device_id.device)
+            taints = candidate.taints + tuple(t for t in ruled if affects_scheduling(t))
+            self._taints[device_id] = taints
+        return taints
 
     def available_counters(self, pool: Pool) -> dict[tuple[str, str], Fraction]:
         """``(counter set, counter) -> amount`` still available in ``pool``: the
@@ -440,7 +456,7 @@ class _Search:
             minimum = 0
             for entry in spec.requests:
                 if isinstance(entry, AllocationError):
-                    raise entry
+                    raise AllocationError(str(entry))
                 if isinstance(entry, list):
                     subrequests = [self._request(sub) for sub in entry]
                     requests.append(subrequests)
@@ -466,7 +482,9 @@ class _Search:
                         f"{spec.label}: asks for all devices, but resource pool {pool} is currently being updated"
                     )
                 if pool.invalid:
-                    raise AllocationError(f"{spec.label}: asks for all devices, but resource pool {pool} is currently invalid")
+                    raise AllocationError(
+                        f"{spec.label}: asks for all devices, but resource pool {pool} is currently invalid"
+                    )
             for candidate in self.view.candidates:
                 if self._selectable(request, candidate) and self._capacity(spec, candidate) is not None:
                     request.all_devices.append(candidate)
@@ -504,8 +522,8 @@ class _Search:
     def _capacity(self, spec: _RequestSpec, candidate: _Candidate) -> dict[str, Fraction] | None:
         """What allocating ``candidate`` for ``spec`` consumes now, or None if it does not fit."""
         device = candidate.device
-        if not device.capacity and not spec.capacity:
-            return {}
+        if not spec.capacity and not candidate.multi and candidate.id not in self.state.consumed_capacity:
+            return {} if candidate.fits_whole else None
         consumed = capacity.consumption(device, candidate.id.driver, spec.capacity)
         if consumed is None:
             return None
@@ -518,7 +536,7 @@ class _Search:
         return candidate.id in self.state.devices or bool(self.allocating.get(candidate.id))
 
     def _take_counters(self, candidate: _Candidate) -> bool:
-        pool = candidate.pool
+        pool = self.view.pool_of[candidate.id.driver, candidate.id.pool]
         available = self.allocator.available_counters(pool)
         used = self.consumed_counters.setdefault(pool.id, {})
         for consumption in candidate.device.consumes_counters:
@@ -531,7 +549,7 @@ class _Search:
         return False
 
     def _release_counters(self, candidate: _Candidate) -> None:
-        used = self.consumed_counters[candidate.pool.id]
+        used = self.consumed_counters[candidate.id.driver, candidate.id.pool]
         for consumption in candidate.device.consumes_counters:
             for name, counter in consumption.counters.items():
                 used[(consumption.counter_set, name)] -= counter.value
@@ -539,10 +557,9 @@ class _Search:
     # --- picking one device ----------------------------------------------------------
 
     def _allocate_device(self, claim_index: int, spec: _RequestSpec, candidate: _Candidate, must: bool):
-        """Tentatively allocate ``candidate``: an undo function, or None when it
-        cannot be used.  ``must`` ("All" mode): a violated constraint is an error."""
-        if self._in_use(spec, candidate, claim_index):
-            return None
+        """Tentatively allocate ``candidate``, which is selectable and not in use:
+        an undo function, or None when it cannot be used.  ``must`` ("All" mode):
+        a violated constraint is an error."""
         device_id = candidate.id
         device = candidate.device
         # A shared device consumes its counters once, with its first allocation.
@@ -551,7 +568,8 @@ class _Search:
         )
         if counters and not self._take_counters(candidate):
             return None
-        if candidate.taints and untolerated(candidate.taints, spec.tolerations):
+        taints = self.allocator.taints(candidate)
+        if taints and untolerated(taints, spec.tolerations):
             if counters:
                 self._release_counters(candidate)
             return None
@@ -648,7 +666,8 @@ class _Search:
             raise _MaxSizeExceeded
 
         if spec.all_mode:
-            undo = self._allocate_device(claim, spec, request.all_devices[device], must=True)
+            candidate = request.all_devices[device]
+            undo = None if self._in_use(spec, candidate, claim) else self._allocate_device(claim, spec, candidate, True)
             if undo is None:
                 return False  # every device is needed: no alternative
             return self._descend(undo, claim, req, sub, device + 1, in_sub, 0)
@@ -658,7 +677,7 @@ class _Search:
             candidate = candidates[position]
             if self._in_use(spec, candidate, claim) or not self._selectable(request, candidate):
                 continue
-            undo = self._allocate_device(claim, spec, candidate, must=False)
+            undo = self._allocate_device(claim, spec, candidate, False)
             if undo is not None and self._descend(undo, claim, req, sub, device + 1, in_sub, position + 1):
                 return True
         return False
@@ -760,8 +779,7 @@ class _Search:
         for pick in self.picks[claim]:
             source = pick.candidate.device if pick.candidate.per_device else pick.candidate.slice.spec
             if source.node_name or pick.candidate.device.binds_to_node:
-                requirement = NodeSelectorRequirement(key=NAME_FIELD, operator="In", values=(self.node.metadata.name,))
-                return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(requirement,)),))
+                return node_local_selector(self.node.metadata.name)
             selector = source.node_selector
             if selector is None or not selector.node_selector_terms:
                 continue
@@ -778,6 +796,14 @@ class _Search:
         return NodeSelector(node_selector_terms=(
             NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
         ))
+
+
+@functools.lru_cache(maxsize=100_000)
+def node_local_selector(node_name: str) -> NodeSelector:
+    """``matchFields metadata.name In [node_name]``: the node selector of an
+    allocation with node-local devices (immutable, so shared)."""
+    requirement = NodeSelectorRequirement(key=NAME_FIELD, operator="In", values=(node_name,))
+    return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(requirement,)),))
 
 
 def _merge(into: list[NodeSelectorRequirement], requirements: Iterable[NodeSelectorRequirement]) -> None:

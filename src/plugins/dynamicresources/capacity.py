@@ -98,8 +98,10 @@ def fits(device: Device, consumed: Amounts, *already: Amounts | None) -> bool:
     """Whether ``consumed`` plus every mapping in ``already`` stays within each
     capacity's ``value``."""
     for name, amount in consumed.items():
-        total = amount + sum((used.get(name, 0) for used in already if used), Fraction(0))
-        if total > device.capacity[name].value:
+        for used in already:
+            if used:
+                amount += used.get(name, 0)
+        if amount > device.capacity[name].value:
             return False
     return True
 

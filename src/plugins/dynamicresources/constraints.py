@@ -18,9 +18,7 @@ order by the search, which lets both keep a plain stack.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ...core.api.resource_v1 import Device, DeviceConstraint
+from ...core.api.resource_v1 import Device, DeviceAttribute, DeviceConstraint
 
 
 def _applies(requests: frozenset[str], request: str, subrequest: str | None) -> bool:
@@ -38,24 +36,24 @@ class AttributeConstraint:
         self.requests = frozenset(constraint.requests)
         self.distinct = constraint.match_attribute is None
         self.attribute = constraint.distinct_attribute if self.distinct else constraint.match_attribute
-        self._values: list[Any] = []
+        self._values: list[DeviceAttribute] = []
 
     def add(self, request: str, subrequest: str | None, driver: str, device: Device) -> bool:
         """Record ``device`` picked for ``request`` (and ``subrequest``) if the
         constraint allows it; False (and nothing recorded) if not."""
         if not _applies(self.requests, request, subrequest):
             return True
+        # DeviceAttribute equality is "same type and same value".
         attribute = device.lookup_attribute(self.attribute, driver)
         if attribute is None:
             return False
-        value = (attribute.kind, attribute.value)
         if self._values:
             if self.distinct:
-                if value in self._values:
+                if attribute in self._values:
                     return False
-            elif value != self._values[0]:
+            elif attribute != self._values[0]:
                 return False
-        self._values.append(value)
+        self._values.append(attribute)
         return True
 
     def remove(self, request: str, subrequest: str | None) -> None:

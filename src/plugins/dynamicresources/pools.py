@@ -25,9 +25,10 @@ Mirrors upstream's ``GatherPools`` (dynamic-resource-allocation
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 from attrs import define, field
 
@@ -37,6 +38,30 @@ from ...core.nodeaffinity import selector_matches
 
 #: ``(driver, pool name)``.
 PoolID = tuple[str, str]
+T = TypeVar("T")
+
+
+class SliceMemo(Generic[T]):
+    """``build(slice)``, computed once per ResourceSlice object and forgotten when
+    the object is.  Slices are immutable (an update is a new object), so what
+    is derived from one alone can be shared by every allocator, across
+    scheduling cycles."""
+
+    def __init__(self, build: Callable[[ResourceSlice], T]):
+        self._build = build
+        self._entries: dict[int, tuple[weakref.ref, T]] = {}
+
+    def __call__(self, resource_slice: ResourceSlice) -> T:
+        key = id(resource_slice)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is resource_slice:
+            return entry[1]
+        value = self._build(resource_slice)
+        self._entries[key] = (weakref.ref(resource_slice, lambda _, key=key: self._entries.pop(key, None)), value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def node_matches(node: Node, node_name: str | None, all_nodes: bool | None, node_selector: NodeSelector | None) -> bool:
@@ -80,6 +105,7 @@ class Pool:
     counter_sets: dict[str, dict[str, Fraction]] = field(factory=dict)
     incomplete: bool = False
     invalid: str = ""
+    has_binding_conditions: bool = False
 
     @property
     def id(self) -> PoolID:
@@ -91,10 +117,6 @@ class Pool:
     @property
     def usable(self) -> bool:
         return not self.incomplete and not self.invalid
-
-    @property
-    def has_binding_conditions(self) -> bool:
-        return any(d.binding_conditions for s in self.slices for d in s.spec.devices)
 
 
 def _counter_sets(slices: Iterable[ResourceSlice]) -> tuple[dict[str, dict[str, Fraction]], str]:
@@ -150,7 +172,12 @@ def build_pool(pool_id: PoolID, targeting: Sequence[ResourceSlice], others: Sequ
     pool.slices = [s for s in targeting if s.spec.devices]
     pool.other_slices = [s for s in others if s.spec.devices]
     pool.counter_sets = sets
+    pool.has_binding_conditions = any(d.binding_conditions for s in pool.slices for d in s.spec.devices)
     return pool
+
+
+#: The pool of a slice that is its pool's only slice (the common case: one slice per node).
+_single_slice_pool = SliceMemo(lambda s: build_pool(s.pool_id, [s]))
 
 
 class SliceIndex:
@@ -175,6 +202,9 @@ class SliceIndex:
         relevant = self._by_node.get(node.metadata.name, [])
         if self._elsewhere:
             relevant = relevant + [s for s in self._elsewhere if slice_targets(s, node)]
+        if len(relevant) == 1:  # the usual case: one slice per node
+            pool = self._complete_pool(relevant[0].pool_id, relevant)
+            return [] if pool is None else [pool]
         for resource_slice in relevant:
             pool_id = resource_slice.pool_id
             group = newest.get(pool_id)
@@ -194,7 +224,7 @@ class SliceIndex:
     def _complete_pool(self, pool_id: PoolID, group: list[ResourceSlice]) -> Pool | None:
         expected = group[0].spec.pool.resource_slice_count
         if len(group) == expected:
-            return build_pool(pool_id, group)
+            return _single_slice_pool(group[0]) if expected == 1 else build_pool(pool_id, group)
         generation = group[0].spec.pool.generation
         same: list[ResourceSlice] = []
         for resource_slice in self._by_pool[pool_id]:
