@@ -23,6 +23,7 @@ from .core.framework.types import (
     ClusterEvent,
     ClusterEventWithHint,
     PostFilterResult,
+    PreBindWait,
     PreFilterResult,
     QueueingHint,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "NodeInfo",
     "PodInfo",
     "PostFilterResult",
+    "PreBindWait",
     "PreFilterResult",
     "QueueingHint",
     "Status",

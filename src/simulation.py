@@ -24,9 +24,12 @@ from .core.framework.registry import Registry
 from .core.api import resource_of
 from .core.api.core_v1 import Pod
 from .core.cluster.client import ApiError
+from .core.cluster.informer import Informers
+from .core.controller import ControllerContext
 from .core.manifests import InvalidManifest, load_sourced_objects
 from .core.scheduler.runner import run_simulation
 from .core.scheduler.scheduler import Scheduler
+from .controllers import build_controller_manager
 from .plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
@@ -58,7 +61,9 @@ class Simulation:
             config = load_config(config, DEFAULT_PLUGINS)
         self.config = config
         self.scheduler = Scheduler(self.cluster, config, self.registry, self.clock, seed=seed)
-        self.loops: list[Any] = [self.scheduler]
+        self.controllers = build_controller_manager(
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
+        self.loops: list[Any] = [self.scheduler, self.controllers]
         self._started = False
 
     @classmethod
@@ -86,13 +91,18 @@ class Simulation:
     def start(self) -> None:
         if not self._started:
             self.scheduler.start()
+            self.controllers.start()
             self._started = True
 
     def run(self, until: float | None = None) -> None:
         """Run until nothing more can happen, or until simulated time ``until``
         (seconds since the epoch), jumping the clock over every wait."""
         self.start()
-        run_simulation(self.loops, self.clock, until, progress=lambda: self.scheduler.stats.bound)
+        run_simulation(self.loops, self.clock, until, progress=self.progress)
+
+    def progress(self) -> int:
+        """Grows with useful work: pods bound plus successful controller syncs."""
+        return self.scheduler.stats.bound + self.controllers.synced
 
     def run_for(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time from now."""

@@ -525,6 +525,83 @@ def test_a_failed_prebind_skips_bind_unreserves_and_retries():
     assert condition(sim.pod("p")).status == "True"
 
 
+class WaitForLabel:
+    """PreBind waits until the node carries ``attached=<pod name>`` (as a volume
+    plugin waits for a controller), at most 30 s."""
+
+    name = "WaitForLabel"
+
+    def __init__(self, args, handle):
+        self.handle = handle
+
+    @kubesched.hookimpl
+    def pre_bind(self, state, pod, node_name):
+        CALLS.append(("WaitForLabel", "pre_bind", pod.metadata.name))
+
+        def attached():
+            node = self.handle.cluster.get("Node", node_name)
+            if node.metadata.labels.get("attached") == pod.metadata.name:
+                return None
+            if node.metadata.labels.get("attached") == "broken":
+                return Status(Code.UNSCHEDULABLE, ("attachment failed",))
+            return Status(Code.WAIT)
+
+        return kubesched.PreBindWait(attached, timeout=30, message="volume not attached in time")
+
+
+def label_node(sim, value):
+    current = sim.cluster.get("Node", "n1")
+    sim.cluster.update(evolve_meta(current, labels={"attached": value}))
+
+
+def test_a_prebind_wait_binds_once_the_condition_holds_while_other_pods_go_on():
+    sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}}}), WaitForLabel)
+    sim.create([node("n1", cpu="4"), pod("p", cpu="1")])
+    sim.run_for(5)
+    assert sim.pod("p").spec.node_name == ""
+    assert sim.scheduler.cache.is_assumed(sim.pod("p"))  # its room stays taken while it waits
+    label_node(sim, "p")
+    sim.run_for(1)
+    assert sim.pod("p").spec.node_name == "n1"
+    assert not sim.scheduler.binding_waits
+
+
+def test_a_prebind_wait_times_out_unreserves_and_retries():
+    sim = simulation(config({"plugins": {"reserve": {"enabled": [{"name": "Reserving"}]},
+                                         "preBind": {"enabled": [{"name": "WaitForLabel"}]}}}),
+                     Reserving, WaitForLabel)
+    sim.create([node("n1"), pod("p")])
+    sim.run_for(29.5)
+    assert not sim.events("FailedScheduling")
+    sim.run_for(1)
+    (failed,) = sim.events("FailedScheduling")
+    assert failed.message == 'running PreBind plugin "WaitForLabel": volume not attached in time'
+    assert ("Reserving", "unreserve", "p") in [c[:3] for c in CALLS]
+    assert not sim.scheduler.cache.is_assumed(sim.pod("p"))
+    assert condition(sim.pod("p")).reason == "SchedulerError"
+    sim.run_for(1)  # retried after the 1 s backoff
+    assert [c[:2] for c in CALLS].count(("WaitForLabel", "pre_bind")) == 2
+
+
+def test_a_prebind_wait_that_fails_is_an_unschedulable_binding():
+    sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}}}), WaitForLabel)
+    sim.create([node("n1"), pod("p")])
+    sim.run_for(2)
+    label_node(sim, "broken")
+    sim.run_for(1)
+    assert sim.pod("p").spec.node_name == ""
+    assert condition(sim.pod("p")).message == "0/1 nodes are available: 1 attachment failed."
+
+
+def test_aborting_binding_waits_forgets_the_assumed_pod():
+    sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}}}), WaitForLabel)
+    sim.create([node("n1"), pod("p")])
+    sim.run_for(2)
+    assert sim.scheduler.abort_binding_waits("scheduler is shutting down") == 1
+    assert not sim.scheduler.cache.is_assumed(sim.pod("p"))
+    assert condition(sim.pod("p")).message == "scheduler is shutting down"
+
+
 def test_a_failed_binding_frees_the_room_for_other_pods():
     sim = binding_sim()
     binds = fail_first_bind(sim)

@@ -24,7 +24,7 @@ from .nodeinfo import NodeInfo, PodInfo
 from .registry import PluginError, Registry, build_args, implemented_hooks
 from .snapshot import NodeTable
 from .status import Code, Status
-from .types import EVERY_EVENT, ClusterEventWithHint, PostFilterResult, PreFilterResult
+from .types import EVERY_EVENT, ClusterEventWithHint, PostFilterResult, PreBindWait, PreFilterResult
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -432,15 +432,33 @@ class Framework:
             return Status(Code.ERROR, (f"running Permit plugin \"{name}\": {status.message()}",), name, status.error), {}
         return None, waits
 
-    def run_pre_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
-        for name, method in self.pre_bind_plugins:
-            status = method(state, pod, node_name)
-            if status is None or status.code in (Code.SUCCESS, Code.SKIP):
-                continue
-            if status.code == Code.UNSCHEDULABLE:
-                return status.with_plugin(name)
-            return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
-        return None
+    def run_pre_bind(
+        self, state: CycleState, pod: Any, node_name: str, start: int = 0
+    ) -> tuple[Status | None, PreBindWait | None, int]:
+        """PreBind plugins from index ``start`` on.  Returns ``(status, wait,
+        index)``: the first failure (wait None); or a plugin's
+        :class:`PreBindWait` and that plugin's index, to resume after it with
+        ``start=index + 1`` once the wait is over; or ``(None, None, n)``."""
+        for index in range(start, len(self.pre_bind_plugins)):
+            name, method = self.pre_bind_plugins[index]
+            answer = method(state, pod, node_name)
+            if isinstance(answer, PreBindWait):
+                return None, answer, index
+            status = self.pre_bind_status(index, answer)
+            if status is not None:
+                return status, None, index
+        return None, None, len(self.pre_bind_plugins)
+
+    def pre_bind_status(self, index: int, status: Status | None) -> Status | None:
+        """The binding outcome of PreBind plugin ``index`` answering ``status``:
+        None to go on; Unschedulable as is (a scheduling failure); anything
+        else an Error naming the plugin."""
+        name = self.pre_bind_plugins[index][0]
+        if status is None or status.code in (Code.SUCCESS, Code.SKIP):
+            return None
+        if status.code == Code.UNSCHEDULABLE:
+            return status.with_plugin(name)
+        return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
 
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         for name, method in self.bind_plugins:

@@ -30,6 +30,27 @@ class PostFilterResult:
     nominated_node_name: str = ""
 
 
+@frozen
+class PreBindWait:
+    """What a PreBind plugin returns when its work completes elsewhere (a
+    controller binding volumes, a driver meeting binding conditions).
+
+    The binding cycle then polls ``check()`` every ``interval`` seconds on the
+    clock (the scheduler goes on with other pods meanwhile): a Status with
+    code Wait means not yet; None or Success continues with the next PreBind
+    plugin; any other status fails the binding as that plugin's PreBind
+    status would.  After ``timeout`` seconds the binding fails with an Error
+    whose message is ``message``.  Mirrors the ``wait.PollUntilContextTimeout``
+    upstream plugins run inside PreBind (VolumeBinding: every 1 s, up to
+    bindTimeoutSeconds).
+    """
+
+    check: Callable[[], Any]
+    timeout: float
+    interval: float = 1.0
+    message: str = "timed out waiting for the condition"
+
+
 class ActionType(enum.IntFlag):
     """What happened to an object (upstream's ``fwk.ActionType`` bits)."""
 

@@ -120,6 +120,19 @@ class WaitingPod:
         self._resume(status)
 
 
+@attrs.define
+class BindingWait:
+    """A binding cycle parked at a PreBind plugin's :class:`PreBindWait`:
+    the poll ``timer`` and what the cycle needs to go on or fail."""
+
+    timer: Timer
+    fwk: Framework
+    state: CycleState
+    info: QueuedPodInfo
+    assumed: Pod
+    node_name: str
+
+
 class Scheduler:
     """kube-scheduler over a :class:`ClusterClient`.
 
@@ -147,6 +160,8 @@ class Scheduler:
         self.cache = Cache(clock)
         self.snapshot = Snapshot()
         self.waiting_pods: dict[str, WaitingPod] = {}
+        #: pod UID -> binding cycle waiting at PreBind
+        self.binding_waits: dict[str, BindingWait] = {}
         self.stats = SchedulingStats()
         self.next_start_node_index = 0
         self.profiles: dict[str, Framework] = {}
@@ -573,7 +588,37 @@ class Scheduler:
             self._binding_failed(fwk, state, info, assumed, node_name, permit)
             return
         self.queue.done(assumed)
-        status = fwk.run_pre_bind(state, assumed, node_name)
+        self._pre_bind_from(fwk, state, info, assumed, node_name, 0)
+
+    def _pre_bind_from(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
+                       node_name: str, start: int) -> None:
+        """PreBind plugins from ``start`` on; a :class:`PreBindWait` parks the
+        binding cycle in :attr:`binding_waits` and polls on the clock."""
+        status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
+        if wait is not None:
+            deadline = self.clock.now() + wait.timeout
+
+            def poll() -> None:
+                if self.binding_waits.pop(assumed.metadata.uid, None) is None:
+                    return  # aborted meanwhile
+                answer = wait.check()
+                if answer is not None and answer.code == Code.WAIT:
+                    if self.clock.now() >= deadline:
+                        self._binding_failed(fwk, state, info, assumed, node_name, Status(
+                            Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
+                        return
+                    self.binding_waits[assumed.metadata.uid] = BindingWait(
+                        self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+                    return
+                failed = fwk.pre_bind_status(index, answer)
+                if failed is not None:
+                    self._binding_failed(fwk, state, info, assumed, node_name, failed)
+                else:
+                    self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
+
+            self.binding_waits[assumed.metadata.uid] = BindingWait(
+                self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+            return
         if status is None:
             status = fwk.run_bind(state, assumed, node_name)
             if status is not None and status.code == Code.SKIP:
@@ -588,6 +633,18 @@ class Scheduler:
             f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
         )
         fwk.run_post_bind(state, assumed, node_name)
+
+    def abort_binding_waits(self, message: str) -> int:
+        """Fail every binding cycle parked at a PreBind wait (Unreserve, forget,
+        requeue), e.g. on shutdown; returns how many there were."""
+        aborted = 0
+        for uid in list(self.binding_waits):
+            wait = self.binding_waits.pop(uid)
+            wait.timer.cancel()
+            self._binding_failed(wait.fwk, wait.state, wait.info, wait.assumed, wait.node_name,
+                                 Status(Code.ERROR, (message,)))
+            aborted += 1
+        return aborted
 
     def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
         self.stats.binding_failures += 1
