@@ -92,6 +92,13 @@ class DeviceID(NamedTuple):
         return cls(result.driver, result.pool, result.device)
 
 
+def _occupying(allocation: AllocationResult) -> Iterable[tuple[DeviceID, DeviceRequestAllocationResult]]:
+    """The results of ``allocation`` that occupy their device (all but admin access)."""
+    for result in allocation.devices.results:
+        if not result.admin_access:
+            yield DeviceID.of(result), result
+
+
 @define
 class AllocatedState:
     """What other claims already use (upstream ``AllocatedState``).
@@ -125,10 +132,7 @@ class AllocatedState:
 
     def add(self, allocation: AllocationResult) -> None:
         """Count the devices of ``allocation`` as in use (an in-flight or newly allocated claim)."""
-        for result in allocation.devices.results:
-            if result.admin_access:
-                continue
-            device = DeviceID.of(result)
+        for device, result in _occupying(allocation):
             if result.share_id is None:
                 self.devices.add(device)
                 continue
@@ -140,10 +144,7 @@ class AllocatedState:
 
     def remove(self, allocation: AllocationResult) -> None:
         """Undo :meth:`add` (a deallocated claim, a preemption victim in a dry run)."""
-        for result in allocation.devices.results:
-            if result.admin_access:
-                continue
-            device = DeviceID.of(result)
+        for device, result in _occupying(allocation):
             if result.share_id is None:
                 self.devices.discard(device)
                 continue

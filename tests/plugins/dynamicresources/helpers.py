@@ -30,6 +30,9 @@ NODE_1, NODE_2 = "node-1", "node-2"
 
 _uids = itertools.count(1)
 
+#: A selector for driver-a devices with at least that much ``memory`` capacity (format with a quantity).
+MEMORY_AT_LEAST = 'device.capacity["driver-a"].memory.compareTo(quantity("{}")) >= 0'
+
 
 def node(name: str = NODE_1, region: str = "region-1"):
     return make_node(name, labels={"region": region, "planet": "earth"})

@@ -13,6 +13,7 @@ from kubesched.plugins.dynamicresources.allocator import AllocationError, Alloca
 
 from .helpers import (
     CLASS_A,
+    MEMORY_AT_LEAST,
     CLASS_B,
     DRIVER_A,
     DRIVER_B,
@@ -36,8 +37,6 @@ from .helpers import (
     result,
     subrequest,
 )
-
-MEMORY_AT_LEAST = 'device.capacity["driver-a"].memory.compareTo(quantity("{}")) >= 0'
 
 
 def one_device(name="slice-1", pool="pool-1", driver=DRIVER_A, **kwargs):

@@ -15,6 +15,7 @@ from kubesched.plugins.dynamicresources.allocator import AllocatedState, DeviceI
 
 from .helpers import (
     CLASS_A,
+    MEMORY_AT_LEAST,
     CLASS_B,
     DRIVER_A,
     NODE_2,
@@ -169,8 +170,6 @@ def partitions(*sizes: str, total: str = "8Gi", node_name: str = "node-1", pool:
                        shared_counters=[counter_set("set-1", memory=total)]),
     ]
 
-
-MEMORY_AT_LEAST = 'device.capacity["driver-a"].memory.compareTo(quantity("{}")) >= 0'
 
 
 def test_partitionable_single_device():
