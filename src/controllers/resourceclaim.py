@@ -8,7 +8,8 @@ Mirrors kube-controller-manager's ``resourceclaim`` controller
   as upstream when longer than 57 characters; the template's labels and
   annotations plus ``resource.kubernetes.io/pod-claim-name``; the pod as
   controlling owner) and records it in ``pod.status.resourceClaimStatuses``;
-  a missing template is a ``FailedResourceClaimCreation`` event and a retry;
+  a missing template is a ``FailedResourceClaimCreation`` event (the pod is
+  synced again when the template appears, instead of upstream's retries);
 - it drops pods that are gone, replaced (another UID) or done from
   ``status.reservedFor``; a claim nobody reserves any more is deallocated and
   its ``resource.kubernetes.io/delete-protection`` finalizer removed;
@@ -108,6 +109,8 @@ class ResourceClaimController(Controller):
             if pod_claim.resource_claim_template_name is None or pod_claim.name in statuses:
                 continue
             claim_name = self._existing_claim(pod, pod_claim.name) or self._create_claim(pod, pod_claim)
+            if claim_name is None:
+                continue
             added.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim_name))
         if added:
             current = self.cluster.get("Pod", pod.metadata.name, pod.metadata.namespace)
@@ -131,7 +134,9 @@ class ResourceClaimController(Controller):
                 return claim.metadata.name
         return None
 
-    def _create_claim(self, pod: Pod, pod_claim: Any) -> str:
+    def _create_claim(self, pod: Pod, pod_claim: Any) -> str | None:
+        """Create the pod's claim from its template; None (and a warning event)
+        when the template does not exist: the pod is synced again when it appears."""
         namespace = pod.metadata.namespace
         template = self.informers.get("ResourceClaimTemplate", f"{namespace}/{pod_claim.resource_claim_template_name}")
         if template is None:
@@ -139,7 +144,7 @@ class ResourceClaimController(Controller):
                        f'"{pod_claim.resource_claim_template_name}": resourceclaimtemplate.resource.k8s.io '
                        f'"{pod_claim.resource_claim_template_name}" not found')
             self.recorder.event(pod, "Warning", "FailedResourceClaimCreation", "Create", message)
-            raise NotFound(message)
+            return None
         meta = template.spec.metadata
         claim = ResourceClaim(
             metadata=ObjectMeta(

@@ -265,7 +265,7 @@ class WorkloadExecutor:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
         self.controllers = build_controller_manager(
             ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
-        preemption = all(fw.post_filter_plugins for fw in self.scheduler.profiles.values())
+        preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
 
@@ -325,7 +325,7 @@ class WorkloadExecutor:
 
     def _check_pod(self, code: str, doc: dict[str, Any], pod: Pod, preemption: bool) -> None:
         """Pods kubesched's profiles cannot schedule as upstream would: claims without
-        DynamicResources, priorities (preemption) without a PostFilter plugin."""
+        DynamicResources, priorities (preemption) without DefaultPreemption."""
         spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
                                                   for fw in self.scheduler.profiles.values()):
@@ -334,7 +334,7 @@ class WorkloadExecutor:
         priority = pod.spec.priority or 0
         if not preemption and (priority > 0 or pod.spec.priority_class_name):
             raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
-                              "preemption; no PostFilter plugin such as DefaultPreemption is enabled)")
+                              "preemption; DefaultPreemption is not enabled)")
 
     def _node_source(self, op: Op, fields: dict[str, Any]) -> ObjectSource:
         path = fields.get("nodeTemplatePath")

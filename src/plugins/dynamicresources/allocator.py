@@ -32,6 +32,7 @@ Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
 from __future__ import annotations
 
 import functools
+import copy
 import uuid
 from fractions import Fraction
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
@@ -129,6 +130,11 @@ class AllocatedState:
             if claim.status.allocation is not None:
                 state.add(claim.status.allocation)
         return state
+
+    def copy(self) -> AllocatedState:
+        """An independent copy (a preemption dry run changes it)."""
+        return AllocatedState(set(self.devices), set(self.shared),
+                              {device: dict(used) for device, used in self.consumed_capacity.items()})
 
     def add(self, allocation: AllocationResult) -> None:
         """Count the devices of ``allocation`` as in use (an in-flight or newly allocated claim)."""
@@ -361,6 +367,14 @@ class Allocator:
         self._claims: dict[int, _ClaimSpec] = {}
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
         self._taints: dict[DeviceID, tuple] = {}
+
+    def with_allocated(self, allocated: AllocatedState) -> Allocator:
+        """This allocator over another allocated state (a preemption dry run that
+        freed devices): the slice index, node views and claim specs are shared."""
+        other = copy.copy(self)
+        other.allocated = allocated
+        other._available_counters = {}
+        return other
 
     def allocate(
         self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None

@@ -25,7 +25,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, ClassVar
 
 import attrs
@@ -94,7 +93,8 @@ class _State:
 
     ``claims`` are the pod's claims in ``spec.resourceClaims`` order;
     ``to_allocate`` the indices of the unallocated ones; ``allocated`` the
-    devices taken (a copy, changed by preemption dry runs); ``released`` the
+    devices taken, shared with the plugin's tracker until a preemption dry run
+    changes it (``owns_allocated``: copied on first change); ``released`` the
     UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID.
     """
 
@@ -102,6 +102,7 @@ class _State:
     to_allocate: list[int] = field(factory=list)
     allocator: Allocator | None = None
     allocated: AllocatedState | None = None
+    owns_allocated: bool = False
     unavailable: set[int] = field(factory=set)
     node_allocations: PlannedAllocations = field(factory=PlannedAllocations)
     allocations: dict[int, Any] = field(factory=dict)
@@ -109,12 +110,20 @@ class _State:
     removed: dict[str, set[str]] = field(factory=dict)
 
     def clone(self) -> "_State":
-        """Dry runs change ``allocated``/``released``/``removed`` on a copy."""
-        if self.allocated is None and not self.removed:
+        """Dry runs (nominated pods, preemption) change a clone, never this state."""
+        if self.allocator is None:
             return self
-        return attrs.evolve(self, allocated=copy.deepcopy(self.allocated), released=set(self.released),
+        return attrs.evolve(self, owns_allocated=False, released=set(self.released),
                             removed={uid: set(pods) for uid, pods in self.removed.items()},
-                            unavailable=self.unavailable)
+                            unavailable=self.unavailable, node_allocations=self.node_allocations)
+
+    def writable_allocated(self) -> AllocatedState:
+        """``allocated``, copied first if it is still shared (copy on write)."""
+        if not self.owns_allocated:
+            self.allocated = self.allocated.copy()
+            self.allocator = self.allocator.with_allocated(self.allocated)
+            self.owns_allocated = True
+        return self.allocated
 
 
 class DynamicResources:
@@ -196,14 +205,14 @@ class DynamicResources:
     def pre_filter(self, state, pod, nodes):
         if not pod.spec.resource_claims:
             return Status(Code.SKIP)
+        data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
+        state.write(STATE_KEY, data)
         try:
             claims = [claim for _, claim in self._claims(pod)]
         except ClaimNameError as err:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),))
         if not claims:
             return Status(Code.SKIP)
-        data = _State(claims)
-        state.write(STATE_KEY, data)
         for index, claim in enumerate(claims):
             if claim.status.allocation is not None:
                 continue
@@ -215,8 +224,9 @@ class DynamicResources:
                 status = self._check_classes(request)
                 if status is not None:
                     return status
+        data.claims = claims
         if data.to_allocate:
-            data.allocated = copy.deepcopy(self.allocated)
+            data.allocated = self.allocated
             data.allocator = Allocator(self.dra.slices(), self.dra.device_classes(), data.allocated,
                                        self.selectors, self.dra.taint_rules(), now=self.handle.clock.now())
         state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
@@ -239,7 +249,7 @@ class DynamicResources:
     @hookimpl
     def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
         data = state.get(STATE_KEY)
-        if data is None or data.allocated is None:
+        if data is None or data.allocator is None:
             return None
         for claim in self._victim_claims(pod_info_to_add.pod):
             uid = claim.metadata.uid
@@ -249,13 +259,13 @@ class DynamicResources:
             removed.discard(pod_info_to_add.pod.metadata.uid)
             if uid in data.released:
                 data.released.discard(uid)
-                data.allocated.add(claim.status.allocation)
+                data.writable_allocated().add(claim.status.allocation)
         return None
 
     @hookimpl
     def pre_filter_remove_pod(self, state, pod, pod_info_to_remove, node_info):
         data = state.get(STATE_KEY)
-        if data is None or data.allocated is None:
+        if data is None or data.allocator is None:
             return None
         victim = pod_info_to_remove.pod
         for claim in self._victim_claims(victim):
@@ -269,7 +279,7 @@ class DynamicResources:
                     and all(ref.resource == "pods" and not ref.api_group for ref in claim.status.reserved_for)
                     and users <= removed):
                 data.released.add(uid)
-                data.allocated.remove(claim.status.allocation)
+                data.writable_allocated().remove(claim.status.allocation)
         return None
 
     def _victim_claims(self, pod) -> list[ResourceClaim]:
@@ -310,7 +320,7 @@ class DynamicResources:
             end = clock.now() + self.filter_timeout
             deadline = lambda: clock.now() > end  # noqa: E731
         try:
-            results = data.allocator.allocate(node, to_allocate, deadline=deadline, allocated=data.allocated)
+            results = data.allocator.allocate(node, to_allocate, deadline=deadline)
         except AllocationTimeout:
             return Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
         except AllocationError as err:
@@ -328,7 +338,7 @@ class DynamicResources:
         if not pod.spec.resource_claims:
             return None, Status(Code.UNSCHEDULABLE)
         data: _State | None = state.get(STATE_KEY)
-        if data is None:
+        if data is None or not data.claims:
             return None, Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",))
         # upstream picks one at random (map order); the lowest index keeps runs reproducible
         for index in sorted(data.unavailable):

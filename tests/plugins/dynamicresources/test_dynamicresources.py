@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import attrs
 import pytest
-import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
 from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 
-from ...core.helpers import condition
 
 DRIVER = "gpu.example.com"
 
 
-def objects(text: str) -> list:
-    return [from_manifest(doc) for doc in yaml.safe_load_all(text) if doc]
+def condition(p):
+    return next(c for c in p.status.conditions if c.type == "PodScheduled")
 
 
 def device_class(name: str = DRIVER, expression: str = f"device.driver == '{DRIVER}'"):
@@ -103,7 +101,7 @@ def test_two_pods_never_get_the_same_device_and_the_third_waits_with_upstreams_r
     assert sorted(devices(claim_of(sim, n))[0][3] for n in bound) == ["gpu-0", "gpu-1"]
     (waiting,) = [n for n, where in placed.items() if not where]
     assert condition(sim.pod(waiting)).message == (
-        "0/2 nodes are available: 2 cannot allocate all claims.")
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable.")
 
 
 def test_a_pod_whose_claim_is_gone_gives_its_device_to_the_next_one():
@@ -144,7 +142,8 @@ def test_a_missing_device_class_keeps_the_pod_pending_with_the_reason():
     sim = sim_with(node("n1"), gpu_slice("n1"), template(), gpu_pod("p"))
     assert not sim.pod("p").spec.node_name
     assert condition(sim.pod("p")).message == (
-        "0/1 nodes are available: 1 request gpu: device class gpu.example.com does not exist.")
+        "0/1 nodes are available: request gpu: device class gpu.example.com does not exist. "
+        "no new claims to deallocate.")
     sim.create([device_class()])
     sim.run()
     assert sim.pod("p").spec.node_name == "n1"
