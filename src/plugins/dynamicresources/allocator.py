@@ -70,6 +70,9 @@ __all__ = [
     "DeviceID",
 ]
 
+#: The deadline is checked every 64 search steps (a clock read costs more than a step).
+DEADLINE_CHECK_MASK = 63
+
 #: Namespace of the deterministic share IDs (uuid5 of claim, request and device).
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
 
@@ -368,11 +371,16 @@ class Allocator:
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
         self._taints: dict[DeviceID, tuple] = {}
 
-    def with_allocated(self, allocated: AllocatedState) -> Allocator:
-        """This allocator over another allocated state (a preemption dry run that
-        freed devices): the slice index, node views and claim specs are shared."""
+    def with_allocated(self, allocated: AllocatedState, now: float | None = None) -> Allocator:
+        """This allocator over another allocated state: the next scheduling
+        cycle, or a preemption dry run that freed devices.  What depends only on
+        the slices, classes and taint rules (the slice index, per-node views,
+        device taints) is shared; ``now`` replaces the timestamp when given."""
         other = copy.copy(self)
         other.allocated = allocated
+        other.now = self.now if now is None else now
+        other.search_steps = 0
+        other._claims = {}
         other._available_counters = {}
         return other
 
@@ -654,7 +662,7 @@ class _Search:
         of claim ``claim`` and everything after it.  ``start``: first candidate
         to try (devices of one request are picked in increasing position)."""
         self.steps += 1
-        if self.deadline is not None and self.deadline():
+        if self.deadline is not None and not self.steps & DEADLINE_CHECK_MASK and self.deadline():
             raise AllocationTimeout("filter operation aborted: deadline exceeded")
         if claim >= len(self.claims):
             return True

@@ -140,6 +140,22 @@ class DynamicResources:
         #: devices taken by allocated and in-flight claims, kept current incrementally
         self.allocated = AllocatedState.from_claims(())
         self.dra.add_listener(self._claim_changed)
+        # what depends only on slices, classes and taint rules is kept across cycles
+        self._allocator: Allocator | None = None
+        for kind in ("ResourceSlice", "DeviceClass", "DeviceTaintRule"):
+            handle.informers.add_handlers(kind, self._inputs_changed, lambda old, new: self._inputs_changed(new),
+                                          self._inputs_changed)
+
+    def _inputs_changed(self, _obj) -> None:
+        self._allocator = None
+
+    def _cycle_allocator(self) -> Allocator:
+        """An allocator for this cycle over the devices taken now."""
+        now = self.handle.clock.now()
+        if self._allocator is None:
+            self._allocator = Allocator(self.dra.slices(), self.dra.device_classes(), self.allocated,
+                                        self.selectors, self.dra.taint_rules(), now=now)
+        return self._allocator.with_allocated(self.allocated, now)
 
     def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         if old is not None and old.status.allocation is not None:
@@ -227,8 +243,7 @@ class DynamicResources:
         data.claims = claims
         if data.to_allocate:
             data.allocated = self.allocated
-            data.allocator = Allocator(self.dra.slices(), self.dra.device_classes(), data.allocated,
-                                       self.selectors, self.dra.taint_rules(), now=self.handle.clock.now())
+            data.allocator = self._cycle_allocator()
         state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
         return None
 
