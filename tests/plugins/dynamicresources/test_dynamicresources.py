@@ -160,6 +160,41 @@ def test_a_missing_template_is_reported_and_the_pod_scheduled_once_it_exists():
     assert sim.pod("p").spec.node_name == "n1"
 
 
+def test_a_pool_with_a_duplicate_device_is_not_used_and_the_rest_of_the_run_goes_on():
+    broken = [from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                             "metadata": {"name": f"n1-part-{i}"},
+                             "spec": {"driver": DRIVER, "nodeName": "n1",
+                                      "pool": {"name": "n1", "resourceSliceCount": 2},
+                                      "devices": [{"name": "gpu-0"}]}}) for i in range(2)]
+    sim = sim_with(node("n1"), node("n2"), device_class(), *broken, gpu_slice("n2", count=1), template(),
+                   gpu_pod("first"), gpu_pod("second"), pod("plain", cpu="1"))
+    placed = {name: sim.pod(name).spec.node_name for name in ("first", "second")}
+    assert sorted(placed.values()) == ["", "n2"]  # the invalid pool on n1 gives nothing
+    assert sim.pod("plain").spec.node_name
+    waiting = next(name for name, where in placed.items() if not where)
+    assert "cannot allocate all claims" in condition(sim.pod(waiting)).message
+
+
+def taint_rule(effect: str = "NoSchedule"):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule",
+                          "metadata": {"name": "maintenance"},
+                          "spec": {"deviceSelector": {"driver": DRIVER, "pool": "n1"},
+                                   "taint": {"key": "maintenance", "value": "true", "effect": effect}}})
+
+
+def test_devices_tainted_by_a_rule_are_only_given_to_claims_that_tolerate_them():
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1"), gpu_slice("n2", count=1),
+                   taint_rule(), template(), gpu_pod("plain"))
+    assert sim.pod("plain").spec.node_name == "n2"
+    tolerant = template("tolerant", tolerations=[{"key": "maintenance", "operator": "Exists",
+                                                  "effect": "NoSchedule"}])
+    sim.create([tolerant, gpu_pod("brave", template_name="tolerant")])
+    sim.run()
+    assert sim.pod("brave").spec.node_name == "n1"
+    (result,) = claim_of(sim, "brave").status.allocation.devices.results
+    assert [(t.key, t.operator, t.effect) for t in result.tolerations] == [("maintenance", "Exists", "NoSchedule")]
+
+
 def test_a_cel_runtime_error_is_a_scheduler_error_not_a_silent_mismatch():
     sim = sim_with(node("n1"), device_class(), gpu_slice("n1"),
                    template(selectors=[f"device.attributes['{DRIVER}'].nosuch == 'x'"]), gpu_pod("p"))
