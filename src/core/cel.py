@@ -1698,19 +1698,29 @@ def _compile_uncached(expression: str) -> DeviceSelector:
 
 
 class _SliceMemo:
-    __slots__ = ("version", "views", "results")
+    __slots__ = ("version", "views", "results", "contents")
 
     def __init__(self, version: tuple):
         self.version = version
         self.views: dict[str, DeviceView | CelRuntimeError] = {}
         self.results: dict[tuple[str, str], bool | CelRuntimeError] = {}
+        self.contents: dict[str, tuple] = {}
+
+
+def _content_key(driver: str, device: resource_v1.Device) -> tuple:
+    """Everything a selector can see of a device (not its name, pool or node)."""
+    return (driver, bool(device.allow_multiple_allocations), repr(sorted(device.attributes.items())),
+            repr(sorted(device.capacity.items())))
 
 
 class SelectorCache:
     """Memo of selector results and device views, one per scheduler.
 
-    Selector results depend only on the device, so each (expression, slice,
-    device) is evaluated once; runtime errors are memoised too and raised again.
+    Selector results depend only on what a selector sees of a device (driver,
+    attributes, capacity, allowMultipleAllocations), so each expression is
+    evaluated once per distinct device content - a thousand nodes with the same
+    GPU cost one evaluation - and remembered per (slice, device); runtime
+    errors are memoised too and raised again.
     A slice is identified by ``metadata.uid`` (its name when it has none) and its
     version by ``(metadata.generation, metadata.resourceVersion)``: when a slice
     with the same uid shows up with another version, everything remembered for it
@@ -1725,6 +1735,7 @@ class SelectorCache:
     def __init__(self, max_slices: int = 100_000):
         self.max_slices = max_slices
         self._slices: dict[str, _SliceMemo] = {}
+        self._by_content: dict[tuple[str, tuple], bool | CelRuntimeError] = {}
         self.evaluations = 0
         self.hits = 0
         self.conversions = 0
@@ -1779,12 +1790,22 @@ class SelectorCache:
         key = (selector.expression, device.name)
         result = memo.results.get(key)
         if result is None:
-            try:
-                view = self._view(memo, resource_slice, device)
-                self.evaluations += 1
-                result = selector.matches(view)
-            except CelRuntimeError as err:
-                result = err
+            content = memo.contents.get(device.name)
+            if content is None:
+                content = memo.contents[device.name] = _content_key(resource_slice.spec.driver, device)
+            result = self._by_content.get((selector.expression, content))
+            if result is None:
+                try:
+                    view = self._view(memo, resource_slice, device)
+                    self.evaluations += 1
+                    result = selector.matches(view)
+                except CelRuntimeError as err:
+                    result = err
+                if len(self._by_content) >= self.max_slices:
+                    self._by_content.clear()
+                self._by_content[(selector.expression, content)] = result
+            else:
+                self.hits += 1
             memo.results[key] = result
         else:
             self.hits += 1
@@ -1810,3 +1831,4 @@ class SelectorCache:
     def clear(self) -> None:
         """Drop everything."""
         self._slices.clear()
+        self._by_content.clear()

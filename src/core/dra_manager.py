@@ -10,7 +10,9 @@ same device.  It holds
   devices count as allocated for every other scheduling cycle, and a pod that
   shares such a claim waits ("resource claim ... is in the process of being
   allocated");
-- DeviceClasses, ResourceSlices and DeviceTaintRules from the informers.
+- DeviceClasses, ResourceSlices and DeviceTaintRules from the informers;
+- :attr:`DRAManager.allocated`: the devices those claims use (upstream's
+  ``GatherAllocatedState``), kept current as claims change.
 
 Listeners registered with :meth:`DRAManager.add_listener` hear every change of
 a claim's *effective* version (the in-flight copy if there is one, else the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .allocated_devices import AllocatedState, DeviceID
 from .api.resource_v1 import AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from .assume_cache import AssumeCache
 from .cluster.informer import Informers
@@ -31,33 +34,91 @@ ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
 #: CycleState key of the :class:`PlannedAllocations` the DynamicResources Filter publishes.
 PLANNED_ALLOCATIONS_KEY = "kubesched.io/dra-planned-allocations"
 
+#: ``key(device) -> sortable``: a plugin's device preference (lower sorts first).
+DeviceKey = Callable[[DeviceID], Any]
+
+#: ``planner(node name, device order or None) -> {"ns/claim": AllocationResult} | None``.
+Planner = Callable[[str, "DeviceKey | None"], "dict[str, AllocationResult] | None"]
+
 
 class PlannedAllocations:
-    """Per feasible node, the allocation DynamicResources' Filter found for each
-    of the pod's unallocated claims: ``{node name: {"ns/claim": AllocationResult}}``.
+    """Per feasible node, the allocation DynamicResources found for each of the
+    pod's unallocated claims: ``{node name: {"ns/claim": AllocationResult}}``.
 
     Score, Reserve and Permit plugins read it to see which devices the pod
     would get on a node (e.g. to prefer nodes whose GPUs fragment least)::
 
         planned = planned_allocations(state, node_info.name)   # None: no DRA claims
+
+    Plans are made on demand (``planner``, set by DynamicResources): a node's
+    plan is computed the first time someone asks for it, so scoring many
+    nodes costs nothing unless a plugin reads their plans.
+
+    Upstream's allocator takes the first devices that fit, in ResourceSlice
+    order.  A plugin that cares *which* devices (a GPU that fragments least,
+    the fullest shareable GPU) registers a preference with :meth:`prefer`
+    (or :func:`prefer_devices`) during PreScore or Score; every plan made
+    afterwards, including the one Reserve commits, tries devices in that
+    order.  Feasibility does not change: the allocator's search is complete,
+    only the choice among valid allocations does.
     """
 
-    def __init__(self) -> None:
-        self._by_node: dict[str, dict[str, AllocationResult]] = {}
+    def __init__(self, planner: Planner | None = None) -> None:
+        self._by_node: dict[str, dict[str, AllocationResult] | None] = {}
+        self._planner = planner
+        self._preferences: list[DeviceKey] = []
 
     def set(self, node_name: str, allocations: dict[str, AllocationResult]) -> None:
-        self._by_node[node_name] = allocations
+        """Record the plan found for ``node_name`` (without preferences)."""
+        if not self._preferences:
+            self._by_node[node_name] = allocations
 
     def get(self, node_name: str) -> dict[str, AllocationResult] | None:
-        return self._by_node.get(node_name)
+        """The plan for ``node_name``, made now if needed; None when the pod's
+        claims cannot be allocated there (or it has none to allocate)."""
+        if node_name in self._by_node:
+            return self._by_node[node_name]
+        if self._planner is None:
+            return None
+        plan = self._planner(node_name, self.device_order)
+        self._by_node[node_name] = plan
+        return plan
+
+    def prefer(self, key: DeviceKey) -> None:
+        """Try devices in ascending ``key(DeviceID)`` order (stable: ties keep
+        ResourceSlice order).  With several preferences the first registered
+        decides and later ones break its ties.  Plans already made are dropped."""
+        self._preferences.append(key)
+        self._by_node.clear()
+
+    @property
+    def device_order(self) -> DeviceKey | None:
+        """The combined preference (None: upstream's order)."""
+        keys = tuple(self._preferences)
+        if not keys:
+            return None
+        if len(keys) == 1:
+            return keys[0]
+        return lambda device: tuple(key(device) for key in keys)
 
 
 def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResult] | None:
-    """The allocations DynamicResources planned on ``node_name`` this cycle
+    """The allocations DynamicResources plans on ``node_name`` this cycle
     (``{"ns/claim": AllocationResult}``), or None when the pod allocates no
-    claim or the node was not feasible."""
+    claim or the node is not feasible."""
     planned = state.get(PLANNED_ALLOCATIONS_KEY)
     return planned.get(node_name) if planned is not None else None
+
+
+def prefer_devices(state: Any, key: DeviceKey) -> bool:
+    """Ask DynamicResources to try devices in ascending ``key(DeviceID)`` order
+    when it allocates this pod's claims (see :meth:`PlannedAllocations.prefer`).
+    Returns False when the pod has no claims to allocate."""
+    planned = state.get(PLANNED_ALLOCATIONS_KEY)
+    if planned is None:
+        return False
+    planned.prefer(key)
+    return True
 
 
 class DRAManager:
@@ -71,10 +132,24 @@ class DRAManager:
         self._informers = informers
         self.claims = AssumeCache(informers, "ResourceClaim")
         self._in_flight: dict[str, ResourceClaim] = {}
-        self._listeners: list[ClaimListener] = []
+        #: devices used by allocated and in-flight claims
+        self.allocated = AllocatedState.from_claims(self.claims.list())
+        self._listeners: list[ClaimListener] = [self._track_allocated]
+        self._slices_by_node: dict[str, list[ResourceSlice]] | None = None
         for kind in ("DeviceClass", "ResourceSlice", "DeviceTaintRule"):
             informers.store(kind)
+        informers.add_handlers("ResourceSlice", self._slices_changed, lambda old, new: self._slices_changed(new),
+                               self._slices_changed)
         self.claims.add_handler(self._cached_claim_changed)
+
+    def _track_allocated(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        if old is not None and old.status.allocation is not None:
+            self.allocated.remove(old.status.allocation)
+        if new is not None and new.status.allocation is not None:
+            self.allocated.add(new.status.allocation)
+
+    def _slices_changed(self, _slice) -> None:
+        self._slices_by_node = None
 
     # --- listeners -----------------------------------------------------------------------
 
@@ -153,3 +228,18 @@ class DRAManager:
 
     def taint_rules(self) -> list[DeviceTaintRule]:
         return list(self._informers.store("DeviceTaintRule").values())
+
+    def node_slices(self, node_name: str) -> list[ResourceSlice]:
+        """The ResourceSlices published for ``node_name`` alone (``spec.nodeName``),
+        sorted by name: the node-local devices a plugin may inspect, e.g.
+        ``[(DeviceID(s.spec.driver, s.spec.pool.name, d.name), d) for s in
+        dra.node_slices(name) for d in s.spec.devices]`` with
+        ``dra.allocated`` telling which of them are in use.  Slices for many
+        nodes (``allNodes``, ``nodeSelector``) are not included."""
+        if self._slices_by_node is None:
+            by_node: dict[str, list[ResourceSlice]] = {}
+            for resource_slice in sorted(self.slices(), key=lambda s: s.metadata.name):
+                if resource_slice.spec.node_name:
+                    by_node.setdefault(resource_slice.spec.node_name, []).append(resource_slice)
+            self._slices_by_node = by_node
+        return self._slices_by_node.get(node_name, [])

@@ -92,7 +92,8 @@ class ExtensionPoints:
         ``table`` is the snapshot's NodeTable, ``rows`` an int array of the
         rows to judge.  Returns a bool array (True = passes) of ``len(rows)``.
         A plugin offering it must also implement :meth:`filter`, which gives
-        the reasons for the rejected nodes and must agree with it.
+        the reasons for the rejected nodes and must agree with it.  Returning
+        None declines for this pod: :meth:`filter` then runs per node.
         """
 
     @hookspec

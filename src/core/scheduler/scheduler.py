@@ -460,8 +460,9 @@ class Scheduler:
             if name in skip:
                 continue
             batch = fwk.filter_batch.get(name)
-            if batch is not None:
-                mask &= np.asarray(batch(state, pod, snapshot.table, rows), dtype=bool)
+            answer = batch(state, pod, snapshot.table, rows) if batch is not None else None
+            if answer is not None:
+                mask &= np.asarray(answer, dtype=bool)
             else:
                 per_node.append(method)
         nominated_nodes = self.queue.nominator.nodes()

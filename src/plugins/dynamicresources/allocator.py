@@ -35,7 +35,7 @@ import functools
 import copy
 import uuid
 from fractions import Fraction
-from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from attrs import define, field
 
@@ -55,6 +55,7 @@ from ...core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
+from ...core.allocated_devices import AllocatedState, DeviceID
 from ...core.cel import CelCompileError, CelRuntimeError, SelectorCache, compile
 from ...core.devicetaints import affects_scheduling, rule_taints, untolerated
 from ...core.nodeaffinity import NAME_FIELD
@@ -75,102 +76,6 @@ DEADLINE_CHECK_MASK = 63
 
 #: Namespace of the deterministic share IDs (uuid5 of claim, request and device).
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
-
-
-class DeviceID(NamedTuple):
-    """A device: ``driver``, ``pool`` and ``device`` name (immutable and
-    hashable); ``str()`` gives ``driver/pool/device`` as in upstream's messages.
-    A named tuple rather than an attrs class: the allocator tests membership
-    of device IDs in sets in its innermost loop, and tuples compare in C."""
-
-    driver: str
-    pool: str
-    device: str
-
-    def __str__(self) -> str:
-        return f"{self.driver}/{self.pool}/{self.device}"
-
-    @classmethod
-    def of(cls, result: DeviceRequestAllocationResult) -> DeviceID:
-        """The device of one allocation result."""
-        return cls(result.driver, result.pool, result.device)
-
-
-def _occupying(allocation: AllocationResult) -> Iterable[tuple[DeviceID, DeviceRequestAllocationResult]]:
-    """The results of ``allocation`` that occupy their device (all but admin access)."""
-    for result in allocation.devices.results:
-        if not result.admin_access:
-            yield DeviceID.of(result), result
-
-
-@define
-class AllocatedState:
-    """What other claims already use (upstream ``AllocatedState``).
-
-    ``devices``: exclusively allocated devices (results without admin access and
-    without a share ID); ``shared``: ``(device, shareID)`` of the allocations of
-    devices that allow multiple allocations; ``consumed_capacity``: per shared
-    device, the capacity consumed by all its allocations (exact base units).
-    Admin-access results are not counted: they never block other claims.
-    Counters consumed by partitionable devices are not stored here; the
-    allocator derives them from the slices of the devices that are in use.
-    """
-
-    devices: set[DeviceID] = field(factory=set)
-    shared: set[tuple[DeviceID, str]] = field(factory=set)
-    consumed_capacity: dict[DeviceID, dict[str, Fraction]] = field(factory=dict)
-    _shares: dict[DeviceID, int] = field(init=False, factory=dict, repr=False, eq=False)
-
-    def __attrs_post_init__(self):
-        for device, _ in self.shared:
-            self._shares[device] = self._shares.get(device, 0) + 1
-
-    @classmethod
-    def from_claims(cls, claims: Iterable[ResourceClaim]) -> AllocatedState:
-        """The state of every allocated claim in ``claims`` (unallocated ones are ignored)."""
-        state = cls()
-        for claim in claims:
-            if claim.status.allocation is not None:
-                state.add(claim.status.allocation)
-        return state
-
-    def copy(self) -> AllocatedState:
-        """An independent copy (a preemption dry run changes it)."""
-        return AllocatedState(set(self.devices), set(self.shared),
-                              {device: dict(used) for device, used in self.consumed_capacity.items()})
-
-    def add(self, allocation: AllocationResult) -> None:
-        """Count the devices of ``allocation`` as in use (an in-flight or newly allocated claim)."""
-        for device, result in _occupying(allocation):
-            if result.share_id is None:
-                self.devices.add(device)
-                continue
-            if (device, result.share_id) not in self.shared:
-                self.shared.add((device, result.share_id))
-                self._shares[device] = self._shares.get(device, 0) + 1
-            if result.consumed_capacity:
-                capacity.add(self.consumed_capacity.setdefault(device, {}), result.consumed_capacity)
-
-    def remove(self, allocation: AllocationResult) -> None:
-        """Undo :meth:`add` (a deallocated claim, a preemption victim in a dry run)."""
-        for device, result in _occupying(allocation):
-            if result.share_id is None:
-                self.devices.discard(device)
-                continue
-            if (device, result.share_id) in self.shared:
-                self.shared.discard((device, result.share_id))
-                self._shares[device] -= 1
-                if not self._shares[device]:
-                    del self._shares[device]
-            used = self.consumed_capacity.get(device)
-            if used is not None and result.consumed_capacity:
-                capacity.subtract(used, result.consumed_capacity)
-                if not any(used.values()):
-                    del self.consumed_capacity[device]
-
-    def is_allocated(self, device: DeviceID) -> bool:
-        """True when some claim uses ``device``, exclusively or as a share."""
-        return device in self.devices or device in self._shares or device in self.consumed_capacity
 
 
 class AllocationError(Exception):
@@ -301,14 +206,21 @@ class _NodeView:
 
     __slots__ = ("pools", "pool_of", "candidates")
 
-    def __init__(self, pools: list[Pool]):
+    def __init__(self, pools: list[Pool], candidates: list[_Candidate] | None = None):
         self.pools = pools
         self.pool_of = {pool.id: pool for pool in pools}
-        self.candidates: list[_Candidate] = []
+        if candidates is not None:
+            self.candidates = candidates
+            return
+        self.candidates = []
         for pool in pools:
             if pool.usable:
                 for resource_slice in pool.slices:
                     self.candidates.extend(_slice_candidates(resource_slice))
+
+    def ordered(self, key: Callable[[DeviceID], object]) -> _NodeView:
+        """This view with its candidates sorted by ``key(device ID)`` (stable)."""
+        return _NodeView(self.pools, sorted(self.candidates, key=lambda candidate: key(candidate.id)))
 
 
 class _Request:
@@ -385,11 +297,15 @@ class Allocator:
         return other
 
     def allocate(
-        self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None
+        self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None,
+        order: Callable[[DeviceID], object] | None = None,
     ) -> list[AllocationResult] | None:
         """One :class:`AllocationResult` per claim, in order, for ``node``; None
         when these claims cannot all get devices there (not enough matching free
-        devices, incomplete or invalid pools, ...).
+        devices, incomplete or invalid pools, ...).  ``order``: a device
+        preference, ``key(DeviceID)`` ascending (stable), replacing pool and
+        slice order when candidates are tried; it changes which devices are
+        chosen, never whether the claims fit.
 
         Raises :class:`AllocationError` for problems that no node can fix
         (unknown DeviceClass, CEL errors, more than 32 devices for one claim,
@@ -397,17 +313,52 @@ class Allocator:
         constraint that "All" devices violate) and :class:`AllocationTimeout`
         when ``deadline()`` returns True during the search.
         """
-        view = self._nodes.get(node.metadata.name)
-        if view is None:
-            view = _NodeView(self._index.pools_for(node))
-            self._nodes[node.metadata.name] = view
+        view = self.node_view(node)
         if not claims:
             return []
+        if order is not None:
+            view = view.ordered(order)
         search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline)
         try:
             return search.run()
         finally:
             self.search_steps += search.steps
+
+    def node_view(self, node: Node) -> _NodeView:
+        """The pools of ``node`` and its candidate devices, in allocation order
+        (built once per node and allocator lineage)."""
+        view = self._nodes.get(node.metadata.name)
+        if view is None:
+            view = _NodeView(self._index.pools_for(node))
+            self._nodes[node.metadata.name] = view
+        return view
+
+    def request_specs(self, claim: ResourceClaim) -> list:
+        """The claim's requests as the search sees them: a request spec, a list
+        of them (``firstAvailable``) or the :class:`AllocationError` the request
+        raises when it is reached."""
+        return self._claim_spec(claim).requests
+
+    def matches(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
+        """Whether the class and request selectors of ``spec`` (class first, the
+        first false deciding) and, with per-device node selection, the device's
+        node selection admit ``candidate`` (memoised in the selector cache).
+        Raises :class:`AllocationError` for a CEL compile or runtime error."""
+        cache = self.selectors
+        for prefix, index, selector in spec.selectors:
+            if isinstance(selector, CelCompileError):
+                raise AllocationError(f"{prefix}: selector #{index}: CEL compile error: {selector.message}")
+            try:
+                if not cache.matches(selector, candidate.slice, candidate.device):
+                    return False
+            except CelRuntimeError as err:
+                message = err.message
+                if err.is_missing_key:
+                    message = f"{message}. {CelRuntimeError.MISSING_KEY_HINT}"
+                raise AllocationError(
+                    f"{prefix}: selector #{index} on device {candidate.id}: CEL runtime error: {message}"
+                ) from None
+        return True
 
     def _claim_spec(self, claim: ResourceClaim) -> _ClaimSpec:
         spec = self._claims.get(id(claim))
@@ -523,20 +474,8 @@ class _Search:
         return known
 
     def _evaluate(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
-        cache = self.allocator.selectors
-        for prefix, index, selector in spec.selectors:
-            if isinstance(selector, CelCompileError):
-                raise AllocationError(f"{prefix}: selector #{index}: CEL compile error: {selector.message}")
-            try:
-                if not cache.matches(selector, candidate.slice, candidate.device):
-                    return False
-            except CelRuntimeError as err:
-                message = err.message
-                if err.is_missing_key:
-                    message = f"{message}. {CelRuntimeError.MISSING_KEY_HINT}"
-                raise AllocationError(
-                    f"{prefix}: selector #{index} on device {candidate.id}: CEL runtime error: {message}"
-                ) from None
+        if not self.allocator.matches(spec, candidate):
+            return False
         if candidate.per_device:
             device = candidate.device
             return node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)

@@ -24,6 +24,7 @@ import math
 from fractions import Fraction
 from typing import Mapping
 
+from ...core.allocated_devices import add_amounts as add, subtract_amounts as subtract  # noqa: F401 (re-exported)
 from ...core.api.resource_v1 import CapacityRequestPolicy, Device, DeviceCapacity
 
 Amounts = Mapping[str, Fraction]
@@ -104,16 +105,3 @@ def fits(device: Device, consumed: Amounts, *already: Amounts | None) -> bool:
         if amount > device.capacity[name].value:
             return False
     return True
-
-
-def add(total: dict[str, Fraction], amounts: Amounts) -> None:
-    """``total += amounts`` per capacity name."""
-    for name, amount in amounts.items():
-        total[name] = total.get(name, Fraction(0)) + amount
-
-
-def subtract(total: dict[str, Fraction], amounts: Amounts) -> None:
-    """``total -= amounts`` per capacity name (names missing from ``total`` are ignored)."""
-    for name, amount in amounts.items():
-        if name in total:
-            total[name] -= amount

@@ -9,7 +9,11 @@
 - Filter (per node): allocated claims must be usable on the node; the others
   must be allocatable there (the result is kept for Reserve and published
   for Score plugins through :mod:`kubesched.core.dra_manager`).  A CEL error is
-  an Error (the attempt is aborted, never a silent "no match").
+  an Error (the attempt is aborted, never a silent "no match").  For the
+  common shape of claims and devices the batch form judges every node at
+  once (:mod:`.batch`); the allocation itself is then planned only for the
+  nodes someone asks about (Reserve, Score plugins), honouring the device
+  preferences Score plugins registered (:func:`~kubesched.core.dra_manager.prefer_devices`).
 - PostFilter: deallocates one allocated claim nobody else uses when that is
   what keeps the pod out ("deallocation of ResourceClaim completed").
 - PreScore/Score: with ``firstAvailable`` requests, nodes where earlier
@@ -30,6 +34,9 @@ from typing import Any, ClassVar
 import attrs
 from attrs import field, frozen
 
+import numpy as np
+
+from kubesched.core.allocated_devices import DeviceID
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.resource_v1 import (
     FINALIZER,
@@ -56,6 +63,7 @@ from kubesched.core.nodeaffinity import selector_matches
 from kubesched.core.resourceclaim import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
 
 from .allocator import AllocatedState, AllocationError, AllocationTimeout, Allocator
+from .batch import DeviceColumns
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -95,7 +103,8 @@ class _State:
     ``to_allocate`` the indices of the unallocated ones; ``allocated`` the
     devices taken, shared with the plugin's tracker until a preemption dry run
     changes it (``owns_allocated``: copied on first change); ``released`` the
-    UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID.
+    UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID;
+    ``feasible`` the batch Filter's answer per NodeTable row (None: not used).
     """
 
     claims: list[ResourceClaim]
@@ -108,6 +117,7 @@ class _State:
     allocations: dict[int, Any] = field(factory=dict)
     released: set[str] = field(factory=set)
     removed: dict[str, set[str]] = field(factory=dict)
+    feasible: Any = None
 
     def clone(self) -> "_State":
         """Dry runs (nominated pods, preemption) change a clone, never this state."""
@@ -115,10 +125,12 @@ class _State:
             return self
         return attrs.evolve(self, owns_allocated=False, released=set(self.released),
                             removed={uid: set(pods) for uid, pods in self.removed.items()},
-                            unavailable=self.unavailable, node_allocations=self.node_allocations)
+                            unavailable=self.unavailable, node_allocations=self.node_allocations,
+                            feasible=None)
 
     def writable_allocated(self) -> AllocatedState:
         """``allocated``, copied first if it is still shared (copy on write)."""
+        self.feasible = None
         if not self.owns_allocated:
             self.allocated = self.allocated.copy()
             self.allocator = self.allocator.with_allocated(self.allocated)
@@ -137,17 +149,21 @@ class DynamicResources:
         self.dra = handle.dra
         self.filter_timeout = args.filter_timeout_seconds
         self.selectors = SelectorCache()
-        #: devices taken by allocated and in-flight claims, kept current incrementally
-        self.allocated = AllocatedState.from_claims(())
-        self.dra.add_listener(self._claim_changed)
+        #: devices taken by allocated and in-flight claims (the DRA manager's, kept current)
+        self.allocated = self.dra.allocated
         # what depends only on slices, classes and taint rules is kept across cycles
         self._allocator: Allocator | None = None
+        self._columns: DeviceColumns | None = None
+        self._columns_table = None  # the NodeTable the columns were built for
+        self._changed_devices: set = set()
+        self.dra.add_listener(self._claim_changed)
         for kind in ("ResourceSlice", "DeviceClass", "DeviceTaintRule"):
             handle.informers.add_handlers(kind, self._inputs_changed, lambda old, new: self._inputs_changed(new),
                                           self._inputs_changed)
 
     def _inputs_changed(self, _obj) -> None:
         self._allocator = None
+        self._columns = self._columns_table = None
 
     def _cycle_allocator(self) -> Allocator:
         """An allocator for this cycle over the devices taken now."""
@@ -158,10 +174,10 @@ class DynamicResources:
         return self._allocator.with_allocated(self.allocated, now)
 
     def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        if old is not None and old.status.allocation is not None:
-            self.allocated.remove(old.status.allocation)
-        if new is not None and new.status.allocation is not None:
-            self.allocated.add(new.status.allocation)
+        """Note the devices whose use changed (the batch columns re-read them)."""
+        for claim in (old, new):
+            if claim is not None and claim.status.allocation is not None:
+                self._changed_devices.update(DeviceID.of(r) for r in claim.status.allocation.devices.results)
 
     # --- events --------------------------------------------------------------------------
 
@@ -244,8 +260,24 @@ class DynamicResources:
         if data.to_allocate:
             data.allocated = self.allocated
             data.allocator = self._cycle_allocator()
+            data.node_allocations = PlannedAllocations(lambda node_name, order: self._plan(data, node_name, order))
         state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
         return None
+
+    def _plan(self, data: _State, node_name: str, order) -> dict | None:
+        """The allocation of the pod's unallocated claims on ``node_name`` (in
+        the device ``order`` Score plugins asked for), or None."""
+        node_info = self.handle.snapshot.get(node_name)
+        if node_info is None or data.allocator is None:
+            return None
+        to_allocate = [data.claims[i] for i in data.to_allocate]
+        try:
+            results = data.allocator.allocate(node_info.node, to_allocate, order=order)
+        except (AllocationError, AllocationTimeout):
+            return None
+        if results is None or len(results) != len(to_allocate):
+            return None
+        return {claim.key: result for claim, result in zip(to_allocate, results)}
 
     def _check_classes(self, request) -> Status | None:
         """Upstream ``validateDeviceClass`` for a request or each of its subrequests."""
@@ -328,6 +360,10 @@ class DynamicResources:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_AVAILABLE,))
         if data.allocator is None:
             return None
+        if data.feasible is not None:
+            row = self.handle.snapshot.index.get(node.metadata.name)
+            if row is not None and row < len(data.feasible):
+                return None if data.feasible[row] else Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
         to_allocate = [data.claims[i] for i in data.to_allocate]
         deadline = None
         if self.filter_timeout > 0:
@@ -345,6 +381,43 @@ class DynamicResources:
             return Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
         data.node_allocations.set(node.metadata.name, {claim.key: result for claim, result in zip(to_allocate, results)})
         return None
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        """Every node at once when the pod's claims and the devices are of the
+        plain shape (:mod:`.batch`); None otherwise (Filter runs per node)."""
+        data: _State | None = state.get(STATE_KEY)
+        if data is None:
+            return np.ones(len(rows), dtype=bool)
+        if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated:
+            return None
+        if any(c.status.allocation is not None and c.status.allocation.node_selector is not None
+               for c in data.claims):
+            return None
+        columns = self._device_columns(table)
+        if columns is None:
+            return None
+        feasible = columns.feasible(data.allocator, data.claims[data.to_allocate[0]])
+        if feasible is None:
+            return None
+        data.feasible = feasible
+        return feasible[rows]
+
+    def _device_columns(self, table) -> DeviceColumns | None:
+        """The batch columns for ``table``, built when slices, classes, taint rules
+        or the nodes changed, with the devices whose use changed re-read."""
+        if self._columns_table is not table:
+            self._columns_table = table
+            self._changed_devices.clear()
+            self._columns = DeviceColumns.build(table, self._cycle_allocator(), self.allocated)
+            return self._columns
+        columns = self._columns
+        if columns is None:
+            return None  # this cluster is not of the plain shape
+        if self._changed_devices:
+            columns.refresh(self.allocated, self._changed_devices)
+            self._changed_devices.clear()
+        return columns
 
     # --- PostFilter ----------------------------------------------------------------------
 

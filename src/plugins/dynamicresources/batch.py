@@ -1,0 +1,210 @@
+"""DynamicResources Filter for every node at once: the columnar fast path.
+
+The structured allocator searches one node at a time.  For the common shape
+of a pod's claims - one claim to allocate, with one ``exactly`` request for
+N devices, no constraints, no admin access, not "All" - on devices that are
+node-local and plain (published in a ResourceSlice with ``nodeName``, in a
+usable pool, without taints, shared counters or per-device node selection),
+its answer on a node only depends on how many of the node's devices fit the
+request on their own: the search takes the first N that do.  Whether one
+device fits depends on the request's selectors, whether the device is
+exclusively allocated, and its capacity still free.
+
+:class:`DeviceColumns` holds every such device of every node as numpy columns
+(node row, in use, consumed capacity), kept current from the
+:class:`~kubesched.core.allocated_devices.AllocatedState` as claims change,
+and :meth:`DeviceColumns.feasible` answers for all nodes with a few array
+operations.  When the cluster or the pod is of another shape it answers None
+and the per-node Filter runs, so both always agree.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterable
+
+import numpy as np
+
+from ...core.allocated_devices import AllocatedState, DeviceID
+from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
+from . import capacity
+from .allocator import AllocationError, Allocator
+
+#: Capacities are compared as integers in thousandths of their base unit.
+SCALE = 1000
+#: Amounts at or beyond this (scaled) are left to the allocator's exact arithmetic.
+LIMIT = 2 ** 62
+
+
+def _scaled(amount: Fraction | int) -> int | None:
+    """``amount`` in thousandths, or None when that is not an integer within :data:`LIMIT`."""
+    value = Fraction(amount) * SCALE
+    if value.denominator != 1 or abs(value) >= LIMIT:
+        return None
+    return int(value)
+
+
+def _content(candidate) -> tuple:
+    """What selectors and capacity requests can see of a device (not its name)."""
+    device = candidate.device
+    return (candidate.id.driver, candidate.multi, repr(sorted(device.attributes.items())),
+            repr(sorted(device.capacity.items())))
+
+
+class _RequestColumns:
+    """What one request needs of every device: ``selected`` (selectors admit
+    it), ``possible`` (its capacity request policy allows it) and ``need``
+    (capacity name -> amount it would consume, scaled)."""
+
+    __slots__ = ("selected", "possible", "need")
+
+    def __init__(self, selected: np.ndarray, possible: np.ndarray, need: dict[str, np.ndarray]):
+        self.selected = selected
+        self.possible = possible
+        self.need = need
+
+
+class DeviceColumns:
+    """Every candidate device of the nodes of one NodeTable, as columns.
+
+    Build with :meth:`build` (None when some device or pool is not plain);
+    keep current with :meth:`refresh`; ask with :meth:`feasible`.
+    """
+
+    def __init__(self, table, allocator: Allocator, rows: list[int], candidates: list):
+        self.table = table
+        self.allocator = allocator
+        self.candidates = candidates
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.index = {candidate.id: d for d, candidate in enumerate(candidates)}
+        count = len(candidates)
+        self.multi = np.fromiter((c.multi for c in candidates), dtype=bool, count=count)
+        # Devices alike in everything a selector or a capacity request can see
+        # (driver, attributes, capacity, allowMultipleAllocations) are judged once.
+        groups: dict = {}
+        self.group = np.fromiter((groups.setdefault(_content(c), len(groups)) for c in candidates),
+                                 dtype=np.int64, count=count)
+        self.representatives = [None] * len(groups)
+        for d, candidate in enumerate(candidates):
+            if self.representatives[self.group[d]] is None:
+                self.representatives[self.group[d]] = candidate
+        self.fits_whole = np.fromiter((c.fits_whole for c in candidates), dtype=bool, count=count)
+        names = sorted({name for c in candidates for name in c.device.capacity})
+        self.value: dict[str, np.ndarray] = {}
+        self.has: dict[str, np.ndarray] = {}
+        for name in names:
+            values = np.zeros(count, dtype=np.int64)
+            has = np.zeros(count, dtype=bool)
+            for d, candidate in enumerate(candidates):
+                entry = candidate.device.capacity.get(name)
+                if entry is not None:
+                    values[d] = _scaled(entry.value)
+                    has[d] = True
+            self.value[name], self.has[name] = values, has
+        self.exclusive = np.zeros(count, dtype=bool)
+        self.has_consumed = np.zeros(count, dtype=bool)
+        self.consumed = {name: np.zeros(count, dtype=np.int64) for name in names}
+        #: False once some consumed amount is not representable: then never answer
+        self.exact = True
+        self._requests: dict[tuple, _RequestColumns | None] = {}
+
+    @classmethod
+    def build(cls, table, allocator: Allocator, allocated: AllocatedState) -> DeviceColumns | None:
+        """Columns for the nodes of ``table`` (a NodeTable) as ``allocator`` sees
+        them, or None when some node has a device or pool that is not plain."""
+        rows: list[int] = []
+        candidates: list = []
+        for row, info in enumerate(table.infos):
+            node = info.node
+            view = allocator.node_view(node)
+            if not all(pool.usable for pool in view.pools):
+                return None
+            for candidate in view.candidates:
+                device = candidate.device
+                if (candidate.slice.spec.node_name != node.metadata.name or candidate.per_device
+                        or device.consumes_counters or allocator.taints(candidate)):
+                    return None
+                if any(_scaled(entry.value) is None for entry in device.capacity.values()):
+                    return None
+                rows.append(row)
+                candidates.append(candidate)
+        columns = cls(table, allocator, rows, candidates)
+        columns.refresh(allocated, columns.index)
+        return columns
+
+    def refresh(self, allocated: AllocatedState, devices: Iterable[DeviceID]) -> None:
+        """Re-read the use of ``devices`` from ``allocated``."""
+        index = self.index
+        for device in devices:
+            d = index.get(device)
+            if d is None:
+                continue
+            self.exclusive[d] = device in allocated.devices
+            used = allocated.consumed_capacity.get(device)
+            self.has_consumed[d] = used is not None
+            for name, column in self.consumed.items():
+                amount = _scaled(used.get(name, 0)) if used else 0
+                if amount is None:
+                    self.exact = False
+                    return
+                column[d] = amount
+
+    def feasible(self, allocator: Allocator, claim: ResourceClaim) -> np.ndarray | None:
+        """Per row of the table: can ``claim`` (unallocated) get its devices on
+        that node now?  ``allocator`` is this cycle's (it resolves the claim's
+        requests).  None when the claim is not of the plain shape (module
+        docstring), a selector fails to evaluate, or amounts are not exact."""
+        if not self.exact or claim.spec.devices.constraints:
+            return None
+        try:
+            entries = allocator.request_specs(claim)
+        except AllocationError:
+            return None
+        if len(entries) != 1 or not hasattr(entries[0], "selectors"):
+            return None
+        spec = entries[0]
+        if spec.all_mode or spec.admin or spec.count > ALLOCATION_RESULTS_MAX_SIZE:
+            return None
+        request = self._request(spec)
+        if request is None:
+            return None
+        ok = request.selected & request.possible & ~self.exclusive
+        fits = np.ones(len(ok), dtype=bool)
+        for name, need in request.need.items():
+            fits &= ~self.has[name] | (need + self.consumed[name] <= self.value[name])
+        if not spec.capacity:
+            # a plain exclusive device nobody consumes from: the allocator's shortcut
+            plain = ~self.multi & ~self.has_consumed
+            fits = np.where(plain, self.fits_whole, fits)
+        ok &= fits
+        counts = np.bincount(self.rows[ok], minlength=len(self.table))
+        return counts >= spec.count
+
+    def _request(self, spec) -> _RequestColumns | None:
+        key = (spec.device_class.metadata.name, tuple(repr(s[2]) for s in spec.selectors),
+               tuple(sorted((spec.capacity or {}).items())))
+        if key in self._requests:
+            return self._requests[key]
+        representatives = self.representatives
+        try:
+            selected = np.fromiter((self.allocator.matches(spec, c) for c in representatives), dtype=bool,
+                                   count=len(representatives))
+        except AllocationError:
+            return None  # the per-node Filter raises it where upstream would
+        possible = np.ones(len(representatives), dtype=bool)
+        need = {name: np.zeros(len(representatives), dtype=np.int64) for name in self.value}
+        for g, candidate in enumerate(representatives):
+            consumed = capacity.consumption(candidate.device, candidate.id.driver, spec.capacity)
+            if consumed is None:
+                possible[g] = False
+                continue
+            for name, amount in consumed.items():
+                scaled = _scaled(amount)
+                if scaled is None:
+                    self._requests[key] = None
+                    return None
+                need[name][g] = scaled
+        group = self.group
+        request = _RequestColumns(selected[group], possible[group], {name: n[group] for name, n in need.items()})
+        self._requests[key] = request
+        return request
