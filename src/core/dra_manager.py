@@ -136,6 +136,8 @@ class DRAManager:
         self.allocated = AllocatedState.from_claims(self.claims.list())
         self._listeners: list[ClaimListener] = [self._track_allocated]
         self._slices_by_node: dict[str, list[ResourceSlice]] | None = None
+        #: grows whenever a ResourceSlice is added, changed or deleted
+        self.slice_generation = 0
         for kind in ("DeviceClass", "ResourceSlice", "DeviceTaintRule"):
             informers.store(kind)
         informers.add_handlers("ResourceSlice", self._slices_changed, lambda old, new: self._slices_changed(new),
@@ -150,6 +152,7 @@ class DRAManager:
 
     def _slices_changed(self, _slice) -> None:
         self._slices_by_node = None
+        self.slice_generation += 1
 
     # --- listeners -----------------------------------------------------------------------
 

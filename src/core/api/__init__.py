@@ -46,6 +46,7 @@ def register(resource: ResourceType) -> None:
 
 for _resource in (
     ResourceType("Namespace", "v1", core_v1.Namespace, False, "namespaces"),
+    ResourceType("ConfigMap", "v1", core_v1.ConfigMap, True, "configmaps"),
     ResourceType("Node", "v1", core_v1.Node, False, "nodes"),
     ResourceType("Pod", "v1", core_v1.Pod, True, "pods"),
     ResourceType("PersistentVolume", "v1", core_v1.PersistentVolume, False, "persistentvolumes"),

@@ -280,6 +280,15 @@ class Namespace:
     extra: dict[str, Any] = _extra()
 
 
+@frozen
+class ConfigMap:
+    """Configuration data for plugins and tools (``data``: key -> text)."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    data: dict[str, str] = field(factory=dict)
+    extra: dict[str, Any] = _extra()
+
+
 # --- storage -------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -26,7 +27,10 @@ class Handle:
     - ``waiting_pods``: pods waiting at Permit, by UID (``allow``/``reject``);
     - ``profile_name``: the profile's schedulerName;
     - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
-      flight, classes, slices, taint rules), created on first use.
+      flight, classes, slices, taint rules), created on first use;
+    - ``rng``: the scheduler's seeded ``random.Random`` (host selection breaks
+      ties with it too): plugins that choose at random use it, so a run is
+      reproducible from the scheduler's seed.
     """
 
     def __init__(
@@ -41,6 +45,7 @@ class Handle:
         profile_name: str = "",
         activate: Callable[[Any], None] | None = None,
         dra: Callable[[], "DRAManager"] | None = None,
+        rng: random.Random | None = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -53,6 +58,7 @@ class Handle:
         self.framework: Any = None
         self._activate = activate
         self._dra = dra
+        self.rng = rng if rng is not None else random.Random(0)
 
     @property
     def snapshot(self) -> "Snapshot":

@@ -97,6 +97,17 @@ class ExtensionPoints:
         """
 
     @hookspec
+    def filter_batch_status(self, state, pod, table, rows):
+        """Batch form of Filter's rejections, for a pod that fits nowhere.
+
+        Returns ``(index, statuses)``: ``index`` an int array of ``len(rows)``,
+        -1 where the node passes, else the position in ``statuses`` (a list of
+        rejection Statuses, typically a handful shared by many nodes) of the
+        node's status - exactly what :meth:`filter` would return.  None
+        declines (then :meth:`filter` runs per rejected node).
+        """
+
+    @hookspec
     def post_filter(self, state, pod, filtered_node_status):
         """PostFilter: no node fits; try to make room (preemption).
 
@@ -176,7 +187,7 @@ EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
     "preEnqueue": ("pre_enqueue",),
     "queueSort": ("less",),
     "preFilter": ("pre_filter", "pre_filter_add_pod", "pre_filter_remove_pod"),
-    "filter": ("filter", "filter_batch"),
+    "filter": ("filter", "filter_batch", "filter_batch_status"),
     "postFilter": ("post_filter",),
     "preScore": ("pre_score",),
     "score": ("score", "score_batch", "normalize_score"),

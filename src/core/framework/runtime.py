@@ -182,6 +182,7 @@ class Framework:
         self.remove_pod_plugins = self._methods("preFilter", "pre_filter_remove_pod")
         self.filter_plugins = self._methods("filter")
         self.filter_batch = dict(self._methods("filter", "filter_batch"))
+        self.filter_batch_status = dict(self._methods("filter", "filter_batch_status"))
         self.post_filter_plugins = self._methods("postFilter")
         self.pre_score_plugins = self._methods("preScore")
         self.score_plugins = self._methods("score")
@@ -303,10 +304,7 @@ class Framework:
                 continue
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
-                if not status.is_rejected():
-                    return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name,
-                                  status.error)
-                return status.with_plugin(name)
+                return filter_failure(name, status)
         return None
 
     def run_filter_with_nominated_pods(
@@ -473,6 +471,14 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         for _, method in self.post_bind_plugins:
             method(state, pod, node_name)
+
+
+def filter_failure(name: str, status: Status) -> Status:
+    """What Filter plugin ``name`` failing with ``status`` means for the node:
+    the rejection with the plugin named, or an Error naming the plugin."""
+    if not status.is_rejected():
+        return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name, status.error)
+    return status.with_plugin(name)
 
 
 class ScoreError(Exception):

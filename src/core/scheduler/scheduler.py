@@ -36,7 +36,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.registry import Registry
-from ..framework.runtime import Framework, ScoreError
+from ..framework.runtime import Framework, ScoreError, filter_failure
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import (
@@ -165,6 +165,9 @@ class Scheduler:
         self.binding_waits: dict[str, BindingWait] = {}
         self.stats = SchedulingStats()
         self.next_start_node_index = 0
+        #: node name -> rank: equally scored nodes go to the lowest rank (None: at random).
+        #: Not upstream; simulators that replay a paper's protocol need it.
+        self.node_rank: dict[str, int] | None = None
         self.profiles: dict[str, Framework] = {}
         self.queue: SchedulingQueue | None = None
         self._dra: DRAManager | None = None
@@ -179,6 +182,7 @@ class Scheduler:
                 profile_name=profile.scheduler_name,
                 activate=lambda pod: self.queue.activate(pod),
                 dra=self.dra_manager,
+                rng=self.rng,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -377,13 +381,17 @@ class Scheduler:
             total, _ = fwk.run_score(state, pod, self.snapshot.table, feasible, nodes)
         except ScoreError as err:
             raise _CycleError(err.status) from None
-        return nodes[self.select_host(total)].name
+        return nodes[self.select_host(total, nodes)].name
 
-    def select_host(self, total: np.ndarray) -> int:
-        """Index of the highest total score; ties broken uniformly at random."""
+    def select_host(self, total: np.ndarray, nodes: list[NodeInfo]) -> int:
+        """Index of the highest total score; ties broken uniformly at random
+        (upstream), or by the lowest :attr:`node_rank` when one is set."""
         best = np.flatnonzero(total == total.max())
         if len(best) == 1:
             return int(best[0])
+        if self.node_rank is not None:
+            rank = self.node_rank
+            return int(min(best, key=lambda i: rank.get(nodes[i].name, len(rank))))
         return int(best[self.rng.randrange(len(best))])
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> np.ndarray:
@@ -505,7 +513,7 @@ class Scheduler:
 
     def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
                   narrowing: set[str]) -> Diagnosis:
-        """Per-node statuses for a pod that fits nowhere (the exact, per-node Filter run).
+        """Per-node statuses for a pod that fits nowhere (what Filter says of each node).
         ``narrowing``: the PreFilter plugins whose PreFilterResult cut the other nodes."""
         diagnosis = Diagnosis()
         snapshot = self.snapshot
@@ -515,11 +523,16 @@ class Scheduler:
             diagnosis.unschedulable_plugins |= narrowing
             cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
+        if self.queue.nominator.nodes():
+            statuses = [None if row not in considered else self._filter_one(fwk, state, pod, node_info)
+                        for row, node_info in enumerate(snapshot.nodes)]
+        else:
+            statuses = self._first_rejections(fwk, state, pod, rows)
         for row, node_info in enumerate(snapshot.nodes):
             if row not in considered:
                 diagnosis.node_status[node_info.name] = cut
                 continue
-            status = self._filter_one(fwk, state, pod, node_info)
+            status = statuses[row]
             if status is None:
                 continue
             if status.code == Code.ERROR:
@@ -528,6 +541,43 @@ class Scheduler:
             if status.plugin:
                 diagnosis.unschedulable_plugins.add(status.plugin)
         return diagnosis
+
+    def _first_rejections(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
+        """Per snapshot row, what ``run_filter`` would say (rows outside ``rows``: None),
+        asking each plugin only about the rows no earlier plugin rejected, in
+        batch where it can (``filter_batch_status``; ``filter_batch`` to skip
+        the nodes it passes)."""
+        snapshot = self.snapshot
+        count = len(snapshot)
+        everything = np.arange(count, dtype=np.int64)
+        result: list[Status | None] = [None] * count
+        undecided = np.zeros(count, dtype=bool)
+        undecided[rows] = True
+        for name, method in fwk.filter_plugins:
+            if name in state.skip_filter_plugins:
+                continue
+            if not undecided.any():
+                break
+            batch_status = fwk.filter_batch_status.get(name)
+            answer = batch_status(state, pod, snapshot.table, everything) if batch_status is not None else None
+            if answer is not None:
+                index, choices = answer
+                index = np.asarray(index)
+                choices = [filter_failure(name, status) for status in choices]
+                rejected = undecided & (index >= 0)
+                for row in np.flatnonzero(rejected):
+                    result[row] = choices[index[row]]
+                undecided &= ~rejected
+                continue
+            batch = fwk.filter_batch.get(name)
+            mask = batch(state, pod, snapshot.table, everything) if batch is not None else None
+            asked = undecided if mask is None else undecided & ~np.asarray(mask, dtype=bool)
+            for row in np.flatnonzero(asked):
+                status = method(state, pod, snapshot.nodes[row])
+                if status is not None and status.code != Code.SUCCESS:
+                    result[row] = filter_failure(name, status)
+                    undecided[row] = False
+        return result
 
     # --- failure -------------------------------------------------------------------------
 

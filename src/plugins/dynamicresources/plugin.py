@@ -71,6 +71,7 @@ STATE_KEY = NAME
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
+_CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
 
 
 @frozen
@@ -363,7 +364,7 @@ class DynamicResources:
         if data.feasible is not None:
             row = self.handle.snapshot.index.get(node.metadata.name)
             if row is not None and row < len(data.feasible):
-                return None if data.feasible[row] else Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
+                return None if data.feasible[row] else _CANNOT_ALLOCATE
         to_allocate = [data.claims[i] for i in data.to_allocate]
         deadline = None
         if self.filter_timeout > 0:
@@ -402,6 +403,14 @@ class DynamicResources:
             return None
         data.feasible = feasible
         return feasible[rows]
+
+    @hookimpl
+    def filter_batch_status(self, state, pod, table, rows):
+        """The batch Filter's rejections (all "cannot allocate all claims"), or None."""
+        feasible = self.filter_batch(state, pod, table, rows)
+        if feasible is None:
+            return None
+        return np.where(feasible, -1, 0), [_CANNOT_ALLOCATE]
 
     def _device_columns(self, table) -> DeviceColumns | None:
         """The batch columns for ``table``, built when slices, classes, taint rules

@@ -185,6 +185,35 @@ class NodeResourcesFit:
             ok &= amount <= table.allocatable(name)[rows] - table.requested(name)[rows]
         return ok
 
+    @hookimpl
+    def filter_batch_status(self, state, pod, table, rows):
+        """:meth:`filter`'s statuses for ``rows`` at once: one Status per
+        combination of reasons."""
+        requests = self._requests(state, pod)
+        too_many = table.pod_count()[rows] + 1 > table.allocatable(PODS)[rows]
+        flags = [too_many]
+        unresolvable = np.zeros(len(rows), dtype=bool)
+        names = _ordered(requests)
+        for name in names:
+            total = table.allocatable(name)[rows]
+            amount = requests[name]
+            flags.append(amount > total - table.requested(name)[rows])
+            unresolvable |= amount > total
+        code = np.zeros(len(rows), dtype=np.int64)
+        for bit, flag in enumerate(flags):
+            code |= flag.astype(np.int64) << bit
+        rejected = code != 0
+        code |= (rejected & unresolvable).astype(np.int64) << len(flags)
+        labels = ["Too many pods", *(f"Insufficient {name}" for name in names)]
+        index = np.full(len(rows), -1, dtype=np.int64)
+        statuses = []
+        for position, value in enumerate(np.unique(code[rejected])):
+            reasons = tuple(label for bit, label in enumerate(labels) if value >> bit & 1)
+            statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if value >> len(flags) & 1
+                                   else Code.UNSCHEDULABLE, reasons))
+            index[code == value] = position
+        return index, statuses
+
     # --- Score ---------------------------------------------------------------------------
 
     @hookimpl

@@ -1,0 +1,204 @@
+"""FGD (Fragmentation Gradient Descent): place the pod where GPU fragmentation grows least.
+
+A node's fragmentation is the GPU compute its idle GPUs cannot give to the
+workload's typical pods (:mod:`kubesched.trace.fragmentation`).  The score of
+a node is sigmoid((fragmentation before - after placing the pod) / 1000) x
+100, truncated; a pod that shares a GPU is tried on each GPU that fits and
+the node scores its best GPU, which is also the GPU it gets (the first of
+equally good ones).  Whole GPUs go to the free GPUs with the lowest index.
+
+The typical pods come from the plugin args (``typicalPods``: a list of
+``{milliCPU, gpuCount, milliGPU, models, weight}``) or from the ConfigMap
+``typicalPodsConfigMap`` (``namespace/name``, key ``typical-pods.yaml``; by
+default the one ``kubesched trace alibaba-openb`` writes).
+
+Scores are cached per pod shape and node, and recomputed only for nodes whose
+GPUs or CPU changed since that shape was last scored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import yaml
+from attrs import frozen
+
+from kubesched import Status, hookimpl
+from kubesched.core.cluster.client import NotFound
+from kubesched.trace.fragmentation import PodShape, Workload, node_fragmentation
+from kubesched.trace.openb import NAMESPACE, TRACE_CONFIGMAP, parse_typical_pods
+
+from .gpuscore import MAX_NODE_SCORE, GpuArgs, GpuScore, NodeView
+
+#: The ConfigMap key holding the typical pods.
+TYPICAL_PODS_KEY = "typical-pods.yaml"
+
+
+@frozen
+class FGDArgs(GpuArgs):
+    """``typicalPods`` (inline) or ``typicalPodsConfigMap`` (``namespace/name``)."""
+
+    typical_pods: tuple[dict[str, Any], ...] = ()
+    typical_pods_config_map: str = f"{NAMESPACE}/{TRACE_CONFIGMAP}"
+
+
+def sigmoid_score(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The paper's score of a fragmentation change (milli-GPU): sigmoid(delta / 1000) x 100, truncated."""
+    return np.trunc(1.0 / (1.0 + np.exp(-((before - after) / 1000))) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def place_whole(left: np.ndarray, shape: PodShape) -> np.ndarray:
+    """``left`` (rows, G) after taking ``gpu_count`` GPUs of ``milli_gpu`` each,
+    fullest fitting GPUs first (the paper's ``NodeResource.Sub``)."""
+    after = left.copy()
+    if not shape.gpu_count:
+        return after
+    order = np.argsort(left, axis=1, kind="stable")
+    ordered = np.take_along_axis(left, order, axis=1)
+    fits = ordered >= shape.milli_gpu
+    taken = fits & (np.cumsum(fits, axis=1) <= shape.gpu_count)
+    np.put_along_axis(after, order, ordered - np.where(taken, shape.milli_gpu, 0), axis=1)
+    return after
+
+
+class _Memo:
+    """Per row: the inputs a value was computed from (GPU compute left, CPU left)."""
+
+    def __init__(self, rows: int, gpus: int):
+        self.left = np.full((rows, gpus), -1, dtype=np.int64)
+        self.cpu = np.full(rows, -1, dtype=np.int64)
+
+    def stale(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+        """Positions (into ``rows``) whose inputs changed."""
+        return np.flatnonzero((self.left[rows] != left).any(axis=1) | (self.cpu[rows] != cpu))
+
+    def remember(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> None:
+        self.left[rows] = left
+        self.cpu[rows] = cpu
+
+
+class FGD(GpuScore):
+    """The paper's FGD score plugin (and GPU choice)."""
+
+    name = "FGD"
+    args_class = FGDArgs
+
+    def __init__(self, args: FGDArgs, handle):
+        super().__init__(args, handle)
+        self.workload: Workload | None = None
+        self._layout = None  # (table, slice generation) the memos are laid out for
+        self._models = np.zeros(0, dtype=np.int64)
+        self._before: tuple[_Memo, np.ndarray] | None = None
+        self._shapes: dict[tuple, tuple[_Memo, np.ndarray, np.ndarray]] = {}
+
+    # --- typical pods --------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        if self.workload is None:
+            problem = self._load_typical_pods()
+            if problem:
+                return Status.as_error(f"FGD: {problem}")
+        return super().pre_score(state, pod, nodes)
+
+    def _load_typical_pods(self) -> str:
+        """Load the typical pods; a problem description, or "" when loaded."""
+        if self.args.typical_pods:
+            text, where = yaml.safe_dump(list(self.args.typical_pods)), "args.typicalPods"
+        else:
+            namespace, _, name = self.args.typical_pods_config_map.rpartition("/")
+            try:
+                configmap = self.handle.cluster.get("ConfigMap", name, namespace or NAMESPACE)
+            except NotFound:
+                return (f"ConfigMap {self.args.typical_pods_config_map} not found: give args.typicalPods "
+                        f"or args.typicalPodsConfigMap")
+            text = configmap.data.get(TYPICAL_PODS_KEY)
+            where = f"ConfigMap {self.args.typical_pods_config_map}: data.{TYPICAL_PODS_KEY}"
+            if text is None:
+                return f"{where}: missing"
+        try:
+            typical = parse_typical_pods(text, where)
+        except ValueError as err:
+            return str(err)
+        if not typical:
+            return f"{where}: no typical pods"
+        self.workload = Workload(typical)
+        self._layout = None
+        return ""
+
+    # --- scoring -------------------------------------------------------------------------
+
+    def _lay_out(self) -> None:
+        """(Re)build the memos when the nodes or their GPUs changed."""
+        layout = (self.gpus.table, self.handle.dra.slice_generation)
+        if layout == self._layout:
+            return
+        self._layout = layout
+        models = {m for m in self.gpus.models if m} - set(self.workload.model_names)
+        if models:
+            self.workload = Workload(self.workload.typical, [*self.workload.model_names, *models])
+        self._models = self.gpus.model_codes(self.workload.model_code)
+        rows, width = self.gpus.left.shape
+        self._before = (_Memo(rows, width), np.zeros(rows))
+        self._shapes = {}
+
+    def _fragmentation(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+        """Fragmentation of the nodes ``rows`` now (memoised per node)."""
+        memo, values = self._before
+        stale = memo.stale(rows, left, cpu)
+        if len(stale):
+            changed = rows[stale]
+            values[changed] = node_fragmentation(self.workload, left[stale], cpu[stale], self._models[changed])
+            memo.remember(changed, left[stale], cpu[stale])
+        return values[rows]
+
+    def scores(self, shape: PodShape, nodes: NodeView, state) -> np.ndarray:
+        self._lay_out()
+        key = (shape.milli_cpu, shape.gpu_count, shape.milli_gpu)
+        entry = self._shapes.get(key)
+        if entry is None:
+            count, width = self.gpus.left.shape
+            entry = self._shapes[key] = (_Memo(count, width), np.zeros(count, dtype=np.int64),
+                                         np.full(count, -1, dtype=np.int64))
+        memo, scores, best = entry
+        rows = nodes.rows
+        stale = memo.stale(rows, nodes.left, nodes.cpu_left)
+        if len(stale):
+            changed = rows[stale]
+            left, cpu = nodes.left[stale], nodes.cpu_left[stale]
+            new_scores, new_best = self._score(shape, changed, left, cpu)
+            scores[changed], best[changed] = new_scores, new_best
+            memo.remember(changed, left, cpu)
+        return scores[rows]
+
+    def _score(self, shape: PodShape, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):
+        """Scores and chosen GPU (-1: lowest free ones) of ``rows`` with these inputs."""
+        before = self._fragmentation(rows, left, cpu)
+        models = self._models[rows]
+        cpu_after = cpu - shape.milli_cpu
+        if not shape.shares_gpu:
+            after = node_fragmentation(self.workload, place_whole(left, shape), cpu_after, models)
+            return sigmoid_score(before, after), np.full(len(rows), -1, dtype=np.int64)
+        width = left.shape[1]
+        diagonal = np.arange(width)
+        candidates = np.repeat(left[:, None, :], width, axis=1)
+        candidates[:, diagonal, diagonal] -= shape.milli_gpu
+        after = node_fragmentation(self.workload, candidates, cpu_after[:, None], models[:, None])
+        per_gpu = np.where(left >= shape.milli_gpu, sigmoid_score(before[:, None], after), -1)
+        chosen = per_gpu.argmax(axis=1)
+        return per_gpu[np.arange(len(rows)), chosen], chosen
+
+    def device_order(self, state, shape: PodShape):
+        """The GPU FGD scored its node with goes first; the others keep their order."""
+        key = (shape.milli_cpu, shape.gpu_count, shape.milli_gpu)
+        gpus = self.gpus
+
+        def best_gpu_first(device) -> int:
+            slot = gpus.slot.get(device)
+            entry = self._shapes.get(key)
+            if slot is None or entry is None:
+                return 1
+            return 0 if entry[2][slot[0]] == slot[1] else 1
+
+        return best_gpu_first

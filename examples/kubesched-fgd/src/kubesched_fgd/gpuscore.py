@@ -1,0 +1,164 @@
+"""What the six policies share: the pod's GPU request, the nodes' GPUs, and GPU choice.
+
+The policies are the Score plugins of the FGD paper (Weng et al., ATC'23) as
+its simulator (hkust-adsl/kubernetes-scheduler-simulator) defines them, with
+GPUs coming from Dynamic Resource Allocation instead of node annotations:
+
+- a pod's GPU request is read from its ResourceClaims (requests of the GPU
+  DeviceClass): ``count`` GPUs of ``compute`` each (a whole GPU without a
+  capacity request) - :func:`pod_shape`;
+- a node's GPUs and how much compute each has left come from its
+  ResourceSlices and the DRA manager's allocated state
+  (:class:`kubesched.trace.gpus.NodeGpus`), lined up with the NodeTable;
+- which GPU a pod that shares one gets is the policy's choice too (the paper's
+  "GPU selection"): the plugin registers a device preference with
+  :func:`kubesched.core.dra_manager.prefer_devices` in PreScore and
+  DynamicResources allocates in that order when Reserve commits the node.
+  Whole GPUs are taken lowest index first, as in the paper.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+from attrs import frozen
+
+from kubesched import Status, hookimpl
+from kubesched.core.dra_manager import prefer_devices
+from kubesched.core.framework.resources import non_zero_requests
+from kubesched.core.resourceclaim import ClaimNameError, pod_claims
+from kubesched.trace.fragmentation import PodShape
+from kubesched.trace.gpus import MILLI, NodeGpus
+from kubesched.trace.openb import COMPUTE, DRIVER, MODEL
+
+#: The paper's normalisation constants: the largest node (128 cores, 8 GPUs).
+MAX_SPEC_CPU = 128000
+MAX_SPEC_GPU = 8000
+MAX_NODE_SCORE = 100
+
+
+@frozen
+class GpuArgs:
+    """``deviceClass``: the DeviceClass GPU requests name; ``driver``,
+    ``compute``, ``model``: the DRA driver of the GPUs, their shareable
+    capacity and their model attribute."""
+
+    STRICT: ClassVar[bool] = True
+    device_class: str = DRIVER
+    driver: str = DRIVER
+    compute: str = COMPUTE
+    model: str = MODEL
+
+
+def pod_shape(pod, claims, device_class: str, compute: str) -> PodShape:
+    """The pod's CPU (non-zero, as scoring counts it) and GPU request from its
+    ``claims``: ``gpu_count`` = the devices its requests of ``device_class``
+    ask for, ``milli_gpu`` = each one's ``compute`` request (1000 without one)."""
+    count = 0
+    milli = 0
+    for claim in claims:
+        for request in claim.spec.devices.requests:
+            exactly = request.exactly
+            if exactly is None or exactly.device_class_name != device_class:
+                continue
+            count += exactly.count
+            per_gpu = MILLI
+            if exactly.capacity is not None and compute in exactly.capacity.requests:
+                per_gpu = int(Fraction(exactly.capacity.requests[compute]) * MILLI)
+            milli = max(milli, per_gpu)
+    return PodShape(non_zero_requests(pod)[0], count, milli if count else 0)
+
+
+class NodeView:
+    """The scored nodes (NodeTable ``rows``) as arrays: ``left``/``capacity``
+    ((rows, G) milli-GPU), ``count``, ``cpu_left``/``cpu_capacity`` (milli-CPU)."""
+
+    __slots__ = ("rows", "left", "capacity", "count", "cpu_left", "cpu_capacity")
+
+    def __init__(self, gpus: NodeGpus, table, rows: np.ndarray):
+        self.rows = rows
+        self.left = gpus.left[rows]
+        self.capacity = gpus.capacity[rows]
+        self.count = gpus.count[rows]
+        self.cpu_capacity = table.allocatable("cpu")[rows]
+        self.cpu_left = self.cpu_capacity - table.requested("cpu")[rows]
+
+    @property
+    def total_left(self) -> np.ndarray:
+        return self.left.sum(axis=1)
+
+
+class GpuScore:
+    """Base class of the policies: PreScore reads the pod's GPU request and
+    registers the GPU choice; subclasses implement :meth:`scores`.
+
+    ``gpu_selection``: how a GPU is chosen for a pod that shares one: "best"
+    (the GPU with the least compute left that fits, lowest index on ties) or
+    "random" (any that fits).  FGD overrides :meth:`device_order`.
+    """
+
+    args_class = GpuArgs
+    gpu_selection: ClassVar[str] = "best"
+
+    def __init__(self, args: GpuArgs, handle):
+        self.args = args
+        self.handle = handle
+        self.gpus = NodeGpus(handle.dra, args.driver, args.compute, args.model)
+        self.state_key = f"kubesched-fgd/{self.name}"
+
+    # --- hooks ---------------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        try:
+            claims = [claim for _, claim in pod_claims(pod, self.handle.dra.get_claim)]
+        except ClaimNameError as err:
+            return Status.as_error(str(err))
+        shape = pod_shape(pod, claims, self.args.device_class, self.args.compute)
+        state.write(self.state_key, shape)
+        if shape.shares_gpu:
+            prefer_devices(state, self.device_order(state, shape))
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        table = self.handle.snapshot.table
+        row = self.handle.snapshot.index[node_info.name]
+        return int(self.score_batch(state, pod, table, np.array([row], dtype=np.int64))[0])
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        self.gpus.sync(table)
+        return self.scores(state.read(self.state_key), NodeView(self.gpus, table, np.asarray(rows)), state)
+
+    # --- for subclasses ------------------------------------------------------------------
+
+    def scores(self, shape: PodShape, nodes: NodeView, state) -> np.ndarray:
+        """int64 scores of ``nodes`` for a pod of ``shape``."""
+        raise NotImplementedError
+
+    def device_order(self, state, shape: PodShape):
+        """``key(DeviceID)`` (ascending) choosing the GPU a sharing pod gets."""
+        gpus = self.gpus
+        if self.gpu_selection == "random":
+            rng = self.handle.rng
+            return lambda device: rng.random()
+
+        def least_left_first(device) -> Any:
+            slot = gpus.slot.get(device)
+            return gpus.left[slot] if slot is not None else MAX_SPEC_GPU + 1
+
+        return least_left_first
+
+
+def min_max_normalize(scores: np.ndarray) -> np.ndarray:
+    """The simulator's NormalizeScore: lowest -> 0, highest -> 100 (integer
+    arithmetic); all 0 when every node scores the same."""
+    if not len(scores):
+        return scores
+    highest, lowest = int(scores.max()), int(scores.min())
+    if highest == lowest:
+        return np.zeros_like(scores)
+    return (scores - lowest) * MAX_NODE_SCORE // (highest - lowest)

@@ -1,0 +1,300 @@
+"""Alibaba's GPU cluster trace "openb" (cluster-trace-gpu-v2023) as a DRA workload.
+
+Input: the trace's CSV files (Weng et al., "Beware of Fragmentation:
+Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
+USENIX ATC'23):
+
+- nodes: ``sn, cpu_milli, memory_mib, gpu, model``;
+- pods: ``name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, ...``
+  (``gpu_milli`` per GPU; ``gpu_spec`` like ``V100M16|V100M32`` = any of).
+
+Output (:func:`convert`): a directory of manifests kubesched replays with
+``kubesched trace replay``:
+
+- ``cluster.json``: the DeviceClass, one Node per trace node, one ResourceSlice
+  per GPU node with one device per GPU (attribute ``model``; capacity
+  ``compute`` = 1 GPU, shareable - ``allowMultipleAllocations`` - and
+  ``memory``, the model's GPU memory, which claims do not consume unless they
+  ask), and the ConfigMap :data:`TRACE_CONFIGMAP` describing the replay (seed,
+  arrival, typical pods);
+- ``pods.json``: the pods in arrival order, each GPU pod preceded by its
+  ResourceClaim: whole GPUs by count (each consumes all of its GPU's
+  compute), a fraction of one GPU as a ``compute`` capacity request, and
+  ``gpu_spec`` as a CEL selector on the model.
+
+The arrival order follows the paper's protocol (its simulator's
+``SortClusterPods`` and ``TunePodsByNodeTotalResource``): pods sorted by name,
+shuffled with the seed; then, while the GPU demand is below ``arrival`` x the
+cluster's GPUs, pods drawn at random (with replacement, from the pods sorted
+by name) are appended as ``<name>-tuned-<i>`` until the next draw's per-GPU
+request would pass that target; if the demand is above it, random pods are
+removed until it is not.  Python's Mersenne Twister stands in for Go's
+math/rand, so a seed gives another (equally random) order than in the paper.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+from attrs import evolve, frozen
+
+from .fragmentation import DEFAULT_MILLI_CPU, PodShape, TypicalPod, typical_pods
+
+#: The DRA driver (and DeviceClass) name of the trace's GPUs.
+DRIVER = "gpu.example.com"
+#: The shareable capacity of a GPU: 1 (= 1000m) per device.
+COMPUTE = "compute"
+#: The attribute carrying the GPU model.
+MODEL = "model"
+#: Name (namespace default) of the ConfigMap describing a converted trace.
+TRACE_CONFIGMAP = "kubesched-trace"
+NAMESPACE = "default"
+#: Pods a node may hold (the paper's simulator gives every node 1001).
+MAX_PODS = 1001
+
+#: GPU memory per model in MiB, as the paper's simulator exports it (G1-G3 are
+#: undisclosed internal models; G1 is coded as 1000 MiB there).
+GPU_MEMORY_MIB = {
+    "T4": 15109, "V100M16": 16160, "P100": 16280, "A10": 22731, "V100M32": 32510,
+    "A100": 81251, "G1": 1000, "G2": 20000, "G3": 30000,
+}
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read: names the file, the row and the column."""
+
+
+@frozen
+class TraceNode:
+    """One node of the trace: ``milli_cpu``, ``memory_mib``, ``gpus`` and their ``model``."""
+
+    name: str
+    milli_cpu: int
+    memory_mib: int
+    gpus: int = 0
+    model: str = ""
+
+
+@frozen
+class TracePod:
+    """One pod of the trace: ``gpu_count`` GPUs of ``milli_gpu`` each (1000 = a
+    whole GPU; 0 for CPU-only pods), on any of ``models`` (empty: any)."""
+
+    name: str
+    milli_cpu: int
+    memory_mib: int
+    gpu_count: int = 0
+    milli_gpu: int = 0
+    models: tuple[str, ...] = ()
+
+    @property
+    def total_milli_gpu(self) -> int:
+        return self.gpu_count * self.milli_gpu
+
+    def shape(self) -> PodShape:
+        """The pod as fragmentation sees it (CPU counted at least 100m, as scoring does)."""
+        return PodShape(self.milli_cpu or DEFAULT_MILLI_CPU, self.gpu_count, self.milli_gpu, self.models)
+
+
+def _rows(path: Path, columns: Iterable[str]) -> Iterable[tuple[int, dict]]:
+    try:
+        handle = path.open(newline="")
+    except OSError as err:
+        raise TraceError(f"{path}: {err.strerror or err}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in columns if c not in (reader.fieldnames or ())]
+        if missing:
+            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
+        for number, row in enumerate(reader, start=2):
+            yield number, row
+
+
+def _int(path: Path, number: int, row: dict, column: str) -> int:
+    text = (row.get(column) or "").strip()
+    try:
+        value = int(float(text)) if text else 0
+    except ValueError:
+        raise TraceError(f"{path}: line {number}: {column}: not a number: {text!r}") from None
+    if value < 0:
+        raise TraceError(f"{path}: line {number}: {column}: must not be negative: {value}")
+    return value
+
+
+def read_nodes(path: str | Path) -> list[TraceNode]:
+    """The nodes of a node-list CSV (``sn, cpu_milli, memory_mib, gpu, model``)."""
+    path = Path(path)
+    nodes = []
+    for number, row in _rows(path, ("sn", "cpu_milli", "memory_mib", "gpu", "model")):
+        gpus = _int(path, number, row, "gpu")
+        model = (row.get("model") or "").strip()
+        if gpus and not model:
+            raise TraceError(f"{path}: line {number}: model: required for a node with GPUs")
+        nodes.append(TraceNode(row["sn"].strip(), _int(path, number, row, "cpu_milli"),
+                               _int(path, number, row, "memory_mib"), gpus, model if gpus else ""))
+    return nodes
+
+
+def read_pods(path: str | Path) -> list[TracePod]:
+    """The pods of a pod-list CSV (``name, cpu_milli, memory_mib, num_gpu,
+    gpu_milli, gpu_spec``; other columns are ignored).  ``gpu_milli`` is clamped
+    to 1000 as the paper's converter does."""
+    path = Path(path)
+    pods = []
+    for number, row in _rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")):
+        count = _int(path, number, row, "num_gpu")
+        milli = min(_int(path, number, row, "gpu_milli"), 1000) if count else 0
+        if count and not milli:
+            raise TraceError(f"{path}: line {number}: gpu_milli: must be positive when num_gpu is {count}")
+        models = tuple(m for m in (row.get("gpu_spec") or "").strip().split("|") if m) if count else ()
+        pods.append(TracePod(row["name"].strip(), _int(path, number, row, "cpu_milli"),
+                             _int(path, number, row, "memory_mib"), count, milli, models))
+    return pods
+
+
+def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, seed: int, arrival: float) -> list[TracePod]:
+    """The paper's arrival order (module docstring): shuffled, then padded or
+    thinned to ``arrival`` x ``gpu_capacity_milli`` of GPU demand
+    (``arrival`` <= 0: no padding)."""
+    rng = random.Random(seed)
+    by_name = sorted(pods, key=lambda p: p.name)
+    order = list(by_name)
+    rng.shuffle(order)
+    if arrival <= 0 or not order:
+        return order
+    demand = sum(p.total_milli_gpu for p in order)
+    target = arrival * gpu_capacity_milli
+    if demand < target:
+        draw = 0
+        while True:
+            pod = by_name[rng.randrange(len(by_name))]
+            # the paper's simulator compares the per-GPU request here, not the pod's total
+            if demand + pod.milli_gpu > target:
+                break
+            demand += pod.total_milli_gpu
+            order.append(evolve(pod, name=f"{pod.name}-tuned-{draw}"))
+            draw += 1
+        return order
+    while demand > target and order:
+        demand -= order.pop(rng.randrange(len(order))).total_milli_gpu
+    return order
+
+
+def device_class() -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}
+
+
+def node_manifest(node: TraceNode) -> dict:
+    resources = {"cpu": f"{node.milli_cpu}m", "memory": f"{node.memory_mib}Mi", "pods": str(MAX_PODS)}
+    labels = {"kubernetes.io/hostname": node.name}
+    if node.model:
+        labels["alibabacloud.com/gpu-card-model"] = node.model
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels},
+            "status": {"capacity": resources, "allocatable": resources,
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def slice_manifest(node: TraceNode) -> dict:
+    """The node's GPUs: ``gpu-0`` ... with the model and a shareable compute of 1 GPU."""
+    memory = GPU_MEMORY_MIB.get(node.model)
+    capacity: dict = {COMPUTE: {"value": "1"}}
+    if memory is not None:
+        capacity["memory"] = {"value": f"{memory}Mi", "requestPolicy": {"default": "0"}}
+    devices = [{"name": f"gpu-{index}", "allowMultipleAllocations": True,
+                "attributes": {MODEL: {"string": node.model}}, "capacity": capacity}
+               for index in range(node.gpus)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node.name}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node.name,
+                     "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
+
+
+def claim_manifest(pod: TracePod) -> dict:
+    """Whole GPUs by count; part of one GPU as a ``compute`` request; models as a selector."""
+    exactly: dict = {"deviceClassName": DRIVER, "count": pod.gpu_count}
+    if pod.models:
+        names = ", ".join(json.dumps(m) for m in pod.models)
+        exactly["selectors"] = [{"cel": {"expression": f"device.attributes[{json.dumps(DRIVER)}].{MODEL} in [{names}]"}}]
+    if pod.milli_gpu < 1000:
+        exactly["capacity"] = {"requests": {COMPUTE: f"{pod.milli_gpu}m"}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{pod.name}-gpu", "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+
+
+def pod_manifest(pod: TracePod) -> dict:
+    requests = {"cpu": f"{pod.milli_cpu}m", "memory": f"{pod.memory_mib}Mi"}
+    container: dict = {"name": "main", "image": "registry.k8s.io/pause:3.10.1",
+                       "resources": {"requests": requests, "limits": dict(requests)}}
+    spec: dict = {"containers": [container]}
+    if pod.gpu_count:
+        container["resources"]["claims"] = [{"name": "gpu"}]
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{pod.name}-gpu"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod.name, "namespace": NAMESPACE}, "spec": spec}
+
+
+def typical_pods_yaml(typical: list[TypicalPod]) -> str:
+    """The typical pods as the ConfigMap holds them."""
+    return yaml.safe_dump([
+        {"milliCPU": t.shape.milli_cpu, "gpuCount": t.shape.gpu_count, "milliGPU": t.shape.milli_gpu,
+         "models": list(t.shape.models), "weight": t.weight}
+        for t in typical
+    ], sort_keys=False)
+
+
+def parse_typical_pods(text: str, where: str = "typical pods") -> list[TypicalPod]:
+    """The inverse of :func:`typical_pods_yaml`; raises ValueError naming ``where``."""
+    try:
+        items = yaml.safe_load(text) or []
+        return [TypicalPod(PodShape(int(i.get("milliCPU", 0)), int(i.get("gpuCount", 0)), int(i.get("milliGPU", 0)),
+                                    tuple(i.get("models") or ())), float(i["weight"])) for i in items]
+    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{where}: expected a list of {{milliCPU, gpuCount, milliGPU, models, weight}}: {err}") from None
+
+
+def convert(nodes_csv: str | Path, pods_csv: str | Path, out: str | Path, seed: int = 42,
+            arrival: float = 1.3) -> dict:
+    """Write the trace as manifests into directory ``out`` (module docstring).
+    Returns what the ConfigMap records (seed, arrival, counts, capacity).
+    Raises :class:`TraceError` for unreadable input."""
+    nodes = read_nodes(nodes_csv)
+    pods = read_pods(pods_csv)
+    capacity = sum(n.gpus for n in nodes) * 1000
+    if not capacity:
+        raise TraceError(f"{nodes_csv}: no node has GPUs")
+    typical = typical_pods(p.shape() for p in pods)
+    order = arrival_order(pods, capacity, seed, arrival)
+    info = {
+        "source": f"alibaba-openb: {Path(nodes_csv).name}, {Path(pods_csv).name}",
+        "seed": str(seed),
+        "arrival": repr(float(arrival)),
+        "gpu-capacity-milli": str(capacity),
+        "pods": str(len(order)),
+        "gpu-demand-milli": str(sum(p.total_milli_gpu for p in order)),
+        "driver": DRIVER,
+        "typical-pods.yaml": typical_pods_yaml(typical),
+    }
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": TRACE_CONFIGMAP, "namespace": NAMESPACE}, "data": info}
+    cluster = [device_class(), configmap]
+    for node in nodes:
+        cluster.append(node_manifest(node))
+        if node.gpus:
+            cluster.append(slice_manifest(node))
+    workload = []
+    for pod in order:
+        if pod.gpu_count:
+            workload.append(claim_manifest(pod))
+        workload.append(pod_manifest(pod))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, items in (("cluster.json", cluster), ("pods.json", workload)):
+        with (out / name).open("w") as handle:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": items}, handle, separators=(",", ":"))
+            handle.write("\n")
+    return info

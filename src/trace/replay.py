@@ -1,0 +1,303 @@
+"""Replaying a converted trace: pods arrive one at a time and each is tried once.
+
+This is the FGD paper's protocol (its simulator's ``SchedulePods``): the
+cluster starts empty, the pods of ``pods.json`` are created in order, the
+scheduler makes exactly one attempt for each, and a pod that finds no node is
+deleted (with its ResourceClaim) rather than retried.  No pod ever leaves.
+After every pod the replay records how much GPU demand has arrived, how much
+GPU compute is allocated, and how much idle GPU compute is fragmented for the
+trace's typical pods (:mod:`.fragmentation`).
+
+The scheduler is driven directly (no controllers; claims are created with
+their pods): one scheduling cycle per pod, clock moved only when a pod waits
+at Permit or PreBind.
+
+Ties between equally scored nodes: the paper's simulator prefixes every
+node's name with its position in a random permutation of the nodes (drawn
+from the seed) and its kube-scheduler picks the smallest name among the best
+nodes, where upstream picks one at random.  That concentrates pods on the
+same nodes whenever a policy cannot tell them apart, which matters a lot
+(FGD, for one, scores most nodes alike for CPU-only pods).  ``tie_break``
+"ranked" (the default) does the same with a seeded permutation; "random" is
+upstream's behaviour.
+
+Curves are reported like the paper's analysis scripts: for each whole
+percent of arrived GPU demand (relative to the cluster's GPUs), the mean of
+the values recorded at arrivals that round to it (or, when none does, to it
+plus or minus one).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from attrs import asdict, define, field
+
+from ..core.api.core_v1 import ConfigMap, Node, Pod
+from ..core.api.resource_v1 import ResourceClaim
+from ..core.clock import FakeClock
+from ..core.cluster.memory import MemoryCluster
+from ..core.framework.config import KubeSchedulerConfiguration, load_config
+from ..core.framework.registry import Registry
+from ..core.manifests import InvalidManifest, load_objects, parse_document, read_documents
+from ..core.scheduler.scheduler import Scheduler
+from ..plugins import DEFAULT_PLUGINS
+from ..simulation import DEFAULT_START
+from .fragmentation import Workload, node_fragmentation
+from .gpus import MILLI, NodeGpus
+from .openb import COMPUTE, DRIVER, TRACE_CONFIGMAP, parse_typical_pods
+
+#: Per-node GPU utilisation is sampled every this many percent of arrived demand.
+HEATMAP_STEP = 5
+#: How ties between equally scored nodes are broken (module docstring).
+TIE_BREAKS = ("ranked", "random")
+
+
+@define
+class ReplayResult:
+    """What one replay measured.
+
+    ``curve``: ``[arrived %, allocated %]`` per whole percent of arrived GPU
+    demand; ``fragmentation``: ``[arrived %, fragmented idle GPU compute as % of
+    all GPU compute]``; ``gpu_allocation_ratio``: allocated GPU compute at the
+    end, % of all; ``heatmap``: per node (``nodes``, ``models``) its GPU
+    utilisation in % at each arrival in ``heatmap_arrived``.
+    """
+
+    trace: str
+    config: str
+    seed: int
+    arrival: float
+    pods: int
+    bound: int
+    failed: int
+    gpus: int
+    gpu_allocation_ratio: float
+    curve: list[list[float]]
+    fragmentation: list[list[float]]
+    wall_seconds: float
+    nodes: list[str] = field(factory=list)
+    models: list[str] = field(factory=list)
+    heatmap_arrived: list[int] = field(factory=list)
+    heatmap: list[list[int]] = field(factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``kubesched trace replay -o json`` prints."""
+        data = asdict(self)
+        first = ("seed", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds")
+        return {**{key: data[key] for key in first}, **{k: v for k, v in data.items() if k not in first}}
+
+    def at(self, arrived: int) -> float | None:
+        """The allocation curve's value at ``arrived`` percent (None if not reached)."""
+        return next((value for point, value in self.curve if point == arrived), None)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplayResult:
+        """A result read back from :meth:`to_json` (unknown keys are ignored)."""
+        names = {a.name for a in cls.__attrs_attrs__}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class TraceInfo:
+    """The ConfigMap a converted trace carries (:data:`~.openb.TRACE_CONFIGMAP`)."""
+
+    def __init__(self, configmap: ConfigMap, where: str):
+        data = configmap.data
+        try:
+            self.seed = int(data.get("seed", "0"))
+            self.arrival = float(data.get("arrival", "0"))
+        except ValueError as err:
+            raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data", str(err)) from None
+        self.driver = data.get("driver", DRIVER)
+        try:
+            self.typical = parse_typical_pods(data.get("typical-pods.yaml", "[]"))
+        except ValueError as err:
+            raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data.typical-pods.yaml", str(err)) from None
+
+
+def load_trace(trace_dir: str | Path) -> tuple[list, TraceInfo, Path]:
+    """The cluster objects of a converted trace, its description and its pods file.
+    Raises :class:`InvalidManifest` for a directory that is not a converted trace."""
+    trace_dir = Path(trace_dir)
+    cluster_file, pods_file = trace_dir / "cluster.json", trace_dir / "pods.json"
+    for needed in (cluster_file, pods_file):
+        if not needed.is_file():
+            raise InvalidManifest(str(needed), "", "", "not found (convert a trace first: kubesched trace alibaba-openb)")
+    objects = load_objects([cluster_file])
+    configmap = next((o for o in objects if isinstance(o, ConfigMap) and o.metadata.name == TRACE_CONFIGMAP), None)
+    if configmap is None:
+        raise InvalidManifest(str(cluster_file), f"ConfigMap/{TRACE_CONFIGMAP}", "", "not found")
+    return objects, TraceInfo(configmap, str(cluster_file)), pods_file
+
+
+def claim_demand(claim: ResourceClaim, driver: str) -> int:
+    """Milli-GPUs a claim asks of ``driver``'s device class: count x its
+    ``compute`` request (a whole GPU without one)."""
+    total = 0
+    for request in claim.spec.devices.requests:
+        exactly = request.exactly
+        if exactly is None or exactly.device_class_name != driver:
+            continue
+        per_device = MILLI
+        if exactly.capacity is not None and COMPUTE in exactly.capacity.requests:
+            per_device = int(exactly.capacity.requests[COMPUTE] * MILLI)
+        total += exactly.count * per_device
+    return total
+
+
+def _discrete(arrived: np.ndarray, values: np.ndarray, up_to: int) -> list[list[float]]:
+    """The paper's per-percent means (module docstring); ``arrived`` in % (float)."""
+    rounded = np.array([round(float(a)) for a in arrived])
+    out = []
+    for percent in range(0, up_to + 1):
+        chosen = values[rounded == percent]
+        if not len(chosen):
+            chosen = values[(rounded >= percent - 1) & (rounded <= percent + 1)]
+            if not len(chosen):
+                continue
+        out.append([percent, round(float(chosen.mean()), 2)])
+    return out
+
+
+def replay(
+    trace_dir: str | Path,
+    config: str | Path | dict | KubeSchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    tie_break: str = "ranked",
+) -> ReplayResult:
+    """Replay the converted trace in ``trace_dir`` with the scheduler
+    configuration ``config`` (default profile when None), at most ``limit``
+    pods, breaking ties between nodes as ``tie_break`` says ("ranked" or
+    "random", module docstring).  ``progress(done, total)`` is called every
+    100 pods.  Raises :class:`InvalidManifest` for a bad trace, ``ConfigError``
+    for a bad configuration and ValueError for an unknown ``tie_break``."""
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break: {tie_break!r} is not one of {', '.join(TIE_BREAKS)}")
+    started = time.perf_counter()
+    objects, info, pods_file = load_trace(trace_dir)
+    config_name = str(config) if isinstance(config, (str, Path)) else "default"
+    if not isinstance(config, KubeSchedulerConfiguration):
+        config = load_config(config, DEFAULT_PLUGINS)
+    clock = FakeClock(DEFAULT_START)
+    cluster = MemoryCluster(clock, seed=info.seed)
+    scheduler = Scheduler(cluster, config, registry or Registry.discover(), clock, seed=info.seed)
+    for obj in objects:
+        cluster.create(obj)
+    if tie_break == "ranked":
+        scheduler.node_rank = node_ranks([o.metadata.name for o in objects if isinstance(o, Node)], info.seed)
+    scheduler.start()
+    _settle(scheduler, clock)
+    scheduler.cache.update_snapshot(scheduler.snapshot)
+    table = scheduler.snapshot.table
+    gpus = NodeGpus(scheduler.dra_manager(), driver=info.driver)
+    gpus.sync(table)
+    capacity = int(gpus.capacity.sum())
+    if not capacity:
+        raise InvalidManifest(str(trace_dir), "", "", f"no node has GPUs of driver {info.driver}")
+    workload = Workload(info.typical, gpus.models)
+    models = gpus.model_codes(workload.model_code)
+    names = [node.name for node in table.infos]
+    row_of = {name: row for row, name in enumerate(names)}
+    cpu_left = np.array([_cpu_left(scheduler, name) for name in names], dtype=np.int64)
+    frag = node_fragmentation(workload, gpus.left, cpu_left, models)
+
+    documents = list(read_documents(pods_file))
+    total_pods = sum(1 for doc in documents if doc.get("kind") == "Pod")
+    if limit is not None:
+        total_pods = min(total_pods, limit)
+    arrived_milli = 0
+    records: list[tuple[float, float, float]] = []
+    heatmap: list[list[int]] = []
+    heatmap_arrived: list[int] = []
+    next_sample = 0
+    claims: dict[str, ResourceClaim] = {}
+    done = bound = 0
+    for doc in documents:
+        if done >= total_pods:
+            break
+        obj = parse_document(doc, str(pods_file))
+        if isinstance(obj, ResourceClaim):
+            claims[obj.key] = cluster.create(obj)
+            continue
+        if not isinstance(obj, Pod):
+            cluster.create(obj)
+            continue
+        mine = [claims.pop(f"{obj.metadata.namespace}/{c.resource_claim_name}")
+                for c in obj.spec.resource_claims if f"{obj.metadata.namespace}/{c.resource_claim_name}" in claims]
+        arrived_milli += sum(claim_demand(c, info.driver) for c in mine)
+        before = scheduler.stats.bound
+        pod = cluster.create(obj)
+        _settle(scheduler, clock)
+        done += 1
+        if scheduler.stats.bound > before:
+            bound += 1
+            node_name = scheduler.informers.get("Pod", pod.key).spec.node_name
+            row = row_of[node_name]
+            gpus.sync(table)
+            cpu_left[row] = _cpu_left(scheduler, node_name)
+            frag[row] = node_fragmentation(workload, gpus.left[row], cpu_left[row], models[row])
+        else:
+            cluster.delete("Pod", pod.metadata.name, pod.metadata.namespace)
+            for claim in mine:
+                cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace)
+        used = capacity - int(gpus.left.sum())
+        records.append((100 * arrived_milli / capacity, 100 * used / capacity, 100 * float(frag.sum()) / capacity))
+        while 100 * arrived_milli / capacity >= next_sample:
+            utilisation = (gpus.capacity - gpus.left).sum(axis=1) * 100 // np.maximum(gpus.capacity.sum(axis=1), 1)
+            heatmap.append([int(u) for u in utilisation])
+            heatmap_arrived.append(next_sample)
+            next_sample += HEATMAP_STEP
+        if progress is not None and done % 100 == 0:
+            progress(done, total_pods)
+    _settle(scheduler, clock)
+    data = np.array(records) if records else np.zeros((0, 3))
+    up_to = int(round(data[-1, 0])) if len(data) else 0
+    return ReplayResult(
+        trace=str(trace_dir), config=config_name, seed=info.seed, arrival=info.arrival,
+        pods=done, bound=bound, failed=done - bound, gpus=capacity // MILLI,
+        gpu_allocation_ratio=round(float(data[-1, 1]), 2) if len(data) else 0.0,
+        curve=_discrete(data[:, 0], data[:, 1], up_to),
+        fragmentation=_discrete(data[:, 0], data[:, 2], up_to),
+        wall_seconds=round(time.perf_counter() - started, 2),
+        nodes=names, models=list(gpus.models), heatmap_arrived=heatmap_arrived, heatmap=heatmap,
+    )
+
+
+def node_ranks(names: list[str], seed: int) -> dict[str, int]:
+    """A seeded random priority of the nodes (module docstring): the nodes
+    sorted by name get the positions of a random permutation."""
+    ordered = sorted(names)
+    positions = list(range(len(ordered)))
+    random.Random(seed).shuffle(positions)
+    return dict(zip(ordered, positions))
+
+
+def _cpu_left(scheduler: Scheduler, node_name: str) -> int:
+    """Milli-CPU of the node not requested by its pods (bound and assumed)."""
+    info = scheduler.cache.nodes[node_name]
+    return info.allocatable.get("cpu", 0) - info.requested.get("cpu", 0)
+
+
+def _settle(scheduler: Scheduler, clock: FakeClock) -> None:
+    """Let the scheduler finish what it can; move the clock only for pods that
+    wait at Permit or PreBind."""
+    while True:
+        while scheduler.step():
+            pass
+        if not scheduler.waiting_pods and not scheduler.binding_waits:
+            return
+        deadline = clock.next_deadline(include_background=False)
+        if deadline is None:
+            return
+        clock.advance_to(deadline)
+
+
+def write_json(result: ReplayResult, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(result.to_json()) + "\n")
