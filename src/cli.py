@@ -3,7 +3,9 @@
 - ``kubesched simulate -f PATH ...``: schedule a directory of manifests on the embedded cluster;
 - ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
 - ``kubesched plugins``: the discovered plugins and their extension points;
-- ``kubesched config validate FILE``: check a KubeSchedulerConfiguration.
+- ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
+- ``kubesched trace ...``: convert a production trace and replay it (:mod:`kubesched.trace.commands`);
+- ``kubesched report RESULTS...``: plots of replay results (matplotlib).
 
 Invalid input exits with status 2 and one line ``FILE: KIND/NAME: FIELD: problem``.
 """
@@ -30,11 +32,13 @@ from .core.manifests import InvalidManifest, dump_yaml
 from .core.scheduler.scheduler import Scheduler
 from .plugins import DEFAULT_PLUGINS
 from .simulation import DEFAULT_START, Simulation, parse_start_time
+from .trace.commands import trace_app
 
 app = typer.Typer(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
                   add_completion=False)
 config_app = typer.Typer(help="KubeSchedulerConfiguration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(trace_app, name="trace")
 
 INVALID_INPUT = 2
 
@@ -58,6 +62,7 @@ def simulate(
     start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML summary here."),
 ) -> None:
     """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
     try:
@@ -70,6 +75,10 @@ def simulate(
     except (InvalidManifest, ConfigError, PluginError) as err:
         _refuse(str(err))
     sim.run(until=start + horizon if horizon is not None else None)
+    if html is not None:
+        from .report import html_summary
+
+        html.write_text(html_summary(sim, title=f"kubesched simulate {' '.join(str(f) for f in filename)}"))
     if output is Output.yaml:
         sys.stdout.write(dump_yaml(sim.cluster.objects()))
     elif output is Output.json:
@@ -135,6 +144,29 @@ def plugins() -> None:
     for name in registry.names():
         table.add_row(name, ", ".join(extension_points(registry.get(name))), registry.origin.get(name, ""))
     Console().print(table)
+
+
+@app.command()
+def report(
+    results: List[Path] = typer.Argument(..., help="Replay results (kubesched trace replay -o json)."),
+    out: Path = typer.Option(Path("."), "-o", "--out", help="Directory for the PNG files."),
+    heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="The result for the per-node heatmap (default: the first)."),
+) -> None:
+    """Plot replay results: allocation.png (GPU allocation vs arrived demand, one
+    line per policy), fragmentation.png and heatmap.png (per-node GPU use of one run)."""
+    from .report import ReportError, load_results, plot_allocation, plot_fragmentation, plot_heatmap
+
+    try:
+        loaded = load_results(results)
+        chosen = load_results([heatmap])[0] if heatmap is not None else loaded[0]
+        out.mkdir(parents=True, exist_ok=True)
+        written = [plot_allocation(loaded, out / "allocation.png"),
+                   plot_fragmentation(loaded, out / "fragmentation.png"),
+                   plot_heatmap(chosen, out / "heatmap.png")]
+    except ReportError as err:
+        _refuse(str(err))
+    for path in written:
+        typer.echo(str(path))
 
 
 @config_app.command("validate")

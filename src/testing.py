@@ -1,16 +1,34 @@
-"""Builders for tests and plugin authors: nodes and pods in one line each.
+"""The plugin author's kit: object builders, a test configuration, pytest fixtures.
+
+Builders make one object in one line each::
 
     node("n1", cpu="4", memory="8Gi", labels={"zone": "a"}, taints=[("gpu", "true", "NoSchedule")])
-    pod("web", cpu="500m", memory="1Gi", priority=10, node_selector={"zone": "a"})
+    pod("web", cpu="500m", memory="1Gi", priority=10, node_selector={"zone": "a"}, claims=["web-gpu"])
+    device_class("gpu.example.com")
+    resource_slice("n1", [device("gpu-0", capacity={"memory": "40Gi"})])
+    resource_claim("web-gpu", count=1, capacity={"memory": "10Gi"})
 
 Quantities are Kubernetes strings; everything else is passed through the same
 manifest conversion as files, so a builder object is exactly what a manifest
-with those fields would give.
+with those fields would give.  :func:`config` writes a configuration that
+scores with just the plugins under test; :func:`node_scores` shows what each
+Score plugin gave every node for a pod.
+
+Installed kubesched is also a pytest plugin (entry point ``pytest11``): the
+fixture ``simulate`` builds a :class:`~kubesched.simulation.Simulation` from
+objects, plugin classes and a configuration, and runs it::
+
+    def test_prefers_premium(simulate):
+        sim = simulate(node("a"), node("b", labels={"tier": "premium"}), pod("web"),
+                       plugins=[PreferLabel], config=config(score={"PreferLabel": 1}))
+        assert sim.placements() == {"default/web": "b"}
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 from .core.api import from_manifest
 
@@ -58,10 +76,12 @@ def pod(
     host_ports: Iterable[int] = (),
     extra_resources: dict[str, str] | None = None,
     scheduling_gates: Iterable[str] = (),
+    claims: Iterable[str] = (),
     **spec: Any,
 ):
     """A core/v1 Pod with one container requesting ``cpu``/``memory`` (and
-    ``extra_resources``); other keyword arguments are raw camelCase spec fields."""
+    ``extra_resources``) and using the ResourceClaims named in ``claims``;
+    other keyword arguments are raw camelCase spec fields."""
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra_resources or {})
     container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10.1"}
@@ -82,9 +102,152 @@ def pod(
             body[key] = value
     if scheduling_gates:
         body["schedulingGates"] = [{"name": g} for g in scheduling_gates]
+    if claims:
+        container.setdefault("resources", {})["claims"] = [{"name": c} for c in claims]
+        body["resourceClaims"] = [{"name": c, "resourceClaimName": c} for c in claims]
     return from_manifest({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": body,
     })
+
+
+# --- Dynamic Resource Allocation -------------------------------------------------------------
+
+#: The driver (and DeviceClass) the DRA builders use unless told otherwise.
+DRIVER = "gpu.example.com"
+
+
+def device_class(name: str = DRIVER, driver: str | None = None, selectors: Iterable[str] = ()):
+    """A DeviceClass selecting the devices of ``driver`` (default: ``name``)
+    plus the CEL ``selectors``."""
+    expressions = [f"device.driver == '{driver or name}'", *selectors]
+    return from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions]},
+    })
+
+
+def device(name: str, attributes: Mapping[str, Any] | None = None, capacity: Mapping[str, str] | None = None,
+           shared: bool = False, **fields: Any) -> dict:
+    """One device of a ResourceSlice (a manifest dict): ``attributes`` as plain
+    values (str, bool, int), ``capacity`` as quantities; ``shared`` allows
+    multiple allocations (consumable capacity)."""
+    kinds = {bool: "bool", int: "int", str: "string"}
+    body: dict[str, Any] = {"name": name, **fields}
+    if attributes:
+        body["attributes"] = {k: {kinds[type(v)]: v} for k, v in attributes.items()}
+    if capacity:
+        body["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+    if shared:
+        body["allowMultipleAllocations"] = True
+    return body
+
+
+def resource_slice(node_name: str, devices: Iterable[dict], driver: str = DRIVER, name: str | None = None):
+    """A ResourceSlice publishing ``devices`` (see :func:`device`) of ``node_name``, one pool per node."""
+    return from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": name or f"{node_name}-{driver}"},
+        "spec": {"driver": driver, "nodeName": node_name,
+                 "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                 "devices": list(devices)},
+    })
+
+
+def resource_claim(name: str, device_class_name: str = DRIVER, count: int = 1, namespace: str = "default",
+                   selectors: Iterable[str] = (), capacity: Mapping[str, str] | None = None):
+    """A ResourceClaim with one request ``req`` for ``count`` devices of the
+    class, filtered by CEL ``selectors``, each consuming ``capacity``."""
+    exactly: dict[str, Any] = {"deviceClassName": device_class_name, "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    if capacity:
+        exactly["capacity"] = {"requests": dict(capacity)}
+    return from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "req", "exactly": exactly}]}},
+    })
+
+
+# --- configurations and scores ---------------------------------------------------------------
+
+
+def config(score: Mapping[str, int] | None = None, args: Mapping[str, dict] | None = None,
+           only: bool = True, percentage_of_nodes_to_score: int = 100) -> dict:
+    """A KubeSchedulerConfiguration (as a dict) with the default profile plus
+    the Score plugins ``score`` (name -> weight) - alone when ``only`` (the
+    default Score plugins disabled) - every node scored, and ``args`` as
+    pluginConfig (name -> args)."""
+    plugins: dict[str, Any] = {}
+    if score:
+        plugins["multiPoint"] = {"enabled": [{"name": n, "weight": w} for n, w in score.items()]}
+        if only:
+            plugins["score"] = {"enabled": [{"name": n, "weight": w} for n, w in score.items()],
+                                "disabled": [{"name": "*"}]}
+    profile: dict[str, Any] = {"schedulerName": "default-scheduler", "plugins": plugins}
+    if args:
+        profile["pluginConfig"] = [{"name": n, "args": a} for n, a in args.items()]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": percentage_of_nodes_to_score, "profiles": [profile]}
+
+
+def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
+    """What each Score plugin (weighted, after NormalizeScore) gives every
+    feasible node for ``pending_pod`` in ``sim``'s current state, without
+    scheduling it: ``{node: {plugin: score}}`` (empty when no node fits).
+    The pod (and its claims) must exist in the cluster."""
+    from .core.framework.cycle_state import CycleState
+    from .core.scheduler.diagnosis import FitError
+    from .core.scheduler.queue import QueuedPodInfo
+
+    sim.start()
+    scheduler = sim.scheduler
+    scheduler.informers.pump()
+    framework = scheduler.profiles[pending_pod.spec.scheduler_name or "default-scheduler"]
+    state = CycleState()
+    scheduler.cache.update_snapshot(scheduler.snapshot)
+    try:
+        rows = scheduler.find_nodes_that_fit(framework, state, QueuedPodInfo(pending_pod, sim.clock.now()))
+    except FitError:
+        return {}
+    nodes = [scheduler.snapshot.nodes[row] for row in rows]
+    status = framework.run_pre_score(state, pending_pod, nodes)
+    if status is not None:
+        raise RuntimeError(status.message())
+    _, per_plugin = framework.run_score(state, pending_pod, scheduler.snapshot.table, np.asarray(rows), nodes)
+    return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
+
+
+# --- the pytest plugin (entry point pytest11) ------------------------------------------------
+
+try:
+    import pytest
+except ImportError:  # the builders work without pytest
+    pytest = None
+
+if pytest is not None:
+
+    @pytest.fixture
+    def simulate():
+        """``simulate(*objects, plugins=(), config=None, seed=0, until=None)``:
+        a Simulation of ``objects`` with the discovered plugins plus the
+        classes in ``plugins``, scheduled until nothing more happens (or
+        ``until`` seconds of simulated time).  ``config``: a
+        KubeSchedulerConfiguration dict (see :func:`config`) or path."""
+        from .core.framework.registry import Registry
+        from .simulation import Simulation
+
+        def run(*objects, plugins: Iterable[type] = (), config: Any = None, seed: int = 0,
+                until: float | None = None):
+            registry = Registry.discover()
+            for plugin in plugins:
+                registry.add(plugin)
+            sim = Simulation(config=config, registry=registry, seed=seed)
+            sim.create(objects)
+            sim.run(until=sim.clock.now() + until if until is not None else None)
+            return sim
+
+        return run

@@ -1,0 +1,193 @@
+"""Pictures of runs: replay plots (PNG, with matplotlib) and an HTML summary of a simulation.
+
+- :func:`plot_allocation`: GPU allocation ratio against arrived GPU demand, one
+  line per policy (the mean over its seeds), as figure 9a of the FGD paper;
+- :func:`plot_fragmentation`: fragmented idle GPU compute against arrived demand;
+- :func:`plot_heatmap`: one replay's per-node GPU utilisation as arrival grows;
+- :func:`html_summary`: a self-contained HTML page (no scripts, no external
+  files) of a finished :class:`~kubesched.simulation.Simulation`: placements,
+  pending pods with their reasons, and per-node CPU and memory use.
+
+matplotlib is an optional dependency (``pip install 'kubesched[report]'``);
+:class:`ReportError` says so when it is missing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .trace.replay import ReplayResult
+
+
+class ReportError(RuntimeError):
+    """A report cannot be made: matplotlib is missing, or a results file is unreadable."""
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ReportError("plots need matplotlib: pip install 'kubesched[report]'") from None
+    return plt
+
+
+def load_results(paths: Iterable[str | Path]) -> list[ReplayResult]:
+    """Replay results written by ``kubesched trace replay -o json``; raises
+    :class:`ReportError` naming a file that is not one."""
+    results = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            results.append(ReplayResult.from_json(data))
+        except (OSError, ValueError, TypeError) as err:
+            raise ReportError(f"{path}: not a replay result (kubesched trace replay -o json): {err}") from None
+    return results
+
+
+def label(result: ReplayResult) -> str:
+    """A run's name in legends: its configuration file's stem (``fgd``)."""
+    return Path(result.config).stem if result.config != "default" else "default"
+
+
+def mean_curves(results: list[ReplayResult], attribute: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per label: arrived % and the mean over its runs of ``curve`` or
+    ``fragmentation`` at each arrival every run reached."""
+    grouped: dict[str, list[dict[float, float]]] = defaultdict(list)
+    for result in results:
+        grouped[label(result)].append(dict((point, value) for point, value in getattr(result, attribute)))
+    out = {}
+    for name, runs in grouped.items():
+        common = sorted(set.intersection(*(set(r) for r in runs)))
+        out[name] = (np.array(common), np.array([np.mean([r[p] for r in runs]) for p in common]))
+    return out
+
+
+def _line_plot(results, attribute: str, ylabel: str, title: str, path: str | Path, diagonal: bool) -> Path:
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    curves = mean_curves(results, attribute)
+    for name in sorted(curves, key=lambda n: -curves[n][1][-1] if len(curves[n][1]) else 0):
+        arrived, values = curves[name]
+        runs = sum(1 for r in results if label(r) == name)
+        axes.plot(arrived, values, label=f"{name} ({runs} run{'s' if runs > 1 else ''})")
+    if diagonal:
+        top = max((float(c[0][-1]) for c in curves.values() if len(c[0])), default=100.0)
+        axes.plot([0, min(top, 100)], [0, min(top, 100)], linestyle=":", color="grey", label="everything allocated")
+    axes.set_xlabel("Arrived GPU demand (% of cluster GPUs)")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def plot_allocation(results: list[ReplayResult], path: str | Path) -> Path:
+    """GPU allocation ratio vs arrived GPU demand, one line per policy (FGD paper, figure 9a)."""
+    return _line_plot(results, "curve", "GPU allocation ratio (%)", "GPU allocation as workload arrives", path, True)
+
+
+def plot_fragmentation(results: list[ReplayResult], path: str | Path) -> Path:
+    """Fragmented idle GPU compute (% of all GPU compute) vs arrived GPU demand."""
+    return _line_plot(results, "fragmentation", "Fragmented GPU compute (% of all)",
+                      "GPU fragmentation as workload arrives", path, False)
+
+
+def plot_heatmap(result: ReplayResult, path: str | Path) -> Path:
+    """Per-node GPU utilisation (%) of one replay as arrival grows; nodes
+    grouped by GPU model."""
+    if not result.heatmap:
+        raise ReportError(f"{result.trace}: the result has no per-node utilisation (heatmap)")
+    plt = _pyplot()
+    order = sorted(range(len(result.nodes)), key=lambda i: (result.models[i], result.nodes[i]))
+    matrix = np.array(result.heatmap, dtype=float)[:, order].T
+    figure, axes = plt.subplots(figsize=(6.4, 6.0))
+    image = axes.imshow(matrix, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
+                        extent=(result.heatmap_arrived[0] - 2.5, result.heatmap_arrived[-1] + 2.5, len(order), 0))
+    boundaries, ticks, names = [], [], []
+    start = 0
+    models = [result.models[i] for i in order]
+    for index in range(1, len(models) + 1):
+        if index == len(models) or models[index] != models[start]:
+            boundaries.append(index)
+            ticks.append((start + index) / 2)
+            names.append(f"{models[start] or 'no GPU'} ({index - start})")
+            start = index
+    for boundary in boundaries[:-1]:
+        axes.axhline(boundary, color="white", linewidth=0.5)
+    axes.set_yticks(ticks, names, fontsize="x-small")
+    axes.set_xlabel("Arrived GPU demand (% of cluster GPUs)")
+    axes.set_title(f"GPU utilisation per node: {label(result)}, seed {result.seed}")
+    figure.colorbar(image, ax=axes, label="GPU utilisation (%)")
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+# --- HTML summary of a simulation --------------------------------------------------------
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}th,td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}
+.bar{display:inline-block;height:10px;background:#4c78a8;vertical-align:middle}
+.track{display:inline-block;width:120px;height:10px;background:#eee;vertical-align:middle}
+.pending{color:#b33}
+"""
+
+
+def _bar(used: int, total: int) -> str:
+    fraction = used / total if total else 0.0
+    width = int(round(120 * min(max(fraction, 0.0), 1.0)))
+    return (f'<span class="track"><span class="bar" style="width:{width}px"></span></span> '
+            f"{100 * fraction:.0f}%")
+
+
+def html_summary(sim, title: str = "kubesched simulation") -> str:
+    """A self-contained HTML page about a finished simulation (module docstring)."""
+    pods = sim.pods()
+    bound = [p for p in pods if p.spec.node_name]
+    pending = [p for p in pods if not p.spec.node_name]
+    rows = []
+    for pod in bound:
+        rows.append(f"<tr><td>{html.escape(pod.key)}</td><td>{html.escape(pod.spec.node_name)}</td></tr>")
+    waiting = []
+    for pod in pending:
+        condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+        reason = f"{condition.reason}: {condition.message}" if condition is not None else "Pending"
+        waiting.append(f'<tr><td>{html.escape(pod.key)}</td><td class="pending">{html.escape(reason)}</td></tr>')
+    nodes = []
+    for name, info in sorted(sim.scheduler.cache.nodes.items()):
+        if info.node is None:
+            continue
+        allocatable, requested = info.allocatable, info.requested
+        nodes.append(
+            f"<tr><td>{html.escape(name)}</td><td>{len(info.pods)}</td>"
+            f"<td>{_bar(requested.get('cpu', 0), allocatable.get('cpu', 0))}</td>"
+            f"<td>{_bar(requested.get('memory', 0), allocatable.get('memory', 0))}</td></tr>")
+    stats = sim.scheduler.stats
+    parts = [
+        "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{html.escape(title)}</title>",
+        f"<style>{_STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
+        f"<p>{len(bound)} pod(s) scheduled, {len(pending)} pending, {len(nodes)} node(s); "
+        f"{stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated.</p>",
+        "<h2>Nodes</h2><table><tr><th>node</th><th>pods</th><th>CPU requested</th><th>memory requested</th></tr>",
+        *nodes, "</table>",
+    ]
+    if waiting:
+        parts += ["<h2>Pending pods</h2><table><tr><th>pod</th><th>why</th></tr>", *waiting, "</table>"]
+    parts += ["<h2>Placements</h2><table><tr><th>pod</th><th>node</th></tr>", *rows, "</table>", "</body></html>"]
+    return "\n".join(parts) + "\n"
