@@ -58,6 +58,11 @@ def filter_all(plugin, state: CycleState, p, infos: list[NodeInfo]) -> list[Stat
         rows = np.array(list(range(len(infos)))[::-2], dtype=np.int64)
         got = plugin.filter_batch(state, p, table, rows)
         assert list(got) == [passes[r] for r in rows]
+    if hasattr(plugin, "filter_batch_status"):
+        table = Snapshot(infos).table
+        rows = np.array(list(range(len(infos)))[::-1], dtype=np.int64)
+        index, choices = plugin.filter_batch_status(state, p, table, rows)
+        assert [choices[i] if i >= 0 else None for i in index] == [statuses[r] for r in rows]
     return statuses
 
 

@@ -1,0 +1,59 @@
+"""What the DRA manager offers plugins: the devices in use, a node's slices, and
+the planned allocations with device preferences."""
+
+from __future__ import annotations
+
+from kubesched.core.allocated_devices import DeviceID
+from kubesched.core.api.core_v1 import ConfigMap
+from kubesched.core.api.meta import ObjectMeta
+from kubesched.core.dra_manager import PlannedAllocations
+from kubesched.simulation import Simulation
+from kubesched.testing import device, device_class, node, pod, resource_claim, resource_slice
+
+
+def test_allocated_state_and_node_slices_follow_the_cluster():
+    sim = Simulation()
+    sim.create([device_class(), node("n1"), node("n2"),
+                resource_slice("n1", [device("gpu-0", capacity={"compute": "1"}, shared=True), device("gpu-1")]),
+                resource_claim("share", capacity={"compute": "250m"}), pod("a", claims=["share"]),
+                resource_claim("whole"), pod("b", claims=["whole"])])
+    sim.run()
+    dra = sim.scheduler.dra_manager()
+    shared, exclusive = DeviceID("gpu.example.com", "n1", "gpu-0"), DeviceID("gpu.example.com", "n1", "gpu-1")
+    assert dra.allocated.devices == {exclusive}
+    assert dra.allocated.consumed_capacity[shared]["compute"] == 0.25
+    assert [s.metadata.name for s in dra.node_slices("n1")] == ["n1-gpu.example.com"]
+    assert dra.node_slices("n2") == []
+    generation = dra.slice_generation
+    sim.create([resource_slice("n2", [device("gpu-0")])])
+    sim.scheduler.informers.pump()
+    assert dra.slice_generation > generation and len(dra.node_slices("n2")) == 1
+    sim.cluster.delete("Pod", "b", "default")
+    sim.run()  # the ResourceClaim controller deallocates the claim nobody uses any more
+    assert dra.allocated.devices == set() and shared in dra.allocated.consumed_capacity
+
+
+def test_planned_allocations_ask_the_planner_once_per_node_and_preference():
+    calls = []
+
+    def planner(node_name, order):
+        calls.append((node_name, order))
+        return {"ns/c": node_name} if node_name != "full" else None
+
+    planned = PlannedAllocations(planner)
+    assert planned.get("n1") == {"ns/c": "n1"} and planned.get("n1") == {"ns/c": "n1"}
+    assert planned.get("full") is None and len(calls) == 2
+    planned.prefer(lambda device: device.device)
+    planned.prefer(lambda device: 0)
+    assert planned.get("n1") == {"ns/c": "n1"} and len(calls) == 3
+    order = calls[-1][1]
+    assert order(DeviceID("d", "p", "x")) == ("x", 0)
+    planned.set("n2", {"ns/c": "found with a preference"})  # plans found without it are not kept now
+    assert planned.get("n2") == {"ns/c": "n2"}
+    assert PlannedAllocations().get("n1") is None
+
+
+def test_configmaps_are_kept_for_plugins_and_tools():
+    sim = Simulation()
+    (stored,) = sim.create([ConfigMap(metadata=ObjectMeta(name="cfg", namespace="default"), data={"key": "value"})])
+    assert sim.get("ConfigMap", "default/cfg").data == {"key": "value"} and stored.metadata.uid

@@ -1,0 +1,73 @@
+"""The plugin author's kit: builders, the test configuration, node_scores, the
+``simulate`` fixture (from kubesched's pytest11 entry point), and the HTML summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubesched import hookimpl
+from kubesched.cli import app
+from kubesched.testing import config, device, device_class, node, node_scores, pod, resource_claim, resource_slice
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class MostPods:
+    """Scores nodes by how many pods they already run (x 10)."""
+
+    name = "MostPods"
+
+    def __init__(self, args, handle):
+        self.factor = args.get("factor", 10)
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        return min(100, self.factor * len(node_info.pods))
+
+
+def test_the_simulate_fixture_runs_objects_with_extra_plugins(simulate):
+    sim = simulate(node("a", cpu="4"), node("b", cpu="4"), pod("first", cpu="1", node_name="b"),
+                   pod("second", cpu="1"), plugins=[MostPods], config=config(score={"MostPods": 1}))
+    assert sim.placements() == {"default/first": "b", "default/second": "b"}
+
+
+def test_config_scores_with_the_given_plugins_only(simulate):
+    sim = simulate(node("a"), plugins=[MostPods], config=config(score={"MostPods": 3}, args={"MostPods": {"factor": 50}}))
+    framework = sim.scheduler.profiles["default-scheduler"]
+    assert framework.points["score"] == ["MostPods"] and framework.score_weights["MostPods"] == 3
+    assert framework.plugins["MostPods"].factor == 50
+    assert sim.config.percentage_of_nodes_to_score == 100
+
+
+def test_node_scores_show_every_plugins_weighted_scores(simulate):
+    sim = simulate(node("a"), node("b"), pod("there", cpu="1", node_name="b"),
+                   plugins=[MostPods], config=config(score={"MostPods": 2}))
+    (waiting,) = sim.create([pod("new", cpu="1")])
+    assert node_scores(sim, waiting) == {"a": {"MostPods": 0}, "b": {"MostPods": 20}}
+    (too_big,) = sim.create([pod("huge", cpu="100")])
+    assert node_scores(sim, too_big) == {}
+
+
+def test_dra_builders_make_a_schedulable_gpu_pod(simulate):
+    sim = simulate(
+        node("gpu-node"), device_class(),
+        resource_slice("gpu-node", [device("gpu-0", attributes={"model": "A100", "index": 0, "fast": True},
+                                           capacity={"memory": "40Gi"})]),
+        resource_claim("big", selectors=["device.attributes['gpu.example.com'].model == 'A100'"]),
+        pod("train", claims=["big"]),
+    )
+    assert sim.placements() == {"default/train": "gpu-node"}
+    claim = sim.get("ResourceClaim", "default/big")
+    assert claim.status.allocation.devices.results[0].device == "gpu-0"
+
+
+def test_simulate_can_write_an_html_summary(tmp_path):
+    page = tmp_path / "summary.html"
+    done = CliRunner().invoke(app, ["simulate", "-f", str(ROOT / "examples/cluster"), "--html", str(page)])
+    assert done.exit_code == 0, done.output
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "http" not in text
+    assert "9 pod(s) scheduled, 2 pending, 6 node(s)" in text and "shop/api-1" in text
+    assert "Insufficient" in text  # a pending pod's reason

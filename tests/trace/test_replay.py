@@ -1,0 +1,132 @@
+"""Replaying converted traces: one attempt per pod, the curves, the commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+from kubesched.core.manifests import InvalidManifest
+from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
+from kubesched.trace.gpus import NodeGpus
+from kubesched.trace.openb import convert
+from kubesched.trace.replay import claim_demand, node_ranks, replay
+
+from .helpers import small_trace, write_nodes, write_pods
+
+runner = CliRunner()
+#: MostAllocated bin-packing, so that the small trace fills up
+PACKING = {**config(), "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+    {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}
+
+
+@pytest.fixture
+def trace(tmp_path):
+    nodes, pods = small_trace(tmp_path)
+    convert(nodes, pods, tmp_path / "trace", seed=42, arrival=1.3)
+    return tmp_path / "trace"
+
+
+def test_every_pod_is_tried_once_and_the_curves_are_recorded(trace):
+    result = replay(trace, PACKING)
+    converted = json.loads((trace / "pods.json").read_text())["items"]
+    assert result.pods == sum(1 for d in converted if d["kind"] == "Pod")
+    assert result.bound + result.failed == result.pods and result.failed > 0  # 130 % cannot all fit
+    assert result.gpus == 16 and result.seed == 42 and result.arrival == 1.3
+    arrived = [point for point, _ in result.curve]
+    assert arrived == sorted(arrived) and arrived[-1] in (129, 130, 131)
+    allocated = [value for _, value in result.curve]
+    assert allocated == sorted(allocated) and 0 < allocated[-1] <= 100
+    assert result.gpu_allocation_ratio == pytest.approx(allocated[-1], abs=1)
+    assert [point for point, _ in result.fragmentation] == arrived
+    assert len(result.heatmap) == len(result.heatmap_arrived) and len(result.heatmap[0]) == len(result.nodes) == 4
+
+
+def test_the_json_object_has_the_documented_keys_first(trace):
+    data = replay(trace, PACKING, limit=5).to_json()
+    assert list(data)[:5] == ["seed", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds"]
+    assert data["pods"] == 5
+
+
+def test_replays_are_reproducible(trace):
+    first, second = replay(trace, PACKING), replay(trace, PACKING)
+    assert first.curve == second.curve and first.fragmentation == second.fragmentation
+    assert replay(trace, PACKING, tie_break="random").pods == first.pods
+    with pytest.raises(ValueError, match="tie_break: 'first' is not one of ranked, random"):
+        replay(trace, PACKING, tie_break="first")
+
+
+def test_ranked_tie_break_is_a_seeded_permutation():
+    ranks = node_ranks(["b", "a", "c"], seed=1)
+    assert sorted(ranks.values()) == [0, 1, 2] and ranks == node_ranks(["c", "b", "a"], seed=1)
+
+
+def test_a_directory_that_is_not_a_trace_is_refused(tmp_path):
+    with pytest.raises(InvalidManifest, match="cluster.json: not found"):
+        replay(tmp_path)
+
+
+def test_claim_demand_counts_milli_gpus():
+    assert claim_demand(resource_claim("c", count=2), "gpu.example.com") == 2000
+    assert claim_demand(resource_claim("c", capacity={"compute": "250m"}), "gpu.example.com") == 250
+    assert claim_demand(resource_claim("c", device_class_name="other"), "gpu.example.com") == 0
+
+
+def test_node_gpus_follow_allocations(simulate):
+    gpus = [device(f"gpu-{i}", attributes={"model": "T4"}, capacity={"compute": "1"}, shared=True) for i in range(2)]
+    sim = simulate(
+        node("n1", cpu="8"), device_class(), resource_slice("n1", gpus),
+        resource_claim("quarter", capacity={"compute": "250m"}), pod("a", cpu="1", claims=["quarter"]),
+        resource_claim("whole"), pod("b", cpu="1", claims=["whole"]),
+    )
+    assert sim.scheduler.stats.bound == 2
+    view = NodeGpus(sim.scheduler.dra_manager())
+    view.sync(sim.scheduler.snapshot.table)
+    assert view.models == ["T4"] and view.count.tolist() == [2]
+    assert sorted(view.left[0].tolist()) == [0, 750] and view.capacity[0].tolist() == [1000, 1000]
+
+
+def test_trace_commands(tmp_path):
+    nodes, pods = small_trace(tmp_path)
+    out = tmp_path / "openb"
+    done = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods),
+                               "-o", str(out), "--seed", "7", "--replay", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    assert "on 16 GPUs (seed 7, arrival 1.3)" in done.output
+    data = json.loads(done.output.splitlines()[-1])
+    assert data["seed"] == 7 and data["pods"] > 0 and len(data["curve"]) > 10
+    csv = runner.invoke(app, ["trace", "replay", str(out), "-o", "csv", "--limit", "10"])
+    assert csv.exit_code == 0, csv.output
+    assert csv.output.splitlines()[0] == "arrived_pct,allocated_pct,fragmented_pct"
+    table = runner.invoke(app, ["trace", "replay", str(out), "--limit", "10", "--save", str(tmp_path / "r.json")])
+    assert table.exit_code == 0 and "10 pod(s) arrived" in table.output
+    assert json.loads((tmp_path / "r.json").read_text())["pods"] == 10
+
+
+def test_trace_commands_refuse_bad_input_with_one_line(tmp_path):
+    nodes = write_nodes(tmp_path / "nodes.csv", [("n1", "x", 1, 1, "T4")])
+    pods = write_pods(tmp_path / "pods.csv", [("p", 1000, 1024, 0, 0, "")])
+    done = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods), "-o", str(tmp_path)])
+    assert done.exit_code == 2 and "nodes.csv: line 2: cpu_milli: not a number: 'x'" in done.output
+    missing = runner.invoke(app, ["trace", "replay", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "cluster.json: not found" in missing.output
+
+
+def test_report_draws_the_plots(trace, tmp_path):
+    pytest.importorskip("matplotlib")
+    results = []
+    for name in ("packing", "default"):
+        path = tmp_path / f"{name}.json"
+        profile = PACKING if name == "packing" else None
+        path.write_text(json.dumps({**replay(trace, profile).to_json(), "config": f"{name}.yaml"}))
+        results.append(str(path))
+    done = runner.invoke(app, ["report", *results, "-o", str(tmp_path / "plots")])
+    assert done.exit_code == 0, done.output
+    for name in ("allocation.png", "fragmentation.png", "heatmap.png"):
+        assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    refused = runner.invoke(app, ["report", str(bad), "-o", str(tmp_path / "plots")])
+    assert refused.exit_code == 2 and "bad.json: not a replay result" in refused.output
