@@ -33,12 +33,44 @@ ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
 
 #: CycleState key of the :class:`PlannedAllocations` the DynamicResources Filter publishes.
 PLANNED_ALLOCATIONS_KEY = "kubesched.io/dra-planned-allocations"
+#: CycleState key of the device preferences plugins registered (:func:`prefer_devices`).
+DEVICE_PREFERENCES_KEY = "kubesched.io/dra-device-preferences"
 
 #: ``key(device) -> sortable``: a plugin's device preference (lower sorts first).
 DeviceKey = Callable[[DeviceID], Any]
 
 #: ``planner(node name, device order or None) -> {"ns/claim": AllocationResult} | None``.
 Planner = Callable[[str, "DeviceKey | None"], "dict[str, AllocationResult] | None"]
+
+
+def prefer_devices(state: Any, key: DeviceKey) -> None:
+    """Ask DynamicResources to try devices in ascending ``key(DeviceID)`` order
+    (stable: ties keep ResourceSlice order) when it allocates this pod's
+    claims.  Upstream's allocator takes the first devices that fit; a plugin
+    that cares *which* ones (the GPU that fragments least, the fullest
+    shareable GPU) registers a preference at any extension point up to
+    Reserve - PreFilter if it must hold even when only one node is feasible
+    and Score is skipped.  ``key`` is called when a plan is made (for the
+    chosen node in Reserve, or when a plugin reads a plan), with the cluster
+    as it is then.  With several preferences the first registered decides
+    and later ones break its ties.  Feasibility never changes: the
+    allocator's search is complete, only the choice among valid allocations does.
+    """
+    preferences = state.get(DEVICE_PREFERENCES_KEY)
+    if preferences is None:
+        preferences = []
+        state.write(DEVICE_PREFERENCES_KEY, preferences)
+    preferences.append(key)
+
+
+def device_order(state: Any) -> DeviceKey | None:
+    """The combined device preference of this cycle (None: upstream's order)."""
+    keys = tuple(state.get(DEVICE_PREFERENCES_KEY) or ())
+    if not keys:
+        return None
+    if len(keys) == 1:
+        return keys[0]
+    return lambda device: tuple(key(device) for key in keys)
 
 
 class PlannedAllocations:
@@ -51,55 +83,35 @@ class PlannedAllocations:
         planned = planned_allocations(state, node_info.name)   # None: no DRA claims
 
     Plans are made on demand (``planner``, set by DynamicResources): a node's
-    plan is computed the first time someone asks for it, so scoring many
-    nodes costs nothing unless a plugin reads their plans.
-
-    Upstream's allocator takes the first devices that fit, in ResourceSlice
-    order.  A plugin that cares *which* devices (a GPU that fragments least,
-    the fullest shareable GPU) registers a preference with :meth:`prefer`
-    (or :func:`prefer_devices`) during PreScore or Score; every plan made
-    afterwards, including the one Reserve commits, tries devices in that
-    order.  Feasibility does not change: the allocator's search is complete,
-    only the choice among valid allocations does.
+    plan is computed the first time someone asks for it, in the device order
+    the cycle's preferences give (:func:`prefer_devices`), and made again when
+    a preference was added since.
     """
 
-    def __init__(self, planner: Planner | None = None) -> None:
-        self._by_node: dict[str, dict[str, AllocationResult] | None] = {}
+    def __init__(self, planner: Planner | None = None, state: Any = None) -> None:
+        self._by_node: dict[str, tuple[int, dict[str, AllocationResult] | None]] = {}
         self._planner = planner
-        self._preferences: list[DeviceKey] = []
+        self._state = state
+
+    def _preferences(self) -> int:
+        return len(self._state.get(DEVICE_PREFERENCES_KEY) or ()) if self._state is not None else 0
 
     def set(self, node_name: str, allocations: dict[str, AllocationResult]) -> None:
-        """Record the plan found for ``node_name`` (without preferences)."""
-        if not self._preferences:
-            self._by_node[node_name] = allocations
+        """Record the plan found for ``node_name`` in upstream's device order."""
+        self._by_node[node_name] = (0, allocations)
 
     def get(self, node_name: str) -> dict[str, AllocationResult] | None:
         """The plan for ``node_name``, made now if needed; None when the pod's
         claims cannot be allocated there (or it has none to allocate)."""
-        if node_name in self._by_node:
-            return self._by_node[node_name]
+        preferences = self._preferences()
+        known = self._by_node.get(node_name)
+        if known is not None and known[0] == preferences:
+            return known[1]
         if self._planner is None:
             return None
-        plan = self._planner(node_name, self.device_order)
-        self._by_node[node_name] = plan
+        plan = self._planner(node_name, device_order(self._state) if preferences else None)
+        self._by_node[node_name] = (preferences, plan)
         return plan
-
-    def prefer(self, key: DeviceKey) -> None:
-        """Try devices in ascending ``key(DeviceID)`` order (stable: ties keep
-        ResourceSlice order).  With several preferences the first registered
-        decides and later ones break its ties.  Plans already made are dropped."""
-        self._preferences.append(key)
-        self._by_node.clear()
-
-    @property
-    def device_order(self) -> DeviceKey | None:
-        """The combined preference (None: upstream's order)."""
-        keys = tuple(self._preferences)
-        if not keys:
-            return None
-        if len(keys) == 1:
-            return keys[0]
-        return lambda device: tuple(key(device) for key in keys)
 
 
 def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResult] | None:
@@ -108,17 +120,6 @@ def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResul
     claim or the node is not feasible."""
     planned = state.get(PLANNED_ALLOCATIONS_KEY)
     return planned.get(node_name) if planned is not None else None
-
-
-def prefer_devices(state: Any, key: DeviceKey) -> bool:
-    """Ask DynamicResources to try devices in ascending ``key(DeviceID)`` order
-    when it allocates this pod's claims (see :meth:`PlannedAllocations.prefer`).
-    Returns False when the pod has no claims to allocate."""
-    planned = state.get(PLANNED_ALLOCATIONS_KEY)
-    if planned is None:
-        return False
-    planned.prefer(key)
-    return True
 
 
 class DRAManager:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from kubesched.core.allocated_devices import DeviceID
 from kubesched.core.api.core_v1 import ConfigMap
 from kubesched.core.api.meta import ObjectMeta
-from kubesched.core.dra_manager import PlannedAllocations
+from kubesched.core.dra_manager import PlannedAllocations, device_order, prefer_devices
+from kubesched.core.framework.cycle_state import CycleState
 from kubesched.simulation import Simulation
 from kubesched.testing import device, device_class, node, pod, resource_claim, resource_slice
 
@@ -40,17 +41,18 @@ def test_planned_allocations_ask_the_planner_once_per_node_and_preference():
         calls.append((node_name, order))
         return {"ns/c": node_name} if node_name != "full" else None
 
-    planned = PlannedAllocations(planner)
+    state = CycleState()
+    planned = PlannedAllocations(planner, state)
     assert planned.get("n1") == {"ns/c": "n1"} and planned.get("n1") == {"ns/c": "n1"}
-    assert planned.get("full") is None and len(calls) == 2
-    planned.prefer(lambda device: device.device)
-    planned.prefer(lambda device: 0)
-    assert planned.get("n1") == {"ns/c": "n1"} and len(calls) == 3
-    order = calls[-1][1]
-    assert order(DeviceID("d", "p", "x")) == ("x", 0)
-    planned.set("n2", {"ns/c": "found with a preference"})  # plans found without it are not kept now
+    assert planned.get("full") is None and len(calls) == 2 and calls[0][1] is None
+    prefer_devices(state, lambda device: device.device)
+    prefer_devices(state, lambda device: 0)
+    assert planned.get("n1") == {"ns/c": "n1"} and len(calls) == 3  # planned again, with the preferences
+    assert calls[-1][1](DeviceID("d", "p", "x")) == ("x", 0)
+    assert planned.get("n1") and len(calls) == 3
+    planned.set("n2", {"ns/c": "found in slice order"})  # not what the preferences ask for
     assert planned.get("n2") == {"ns/c": "n2"}
-    assert PlannedAllocations().get("n1") is None
+    assert PlannedAllocations().get("n1") is None and device_order(CycleState()) is None
 
 
 def test_configmaps_are_kept_for_plugins_and_tools():

@@ -261,7 +261,8 @@ class DynamicResources:
         if data.to_allocate:
             data.allocated = self.allocated
             data.allocator = self._cycle_allocator()
-            data.node_allocations = PlannedAllocations(lambda node_name, order: self._plan(data, node_name, order))
+            data.node_allocations = PlannedAllocations(lambda node_name, order: self._plan(data, node_name, order),
+                                                       state)
         state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
         return None
 

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from kubesched.core.dra_manager import PLANNED_ALLOCATIONS_KEY, planned_allocations, prefer_devices
+from kubesched.core.dra_manager import planned_allocations, prefer_devices
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.plugins.dynamicresources.plugin import DynamicResources
 from kubesched.simulation import Simulation
@@ -117,12 +117,11 @@ def test_plans_are_made_on_demand_and_follow_device_preferences():
     wanted = pending(sim, "new", capacity={"compute": "300m"})
     plugin, state = cycle(sim, wanted)
     assert planned_allocations(state, "n1").popitem()[1].devices.results[0].device == "gpu-0"  # ResourceSlice order
-    assert prefer_devices(state, lambda device: -int(device.device[-1]))
+    prefer_devices(state, lambda device: -int(device.device[-1]))
     plan = planned_allocations(state, "n1")
     assert plan["default/new-claim"].devices.results[0].device == "gpu-2"
     assert planned_allocations(state, "nowhere") is None
-    assert not prefer_devices(CycleState(), lambda device: 0)  # no DRA claims this cycle
-    assert state.get(PLANNED_ALLOCATIONS_KEY).device_order is not None
+    assert planned_allocations(CycleState(), "n1") is None  # no DRA claims this cycle
 
 
 def test_reserve_commits_the_preferred_devices():
@@ -136,3 +135,20 @@ def test_reserve_commits_the_preferred_devices():
     assert plugin.reserve(state, wanted, "n1") is None
     (in_flight,) = [c for c in sim.scheduler.dra_manager().allocated_claims() if c.metadata.name == "new-claim"]
     assert in_flight.status.allocation.devices.results[0].device == "gpu-1"
+
+
+def test_preferences_registered_before_prefilter_count_too():
+    sim = Simulation()
+    sim.create([device_class(), node("n1"), resource_slice("n1", [
+        device(f"gpu-{g}", capacity={"compute": "1"}, shared=True) for g in range(3)])])
+    sim.run()
+    wanted = pending(sim, "new", capacity={"compute": "300m"})
+    scheduler = sim.scheduler
+    scheduler.informers.pump()
+    scheduler.cache.update_snapshot(scheduler.snapshot)
+    plugin = scheduler.profiles["default-scheduler"].plugins["DynamicResources"]
+    state = CycleState()
+    prefer_devices(state, lambda device: -int(device.device[-1]))  # e.g. from an earlier PreFilter plugin
+    plugin.pre_filter(state, wanted, scheduler.snapshot.nodes)
+    assert plugin.filter(state, wanted, scheduler.snapshot.nodes[0]) is None  # plans in slice order...
+    assert planned_allocations(state, "n1")["default/new-claim"].devices.results[0].device == "gpu-2"  # ...not kept

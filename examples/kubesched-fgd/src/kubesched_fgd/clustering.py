@@ -28,76 +28,59 @@ def kind_of(gpu_count: int, milli_gpu: int) -> str:
 
 class Clustering(GpuScore):
     """The paper's GpuClustering score plugin.  The kinds of the GPU pods on
-    each node are counted from the allocated ResourceClaims of its GPUs."""
+    each node are counted from the allocated ResourceClaims of its GPUs (by
+    resource pool, which the node's ResourceSlice names)."""
 
     name = "Clustering"
 
     def __init__(self, args, handle):
         super().__init__(args, handle)
-        #: node name -> kind -> allocated claims of that kind on the node
+        #: pool -> kind -> allocated claims of that kind with GPUs of the pool
         self.kinds: dict[str, Counter] = {}
-        self._pool_nodes: dict[str, str] = {}
-        self._slice_generation = -1
-        # the same per NodeTable row: kind -> has such claims, and how many kinds
-        self._table = None
+        self._dirty: set[str] = set()
+        # per NodeTable row: kind -> has such claims, and how many kinds
+        self._layout = None
         self._has: dict[str, np.ndarray] = {}
         self._distinct = np.zeros(0, dtype=np.int64)
-        self._dirty: set[str] = set()
+        self._pool_rows: dict[str, int] = {}
         handle.dra.add_listener(self._claim_changed)
 
     def _claim_changed(self, old, new) -> None:
         for claim, step in ((old, -1), (new, 1)):
             if claim is None or claim.status.allocation is None:
                 continue
-            found = self._kind(claim.status.allocation)
-            if found is None:
+            results = [r for r in claim.status.allocation.devices.results if r.driver == self.args.driver]
+            if not results:
                 continue
-            node, kind = found
-            counts = self.kinds.setdefault(node, Counter())
+            consumed = results[0].consumed_capacity.get(self.args.compute)
+            kind = kind_of(len(results), int(consumed * MILLI) if consumed is not None else MILLI)
+            counts = self.kinds.setdefault(results[0].pool, Counter())
             counts[kind] += step
             if counts[kind] <= 0:
                 del counts[kind]
-            self._dirty.add(node)
-
-    def _kind(self, allocation) -> tuple[str, str] | None:
-        """(node, kind) of an allocation of this plugin's GPUs, or None."""
-        results = [r for r in allocation.devices.results if r.driver == self.args.driver]
-        if not results:
-            return None
-        dra = self.handle.dra
-        if dra.slice_generation != self._slice_generation:
-            self._slice_generation = dra.slice_generation
-            self._pool_nodes = {s.spec.pool.name: s.spec.node_name for s in dra.slices()
-                                if s.spec.driver == self.args.driver and s.spec.node_name}
-        node = self._pool_nodes.get(results[0].pool)
-        if node is None:
-            return None
-        consumed = results[0].consumed_capacity.get(self.args.compute)
-        milli = int(consumed * MILLI) if consumed is not None else MILLI
-        return node, kind_of(len(results), milli)
+            self._dirty.add(results[0].pool)
 
     def _rows(self, table) -> None:
         """Bring the per-row arrays up to date with ``kinds``."""
-        if table is not self._table:
-            self._table = table
+        layout = (table, self.handle.dra.slice_generation)
+        if layout != self._layout:
+            self._layout = layout
+            index = self.handle.snapshot.index
+            self._pool_rows = {s.spec.pool.name: index[s.spec.node_name] for s in self.handle.dra.slices()
+                               if s.spec.driver == self.args.driver and s.spec.node_name in index}
             self._has = {}
             self._distinct = np.zeros(len(table), dtype=np.int64)
             self._dirty = set(self.kinds)
-        index = self.handle.snapshot.index
-        for node in self._dirty:
-            row = index.get(node)
+        for pool in self._dirty:
+            row = self._pool_rows.get(pool)
             if row is None:
                 continue
-            counts = self.kinds.get(node, Counter())
-            for kind, has in self._has.items():
-                has[row] = counts[kind] > 0
+            counts = self.kinds.get(pool, Counter())
             for kind in counts:
                 if kind not in self._has:
                     self._has[kind] = np.zeros(len(table), dtype=bool)
-                    for other, other_counts in self.kinds.items():
-                        other_row = index.get(other)
-                        if other_row is not None:
-                            self._has[kind][other_row] = other_counts[kind] > 0
+            for kind, has in self._has.items():
+                has[row] = counts[kind] > 0
             self._distinct[row] = len(counts)
         self._dirty.clear()
 

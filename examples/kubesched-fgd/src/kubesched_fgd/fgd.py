@@ -95,12 +95,12 @@ class FGD(GpuScore):
     # --- typical pods --------------------------------------------------------------------
 
     @hookimpl
-    def pre_score(self, state, pod, nodes):
+    def pre_filter(self, state, pod, nodes):
         if self.workload is None:
             problem = self._load_typical_pods()
             if problem:
                 return Status.as_error(f"FGD: {problem}")
-        return super().pre_score(state, pod, nodes)
+        return super().pre_filter(state, pod, nodes)
 
     def _load_typical_pods(self) -> str:
         """Load the typical pods; a problem description, or "" when loaded."""
@@ -189,16 +189,18 @@ class FGD(GpuScore):
         chosen = per_gpu.argmax(axis=1)
         return per_gpu[np.arange(len(rows)), chosen], chosen
 
-    def device_order(self, state, shape: PodShape):
-        """The GPU FGD scored its node with goes first; the others keep their order."""
-        key = (shape.milli_cpu, shape.gpu_count, shape.milli_gpu)
-        gpus = self.gpus
+    def device_order(self, shape: PodShape):
+        """The GPU FGD scores its node with goes first; the others keep their order."""
 
         def best_gpu_first(device) -> int:
-            slot = gpus.slot.get(device)
-            entry = self._shapes.get(key)
-            if slot is None or entry is None:
+            table = self.handle.snapshot.table
+            self.gpus.sync(table)
+            slot = self.gpus.slot.get(device)
+            if slot is None:
                 return 1
-            return 0 if entry[2][slot[0]] == slot[1] else 1
+            row = np.array([slot[0]], dtype=np.int64)
+            self.scores(shape, NodeView(self.gpus, table, row), None)  # fresh for this node (memoised)
+            best = self._shapes[(shape.milli_cpu, shape.gpu_count, shape.milli_gpu)][2]
+            return 0 if best[slot[0]] == slot[1] else 1
 
         return best_gpu_first

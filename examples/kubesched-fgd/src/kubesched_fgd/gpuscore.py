@@ -12,9 +12,10 @@ GPUs coming from Dynamic Resource Allocation instead of node annotations:
   (:class:`kubesched.trace.gpus.NodeGpus`), lined up with the NodeTable;
 - which GPU a pod that shares one gets is the policy's choice too (the paper's
   "GPU selection"): the plugin registers a device preference with
-  :func:`kubesched.core.dra_manager.prefer_devices` in PreScore and
-  DynamicResources allocates in that order when Reserve commits the node.
-  Whole GPUs are taken lowest index first, as in the paper.
+  :func:`kubesched.core.dra_manager.prefer_devices` in PreFilter (so that it
+  holds even when a single feasible node skips scoring) and DynamicResources
+  allocates in that order when Reserve commits the node.  Whole GPUs are
+  taken lowest index first, as in the paper.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 from attrs import frozen
 
-from kubesched import Status, hookimpl
+from kubesched import hookimpl
 from kubesched.core.dra_manager import prefer_devices
 from kubesched.core.framework.resources import non_zero_requests
 from kubesched.core.resourceclaim import ClaimNameError, pod_claims
@@ -91,7 +92,7 @@ class NodeView:
 
 
 class GpuScore:
-    """Base class of the policies: PreScore reads the pod's GPU request and
+    """Base class of the policies: PreFilter reads the pod's GPU request and
     registers the GPU choice; subclasses implement :meth:`scores`.
 
     ``gpu_selection``: how a GPU is chosen for a pod that shares one: "best"
@@ -111,15 +112,15 @@ class GpuScore:
     # --- hooks ---------------------------------------------------------------------------
 
     @hookimpl
-    def pre_score(self, state, pod, nodes):
+    def pre_filter(self, state, pod, nodes):
         try:
             claims = [claim for _, claim in pod_claims(pod, self.handle.dra.get_claim)]
-        except ClaimNameError as err:
-            return Status.as_error(str(err))
+        except ClaimNameError:
+            claims = []  # DynamicResources reports it
         shape = pod_shape(pod, claims, self.args.device_class, self.args.compute)
         state.write(self.state_key, shape)
         if shape.shares_gpu:
-            prefer_devices(state, self.device_order(state, shape))
+            prefer_devices(state, self.device_order(shape))
         return None
 
     @hookimpl
@@ -139,7 +140,7 @@ class GpuScore:
         """int64 scores of ``nodes`` for a pod of ``shape``."""
         raise NotImplementedError
 
-    def device_order(self, state, shape: PodShape):
+    def device_order(self, shape: PodShape):
         """``key(DeviceID)`` (ascending) choosing the GPU a sharing pod gets."""
         gpus = self.gpus
         if self.gpu_selection == "random":
@@ -147,6 +148,7 @@ class GpuScore:
             return lambda device: rng.random()
 
         def least_left_first(device) -> Any:
+            gpus.sync(self.handle.snapshot.table)
             slot = gpus.slot.get(device)
             return gpus.left[slot] if slot is not None else MAX_SPEC_GPU + 1
 
