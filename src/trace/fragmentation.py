@@ -95,18 +95,16 @@ class Workload:
 
     def __init__(self, typical: Sequence[TypicalPod], model_names: Iterable[str] = ()):
         self.typical = list(typical)
-        self.weights = [t.weight for t in self.typical]
-        self.cpu = [t.shape.milli_cpu for t in self.typical]
-        self.milli = [t.shape.milli_gpu for t in self.typical]
-        self.count = [t.shape.gpu_count for t in self.typical]
         self.model_names = ["", *sorted(set(model_names) - {""})]
-        codes = {name: code for code, name in enumerate(self.model_names)}
-        self._codes = codes
-        #: per typical pod: which model codes it may use (None: any)
-        self.access = [
-            None if not t.shape.models else np.array([name in t.shape.models for name in self.model_names])
-            for t in self.typical
-        ]
+        self._codes = {name: code for code, name in enumerate(self.model_names)}
+        #: per typical pod (axis 0): weight, milli-CPU, milli-GPU per GPU, GPUs
+        self.weight = np.array([t.weight for t in self.typical], dtype=float)
+        self.cpu = np.array([t.shape.milli_cpu for t in self.typical], dtype=np.int64)
+        self.milli = np.array([t.shape.milli_gpu for t in self.typical], dtype=np.int64)
+        self.count = np.array([t.shape.gpu_count for t in self.typical], dtype=np.int64)
+        #: (typical pod, model code): may the pod use that model
+        self.access = np.array([[not t.shape.models or name in t.shape.models for name in self.model_names]
+                                for t in self.typical], dtype=bool).reshape(len(self.typical), len(self.model_names))
 
     def model_code(self, model: str) -> int:
         """The code of GPU model ``model`` (0 for one not given at construction)."""
@@ -120,29 +118,40 @@ def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarra
     extra leading axes are allowed, e.g. one per candidate placement);
     ``cpu_left`` (milli-CPU) and ``models`` (model codes, see
     :meth:`Workload.model_code`) broadcast against ``left.shape[:-1]``.
+
+    Every typical pod puts its weighted amount into one quadrant (Q1 lack
+    both, Q2 lack GPU - including the too-small GPUs of a node that can host
+    it -, Q4 lack CPU, X CPU-only pods, no access); each quadrant is summed in
+    typical-pod order (a cumulative sum, which is sequential) and the
+    quadrants are added in the paper's order.
     """
+    shape = left.shape[:-1]
+    extra = (1,) * len(shape)
+    w = workload.weight.reshape(-1, *extra)
+    milli = workload.milli.reshape(-1, *extra)
     total = left.sum(axis=-1)
-    shape = total.shape
-    q1, q2, q4, xl, xr, na = (np.zeros(shape) for _ in range(6))
-    for index, weight in enumerate(workload.weights):
-        milli, cpu, count = workload.milli[index], workload.cpu[index], workload.count[index]
-        cpu_ok = cpu_left >= cpu
-        amount = weight * total
-        if milli == 0:
-            xl += np.where(cpu_ok, amount, 0.0)
-            xr += np.where(cpu_ok, 0.0, amount)
-            continue
-        enough = left >= milli
-        hosts = enough.sum(axis=-1) >= count
-        fragment = weight * np.where(enough, 0, left).sum(axis=-1)
-        table = workload.access[index]
-        if table is None:
-            reachable = np.True_
-        else:
-            reachable = table[models]
-            na += np.where(reachable, 0.0, amount)
-        q2 += np.where(reachable & hosts & cpu_ok, fragment, 0.0)
-        q4 += np.where(reachable & hosts & ~cpu_ok, amount, 0.0)
-        q2 += np.where(reachable & ~hosts & cpu_ok, amount, 0.0)
-        q1 += np.where(reachable & ~hosts & ~cpu_ok, amount, 0.0)
+    amount = w * total                                               # (typical, ...)
+    cpu_ok = np.asarray(cpu_left)[None] >= workload.cpu.reshape(-1, *extra)
+    enough = left[None] >= workload.milli.reshape(-1, *extra, 1)     # (typical, ..., gpus)
+    hosts = enough.sum(axis=-1) >= workload.count.reshape(-1, *extra)
+    fragment = w * np.where(enough, 0, left[None]).sum(axis=-1)
+    reachable = workload.access[:, np.asarray(models)]              # (typical, ...)
+    gpu_pod = milli > 0
+    cpu_pod = ~gpu_pod
+    reach = gpu_pod & reachable
+    zero = np.zeros(())
+
+    def quadrant(*parts: np.ndarray) -> np.ndarray:
+        contribution = zero
+        for mask, values in parts:
+            contribution = contribution + np.where(mask, values, 0.0)
+        contribution = np.broadcast_to(contribution, amount.shape)
+        return np.cumsum(contribution, axis=0)[-1] if len(contribution) else np.zeros(shape)
+
+    q1 = quadrant((reach & ~hosts & ~cpu_ok, amount))
+    q2 = quadrant((reach & hosts & cpu_ok, fragment), (reach & ~hosts & cpu_ok, amount))
+    q4 = quadrant((reach & hosts & ~cpu_ok, amount))
+    xl = quadrant((cpu_pod & cpu_ok, amount))
+    xr = quadrant((cpu_pod & ~cpu_ok, amount))
+    na = quadrant((gpu_pod & ~reachable, amount))
     return q1 + q2 + q4 + xl + xr + na

@@ -60,8 +60,15 @@ class FitError(Exception):
 def reasons_histogram(statuses) -> list[str]:
     """``["1 Insufficient cpu", "2 node(s) had ..."]``: how many nodes gave each
     reason, sorted as strings like upstream."""
+    by_object: dict[int, list] = {}
+    for status in statuses:  # many nodes share one Status object: count those first
+        entry = by_object.get(id(status))
+        if entry is None:
+            by_object[id(status)] = [status, 1]
+        else:
+            entry[1] += 1
     counts: Counter[str] = Counter()
-    for status in statuses:
+    for status, times in by_object.values():
         for reason in status.reasons:
-            counts[reason] += 1
+            counts[reason] += times
     return sorted(f"{count} {reason}" for reason, count in counts.items())

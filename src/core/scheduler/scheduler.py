@@ -381,18 +381,24 @@ class Scheduler:
             total, _ = fwk.run_score(state, pod, self.snapshot.table, feasible, nodes)
         except ScoreError as err:
             raise _CycleError(err.status) from None
-        return nodes[self.select_host(total, nodes)].name
+        return nodes[self.select_host(total, feasible)].name
 
-    def select_host(self, total: np.ndarray, nodes: list[NodeInfo]) -> int:
-        """Index of the highest total score; ties broken uniformly at random
-        (upstream), or by the lowest :attr:`node_rank` when one is set."""
+    def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
+        """Index of the highest total score (``rows``: the snapshot rows
+        scored); ties broken uniformly at random (upstream), or by the lowest
+        :attr:`node_rank` when one is set."""
         best = np.flatnonzero(total == total.max())
         if len(best) == 1:
             return int(best[0])
         if self.node_rank is not None:
-            rank = self.node_rank
-            return int(min(best, key=lambda i: rank.get(nodes[i].name, len(rank))))
+            ranks = self._row_ranks()[np.asarray(rows)[best]]
+            return int(best[np.argmin(ranks)])
         return int(best[self.rng.randrange(len(best))])
+
+    def _row_ranks(self) -> np.ndarray:
+        """:attr:`node_rank` per snapshot row (nodes without a rank last)."""
+        rank = self.node_rank
+        return self.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> np.ndarray:
         """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node first,
@@ -528,16 +534,16 @@ class Scheduler:
                         for row, node_info in enumerate(snapshot.nodes)]
         else:
             statuses = self._first_rejections(fwk, state, pod, rows)
-        for row, node_info in enumerate(snapshot.nodes):
+        for row, name in enumerate(snapshot.index):  # names in row order
             if row not in considered:
-                diagnosis.node_status[node_info.name] = cut
+                diagnosis.node_status[name] = cut
                 continue
             status = statuses[row]
             if status is None:
                 continue
             if status.code == Code.ERROR:
                 raise _CycleError(status)
-            diagnosis.node_status[node_info.name] = status
+            diagnosis.node_status[name] = status
             if status.plugin:
                 diagnosis.unschedulable_plugins.add(status.plugin)
         return diagnosis
