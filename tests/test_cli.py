@@ -40,7 +40,8 @@ def test_simulate_yaml_is_the_final_state_in_kubernetes_shape():
     assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
     assert condition["message"] == (
         "0/6 nodes are available: 1 node(s) were unschedulable, 4 Insufficient cpu, "
-        "5 Insufficient memory, 5 Insufficient nvidia.com/gpu."
+        "5 Insufficient memory, 5 Insufficient nvidia.com/gpu. "
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
     )
     gated = pods["shop/canary-1"]["status"]["conditions"][0]
     assert gated["reason"] == "SchedulingGated"

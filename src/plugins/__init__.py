@@ -16,6 +16,7 @@ DEFAULT_PLUGINS = Plugins(multi_point=PluginSet(enabled=(
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("DefaultBinder"),
 )))

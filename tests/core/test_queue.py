@@ -442,7 +442,9 @@ def test_cluster_events_requeue_through_queueing_hints():
     sim.create([node("n1"), pod("p")])
     sim.run_for(10)
     assert plugin.attempts == 1
-    assert condition(sim.pod("p")).message == "0/1 nodes are available: 1 node not ready."
+    assert condition(sim.pod("p")).message == (
+        "0/1 nodes are available: 1 node not ready. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
     # a node the hint says cannot help: the pod stays in the pool, no new attempt
     sim.create([node("n2")])

@@ -110,7 +110,9 @@ def test_bound_pods_take_room_and_finished_pods_give_it_back():
     sim.create([node("n1", cpu="2"), busy, pod("waiting", cpu="1")])
     sim.run()
     assert sim.pod("waiting").spec.node_name == ""
-    assert condition(sim.pod("waiting")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("waiting")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     done = sim.pod("busy")
     sim.cluster.update_status(attrs.evolve(done, status=attrs.evolve(done.status, phase="Succeeded")))
     sim.run()
@@ -162,7 +164,8 @@ def test_fit_error_message_counts_reasons_per_node_sorted():
     cond = condition(sim.pod("p"))
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
     assert cond.message == ("0/4 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, "
-                            "2 node(s) had untolerated taint {dedicated: gpu}.")
+                            "2 node(s) had untolerated taint {dedicated: gpu}. "
+                            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
     (event,) = sim.events("FailedScheduling")
     assert (event.type, event.message) == ("Warning", cond.message)
 
@@ -171,7 +174,9 @@ def test_several_reasons_from_one_node_each_count():
     sim = simulation(None)
     sim.create([node("n1", cpu="1", memory="1Gi"), node("n2", cpu="1", memory="8Gi"), pod("p", cpu="2", memory="2Gi")])
     sim.run()
-    assert condition(sim.pod("p")).message == "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
+    assert condition(sim.pod("p")).message == (
+        "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
 
 def test_no_nodes_at_all():
@@ -350,7 +355,9 @@ def test_permit_wait_then_allow_binds():
     waiting = gate.waiting(sim, "p")
     assert waiting is not None and sim.pod("p").spec.node_name == ""
     # the waiting pod is assumed: its cpu is taken
-    assert condition(sim.pod("q")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("q")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     waiting.allow("WaitForApproval")
     sim.run_for(1)
     assert sim.pod("p").spec.node_name == "n1"
@@ -619,7 +626,9 @@ def test_a_failed_binding_cycle_requeues_pods_waiting_for_room():
     sim.run_for(5)
     gate = plugin(sim, "WaitForApproval")
     assert gate.waiting(sim, "first") is not None
-    assert condition(sim.pod("second")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("second")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     assert sim.scheduler.queue.get(sim.pod("second")).where == "unschedulable"
     # first times out at Permit: its room is given back and second is retried at once
     sim.run_for(5)
@@ -644,7 +653,9 @@ class HoldBack:
 
 
 def test_a_nomination_in_the_pod_status_holds_the_room():
-    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]}}}), HoldBack)
+    # without PostFilter nothing revisits vip's nomination (preemption would clear it: no victims)
+    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]},
+                                         "postFilter": {"disabled": [{"name": "*"}]}}}), HoldBack)
     sim.create([
         node("n1", cpu="2"),
         nominated(pod("vip", cpu="2", priority=100, labels={"hold": "yes"}), "n1"),

@@ -53,24 +53,39 @@ def test_json_output_is_upstreams_data_items():
 
 
 def test_table_shows_throughput_threshold_and_unsupported_reasons():
-    results = run(MISC, test="PreemptionBasic", workload="5Nodes") + run(MISC, test="SchedulingBasic",
-                                                                           workload="5Nodes")
+    results = run(DATA / "volumes/performance-config.yaml", test="SchedulingInTreePVs", workload="5Nodes") + run(
+        MISC, test="SchedulingBasic", workload="5Nodes")
     out = io.StringIO()
     render(results, "table", out=out)
     text = out.getvalue()
     assert "SchedulingBasic/5Nodes" in text and "Average" in text and "Perc99" in text
-    assert "PreemptionBasic/5Nodes" in text and "unsupported op: createPods" in text
+    assert "SchedulingInTreePVs/5Nodes" in text and "unsupported op: createPods" in text
     assert "SchedulerAsyncAPICalls=false" in text
 
 
-@pytest.mark.parametrize("test, workload, reason", [
-    ("PreemptionBasic", "5Nodes", "unsupported op: createPods of pods with priority 10"),
-    ("Unschedulable", "5Nodes/1Init/10Pods", "unsupported op: churn of pods with priority 10"),
+PREEMPTION = DATA / "default_preemption/performance-config.yaml"
+
+
+def test_preemption_basic_evicts_low_priority_pods_for_every_preemptor():
+    executor = executor_for(PREEMPTION, "PreemptionBasic", "5Nodes")
+    high = executor.cluster.list("Pod", "namespace-2").items
+    low = executor.cluster.list("Pod", "namespace-1").items
+    # 5 nodes x 4 low-priority pods of 900m; each 3000m preemptor needs 3 of its node's 4 gone
+    assert len(high) == 5 and all(p.spec.node_name for p in high)
+    assert len({p.spec.node_name for p in high}) == 5
+    assert len(low) == 5 and all(p.spec.node_name for p in low)
+    preempted = [e for e in executor.cluster.list("Event").items if e.reason == "Preempted"]
+    assert len(preempted) == 15
+    assert executor.measured_pods == 5 and executor.data_items
+
+
+@pytest.mark.parametrize("test, workload", [
+    ("PreemptionAsync", "5Nodes"),
+    ("Unschedulable", "5Nodes/1Init/10Pods"),
 ])
-def test_preemption_workloads_are_reported_unsupported(test, workload, reason):
-    [result] = run(MISC, test=test, workload=workload)
-    assert result.status == "unsupported" and reason in result.reason
-    assert result.data_items == []
+def test_workloads_with_preemption_churn_run(test, workload):
+    executor = executor_for(PREEMPTION, test, workload)
+    assert executor.data_items and executor.measured_pods == (5 if test == "PreemptionAsync" else 10)
 
 
 def test_dra_driver_op_is_reported_unsupported():
@@ -176,6 +191,18 @@ def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
     assert result.status == "failed"
     assert "stuck waiting for 4 pods in namespace namespace-1 to be scheduled" in result.reason
     assert "Insufficient cpu" in result.reason
+
+
+def test_pods_with_priority_need_a_postfilter_plugin(tmp_path):
+    no_preemption = tmp_path / "sched.yaml"
+    no_preemption.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                             "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    postFilter:\n"
+                             "      disabled:\n      - name: '*'\n")
+    case = basic_case(schedulerConfigPath=str(no_preemption),
+                      defaultPodTemplatePath=str(DATA / "templates/pod-high-priority.yaml"))
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported"
+    assert "unsupported op: createPods of pods with priority 10" in result.reason
 
 
 def test_perf_command_exit_codes(tmp_path, capsys):

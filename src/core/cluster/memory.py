@@ -20,7 +20,15 @@ import attrs
 
 from ..api import RESOURCES, object_key, resource_of
 from ..api.core_v1 import Pod, PodCondition
+from ..api.scheduling_v1 import PriorityClass
 from ..clock import Clock, FakeClock
+from ..podpriority import (
+    DEFAULT_PRIORITY,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
+    SYSTEM_PRIORITY_CLASSES,
+)
 from .client import (
     ADDED,
     DELETED,
@@ -126,6 +134,8 @@ class MemoryCluster(ClusterClient):
             obj = attrs.evolve(obj, metadata=meta)
             if isinstance(obj, Pod):
                 obj = self._admit_pod(obj)
+            elif isinstance(obj, PriorityClass):
+                self._validate_priority_class(obj, creating=True)
             bucket[key] = obj
             self._emit(ADDED, kind, obj)
             return obj
@@ -213,27 +223,61 @@ class MemoryCluster(ClusterClient):
         return self._admit_priority(pod)
 
     def _admit_priority(self, pod: Pod) -> Pod:
-        if pod.spec.priority is not None:
-            return pod
+        """Upstream's Priority admission plugin: ``spec.priority`` and
+        ``spec.preemptionPolicy`` from ``spec.priorityClassName`` (a stored class
+        or a system one), else from the global default class (lowest value if
+        several), else priority 0 and PreemptLowerPriority.  A given priority or
+        policy that differs from the class's is refused.  A pod that sets
+        ``spec.priority`` without naming a class keeps it, as on an API server
+        without that admission plugin (scheduler_perf's templates do so)."""
+        spec = pod.spec
         classes = self._store["PriorityClass"]
-        wanted = pod.spec.priority_class_name
-        if wanted:
-            pc = classes.get(wanted)
+        name = spec.priority_class_name
+        if not name and spec.priority is not None:
+            return attrs.evolve(pod, spec=attrs.evolve(
+                spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
+        policy = PREEMPT_LOWER_PRIORITY
+        if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
+            priority = SYSTEM_PRIORITY_CLASSES[name]
+        elif name:
+            pc = classes.get(name)
             if pc is None:
-                raise Invalid(f"spec.priorityClassName: no PriorityClass with name {wanted} was found")
+                raise Invalid(f"spec.priorityClassName: no PriorityClass with name {name} was found")
+            priority, policy = pc.value, pc.preemption_policy or PREEMPT_LOWER_PRIORITY
         else:
-            pc = next((c for c in classes.values() if c.global_default), None)
-        if pc is None:
-            return attrs.evolve(pod, spec=attrs.evolve(pod.spec, priority=0))
-        return attrs.evolve(
-            pod,
-            spec=attrs.evolve(
-                pod.spec,
-                priority=pc.value,
-                priority_class_name=pc.metadata.name,
-                preemption_policy=pod.spec.preemption_policy or pc.preemption_policy,
-            ),
-        )
+            pc = _global_default(classes.values())
+            priority = pc.value if pc is not None else DEFAULT_PRIORITY
+            if pc is not None:
+                name, policy = pc.metadata.name, pc.preemption_policy or PREEMPT_LOWER_PRIORITY
+        if spec.priority is not None and spec.priority != priority:
+            raise Invalid(f"spec.priority: the integer value of priority ({spec.priority}) must not be provided "
+                          f"in pod spec; priority admission controller computed {priority} from the given "
+                          "PriorityClass name")
+        if spec.preemption_policy is not None and spec.preemption_policy != policy:
+            raise Invalid(f"spec.preemptionPolicy: the string value of PreemptionPolicy ({spec.preemption_policy}) "
+                          f"must not be provided in pod spec; priority admission controller computed {policy} "
+                          "from the given PriorityClass name")
+        return attrs.evolve(pod, spec=attrs.evolve(spec, priority=priority, priority_class_name=name,
+                                                   preemption_policy=policy))
+
+    def _validate_priority_class(self, pc: PriorityClass, creating: bool) -> None:
+        """Upstream's PriorityClass validation: reserved names and values, and
+        at most one global default."""
+        name = pc.metadata.name
+        if name.startswith("system-") and name not in SYSTEM_PRIORITY_CLASSES:
+            raise Invalid(f"PriorityClass/{name}: metadata.name: priority class names with 'system-' prefix are "
+                          "reserved")
+        if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and name not in SYSTEM_PRIORITY_CLASSES:
+            raise Invalid(f"PriorityClass/{name}: value: maximum allowed value of a user defined priority is "
+                          f"{HIGHEST_USER_DEFINABLE_PRIORITY}")
+        if pc.preemption_policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+            raise Invalid(f"PriorityClass/{name}: preemptionPolicy: Unsupported value: {pc.preemption_policy!r}: "
+                          f"supported values: \"{PREEMPT_LOWER_PRIORITY}\", \"{PREEMPT_NEVER}\"")
+        if pc.global_default:
+            current = _global_default(self._store["PriorityClass"].values())
+            if current is not None and (creating or current.metadata.name != name):
+                raise Invalid(f"PriorityClass/{name}: globalDefault: PriorityClass {current.metadata.name} is "
+                              "already marked as default. Only one default can exist")
 
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
@@ -251,6 +295,8 @@ class MemoryCluster(ClusterClient):
             if status_only:
                 obj = attrs.evolve(current, status=obj.status)
             else:
+                if isinstance(obj, PriorityClass):
+                    self._validate_priority_class(obj, creating=False)
                 # the API server keeps deletionTimestamp: an update can neither set nor clear it
                 meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
                                     creation_timestamp=current.metadata.creation_timestamp,
@@ -279,3 +325,9 @@ class MemoryCluster(ClusterClient):
         self._log.append((self._rv, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+
+def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:
+    """The global default PriorityClass (the lowest value if several, as upstream)."""
+    defaults = [pc for pc in classes if pc.global_default]
+    return min(defaults, key=lambda pc: pc.value) if defaults else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ class Handle:
     - ``nominator``: nominated pods per node;
     - ``framework``: the profile's plugin runner (for dry runs);
     - ``waiting_pods``: pods waiting at Permit, by UID (``allow``/``reject``);
-    - ``profile_name``: the profile's schedulerName.
+    - ``profile_name``: the profile's schedulerName;
+    - ``rng``: the scheduler's seeded random source (random choices stay reproducible).
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class Handle:
         waiting_pods: dict | None = None,
         profile_name: str = "",
         activate: Callable[[Any], None] | None = None,
+        rng: random.Random | None = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -48,6 +51,7 @@ class Handle:
         self.profile_name = profile_name
         self.framework: Any = None
         self._activate = activate
+        self.rng = rng if rng is not None else random.Random(0)
 
     @property
     def snapshot(self) -> "Snapshot":

@@ -333,22 +333,27 @@ class Framework:
         self, state: CycleState, pod: Any, statuses: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         """Upstream ``RunPostFilterPlugins``: plugins in order until one
-        succeeds or says UnschedulableAndUnresolvable/Error."""
+        succeeds or says UnschedulableAndUnresolvable/Error.  When all reject,
+        the status joins their reasons (naming the first rejecting plugin) and
+        the result is the last one a plugin returned (None: leave the pod's
+        nomination alone)."""
         reasons: list[str] = []
-        last: Status | None = None
+        result: PostFilterResult | None = None
+        rejector = ""
         for name, method in self.post_filter_plugins:
             answer = method(state, pod, statuses)
-            result, status = answer if isinstance(answer, tuple) else (None, answer)
+            plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.is_success():
-                return result, None
-            if status.code == Code.UNSCHEDULABLE:
-                reasons.extend(status.reasons)
-                last = status.with_plugin(name)
-                continue
-            return result, status.with_plugin(name)
-        if last is None:
-            return None, Status(Code.UNSCHEDULABLE)
-        return None, Status(Code.UNSCHEDULABLE, tuple(reasons), last.plugin)
+                return plugin_result, None
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return plugin_result, status.with_plugin(name)
+            if not status.is_rejected():
+                return None, Status(Code.ERROR, status.reasons, name, status.error)
+            if plugin_result is not None:
+                result = plugin_result
+            reasons.extend(status.reasons)
+            rejector = rejector or name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo]) -> Status | None:
         for name, method in self.pre_score_plugins:

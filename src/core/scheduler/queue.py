@@ -27,6 +27,7 @@ from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
 from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..podpriority import pod_priority
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -117,11 +118,34 @@ class Nominator:
             if not pods:
                 self._by_node.pop(node, None)
 
+    def update(self, old: Pod, new_info: PodInfo) -> None:
+        """A nominated pod changed (upstream ``UpdateNominatedPod``): a changed
+        ``status.nominatedNodeName`` wins (an empty one ends the nomination);
+        otherwise the nomination stays with the newer pod."""
+        new = new_info.pod
+        if old.status.nominated_node_name != new.status.nominated_node_name:
+            self.add(new_info, new.status.nominated_node_name)
+            return
+        node = self._node_of.get(old.metadata.uid)
+        if node is not None:
+            self.add(new_info, node)
+
     def nominated_node(self, pod: Pod) -> str:
         return self._node_of.get(pod.metadata.uid, "")
 
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._by_node.get(node_name, {}).values())
+
+    def pods_to_respect(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        """Pods nominated to ``node_name`` that ``pod`` must leave room for: those
+        of equal or higher priority, other than ``pod`` itself (upstream
+        ``addGENominatedPods``)."""
+        pods = self._by_node.get(node_name)
+        if not pods:
+            return []
+        priority = pod_priority(pod)
+        uid = pod.metadata.uid
+        return [info for other, info in pods.items() if other != uid and pod_priority(info.pod) >= priority]
 
     def nodes(self) -> list[str]:
         return list(self._by_node)
@@ -314,6 +338,7 @@ class SchedulingQueue:
                 flying.pod_info = PodInfo(new)
             return
         info.pod_info = PodInfo(new)
+        self.nominator.update(old, info.pod_info)
         if info.where == ACTIVE:
             self._to_active(info)
         elif info.where == UNSCHEDULABLE:

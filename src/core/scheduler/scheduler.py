@@ -110,10 +110,19 @@ class WaitingPod:
             self._finish(None)
 
     def reject(self, plugin: str, message: str) -> None:
+        self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def preempt(self, plugin: str, message: str) -> None:
+        """Preemption took the pod's place: it fails with an Error status, so it
+        is retried after backoff rather than parked as unschedulable (upstream
+        ``WaitingPod.Preempt``)."""
+        self._stop(Status(Code.ERROR, (message,), plugin))
+
+    def _stop(self, status: Status) -> None:
         for timer in self.pending.values():
             timer.cancel()
         self.pending.clear()
-        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+        self._finish(status)
 
     def _finish(self, status: Status | None) -> None:
         self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
@@ -176,6 +185,7 @@ class Scheduler:
                 waiting_pods=self.waiting_pods,
                 profile_name=profile.scheduler_name,
                 activate=lambda pod: self.queue.activate(pod),
+                rng=self.rng,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -309,8 +319,9 @@ class Scheduler:
         try:
             node_name = self.schedule_pod(fwk, state, info)
         except FitError as fit:
-            nominated = ""
-            if fwk.post_filter_plugins:
+            # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
+            nominated: str | None = "" if fit.num_all_nodes == 0 else None
+            if fwk.post_filter_plugins and fit.num_all_nodes:
                 result, status = fwk.run_post_filter(state, pod, fit.diagnosis.node_status)
                 if status is not None and status.reasons:
                     fit.diagnosis.post_filter_msg = status.message()
@@ -323,7 +334,7 @@ class Scheduler:
             return
         except _CycleError as err:
             self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set())
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set(), "")
             return
 
         assumed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, node_name=node_name))
@@ -416,16 +427,9 @@ class Scheduler:
             raise FitError(pod, len(snapshot), diagnosis)
         return feasible
 
-    def _nominated_pods(self, pod: Pod, node_name: str):
-        """Pods nominated to the node with priority >= the pod's (not the pod itself)."""
-        priority = pod.spec.priority or 0
-        return [
-            p for p in self.queue.nominator.pods_for_node(node_name)
-            if p.pod.metadata.uid != pod.metadata.uid and (p.pod.spec.priority or 0) >= priority
-        ]
-
     def _filter_one(self, fwk: Framework, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return fwk.run_filter_with_nominated_pods(state, pod, node_info, self._nominated_pods(pod, node_info.name))
+        nominated = self.queue.nominator.pods_to_respect(pod, node_info.name)
+        return fwk.run_filter_with_nominated_pods(state, pod, node_info, nominated)
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
         """Filter ``rows`` starting at the rotating start index, stopping after
@@ -459,7 +463,7 @@ class Scheduler:
         nominated_rows = set()
         if nominated_nodes:
             for name in nominated_nodes:
-                if self._nominated_pods(pod, name) and name in snapshot.index:
+                if self.queue.nominator.pods_to_respect(pod, name) and name in snapshot.index:
                     nominated_rows.add(snapshot.index[name])
         if not per_node and not nominated_rows:
             passing = np.flatnonzero(mask)
@@ -526,13 +530,15 @@ class Scheduler:
         self.cache.forget_pod(assumed)
 
     def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
+        """A failure after a node was chosen (Reserve, Permit, binding): the pod's
+        nomination is cleared, as upstream's ``clearNominatedNode``."""
         if status.code == Code.ERROR:
             self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
         else:
             self.stats.unschedulable += 1
             self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
-                                {status.plugin} if status.plugin else set(), pending=status.code == Code.PENDING)
+                                {status.plugin} if status.plugin else set(), "", pending=status.code == Code.PENDING)
 
     def handle_failure(
         self,
@@ -541,30 +547,32 @@ class Scheduler:
         reason: str,
         message: str,
         rejectors: set[str],
-        nominated_node: str = "",
+        nominated_node: str | None = None,
         pending: bool = False,
     ) -> None:
         """Upstream ``handleSchedulingFailure``: FailedScheduling event, the pod's
-        PodScheduled=False condition (and nominatedNodeName), back to the queue."""
+        PodScheduled=False condition, back to the queue.  ``nominated_node``:
+        None keeps the pod's nomination; a node name nominates the pod there
+        (the queue's nominator and ``status.nominatedNodeName``); "" clears it."""
         pod = info.pod
         fwk.handle.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         current = self.informers.get("Pod", pod.key)
         if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
             self.queue.done(pod)
             return
-        if nominated_node:
-            self.queue.nominator.add(info.pod_info, nominated_node)
         self.queue.add_unschedulable(info, rejectors, pending)
+        if nominated_node is not None:
+            self.queue.nominator.add(info.pod_info, nominated_node)
         self._update_pod_status(current, reason, message, nominated_node)
 
-    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message,
             last_transition_time=self.clock.now(),
         )
         existing = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
         same = existing is not None and (existing.status, existing.reason, existing.message) == ("False", reason, message)
-        nominated = nominated_node or pod.status.nominated_node_name
+        nominated = pod.status.nominated_node_name if nominated_node is None else nominated_node
         if same and nominated == pod.status.nominated_node_name:
             return
         conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
@@ -650,13 +658,7 @@ class Scheduler:
         self.stats.binding_failures += 1
         self._undo_assume(fwk, state, assumed, node_name)
         self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None)
-        if status.code == Code.ERROR:
-            self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
-        else:
-            self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
-                                {status.plugin} if status.plugin else set())
+        self._fail_status(fwk, info, status)
 
 
 def one_node_fit_message(pod: Pod, status: Status) -> str:
