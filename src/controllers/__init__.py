@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .disruption import DisruptionController
+
 #: name -> controller class, in start order.
-CONTROLLERS: dict[str, type[Controller]] = {}
+CONTROLLERS: dict[str, type[Controller]] = {
+    DisruptionController.name: DisruptionController,
+}
 
 
 def build_controller_manager(ctx: ControllerContext, names: list[str] | None = None) -> ControllerManager:

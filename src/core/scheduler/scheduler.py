@@ -657,8 +657,11 @@ class Scheduler:
     def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
         self.stats.binding_failures += 1
         self._undo_assume(fwk, state, assumed, node_name)
-        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None)
         self._fail_status(fwk, info, status)
+        # after the pod is back in the queue, so that the room it frees does not count as news for itself
+        uid = assumed.metadata.uid
+        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
+                            precheck=lambda pod: pod.metadata.uid != uid)
 
 
 def one_node_fit_message(pod: Pod, status: Status) -> str:
