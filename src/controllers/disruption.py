@@ -162,7 +162,7 @@ class DisruptionController(Controller):
             if pod.metadata.deletion_timestamp is not None or name not in recorded:
                 continue
             expires = parse_time(recorded[name]) + DELETION_TIMEOUT
-            if expires < now:
+            if expires <= now:
                 self.recorder.event(pod, "Warning", "NotDeleted", "Sync",
                                     f"Pod was expected by PDB {pdb.metadata.namespace}/{pdb.metadata.name} to be "
                                     "deleted but it wasn't")

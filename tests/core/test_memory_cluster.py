@@ -278,6 +278,48 @@ def test_unknown_priority_class_is_refused(cluster):
         cluster.get("Pod", "p", "default")
 
 
+def named(name, class_name, **spec):
+    return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                          "spec": {"priorityClassName": class_name, **spec}})
+
+
+def test_priority_admission_refuses_a_priority_or_policy_that_contradicts_the_class(cluster):
+    cluster.create(priority_class("high", 1000))
+    with pytest.raises(Invalid, match=r"the integer value of priority \(5\) must not be provided in pod spec; "
+                                      r"priority admission controller computed 1000 from the given PriorityClass name"):
+        cluster.create(named("p", "high", priority=5))
+    with pytest.raises(Invalid, match=r"the string value of PreemptionPolicy \(Never\) must not be provided in pod "
+                                      r"spec; priority admission controller computed PreemptLowerPriority"):
+        cluster.create(named("q", "high", preemptionPolicy="Never"))
+    assert cluster.create(named("r", "high", priority=1000)).spec.priority == 1000
+
+
+def test_system_priority_classes_need_no_object(cluster):
+    critical = cluster.create(named("p", "system-node-critical"))
+    assert (critical.spec.priority, critical.spec.preemption_policy) == (2000001000, "PreemptLowerPriority")
+
+
+def test_a_pod_with_a_priority_and_no_class_keeps_it(cluster):
+    # as on scheduler_perf's API server, whose pod templates set spec.priority directly
+    admitted = cluster.create(pod("p", priority=10))
+    assert (admitted.spec.priority, admitted.spec.preemption_policy) == (10, "PreemptLowerPriority")
+
+
+def test_priority_class_validation(cluster):
+    cluster.create(priority_class("default", 5, global_default=True))
+    with pytest.raises(Invalid, match="PriorityClass default is already marked as default. Only one default"):
+        cluster.create(priority_class("second", 6, global_default=True))
+    with pytest.raises(Invalid, match="maximum allowed value of a user defined priority is 1000000000"):
+        cluster.create(priority_class("huge", 2_000_000_000))
+    with pytest.raises(Invalid, match="names with 'system-' prefix are reserved"):
+        cluster.create(priority_class("system-mine", 1))
+    with pytest.raises(Invalid, match="preemptionPolicy: Unsupported value: 'Sometimes'"):
+        cluster.create(priority_class("odd", 1, policy="Sometimes"))
+    # updating the default itself is fine
+    current = cluster.get("PriorityClass", "default")
+    assert cluster.update(attrs.evolve(current, value=7)).value == 7
+
+
 def test_gated_pod_gets_the_scheduling_gated_condition(cluster):
     created = cluster.create(pod("g", scheduling_gates=["example.com/wait"]))
     (condition,) = created.status.conditions

@@ -669,6 +669,45 @@ def test_a_nomination_in_the_pod_status_holds_the_room():
     assert sim.pod("peer").spec.node_name == ""
 
 
+def held_nominee_sim():
+    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]},
+                                         "postFilter": {"disabled": [{"name": "*"}]}}}), HoldBack)
+    sim.create([node("n1", cpu="2"), node("n2", cpu="2"),
+                nominated(pod("vip", cpu="2", priority=100, labels={"hold": "yes"}), "n1")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nominated_node(sim.pod("vip")) == "n1"
+    return sim
+
+
+def test_a_nomination_ends_when_the_pod_is_bound_elsewhere():
+    sim = held_nominee_sim()
+    vip = sim.pod("vip")
+    sim.cluster.bind("default", "vip", vip.metadata.uid, "n2")  # e.g. by another scheduler
+    sim.create([pod("low", cpu="2")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nodes() == []
+    assert sim.placements() == {"default/low": "n1", "default/vip": "n2"}
+
+
+def test_a_nomination_ends_when_the_pod_is_deleted():
+    sim = held_nominee_sim()
+    sim.cluster.delete("Pod", "vip", "default")
+    sim.create([pod("low-1", cpu="2"), pod("low-2", cpu="2")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nodes() == []
+    assert sorted(sim.placements().values()) == ["n1", "n2"]  # n1's room is free again
+
+
+def test_a_failure_after_the_node_was_chosen_clears_the_nomination():
+    cfg = config({"plugins": {"permit": {"enabled": [{"name": "WaitForApproval"}]}},
+                  "pluginConfig": [{"name": "WaitForApproval", "args": {"timeout": 5}}]})
+    sim = simulation(cfg, WaitForApproval)
+    sim.create([node("n1"), nominated(pod("p"), "n1")])
+    sim.run_for(6)  # assumed on n1, then rejected at Permit by the timeout
+    assert sim.pod("p").status.nominated_node_name == ""
+    assert sim.scheduler.queue.nominator.nodes() == []
+
+
 class SecondApprover(WaitForApproval):
     name = "SecondApprover"
 
