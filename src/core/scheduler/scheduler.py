@@ -465,7 +465,9 @@ class Scheduler:
             for name in nominated_nodes:
                 if self.queue.nominator.pods_to_respect(pod, name) and name in snapshot.index:
                     nominated_rows.add(snapshot.index[name])
-        if not per_node and not nominated_rows:
+        if not per_node:
+            if nominated_rows:
+                self._filter_nominated_rows(fwk, state, pod, rows, mask, nominated_rows, to_find)
             passing = np.flatnonzero(mask)
             chosen = passing[:to_find]
             processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
@@ -496,6 +498,23 @@ class Scheduler:
                     break
         self.next_start_node_index = (start + processed) % count
         return np.array(feasible, dtype=np.int64)
+
+    def _filter_nominated_rows(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
+                               mask: np.ndarray, nominated_rows: set[int], to_find: int) -> None:
+        """Re-judge, in order, the rows the batch filters passed that have nominated
+        pods to respect (Filter with those pods added); stops once ``to_find``
+        rows pass before the next one.  Updates ``mask`` in place."""
+        positions = np.flatnonzero(mask & np.isin(rows, np.fromiter(nominated_rows, dtype=np.int64)))
+        if not len(positions):
+            return
+        passing_before = np.cumsum(mask) - mask
+        rejected = 0
+        for position in positions:
+            if passing_before[position] - rejected >= to_find:
+                return
+            if self._filter_one(fwk, state, pod, self.snapshot.nodes[int(rows[position])]) is not None:
+                mask[position] = False
+                rejected += 1
 
     def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
                   narrowing: set[str]) -> Diagnosis:
