@@ -95,11 +95,29 @@ def _print_placements(sim: Simulation) -> None:
         reason = f"{condition.reason}: {condition.message}" if condition else "Pending"
         table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
     console.print(table)
+    _print_preemptions(sim, console)
     console.print(
         f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache.node_count()} node(s); "
         f"{sim.scheduler.stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated",
         soft_wrap=True,
     )
+
+
+def _print_preemptions(sim: Simulation, console: Console) -> None:
+    """The Preempted events (victim, the preemptor by name, upstream's message), if any."""
+    events = sim.events("Preempted")
+    if not events:
+        return
+    names = {pod.metadata.uid: pod.key for pod in sim.pods()}
+    table = Table(title="Preemptions (Preempted events)")
+    for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
+        table.add_column(column)
+    for event in events:
+        victim = event.involved_object
+        preemptor = next((key for uid, key in names.items() if uid in event.message), "-")
+        table.add_row(f"+{event.first_timestamp - sim.start_time:g}s", f"{victim.namespace}/{victim.name}",
+                      preemptor, event.message)
+    console.print(table)
 
 
 @app.command()

@@ -120,3 +120,19 @@ def test_plugins_lists_the_built_ins_with_their_extension_points():
     result = run("plugins")
     assert result.exit_code == 0
     assert "NodeResourcesFit" in result.output and "DefaultBinder" in result.output
+
+
+def test_simulate_preemption_example_shows_the_preempted_events_and_placements():
+    result = runner.invoke(app, ["simulate", "-f", str(ROOT / "examples" / "preemption")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    preemptions = [line for line in lines if "Preempted by pod" in line]
+    assert [(line.split("│")[2].strip(), line.split("│")[3].strip()) for line in preemptions] == [
+        ("jobs/batch-2", "shop/checkout-1"), ("jobs/batch-3", "shop/checkout-1"), ("jobs/batch-4", "shop/web-1")]
+    assert all("on node node-a" in line for line in preemptions[:2]) and "on node node-c" in preemptions[2]
+    placed = {line.split("│")[1].strip(): line.split("│")[3].strip() for line in lines if line.startswith("│ ")
+              and "/" in line.split("│")[1] and len(line.split("│")) == 6}
+    assert placed["shop/checkout-1"] == "node-a" and placed["shop/web-1"] == "node-c"
+    assert placed["shop/report-1"] == "-" and placed["data/etl-1"] == "node-b"
+    assert "preemption: not eligible due to preemptionPolicy=Never." in result.output
+    assert "6 pod(s) scheduled, 2 pending, 3 node(s)" in result.output
