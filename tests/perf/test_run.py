@@ -80,14 +80,6 @@ def test_dra_driver_op_is_reported_unsupported():
     assert result.reason == "unsupported op: createResourceDriver"
 
 
-def test_volumes_are_reported_unsupported():
-    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
-    by_test = {r.test: r for r in results}
-    assert by_test["SchedulingSecrets"].status == "ok"
-    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
-    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
-
-
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
     case = basic_case()
     case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
