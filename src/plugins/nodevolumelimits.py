@@ -17,9 +17,8 @@ runs the exact check only on the others.
 
 from __future__ import annotations
 
-from attrs import define, field
-
 import numpy as np
+from attrs import define, field
 
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.storage_v1 import CSINode

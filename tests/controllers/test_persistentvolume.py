@@ -3,9 +3,9 @@ provisioning, release and reclaim, lost claims, the provisioners option."""
 
 from __future__ import annotations
 
+from kubesched.controllers import CONTROLLERS
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.volumes import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER
-from kubesched.controllers import CONTROLLERS
 from kubesched.simulation import Simulation
 from kubesched.testing import claim, csi_node, node, persistent_volume, pod, storage_class
 

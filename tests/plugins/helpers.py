@@ -120,6 +120,14 @@ def failure(sim: Simulation) -> str:
     return events[-1].message
 
 
+def fit_reason(sim: Simulation, name: str | None = None) -> str:
+    """The FitError part of the last FailedScheduling message (of pod ``name``,
+    or of any pod), without what PostFilter (preemption) appended."""
+    events = [e for e in sim.events("FailedScheduling") if name is None or e.involved_object.name == name]
+    assert events, "no FailedScheduling event"
+    return events[-1].message.split(" preemption: ")[0]
+
+
 def condition(sim: Simulation, name: str):
     """The pod's PodScheduled condition."""
     (cond,) = [c for c in sim.pod(name).status.conditions if c.type == "PodScheduled"]

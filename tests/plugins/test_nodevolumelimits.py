@@ -19,7 +19,7 @@ from kubesched.testing import (
     storage_class,
 )
 
-from .helpers import failure, filter_all, info, on, run_pre_filter, simulate, with_objects
+from .helpers import filter_all, fit_reason, info, on, run_pre_filter, simulate, with_objects
 
 DRIVER = "ebs.csi.aws.com"
 KEY = "attachable-volumes-csi-ebs.csi.aws.com"
@@ -50,7 +50,7 @@ def test_csi_node_limit_caps_pods_per_node():
     sim = simulate(objects + [user(f"p{i}", i) for i in range(5)])
     placed = [n for n in sim.placements().values() if n]
     assert sorted(placed) == ["n1", "n1", "n2"]
-    assert failure(sim) == f"0/2 nodes are available: 2 {ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED}."
+    assert fit_reason(sim) == f"0/2 nodes are available: 2 {ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED}."
 
 
 def test_node_allocatable_limit_and_csi_node_override():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubesched.core.api import from_manifest
 from kubesched.core.cluster.client import Conflict
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.types import QueueingHint
@@ -23,9 +24,8 @@ from kubesched.testing import (
     pod,
     storage_class,
 )
-from kubesched.core.api import from_manifest
 
-from .helpers import condition, config, failure, run_pre_filter, simulate
+from .helpers import condition, config, fit_reason, run_pre_filter, simulate
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -70,7 +70,7 @@ def test_bound_pv_node_affinity_conflict():
     sim = simulate([node("n1"), node("n2"), *bound_pair("pv1", "c1", node_affinity={HOST: ["elsewhere"]}),
                     claim_pod("p", "c1")])
     assert sim.pod("p").spec.node_name == ""
-    assert failure(sim) == "0/2 nodes are available: 2 node(s) had volume node affinity conflict."
+    assert fit_reason(sim) == "0/2 nodes are available: 2 node(s) had volume node affinity conflict."
 
 
 def test_a_claim_bound_to_a_missing_pv():
@@ -78,16 +78,16 @@ def test_a_claim_bound_to_a_missing_pv():
     sim = stop_controllers(Simulation())
     sim.create([node("n1"), bound_claim, claim_pod("p", "c1")])
     sim.run()
-    assert failure(sim) == '0/1 nodes are available: persistentvolume "pv1" not found.'  # VolumeZone's PreFilter
+    assert fit_reason(sim) == '0/1 nodes are available: persistentvolume "pv1" not found.'  # VolumeZone's PreFilter
     sim = stop_controllers(Simulation(config(plugins={"multiPoint": {"disabled": [{"name": "VolumeZone"}]}})))
     sim.create([node("n1"), bound_claim, claim_pod("p", "c1")])
     sim.run()
-    assert failure(sim) == ("0/1 nodes are available: 1 node(s) unavailable due to one or more pvc(s) bound to "
+    assert fit_reason(sim) == ("0/1 nodes are available: 1 node(s) unavailable due to one or more pvc(s) bound to "
                             "non-existent pv(s).")
     # the PV controller marks such a claim Lost, which PreFilter reports
     sim = simulate([node("n1"), bound_claim, claim_pod("p", "c1")])
     assert sim.get("PersistentVolumeClaim", "default/c1").status.phase == "Lost"
-    assert failure(sim) == ('0/1 nodes are available: persistentvolumeclaim "c1" bound to non-existent '
+    assert fit_reason(sim) == ('0/1 nodes are available: persistentvolumeclaim "c1" bound to non-existent '
                             'persistentvolume "pv1".')
 
 
@@ -124,7 +124,7 @@ def test_local_pvs_pin_the_pod_to_their_node_and_pending_claims_say_why():
                     claim_pod("p1", "c1"), claim_pod("p2", "c2")])
     assert sim.pod("p1").spec.node_name == "n2"
     assert sim.pod("p2").spec.node_name == ""
-    assert condition(sim, "p2").message == f"0/2 nodes are available: 2 {NO_PV}."
+    assert fit_reason(sim, "p2") == f"0/2 nodes are available: 2 {NO_PV}."
     events = sim.events("WaitForFirstConsumer")
     assert events and events[0].message == "waiting for first consumer to be created before binding"
 
@@ -164,13 +164,13 @@ def test_dynamic_provisioning_with_allowed_topologies():
     (term,) = pv.spec.node_affinity.required.node_selector_terms
     assert [(r.key, r.values) for r in term.match_expressions] == [(ZONE, ("a",))]
     assert sim.pod("in-b").spec.node_name == ""
-    assert condition(sim, "in-b").message == ("0/3 nodes are available: 1 node(s) didn't match Pod's node "
+    assert fit_reason(sim, "in-b") == ("0/3 nodes are available: 1 node(s) didn't match Pod's node "
                                               f"affinity/selector, 2 {NO_PV}.")
 
 
 def test_no_provisioner_and_no_pv():
     sim = simulate([node("n1"), local_class(), claim("c1", "1Gi", "local"), claim_pod("p", "c1")])
-    assert failure(sim) == f"0/1 nodes are available: 1 {NO_PV}."
+    assert fit_reason(sim) == f"0/1 nodes are available: 1 {NO_PV}."
 
 
 def test_storage_capacity_limits_where_volumes_are_provisioned():
@@ -190,7 +190,7 @@ def test_storage_capacity_limits_where_volumes_are_provisioned():
 
     sim = simulate([node("a1", labels={ZONE: "a"}), driver, capacities[0], storage_class("fast", provisioner="csi.x"),
                     claim("big", "10Gi", "fast"), claim_pod("p", "big")])
-    assert failure(sim) == "0/1 nodes are available: 1 node(s) did not have enough free storage."
+    assert fit_reason(sim) == "0/1 nodes are available: 1 node(s) did not have enough free storage."
 
 
 # --- claims that stop the pod at PreFilter ----------------------------------------------------------
@@ -199,7 +199,7 @@ def test_storage_capacity_limits_where_volumes_are_provisioned():
 def test_unbound_immediate_claim_waits_for_the_pv_controller():
     sim = simulate([node("n1"), storage_class("manual", binding_mode="Immediate"),
                     claim("c1", "1Gi", "manual"), claim_pod("p", "c1")])
-    assert failure(sim) == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    assert fit_reason(sim) == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
     assert condition(sim, "p").reason == "Unschedulable"
     sim.create([persistent_volume("pv1", "2Gi", "manual")])
     sim.run()
@@ -209,7 +209,7 @@ def test_unbound_immediate_claim_waits_for_the_pv_controller():
 
 def test_missing_claim_then_created():
     sim = simulate([node("n1"), claim_pod("p", "data")])
-    assert failure(sim) == '0/1 nodes are available: persistentvolumeclaim "data" not found.'
+    assert fit_reason(sim) == '0/1 nodes are available: persistentvolumeclaim "data" not found.'
     sim.create([storage_class("std", provisioner="disk.example.com", binding_mode="Immediate", default=True),
                 claim("data")])
     sim.run()
@@ -237,7 +237,7 @@ def test_ephemeral_volume_whose_claim_belongs_to_someone_else():
     sim.create([node("n1"), claim("web-scratch")])
     sim.create([pod("web", cpu="100m", volumes=[ephemeral_volume("scratch")])])
     sim.run()
-    assert failure(sim) == ("0/1 nodes are available: PVC default/web-scratch was not created for pod "
+    assert fit_reason(sim) == ("0/1 nodes are available: PVC default/web-scratch was not created for pod "
                             "default/web (pod is not owner).")
 
 
@@ -266,7 +266,7 @@ def test_api_conflict_at_prebind_reverts_the_assumed_binding():
     assert sim.pod("p2").spec.node_name == "n1"
     assert sim.get("PersistentVolumeClaim", "default/c2").spec.volume_name == "pv1"
     assert sim.pod("p1").spec.node_name == ""
-    assert condition(sim, "p1").message == f"0/1 nodes are available: 1 {NO_PV}."
+    assert fit_reason(sim, "p1") == f"0/1 nodes are available: 1 {NO_PV}."
 
 
 def test_bind_timeout_on_the_fake_clock_reverts_the_assumed_binding():

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.nodeinfo import PodInfo
 from kubesched.core.framework.status import Code
 from kubesched.core.framework.types import QueueingHint
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
-from kubesched.testing import claim, claim_volume, node, persistent_volume, pod, storage_class
+from kubesched.testing import claim, claim_volume, node, pod, storage_class
 
-from .helpers import condition, failure, info, on, run_pre_filter, simulate, with_objects
+from .helpers import fit_reason, info, on, run_pre_filter, simulate, with_objects
 
 RWOP = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 DISK = "node(s) had no available disk"
@@ -26,7 +25,7 @@ def test_a_read_write_once_pod_claim_admits_one_pod_only():
                     pod("b", cpu="100m", volumes=[claim_volume("v", "solo")])])
     placed = {k: v for k, v in sim.placements().items() if v}
     assert list(placed) == ["default/a"]
-    assert condition(sim, "b").message == f"0/2 nodes are available: 2 {RWOP}."
+    assert fit_reason(sim, "b") == f"0/2 nodes are available: 2 {RWOP}."
     # deleting the holder lets the other pod run (queueing hint on Pod delete)
     sim.cluster.delete("Pod", "a", "default")
     sim.run()
@@ -74,7 +73,7 @@ def test_same_aws_ebs_volume_cannot_share_a_node():
     sim = simulate([node("n1"), disk_pod("a", **ebs), disk_pod("b", **ebs),
                     disk_pod("c", awsElasticBlockStore={"volumeID": "vol-2"})])
     assert sim.pod("a").spec.node_name == "n1" and sim.pod("c").spec.node_name == "n1"
-    assert failure(sim) == f"0/1 nodes are available: 1 {DISK}."
+    assert fit_reason(sim) == f"0/1 nodes are available: 1 {DISK}."
 
 
 def test_disk_conflict_rules():

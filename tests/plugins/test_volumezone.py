@@ -10,7 +10,7 @@ from kubesched.core.volumes import ANN_BIND_COMPLETED
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from kubesched.testing import claim, claim_volume, node, persistent_volume, pod, storage_class
 
-from .helpers import failure, info, run_pre_filter, simulate, with_objects
+from .helpers import fit_reason, info, run_pre_filter, simulate, with_objects
 
 ZONE, ZONE_BETA = "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -34,7 +34,7 @@ def test_a_pod_follows_its_pvs_zone():
 
 def test_no_node_in_the_zone():
     sim = simulate([node("a1", labels={ZONE: "a"}), *bound("pv1", "c1", {ZONE: "z"}), user("c1")])
-    assert failure(sim) == f"0/1 nodes are available: 1 {ERR_REASON_CONFLICT}."
+    assert fit_reason(sim) == f"0/1 nodes are available: 1 {ERR_REASON_CONFLICT}."
 
 
 @pytest.mark.parametrize("pv_labels, node_labels, fits", [

@@ -26,7 +26,6 @@ from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
-from kubesched.core.shape import MAX_NODE_SCORE, MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
     NODE,
@@ -35,6 +34,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
+from kubesched.core.shape import MAX_NODE_SCORE, MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,

@@ -38,9 +38,9 @@ from kubesched.core.cluster.informer import Informers
 from kubesched.core.csi_translation import migrated_on_node, plugin_of, translate_pv
 from kubesched.core.volumes import (
     ANN_SELECTED_NODE,
+    NOT_SUPPORTED_PROVISIONER,
     ZONE_BETA,
     ZONE_GA,
-    NOT_SUPPORTED_PROVISIONER,
     bind_volume_to_claim,
     claim_class,
     claim_key,
