@@ -72,6 +72,10 @@ def counts_toward_limits(pod: Pod) -> bool:
 
 
 class NodeVolumeLimits:
+    """Upstream ``NodeVolumeLimits`` (``CSILimits``): PreFilter resolves the
+    pod's :class:`AttachableVolume` list, Filter (and its batch form) counts
+    them against each node's limits."""
+
     name = "NodeVolumeLimits"
 
     def __init__(self, args, handle):

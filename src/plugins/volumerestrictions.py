@@ -91,6 +91,9 @@ class _PreFilterState:
 
 
 class VolumeRestrictions:
+    """Upstream ``VolumeRestrictions``: PreFilter, its AddPod/RemovePod (for
+    nominated pods and preemption dry runs), Filter, queueing hints."""
+
     name = "VolumeRestrictions"
 
     def __init__(self, args, handle):

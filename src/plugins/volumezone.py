@@ -51,6 +51,9 @@ class PVTopology:
 
 
 class VolumeZone:
+    """Upstream ``VolumeZone``: PreFilter collects :class:`PVTopology` entries,
+    Filter compares them with the node's labels."""
+
     name = "VolumeZone"
 
     def __init__(self, args, handle):

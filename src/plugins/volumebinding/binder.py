@@ -140,10 +140,7 @@ class VolumeBinder:
                                          f'persistentvolume "{claim.spec.volume_name}"')
             if claim.metadata.deletion_timestamp is not None:
                 raise VolumeBindingError(f'persistentvolumeclaim "{name}" is being deleted')
-            if ephemeral:
-                problem = volume_is_for_pod(pod, claim)
-                if problem:
-                    raise VolumeBindingError(problem)
+            _check_owner(pod, claim, ephemeral)
         return has_claims
 
     def _pod_claim(self, pod: Pod, name: str, ephemeral: bool) -> PersistentVolumeClaim:
@@ -151,10 +148,7 @@ class VolumeBinder:
         claim = self.pvc_cache.get(key)
         if claim is None:
             raise VolumeBindingError(f'error getting PVC "{key}": persistentvolumeclaim "{name}" not found')
-        if ephemeral:
-            problem = volume_is_for_pod(pod, claim)
-            if problem:
-                raise VolumeBindingError(problem)
+        _check_owner(pod, claim, ephemeral)
         return claim
 
     def pod_volume_claims(self, pod: Pod) -> PodVolumeClaims:
@@ -424,6 +418,13 @@ class VolumeBinder:
             if not is_claim_fully_bound(claim):
                 return False
         return True
+
+
+def _check_owner(pod: Pod, claim: PersistentVolumeClaim, ephemeral: bool) -> None:
+    """An ephemeral volume's claim must be the pod's (raises :class:`VolumeBindingError`)."""
+    problem = volume_is_for_pod(pod, claim) if ephemeral else None
+    if problem:
+        raise VolumeBindingError(problem)
 
 
 def capacity_limit(capacity: CSIStorageCapacity) -> int | None:

@@ -96,6 +96,10 @@ class _State:
 
 
 class VolumeBinding:
+    """Upstream ``VolumeBinding`` (see the module docstring).  Built from
+    :class:`VolumeBindingArgs` and the handle (cluster client for PreBind
+    writes, informers for the PV/claim assume caches and the listers)."""
+
     name = "VolumeBinding"
     args_class = VolumeBindingArgs
 
