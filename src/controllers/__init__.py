@@ -14,9 +14,11 @@ from kubesched.core.controller import Controller, ControllerContext, ControllerM
 
 from .ephemeral import EphemeralVolumeController
 from .persistentvolume import PersistentVolumeController
+from .resourceclaim import ResourceClaimController
 
 #: name -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {
+    "resourceclaim": ResourceClaimController,
     EphemeralVolumeController.name: EphemeralVolumeController,
     PersistentVolumeController.name: PersistentVolumeController,
 }

@@ -51,6 +51,7 @@ enabled) and raises :class:`Unsupported`.
 
 from __future__ import annotations
 
+import fnmatch
 import gc
 import random
 import time
@@ -80,8 +81,11 @@ from ..core.clock import RealClock
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from ..core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from ..core.framework.registry import Registry
+from ..core.cluster.informer import Informers
+from ..core.controller import ControllerContext, ControllerManager
 from ..core.quantity import QuantityError, parse_resource_list
 from ..core.scheduler.scheduler import Scheduler
+from ..controllers import CONTROLLERS, build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -100,6 +104,11 @@ PROGRESS_PERIOD = 0.25
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+#: Controllers upstream's scheduler_perf does not run: its volume workloads
+#: create PVs and claims already bound, and no PV controller touches them.
+NOT_IN_SCHEDULER_PERF = ("persistentvolume-controller", "ephemeral-volume-controller")
 
 
 class Unsupported(Exception):
@@ -272,6 +281,7 @@ class WorkloadExecutor:
         self.clock = RealClock()
         self.cluster: MemoryCluster | None = None
         self.scheduler: Scheduler | None = None
+        self.controllers: ControllerManager | None = None
         self.tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
@@ -304,7 +314,10 @@ class WorkloadExecutor:
             self.scheduler = Scheduler(self.cluster, self.config, self._registry(), self.clock, seed=self.seed)
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
-        preemption = all(fw.post_filter_plugins for fw in self.scheduler.profiles.values())
+        self.controllers = build_controller_manager(
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True),
+            [name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
+        preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
 
@@ -364,7 +377,7 @@ class WorkloadExecutor:
 
     def _check_pod(self, code: str, doc: dict[str, Any], pod: Pod, preemption: bool) -> None:
         """Pods kubesched's profiles cannot schedule as upstream would: claims without
-        DynamicResources, priorities (preemption) without a PostFilter plugin."""
+        DynamicResources, priorities (preemption) without DefaultPreemption."""
         spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
                                                   for fw in self.scheduler.profiles.values()):
@@ -373,7 +386,7 @@ class WorkloadExecutor:
         priority = pod.spec.priority or 0
         if not preemption and (priority > 0 or pod.spec.priority_class_name):
             raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
-                              "preemption; no PostFilter plugin such as DefaultPreemption is enabled)")
+                              "preemption; DefaultPreemption is not enabled)")
 
     def _volume_sources(self, fields: dict[str, Any]) -> tuple[ObjectSource, ObjectSource] | None:
         """The (PV, claim) templates of a createPods op, or None without them."""
@@ -408,6 +421,7 @@ class WorkloadExecutor:
             self.check()
         self.tracker = PodTracker(self.cluster)
         self.scheduler.start()
+        self.controllers.start()
         try:
             for position, (op, fields) in enumerate(self.ops):
                 self._status = f"op {position + 1}/{len(self.ops)} {op.opcode}"
@@ -426,6 +440,7 @@ class WorkloadExecutor:
                 task.cancel()
             self.tracker.stop()
             self.scheduler.informers.stop()
+            self.controllers.stop()
 
     # -- the loop --
 
@@ -438,7 +453,12 @@ class WorkloadExecutor:
         epoch; default now + :data:`WAIT_TIMEOUT`) bounds the wait."""
         scheduler = self.scheduler
         clock = self.clock
-        step = scheduler.step
+        controllers = self.controllers
+        schedule = scheduler.step
+
+        def step() -> bool:
+            return controllers.step() | schedule()
+
         now_fn = time.time
         if deadline is None and not until_time:
             deadline = now_fn() + WAIT_TIMEOUT
@@ -460,7 +480,7 @@ class WorkloadExecutor:
                 continue
             if done():
                 return
-            if scheduler.informers.pending():
+            if scheduler.informers.pending() or controllers.informers.pending():
                 continue
             wake = [IDLE_SLEEP + now]
             if deadline is not None:
@@ -857,3 +877,57 @@ class WorkloadExecutor:
 
     def _op_stopCollectingMetrics(self, op: Op, fields: dict[str, Any]) -> None:
         self._finish_collecting()
+
+    # -- DRA --
+
+    def _op_createResourceDriver(self, op: Op, fields: dict[str, Any]) -> None:
+        """Upstream's test driver: one ResourceSlice per node whose name matches
+        the ``nodes`` glob, named after the node, with ``maxClaimsPerNode``
+        devices ``instance-<i>`` (model A100, family GPU, driverVersion 1.2.3,
+        ``dra.example.com/numa`` i, memory 1Gi)."""
+        driver = fields["driverName"]
+        count = fields.get("maxClaimsPerNode", 0)
+        for node in sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name):
+            if not fnmatch.fnmatchcase(node.metadata.name, fields["nodes"]):
+                continue
+            name = node.metadata.name
+            devices = [{
+                "name": f"instance-{i}",
+                "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                               "driverVersion": {"version": "1.2.3"}, "dra.example.com/numa": {"int": i}},
+                "capacity": {"memory": {"value": "1Gi"}},
+            } for i in range(count)]
+            self.cluster.create(from_manifest({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": driver, "nodeName": name, "pool": {"name": name, "resourceSliceCount": 1},
+                         "devices": devices},
+            }))
+
+    def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
+        """Allocate every unallocated claim of ``namespace`` (all when empty) on a
+        random node, one at a time, without a pod (upstream's allocResourceClaims)."""
+        from ..core.cel import SelectorCache
+        from ..plugins.dynamicresources.allocator import AllocatedState, Allocator
+
+        namespace = fields.get("namespace") or None
+        claims = sorted(self.cluster.list("ResourceClaim", namespace).items, key=lambda c: c.key)
+        nodes = sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name)
+        allocated = AllocatedState.from_claims(self.cluster.list("ResourceClaim").items)
+        allocator = Allocator(self.cluster.list("ResourceSlice").items,
+                              {c.metadata.name: c for c in self.cluster.list("DeviceClass").items},
+                              allocated, SelectorCache(), self.cluster.list("DeviceTaintRule").items,
+                              now=self.clock.now())
+        for claim in claims:
+            if claim.status.allocation is not None:
+                continue
+            self._rng.shuffle(nodes)
+            for node in nodes:
+                results = allocator.allocate(node, [claim])
+                if results:
+                    allocation = results[0]
+                    self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(claim.status,
+                                                                                       allocation=allocation)))
+                    allocated.add(allocation)
+                    break
+            else:
+                raise WorkloadFailed(f"could not allocate claim {claim.key}")

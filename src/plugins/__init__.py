@@ -20,6 +20,7 @@ DEFAULT_PLUGINS = Plugins(multi_point=PluginSet(enabled=(
     PluginRef("NodeVolumeLimits"),
     PluginRef("VolumeBinding"),
     PluginRef("VolumeZone"),
+    PluginRef("DynamicResources", 2),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("DefaultBinder"),
 )))

@@ -73,11 +73,20 @@ def test_preemption_workloads_are_reported_unsupported(test, workload, reason):
     assert result.data_items == []
 
 
-def test_dra_driver_op_is_reported_unsupported():
+def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     [result] = run(DATA / "dra/performance-config.yaml", test="SchedulingWithResourceClaimTemplate",
                    workload="fast")
+    assert result.status == "ok" and result.measured_pods == 10
+    [steady] = run(DATA / "dra/performance-config.yaml", test="SteadyStateClusterResourceClaimTemplate",
+                   workload="fast")
+    assert steady.status == "ok" and steady.measured_pods > 10
+
+
+def test_binding_conditions_workloads_are_reported_unsupported():
+    [result] = run(DATA / "dra/performance-config.yaml", test="DRABindingConditionsTest",
+                   workload="fast_AttachmentSuccess")
     assert result.status == "unsupported"
-    assert result.reason == "unsupported op: createResourceDriver"
+    assert result.reason.startswith("unsupported op: ")
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
@@ -173,10 +182,10 @@ def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
 def test_perf_command_exit_codes(tmp_path, capsys):
     assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
     assert json.loads(capsys.readouterr().out)["dataItems"]
-    assert perf_command(DATA / "dra/performance-config.yaml", "SchedulingWithResourceClaim", "fast", "json") == 1
+    assert perf_command(DATA / "dra/performance-config.yaml", "DRABindingConditionsTest", "fast_AttachmentSuccess", "json") == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
-    assert "SchedulingWithResourceClaim/fast: unsupported: unsupported op: createResourceDriver" in captured.err
+    assert "DRABindingConditionsTest/fast_AttachmentSuccess: unsupported: unsupported op: " in captured.err
     assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
     assert "cannot read" in capsys.readouterr().err
     assert perf_command(MISC, "NoSuchTest", None, "table") == 2

@@ -242,6 +242,26 @@ class Volume:
 
 
 @frozen
+class PodResourceClaim:
+    """``spec.resourceClaims[]``: a claim the pod uses, by ``name`` in the pod;
+    exactly one of ``resource_claim_name`` (an existing ResourceClaim) and
+    ``resource_claim_template_name`` (a claim generated per pod) is set."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+@frozen
+class PodResourceClaimStatus:
+    """``status.resourceClaimStatuses[]``: the ResourceClaim generated for the
+    pod claim ``name`` (None: no claim was needed)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+@frozen
 class PodSpec:
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -256,6 +276,7 @@ class PodSpec:
     overhead: dict[str, int] = _quantities()
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
     extra: dict[str, Any] = _extra()
 
 
@@ -275,6 +296,7 @@ class PodStatus:
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
     start_time: float | None = _time()
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     extra: dict[str, Any] = _extra()
 
 
