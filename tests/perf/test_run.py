@@ -11,17 +11,9 @@ from kubesched.perf import perf_command, render, run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
+from .helpers import DATA, MISC, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
-
-
-def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_scheduling_basic_5nodes_binds_every_pod():

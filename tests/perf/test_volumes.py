@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from kubesched.core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from kubesched.perf import run
-from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import WorkloadExecutor
-
-from .helpers import DATA, basic_case, needs_data, write_config
+from .helpers import DATA, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
 
 VOLUMES = DATA / "volumes/performance-config.yaml"
-
-
-def executor_for(test: str, workload: str = "5Nodes") -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(VOLUMES) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_every_volume_workload_but_preemption_runs():
@@ -30,7 +19,7 @@ def test_every_volume_workload_but_preemption_runs():
 
 
 def test_in_tree_pvs_are_created_bound_to_their_claims():
-    executor = executor_for("SchedulingInTreePVs")
+    executor = executor_for(VOLUMES, "SchedulingInTreePVs", "5Nodes")
     cluster = executor.cluster
     pods = cluster.list("Pod", "namespace-2").items
     assert len(pods) == 10 and all(p.spec.node_name for p in pods)
@@ -45,7 +34,7 @@ def test_in_tree_pvs_are_created_bound_to_their_claims():
 
 
 def test_node_allocatable_strategy_creates_csi_nodes():
-    executor = executor_for("SchedulingMigratedInTreePVs")
+    executor = executor_for(VOLUMES, "SchedulingMigratedInTreePVs", "5Nodes")
     cluster = executor.cluster
     nodes = cluster.list("Node").items
     csi_nodes = {c.metadata.name: c for c in cluster.list("CSINode").items}
@@ -56,7 +45,7 @@ def test_node_allocatable_strategy_creates_csi_nodes():
     (driver,) = csi_nodes[node.metadata.name].spec.drivers
     assert (driver.name, driver.allocatable.count) == ("ebs.csi.aws.com", 39)
     assert csi_nodes[node.metadata.name].metadata.annotations[MIGRATED_PLUGINS_ANNOTATION] == "kubernetes.io/aws-ebs"
-    csi = executor_for("SchedulingCSIPVs").cluster.get("PersistentVolume", "namespace-2-vol-0")
+    csi = executor_for(VOLUMES, "SchedulingCSIPVs", "5Nodes").cluster.get("PersistentVolume", "namespace-2-vol-0")
     assert (csi.spec.csi.driver, csi.spec.csi.volume_handle) == ("ebs.csi.aws.com", "namespace-2-vol-0")
 
 
