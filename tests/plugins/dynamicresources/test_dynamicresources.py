@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
@@ -263,3 +264,49 @@ def dra_example():
     if not path.is_dir():
         pytest.skip(f"{path} is not here (the shared data sits beside the checkout)")
     return path
+
+
+def nvidia_classes(path):
+    """NVIDIA's gpu and mig DeviceClasses, their Helm templates rendered for resource.k8s.io/v1."""
+    classes = []
+    for name in ("deviceclass-gpu.helm-template.yaml", "deviceclass-mig.helm-template.yaml"):
+        text = (path / name).read_text().replace(
+            '{{ include "dra-driver-nvidia-gpu.resourceApiVersion" . }}', "resource.k8s.io/v1").replace(
+            "{{ $resourceApiVersion }}", "resource.k8s.io/v1")
+        lines = [line for line in text.splitlines() if "{{" not in line and "extendedResourceName" not in line]
+        classes += [from_manifest(doc) for doc in yaml.safe_load_all("\n".join(lines)) if doc]
+    return classes
+
+
+def test_nvidia_gpu_and_mig_classes_pick_their_device_types(nvidia_example):
+    entries = yaml.safe_load((nvidia_example / "resourceslice-device-entries.doc-example.yaml").read_text())
+    full_gpu, mig, vfio = entries
+
+    def nvidia_slice(name, pool, devices):
+        return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                              "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-node",
+                                       "pool": {"name": pool, "resourceSliceCount": 1}, "devices": devices}})
+
+    sim = Simulation.from_paths([nvidia_example / "gpu-test1.yaml"])
+    mig_claim = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": "mig", "namespace": "gpu-test1"},
+                               "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
+                                   "deviceClassName": "mig.nvidia.com"}}]}}})
+    sim.create([node("gpu-node"), *nvidia_classes(nvidia_example),
+                nvidia_slice("gpu-node-gpus", "gpu-node", [full_gpu, mig]),
+                nvidia_slice("gpu-node-vfio", "gpu-node-vfio", [vfio]), mig_claim,
+                pod("mig-user", namespace="gpu-test1", resourceClaims=[{"name": "mig", "resourceClaimName": "mig"}])])
+    sim.run()
+    placed = {p: sim.pod(f"gpu-test1/{p}").spec.node_name for p in ("pod1", "pod2")}
+    (winner,) = [p for p, where in placed.items() if where]
+    assert devices(claim_of(sim, f"gpu-test1/{winner}")) == [("gpu", "gpu.nvidia.com", "gpu-node", "gpu-0")]
+    (loser,) = [p for p, where in placed.items() if not where]
+    assert "cannot allocate all claims" in condition(sim.pod(f"gpu-test1/{loser}")).message
+    assert devices(sim.get("ResourceClaim", "gpu-test1/mig")) == [
+        ("mig", "gpu.nvidia.com", "gpu-node", "gpu-0-mig-1g.5gb-0")]
+    assert sim.pod("gpu-test1/mig-user").spec.node_name == "gpu-node"
+
+
+@pytest.fixture
+def nvidia_example(dra_example):
+    return dra_example.parent / "nvidia-dra-driver-gpu"
