@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
@@ -160,6 +161,41 @@ def test_a_missing_template_is_reported_and_the_pod_scheduled_once_it_exists():
     assert sim.pod("p").spec.node_name == "n1"
 
 
+def test_a_pool_with_a_duplicate_device_is_not_used_and_the_rest_of_the_run_goes_on():
+    broken = [from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                             "metadata": {"name": f"n1-part-{i}"},
+                             "spec": {"driver": DRIVER, "nodeName": "n1",
+                                      "pool": {"name": "n1", "resourceSliceCount": 2},
+                                      "devices": [{"name": "gpu-0"}]}}) for i in range(2)]
+    sim = sim_with(node("n1"), node("n2"), device_class(), *broken, gpu_slice("n2", count=1), template(),
+                   gpu_pod("first"), gpu_pod("second"), pod("plain", cpu="1"))
+    placed = {name: sim.pod(name).spec.node_name for name in ("first", "second")}
+    assert sorted(placed.values()) == ["", "n2"]  # the invalid pool on n1 gives nothing
+    assert sim.pod("plain").spec.node_name
+    waiting = next(name for name, where in placed.items() if not where)
+    assert "cannot allocate all claims" in condition(sim.pod(waiting)).message
+
+
+def taint_rule(effect: str = "NoSchedule"):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule",
+                          "metadata": {"name": "maintenance"},
+                          "spec": {"deviceSelector": {"driver": DRIVER, "pool": "n1"},
+                                   "taint": {"key": "maintenance", "value": "true", "effect": effect}}})
+
+
+def test_devices_tainted_by_a_rule_are_only_given_to_claims_that_tolerate_them():
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1"), gpu_slice("n2", count=1),
+                   taint_rule(), template(), gpu_pod("plain"))
+    assert sim.pod("plain").spec.node_name == "n2"
+    tolerant = template("tolerant", tolerations=[{"key": "maintenance", "operator": "Exists",
+                                                  "effect": "NoSchedule"}])
+    sim.create([tolerant, gpu_pod("brave", template_name="tolerant")])
+    sim.run()
+    assert sim.pod("brave").spec.node_name == "n1"
+    (result,) = claim_of(sim, "brave").status.allocation.devices.results
+    assert [(t.key, t.operator, t.effect) for t in result.tolerations] == [("maintenance", "Exists", "NoSchedule")]
+
+
 def test_a_cel_runtime_error_is_a_scheduler_error_not_a_silent_mismatch():
     sim = sim_with(node("n1"), device_class(), gpu_slice("n1"),
                    template(selectors=[f"device.attributes['{DRIVER}'].nosuch == 'x'"]), gpu_pod("p"))
@@ -228,3 +264,49 @@ def dra_example():
     if not path.is_dir():
         pytest.skip(f"{path} is not here (the shared data sits beside the checkout)")
     return path
+
+
+def nvidia_classes(path):
+    """NVIDIA's gpu and mig DeviceClasses, their Helm templates rendered for resource.k8s.io/v1."""
+    classes = []
+    for name in ("deviceclass-gpu.helm-template.yaml", "deviceclass-mig.helm-template.yaml"):
+        text = (path / name).read_text().replace(
+            '{{ include "dra-driver-nvidia-gpu.resourceApiVersion" . }}', "resource.k8s.io/v1").replace(
+            "{{ $resourceApiVersion }}", "resource.k8s.io/v1")
+        lines = [line for line in text.splitlines() if "{{" not in line and "extendedResourceName" not in line]
+        classes += [from_manifest(doc) for doc in yaml.safe_load_all("\n".join(lines)) if doc]
+    return classes
+
+
+def test_nvidia_gpu_and_mig_classes_pick_their_device_types(nvidia_example):
+    entries = yaml.safe_load((nvidia_example / "resourceslice-device-entries.doc-example.yaml").read_text())
+    full_gpu, mig, vfio = entries
+
+    def nvidia_slice(name, pool, devices):
+        return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                              "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-node",
+                                       "pool": {"name": pool, "resourceSliceCount": 1}, "devices": devices}})
+
+    sim = Simulation.from_paths([nvidia_example / "gpu-test1.yaml"])
+    mig_claim = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": "mig", "namespace": "gpu-test1"},
+                               "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
+                                   "deviceClassName": "mig.nvidia.com"}}]}}})
+    sim.create([node("gpu-node"), *nvidia_classes(nvidia_example),
+                nvidia_slice("gpu-node-gpus", "gpu-node", [full_gpu, mig]),
+                nvidia_slice("gpu-node-vfio", "gpu-node-vfio", [vfio]), mig_claim,
+                pod("mig-user", namespace="gpu-test1", resourceClaims=[{"name": "mig", "resourceClaimName": "mig"}])])
+    sim.run()
+    placed = {p: sim.pod(f"gpu-test1/{p}").spec.node_name for p in ("pod1", "pod2")}
+    (winner,) = [p for p, where in placed.items() if where]
+    assert devices(claim_of(sim, f"gpu-test1/{winner}")) == [("gpu", "gpu.nvidia.com", "gpu-node", "gpu-0")]
+    (loser,) = [p for p, where in placed.items() if not where]
+    assert "cannot allocate all claims" in condition(sim.pod(f"gpu-test1/{loser}")).message
+    assert devices(sim.get("ResourceClaim", "gpu-test1/mig")) == [
+        ("mig", "gpu.nvidia.com", "gpu-node", "gpu-0-mig-1g.5gb-0")]
+    assert sim.pod("gpu-test1/mig-user").spec.node_name == "gpu-node"
+
+
+@pytest.fixture
+def nvidia_example(dra_example):
+    return dra_example.parent / "nvidia-dra-driver-gpu"
