@@ -13,9 +13,15 @@ from __future__ import annotations
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
 from .disruption import DisruptionController
+from .ephemeral import EphemeralVolumeController
+from .persistentvolume import PersistentVolumeController
+from .resourceclaim import ResourceClaimController
 
 #: name -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {
+    "resourceclaim": ResourceClaimController,
+    EphemeralVolumeController.name: EphemeralVolumeController,
+    PersistentVolumeController.name: PersistentVolumeController,
     DisruptionController.name: DisruptionController,
 }
 

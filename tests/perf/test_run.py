@@ -11,17 +11,9 @@ from kubesched.perf import perf_command, render, run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
+from .helpers import DATA, MISC, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
-
-
-def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_scheduling_basic_5nodes_binds_every_pod():
@@ -52,14 +44,15 @@ def test_json_output_is_upstreams_data_items():
     assert results[0].feature_gates == {"SchedulerAsyncAPICalls": False}
 
 
-def test_table_shows_throughput_threshold_and_unsupported_reasons():
-    results = run(DATA / "volumes/performance-config.yaml", test="SchedulingInTreePVs", workload="5Nodes") + run(
-        MISC, test="SchedulingBasic", workload="5Nodes")
+def test_table_shows_throughput_threshold_and_unsupported_reasons(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
+    results = run(write_config(tmp_path, [case])) + run(MISC, test="SchedulingBasic", workload="5Nodes")
     out = io.StringIO()
     render(results, "table", out=out)
     text = out.getvalue()
     assert "SchedulingBasic/5Nodes" in text and "Average" in text and "Perc99" in text
-    assert "SchedulingInTreePVs/5Nodes" in text and "unsupported op: createPods" in text
+    assert "Tiny/" in text and "unsupported op: teleportPods" in text
     assert "SchedulerAsyncAPICalls=false" in text
 
 
@@ -88,19 +81,20 @@ def test_workloads_with_preemption_churn_run(test, workload):
     assert executor.data_items and executor.measured_pods == (5 if test == "PreemptionAsync" else 10)
 
 
-def test_dra_driver_op_is_reported_unsupported():
+def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     [result] = run(DATA / "dra/performance-config.yaml", test="SchedulingWithResourceClaimTemplate",
                    workload="fast")
+    assert result.status == "ok" and result.measured_pods == 10
+    [steady] = run(DATA / "dra/performance-config.yaml", test="SteadyStateClusterResourceClaimTemplate",
+                   workload="fast")
+    assert steady.status == "ok" and steady.measured_pods > 10
+
+
+def test_binding_conditions_workloads_are_reported_unsupported():
+    [result] = run(DATA / "dra/performance-config.yaml", test="DRABindingConditionsTest",
+                   workload="fast_AttachmentSuccess")
     assert result.status == "unsupported"
-    assert result.reason == "unsupported op: createResourceDriver"
-
-
-def test_volumes_are_reported_unsupported():
-    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
-    by_test = {r.test: r for r in results}
-    assert by_test["SchedulingSecrets"].status == "ok"
-    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
-    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
+    assert result.reason.startswith("unsupported op: ")
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
@@ -193,11 +187,11 @@ def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
     assert "Insufficient cpu" in result.reason
 
 
-def test_pods_with_priority_need_a_postfilter_plugin(tmp_path):
+def test_pods_with_priority_need_default_preemption(tmp_path):
     no_preemption = tmp_path / "sched.yaml"
     no_preemption.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                             "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    postFilter:\n"
-                             "      disabled:\n      - name: '*'\n")
+                             "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n"
+                             "      disabled:\n      - name: DefaultPreemption\n")
     case = basic_case(schedulerConfigPath=str(no_preemption),
                       defaultPodTemplatePath=str(DATA / "templates/pod-high-priority.yaml"))
     [result] = run(write_config(tmp_path, [case]))
@@ -208,10 +202,10 @@ def test_pods_with_priority_need_a_postfilter_plugin(tmp_path):
 def test_perf_command_exit_codes(tmp_path, capsys):
     assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
     assert json.loads(capsys.readouterr().out)["dataItems"]
-    assert perf_command(DATA / "dra/performance-config.yaml", "SchedulingWithResourceClaim", "fast", "json") == 1
+    assert perf_command(DATA / "dra/performance-config.yaml", "DRABindingConditionsTest", "fast_AttachmentSuccess", "json") == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
-    assert "SchedulingWithResourceClaim/fast: unsupported: unsupported op: createResourceDriver" in captured.err
+    assert "DRABindingConditionsTest/fast_AttachmentSuccess: unsupported: unsupported op: " in captured.err
     assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
     assert "cannot read" in capsys.readouterr().err
     assert perf_command(MISC, "NoSuchTest", None, "table") == 2

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from attrs import frozen
 
+from ..api import resource_of
+
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
@@ -69,6 +71,29 @@ class ListResult:
 
 
 WatchSink = Callable[[WatchEvent], None]
+
+#: Upstream ``retry.DefaultRetry``: five tries.
+CONFLICT_RETRIES = 5
+
+
+def retry_on_conflict(cluster: "ClusterClient", obj: Any, attempt: Callable[[Any], Any]) -> Any:
+    """``attempt(obj)``; on :class:`Conflict`, GET the object afresh and try
+    again, at most :data:`CONFLICT_RETRIES` times in all (upstream's
+    ``retry.RetryOnConflict`` as the scheduler's plugins use it).  Returns what
+    ``attempt`` returns; the last Conflict or any other error is raised.
+
+    No pause between tries (upstream waits ~10 ms): the fresh GET is what
+    resolves a conflict, and the scheduler's loop must never block.
+    """
+    current = obj
+    for tries in range(1, CONFLICT_RETRIES + 1):
+        try:
+            return attempt(current)
+        except Conflict:
+            if tries == CONFLICT_RETRIES:
+                raise
+            current = cluster.get(resource_of(obj).kind, obj.metadata.name, obj.metadata.namespace)
+    raise AssertionError("unreachable")
 
 
 class ClusterClient:

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ..cluster.client import ClusterClient
     from ..cluster.informer import Informers
     from ..clock import Clock
+    from ..dra_manager import DRAManager
     from ..events import EventRecorder
     from .snapshot import Snapshot
 
@@ -25,6 +26,8 @@ class Handle:
     - ``framework``: the profile's plugin runner (for dry runs);
     - ``waiting_pods``: pods waiting at Permit, by UID (``allow``/``reject``);
     - ``profile_name``: the profile's schedulerName;
+    - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
+      flight, classes, slices, taint rules), created on first use;
     - ``rng``: the scheduler's seeded random source (random choices stay reproducible).
     """
 
@@ -39,6 +42,7 @@ class Handle:
         waiting_pods: dict | None = None,
         profile_name: str = "",
         activate: Callable[[Any], None] | None = None,
+        dra: Callable[[], "DRAManager"] | None = None,
         rng: random.Random | None = None,
     ):
         self.cluster = cluster
@@ -51,11 +55,18 @@ class Handle:
         self.profile_name = profile_name
         self.framework: Any = None
         self._activate = activate
+        self._dra = dra
         self.rng = rng if rng is not None else random.Random(0)
 
     @property
     def snapshot(self) -> "Snapshot":
         return self._snapshot()
+
+    @property
+    def dra(self) -> "DRAManager":
+        if self._dra is None:
+            raise RuntimeError("this handle has no DRA manager")
+        return self._dra()
 
     def activate(self, pod: Any) -> None:
         """Move ``pod`` (pending) to activeQ now (upstream's PodActivator)."""
