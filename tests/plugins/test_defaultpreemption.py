@@ -85,6 +85,7 @@ def test_the_preemptor_is_nominated_while_its_victims_leave():
     assert sim.scheduler.queue.nominator.nominated_node(vip) == "n1"
     sim.run()
     assert sim.pod("vip").spec.node_name == "n1"
+    assert sim.pod("vip").status.nominated_node_name == ""  # the API server clears it on binding
     assert sim.scheduler.queue.nominator.nodes() == []
 
 

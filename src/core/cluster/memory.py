@@ -162,10 +162,11 @@ class MemoryCluster(ClusterClient):
             now = self.clock.now()
             conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
             conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
+            # the nomination has served its purpose (upstream's ClearingNominatedNodeNameAfterBinding)
             bound = attrs.evolve(
                 pod,
                 spec=attrs.evolve(pod.spec, node_name=node_name),
-                status=attrs.evolve(pod.status, conditions=tuple(conditions)),
+                status=attrs.evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""),
             )
             self._store_update("Pod", bound)
 
