@@ -303,11 +303,17 @@ class Framework:
                 continue
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
-                if not status.is_rejected():
-                    return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name,
-                                  status.error)
-                return status.with_plugin(name)
+                return self.filter_status(name, status)
         return None
+
+    def filter_status(self, name: str, status: Status | None) -> Status | None:
+        """Filter plugin ``name``'s answer as the framework reports it: None for
+        Success, a rejection with the plugin's name, anything else an Error."""
+        if status is None or status.code == Code.SUCCESS:
+            return None
+        if not status.is_rejected():
+            return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name, status.error)
+        return status.with_plugin(name)
 
     def run_filter_with_nominated_pods(
         self, state: CycleState, pod: Any, node_info: NodeInfo, nominated: list[PodInfo]

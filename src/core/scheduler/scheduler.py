@@ -537,11 +537,18 @@ class Scheduler:
             diagnosis.unschedulable_plugins |= narrowing
             cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
+        considered_rows = np.array(sorted(considered), dtype=np.int64)
+        active, first_batch_failure = self._first_batch_failures(fwk, state, pod, considered_rows)
+        position = 0
         for row, node_info in enumerate(snapshot.nodes):
             if row not in considered:
                 diagnosis.node_status[node_info.name] = cut
                 continue
-            status = self._filter_one(fwk, state, pod, node_info)
+            if self.queue.nominator.pods_to_respect(pod, node_info.name):
+                status = self._filter_one(fwk, state, pod, node_info)
+            else:
+                status = self._filter_until(fwk, state, pod, node_info, active, int(first_batch_failure[position]))
+            position += 1
             if status is None:
                 continue
             if status.code == Code.ERROR:
@@ -550,6 +557,39 @@ class Scheduler:
             if status.plugin:
                 diagnosis.unschedulable_plugins.add(status.plugin)
         return diagnosis
+
+    def _first_batch_failures(self, fwk: Framework, state: CycleState, pod: Pod,
+                              rows: np.ndarray) -> tuple[list[tuple[str, Callable, Any]], np.ndarray]:
+        """The Filter plugins that run for this pod, as (name, method, batch
+        form or None), and for each of ``rows`` the index in that list of the
+        first plugin whose batch form rejects the node (the list's length when
+        none does)."""
+        skip = state.skip_filter_plugins
+        active = [(name, method, fwk.filter_batch.get(name)) for name, method in fwk.filter_plugins
+                  if name not in skip]
+        first = np.full(len(rows), len(active), dtype=np.int64)
+        for index in range(len(active) - 1, -1, -1):
+            batch = active[index][2]
+            if batch is not None and len(rows):
+                first[~np.asarray(batch(state, pod, self.snapshot.table, rows), dtype=bool)] = index
+        return active, first
+
+    def _filter_until(self, fwk: Framework, state: CycleState, pod: Pod, node_info: NodeInfo,
+                      active: list[tuple[str, Callable, Any]], first_batch_failure: int) -> Status | None:
+        """The node's Filter status without calling plugins whose batch form
+        already passed it: the per-node-only plugins before the first batch
+        rejection, then the rejecting plugin itself (for its reasons)."""
+        for name, method, batch in active[:first_batch_failure]:
+            if batch is None:
+                status = fwk.filter_status(name, method(state, pod, node_info))
+                if status is not None:
+                    return status
+        if first_batch_failure == len(active):
+            return None
+        name, method, _ = active[first_batch_failure]
+        status = fwk.filter_status(name, method(state, pod, node_info))
+        # a batch form that disagrees with its per-node form: trust the full, per-node run
+        return status if status is not None else fwk.run_filter(state, pod, node_info)
 
     # --- failure -------------------------------------------------------------------------
 
