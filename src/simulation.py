@@ -102,7 +102,8 @@ class Simulation:
         """Run until nothing more can happen, or until simulated time ``until``
         (seconds since the epoch), jumping the clock over every wait."""
         self.start()
-        run_simulation(self.loops, self.clock, until, progress=self.progress)
+        run_simulation(self.loops, self.clock, until, progress=self.progress,
+                       waiting=lambda: bool(self.scheduler.binding_waits))
 
     def progress(self) -> int:
         """Grows with useful work: pods bound plus successful controller syncs."""
