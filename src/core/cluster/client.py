@@ -15,6 +15,10 @@ from typing import Any, Callable
 from attrs import frozen
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+#: A relist after the watch expired (410 Gone): ``obj`` is the full list of
+#: ``kind``; the receiver replaces its copy, reporting objects missing from the
+#: list as deleted (client-go's ``Replace`` on the informer's store).
+REPLACE = "REPLACE"
 
 
 class ApiError(Exception):
@@ -55,7 +59,8 @@ class Invalid(ApiError):
 @frozen
 class WatchEvent:
     """One change: ``type`` is ADDED, MODIFIED or DELETED; ``obj`` the object
-    after the change (before it, for DELETED); ``kind`` its kind name."""
+    after the change (before it, for DELETED); ``kind`` its kind name.  A
+    :data:`REPLACE` event carries the list of every object of ``kind``."""
 
     type: str
     kind: str
@@ -110,3 +115,34 @@ class ClusterClient:
         """Delete an object (only if its UID is ``uid``, when given).  With
         finalizers the object only gets a deletionTimestamp."""
         raise NotImplementedError
+
+
+#: Upstream ``retry.DefaultRetry.Steps``: how many times a conflicting write is tried.
+CONFLICT_ATTEMPTS = 5
+
+
+def retry_on_conflict(write: Callable[[], Any], attempts: int = CONFLICT_ATTEMPTS) -> Any:
+    """Call ``write`` (which must read the latest object, change it and write
+    it) until it does not raise :class:`Conflict`, at most ``attempts`` times;
+    returns its result and re-raises the last Conflict.
+
+    client-go's ``retry.RetryOnConflict(retry.DefaultRetry, ...)`` without its
+    10 ms pauses: the fresh read inside ``write`` is what resolves a conflict,
+    and nothing here may wait outside the :class:`~kubesched.core.clock.Clock`.
+    """
+    for attempt in range(attempts):
+        try:
+            return write()
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+    raise ValueError("attempts must be at least 1")
+
+
+def update_status_on_conflict(cluster: "ClusterClient", kind: str, name: str, namespace: str,
+                              change: Callable[[Any], Any]) -> Any:
+    """Read ``kind`` ``namespace/name``, apply ``change`` (object -> object
+    with the new status) and write its status, retrying on :class:`Conflict`
+    with a fresh read each time (:func:`retry_on_conflict`).  Returns the
+    stored object; raises :class:`NotFound` when the object is gone."""
+    return retry_on_conflict(lambda: cluster.update_status(change(cluster.get(kind, name, namespace))))
