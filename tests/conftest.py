@@ -12,3 +12,12 @@ def apiserver():
     """A running :class:`FakeAPIServer` over a fresh MemoryCluster."""
     with FakeAPIServer() as server:
         yield server
+
+
+@pytest.fixture
+def kube(apiserver, tmp_path):
+    """A KubernetesCluster talking to ``apiserver``, with short backoffs."""
+    from kubesched.core.cluster.kube import KubernetesCluster
+
+    return KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kubeconfig"), qps=0,
+                                             backoff_factor=0.01, watch_backoff=(0.01, 0.1))

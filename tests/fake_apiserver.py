@@ -26,6 +26,7 @@ import queue
 import re
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlparse
@@ -38,6 +39,20 @@ from kubesched.core.cluster.memory import MemoryCluster
 
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _BREAK, _BOOKMARK, _END = object(), object(), object()
+
+
+def wait_until(predicate, changed: threading.Event, timeout: float = 10.0) -> None:
+    """Return once ``predicate()`` is true, checking it again whenever
+    ``changed`` is set; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        changed.clear()
+        if predicate():
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out after {timeout}s waiting for {getattr(predicate, '__name__', predicate)}")
+        changed.wait(remaining)
 
 
 def status(code: int, reason: str, message: str) -> dict:
@@ -62,7 +77,9 @@ class _Watch:
 class FakeAPIServer:
     """A kube-apiserver test double.  ``cluster`` is the store (a new
     :class:`MemoryCluster` by default).  Use as a context manager, or
-    :meth:`start`/:meth:`stop`.  ``requests`` logs ``(method, path, query)``."""
+    :meth:`start`/:meth:`stop`.  ``requests`` logs ``(method, path, query)``;
+    ``changed`` is set whenever a request arrives or is answered and when a
+    watch opens or closes."""
 
     def __init__(self, cluster: MemoryCluster | None = None):
         self.cluster = cluster or MemoryCluster()
@@ -75,6 +92,7 @@ class FakeAPIServer:
         self._watch_gate.set()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self.changed = threading.Event()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -161,6 +179,11 @@ class FakeAPIServer:
         with self._lock:
             return len(self._watches)
 
+    def wait_until(self, predicate, timeout: float = 10.0) -> None:
+        """Return once ``predicate()`` is true, checking after every request
+        the server answers; AssertionError after ``timeout`` seconds."""
+        wait_until(predicate, self.changed, timeout)
+
     def count(self, method: str, path_pattern: str) -> int:
         """How many logged requests match ``method`` and the regular expression ``path_pattern``."""
         pattern = re.compile(path_pattern)
@@ -217,6 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = url.path.rstrip("/")
         body = self._body()
         self.api.requests.append((self.command, path, query))
+        self.api.changed.set()
         if self.headers.get("Authorization") != "Bearer fake-token":
             return self._reply(401, status(401, "Unauthorized", "Unauthorized"))
         fault = self.api._fault_for(self.command, path)
@@ -232,6 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             if fault is not None:
                 fault.processed.set()
+            self.api.changed.set()
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _route
 
@@ -363,6 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
             watch.last_rv = int(since or 0)
             with api._lock:
                 api._watches.append(watch)
+            api.changed.set()
             timeout = float(query.get("timeoutSeconds") or 1800)
             timer = threading.Timer(timeout, lambda: watch.queue.put(_END))
             timer.daemon = True
@@ -395,6 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
             with api._lock:
                 if watch in api._watches:
                     api._watches.remove(watch)
+            api.changed.set()
 
     def _chunk(self, doc: dict) -> None:
         data = json.dumps(doc).encode() + b"\n"

@@ -18,6 +18,7 @@ driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from typing import Any, Callable
@@ -50,6 +51,8 @@ from ..framework.types import (
 from .cache import Cache
 from .diagnosis import Diagnosis, FitError
 from .queue import QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -641,6 +644,7 @@ class Scheduler:
             return
         self.cache.finish_binding(assumed)
         self.stats.bound += 1
+        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
         started = self.attempt_started.pop(assumed.metadata.uid, None)
         if started is not None:
             metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
