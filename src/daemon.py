@@ -98,6 +98,8 @@ class Daemon:
         self.elector: LeaderElector | None = None
         election = config.leader_election
         if election.leader_elect and not embedded:
+            if election.resource_lock != "leases":
+                raise ValueError(f"leaderElection.resourceLock: only 'leases' is supported, got {election.resource_lock!r}")
             self.elector = LeaderElector(cluster, self.clock, LeaderElectionConfig(
                 name=election.resource_name,
                 namespace=election.resource_namespace,

@@ -302,3 +302,21 @@ def test_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_is_
     finally:
         if first.poll() is None:
             first.kill()
+
+
+def test_the_deploy_manifests_agree_with_each_other():
+    docs = {}
+    for path in (ROOT / "deploy").glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    config = load_config(yaml.safe_load(docs[("ConfigMap", "kubesched-config")]["data"]["config.yaml"]),
+                         DEFAULT_PLUGINS)
+    assert [p.scheduler_name for p in config.profiles] == ["kubesched"]
+    lease_rule = docs[("Role", "kubesched-leader-election")]["rules"][1]
+    assert lease_rule["resourceNames"] == [config.leader_election.resource_name]
+    deployment = docs[("Deployment", "kubesched")]["spec"]["template"]["spec"]
+    assert deployment["serviceAccountName"] == docs[("ServiceAccount", "kubesched")]["metadata"]["name"]
+    args = deployment["containers"][0]["args"]
+    assert "--in-cluster" in args and "--config=/etc/kubesched/config.yaml" in args
+    rules = docs[("ClusterRole", "kubesched")]["rules"]
+    assert any("pods/binding" in r["resources"] and r["verbs"] == ["create"] for r in rules)
