@@ -226,6 +226,7 @@ class Daemon:
                 log.info("released the lease", extra={"lease": self.elector.config.name})
             metrics.LEADER_ELECTION_MASTER_STATUS.labels(self.elector.config.name).set(0)
         self.informers.stop()
+        self.cluster.flush()
         if self.http is not None:
             self.http.stop()
         log.info("stopped", extra={"rolledBack": rolled_back, "bound": self.scheduler.stats.bound})

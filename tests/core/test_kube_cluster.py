@@ -96,8 +96,10 @@ def test_events_are_written_as_events_k8s_io_v1_and_repeats_become_a_series(kube
     target = kube.create(pod("web"))
     recorder = EventRecorder(kube, RealClock(), "kubesched")
     recorder.event(target, "Warning", "FailedScheduling", "Scheduling", "0/3 nodes are available: 3 Insufficient cpu.")
+    assert kube.flush()  # events are written by their own thread
     recorder.event(target, "Warning", "FailedScheduling", "Scheduling", "0/3 nodes are available: 3 Insufficient cpu.")
-    assert recorder.dropped == 0
+    assert kube.flush()
+    assert recorder.dropped == 0 and kube.events_dropped == 0
     [event] = apiserver.events.values()
     assert event["apiVersion"] == "events.k8s.io/v1"
     assert event["regarding"]["uid"] == target.metadata.uid

@@ -116,6 +116,11 @@ class ClusterClient:
         finalizers the object only gets a deletionTimestamp."""
         raise NotImplementedError
 
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait (at most ``timeout`` seconds) until writes the client queued
+        in the background (events) are done; returns whether they are."""
+        return True
+
 
 #: Upstream ``retry.DefaultRetry.Steps``: how many times a conflicting write is tried.
 CONFLICT_ATTEMPTS = 5

@@ -15,14 +15,17 @@ resourceVersion with bookmarks, resumes from the last version it saw when the
 stream ends or breaks, and relists when the version has expired (410 Gone),
 handing the full list to the informer as a :data:`REPLACE` event so that
 objects deleted meanwhile are reported deleted.  Events are written as
-``events.k8s.io/v1`` Events, as kube-scheduler does.  Requests are throttled
-by the configuration's ``clientConnection.qps``/``burst``.
+``events.k8s.io/v1`` Events, as kube-scheduler does, and from a thread of
+their own, as client-go's event broadcaster: recording an event never slows a
+scheduling or binding cycle down.  Requests are throttled by the
+configuration's ``clientConnection.qps``/``burst``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import random
 import socket
 import threading
@@ -68,6 +71,8 @@ WATCH_BACKOFF = (0.8, 30.0)
 EVENT_NOTE_LIMIT = 1024
 
 EVENTS_API_VERSION = "events.k8s.io/v1"
+#: Events waiting to be written; more are dropped (client-go's broadcaster queue length).
+EVENT_QUEUE_LENGTH = 1000
 
 
 class RateLimiter:
@@ -181,7 +186,10 @@ class KubernetesCluster(ClusterClient):
     429/5xx answers; ``request_timeout`` (seconds) bounds one request;
     ``watch_timeout`` is the (min, max) seconds a watch asks the server to
     last.  Thread-safe.  Every method raises :class:`ApiError` subclasses, as
-    :class:`MemoryCluster` does.
+    :class:`MemoryCluster` does, except that creating or updating an
+    ``Event`` only queues it for the event writer thread and returns the
+    object as given (a failed write is logged and counted in
+    :attr:`events_dropped`, as upstream's broadcaster drops them).
     """
 
     def __init__(self, configuration: Any, qps: float = 50.0, burst: int = 100, retries: int = RETRIES,
@@ -205,6 +213,10 @@ class KubernetesCluster(ClusterClient):
         self.watch_timeout = watch_timeout
         self.watch_backoff = watch_backoff
         self.instance = socket.gethostname()
+        self.events_dropped = 0
+        self._events: queue.Queue = queue.Queue(EVENT_QUEUE_LENGTH)
+        self._event_writer: threading.Thread | None = None
+        self._event_lock = threading.Lock()
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> "KubernetesCluster":
@@ -317,13 +329,48 @@ class KubernetesCluster(ClusterClient):
 
     # --- writing -------------------------------------------------------------------------
 
+    def _write_event(self, method: str, event: Event) -> Event:
+        with self._event_lock:
+            if self._event_writer is None:
+                self._event_writer = threading.Thread(target=self._write_events, name="event-writer", daemon=True)
+                self._event_writer.start()
+        try:
+            self._events.put_nowait((method, event))
+        except queue.Full:
+            self.events_dropped += 1
+        return event
+
+    def _write_events(self) -> None:
+        resource = RESOURCES["Event"]
+        while True:
+            method, event = self._events.get()
+            meta = event.metadata
+            path = (self._collection(resource, meta.namespace or "default") if method == "POST"
+                    else self._path(resource, meta.name, meta.namespace))
+            try:
+                self._call(method, path, body=self._encode(event))
+            except ApiError as err:
+                self.events_dropped += 1
+                log.info("writing event %s/%s failed: %s", meta.namespace, meta.name, err)
+            finally:
+                self._events.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until the queued events are written (at most ``timeout`` seconds)."""
+        with self._events.all_tasks_done:
+            return self._events.all_tasks_done.wait_for(lambda: not self._events.unfinished_tasks, timeout)
+
     def create(self, obj: Any) -> Any:
+        if isinstance(obj, Event):
+            return self._write_event("POST", obj)
         resource = resource_of(obj)
         namespace = obj.metadata.namespace or ("default" if resource.namespaced else "")
         doc = self._call("POST", self._collection(resource, namespace), body=self._encode(obj))
         return self._decode(resource, doc)
 
     def update(self, obj: Any) -> Any:
+        if isinstance(obj, Event):
+            return self._write_event("PUT", obj)
         resource = resource_of(obj)
         meta = obj.metadata
         return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace),
