@@ -488,6 +488,7 @@ class _Reflector:
         finally:
             with self._lock:
                 self._response = None
+            raw.close()  # never hand a half-read stream back to the pool
             raw.release_conn()
 
     def _handle(self, event: dict) -> None:
