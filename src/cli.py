@@ -99,7 +99,13 @@ def _print_placements(sim: Simulation) -> None:
             continue
         pending += 1
         condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        reason = f"{condition.reason}: {condition.message}" if condition else "Pending"
+        queued = sim.scheduler.queue.get(pod)
+        if condition is not None:
+            reason = f"{condition.reason}: {condition.message}"
+        elif queued is not None and queued.gating_status is not None:
+            reason = f"Gated by {queued.gating_plugin}: {queued.gating_status.message()}"
+        else:
+            reason = "Pending"
         table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
     console.print(table)
     console.print(

@@ -71,6 +71,31 @@ def test_simulate_refuses_a_bad_manifest_with_file_object_and_field(tmp_path):
     assert line.startswith(f"{bad}: Pod/web: spec.containers[0].resources.requests.cpu: quantities must match")
 
 
+def test_simulate_refuses_an_invalid_cel_selector_naming_the_object_and_expression(tmp_path):
+    bad = tmp_path / "class.yaml"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\n"
+                   "spec: {selectors: [{cel: {expression: \"device.attributes['x'].model = 'a'\"}}]}\n")
+    result = run("simulate", "-f", str(bad))
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        f"{bad}: DeviceClass/gpu: spec.selectors[0].cel.expression: Invalid value: "
+        "\"device.attributes['x'].model = 'a'\": compilation failed: ERROR: <input>:1:")
+
+
+def test_simulate_dra_example_allocates_gpus_and_explains_the_pod_that_waits():
+    result = run("simulate", "-f", str(ROOT / "examples" / "dra"), "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    claims = [d for d in docs if d["kind"] == "ResourceClaim"]
+    shared = next(c for c in claims if c["metadata"]["name"] == "shared-a100")
+    assert sorted(r["name"] for r in shared["status"]["reservedFor"]) == ["notebook-1", "notebook-2"]
+    pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Pod"}
+    waiting = [name for name, p in pods.items() if not p["spec"].get("nodeName")]
+    assert waiting == ["finetune-llm"]
+    (scheduled,) = [c for c in pods["finetune-llm"]["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert "cannot allocate all claims" in scheduled["message"]
+
+
 def test_simulate_refuses_a_pod_naming_a_missing_priority_class(tmp_path):
     bad = tmp_path / "pod.yaml"
     bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n")

@@ -38,12 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LEASE = {"leaseDuration": "2s", "renewDeadline": "1500ms", "retryPeriod": "250ms"}
 
 
-def scheduler_config(path: Path | None = None, leader_elect: bool = True, **profile) -> dict:
+def scheduler_config(path: Path | None = None, leader_elect: bool = True, scheduler_name: str = "kubesched",
+                     **profile) -> dict:
     doc = {"apiVersion": API_VERSION, "kind": KIND,
            "leaderElection": {"leaderElect": leader_elect, "resourceName": "kubesched",
                               "resourceNamespace": "kube-system", **LEASE},
            "clientConnection": {"qps": 0},
-           "profiles": [{"schedulerName": "kubesched", **profile}]}
+           "profiles": [{"schedulerName": scheduler_name, **profile}]}
     if path is not None:
         path.write_text(yaml.safe_dump(doc))
     return doc
@@ -100,6 +101,11 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 def bound(cluster: MemoryCluster, *names: str) -> bool:
     return all(cluster.get("Pod", name, "default").spec.node_name for name in names)
+
+
+def bound_in(cluster: MemoryCluster, name: str) -> bool:
+    """Whether the pod ``name`` (in any namespace) is bound."""
+    return any(p.spec.node_name for p in cluster.list("Pod").items if p.metadata.name == name)
 
 
 # --- embedded -----------------------------------------------------------------------------
@@ -253,6 +259,19 @@ def test_a_stop_mid_run_rolls_back_binding_cycles_in_flight(apiserver, tmp_path)
     assert not bound(apiserver.cluster, "a") and not bound(apiserver.cluster, "b")
     assert apiserver.count("POST", r"/binding$") == 0
     assert lease_holder(apiserver) == ""
+
+
+def test_dra_claims_are_allocated_through_the_api_despite_a_conflicting_status_update(apiserver, tmp_path):
+    load_paths(apiserver.cluster, [ROOT / "examples" / "dra"])
+    apiserver.fail("PUT", r"/resourceclaims/[^/]+/status$", code=409, times=1)
+    daemon = kube_daemon(apiserver, tmp_path, "dra", scheduler_name="default-scheduler")
+    running = Running(daemon)
+    pods = [p.metadata.name for p in apiserver.cluster.list("Pod").items]
+    apiserver.wait_until(lambda: sum(1 for n in pods if bound_in(apiserver.cluster, n)) >= len(pods) - 1)
+    claims = [c for c in apiserver.cluster.list("ResourceClaim").items if c.status.allocation is not None]
+    assert claims and all(c.status.reserved_for for c in claims)
+    assert apiserver.count("PUT", r"/resourceclaims/[^/]+/status$") > len(claims)  # the conflict was retried
+    assert running.stop() == 0
 
 
 def test_a_replica_that_cannot_renew_its_lease_stops_and_exits_1(apiserver, tmp_path):

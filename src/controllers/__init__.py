@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .ephemeral import EphemeralVolumeController
+from .persistentvolume import PersistentVolumeController
+from .resourceclaim import ResourceClaimController
+
 #: name -> controller class, in start order.
-CONTROLLERS: dict[str, type[Controller]] = {}
+CONTROLLERS: dict[str, type[Controller]] = {
+    "resourceclaim": ResourceClaimController,
+    EphemeralVolumeController.name: EphemeralVolumeController,
+    PersistentVolumeController.name: PersistentVolumeController,
+}
 
 
 def build_controller_manager(ctx: ControllerContext, names: list[str] | None = None) -> ControllerManager:

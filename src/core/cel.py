@@ -121,9 +121,10 @@ class CelRuntimeError(CelError):
     ``no such overload``, a non-bool result, ...).  Upstream treats it as fatal
     for the allocation (``CEL runtime error: <message>``), never as "no match"."""
 
-    #: Advice upstream appends to ``no such key`` errors (our wording).
+    #: Advice the allocator appends to ``no such key`` errors (upstream's ``EnhanceRuntimeError``).
     MISSING_KEY_HINT = (
-        "consider guarding optional attributes with has() or using optional chaining (.? with orValue())"
+        "consider using CEL optional chaining (.? followed by orValue()) "
+        "or guarding the check with has() for optional fields"
     )
 
     @property

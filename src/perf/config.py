@@ -46,11 +46,13 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "sleep": ("opcode", "duration", "durationParam"),
     "startCollectingMetrics": ("opcode", "name", "namespaces", "labelSelector"),
     "stopCollectingMetrics": ("opcode",),
+    "createResourceDriver": ("opcode", "driverName", "maxClaimsPerNode", "maxClaimsPerNodeParam", "nodes"),
+    "allocResourceClaims": ("opcode", "namespace"),
 }
 
 #: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).
 KNOWN_UNSUPPORTED_OPS = (
-    "createResourceDriver", "allocResourceClaims", "createResourceClaims", "updateAny",
+    "createResourceClaims", "updateAny",
     "updateDeviceConditions", "checkPodScheduled", "createPodSets", "createPodGroups",
     "waitForPodGroups", "startCollectingProfile", "stopCollectingProfile",
 )
@@ -238,7 +240,8 @@ def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
     for key, value in fields.items():
         if key.endswith("Param") and not (isinstance(value, str) and value.startswith("$")):
             raise PerfConfigError(f"{where}: {key}: expected a $parameter reference, got {value!r}")
-        if key in ("count", "number", "deletePodsPerSecond", "intervalMilliseconds", "signatureBatchSize"):
+        if key in ("count", "number", "deletePodsPerSecond", "intervalMilliseconds", "signatureBatchSize",
+                   "maxClaimsPerNode"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PerfConfigError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
         if key in ("collectMetrics", "skipWaitToCompletion", "steadyState") and not isinstance(value, bool):
@@ -259,6 +262,12 @@ def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
             raise PerfConfigError(f"{where}: collectMetrics and skipWaitToCompletion cannot be true at the same time")
         if fields.get("skipWaitToCompletion") and fields.get("steadyState"):
             raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
+    elif opcode == "createResourceDriver":
+        for key in ("driverName", "nodes"):
+            if not isinstance(fields.get(key), str) or not fields[key]:
+                raise PerfConfigError(f"{where}: {key} must be set")
+        if "maxClaimsPerNode" not in fields and "maxClaimsPerNodeParam" not in fields:
+            raise PerfConfigError(f"{where}: invalid MaxClaimsPerNode=0 / MaxClaimsPerNodeParam=\"\"")
     elif opcode == "createAny":
         if not fields.get("templatePath"):
             raise PerfConfigError(f"{where}: templatePath must be set")
@@ -407,7 +416,7 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
     ``params`` (``countParam`` -> ``count``, ``durationParam`` -> ``duration``
     in seconds, ``steadyStateParam`` -> ``steadyState``,
     ``countMultiplierParam`` multiplies ``count``, ``signatureBatchSizeParam``
-    -> ``signatureBatchSize``) and ``templateParams`` values ``$name``
+    -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``) and ``templateParams`` values ``$name``
     resolved.  ``duration`` becomes float seconds."""
     fields = dict(op.fields)
     where = f"op {op.index} ({op.opcode})"
@@ -417,6 +426,8 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
         fields["count"] = fields.get("count", 0) * params.count(fields.pop("countMultiplierParam"))
     if "signatureBatchSizeParam" in fields:
         fields["signatureBatchSize"] = params.count(fields.pop("signatureBatchSizeParam"))
+    if "maxClaimsPerNodeParam" in fields:
+        fields["maxClaimsPerNode"] = params.count(fields.pop("maxClaimsPerNodeParam"))
     if "durationParam" in fields:
         fields["duration"] = _duration(params.string(fields.pop("durationParam")), f"{where}: durationParam")
     elif "duration" in fields:

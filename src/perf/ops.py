@@ -14,7 +14,9 @@ Ops and upstream semantics:
 - ``createNodes``: ``count`` nodes from ``nodeTemplatePath`` (expanded with
   ``.Index`` 0..count-1 and ``.Count``) or a 4 CPU / 32Gi / 110 pods node
   named ``node-<opIndex>-<random>``; each gets the ``kubernetes.io/hostname``
-  label.
+  label.  ``nodeAllocatableStrategy`` adds ``nodeAllocatable`` to each node's
+  allocatable and creates its CSINode (``csiNodeAllocatable`` driver counts,
+  ``migratedPlugins`` in the migrated-plugins annotation).
 - ``createPods``: ``count`` pods from ``podTemplatePath`` (else the test
   case's ``defaultPodTemplatePath``, else a 100m / 500Mi pod) in
   ``namespace`` (default ``namespace-<opIndex>``); then waits until they are
@@ -22,7 +24,11 @@ Ops and upstream semantics:
   instead; ``steadyState`` keeps ``count`` pods pending for ``duration``,
   deleting each scheduled batch and creating the next).  ``collectMetrics``
   measures SchedulingThroughput of that namespace from the moment the pods
-  exist until the last is scheduled.
+  exist until the last is scheduled.  With ``persistentVolumeTemplatePath``
+  and ``persistentVolumeClaimTemplatePath`` each pod ``i`` first gets claim
+  ``pvc-<i>`` and PV ``<namespace>-vol-<i>`` (CSI handle = its name, AWS
+  volume ID ``vol-<i>``), bound to each other, and uses the claim as volume
+  ``vol``.
 - ``createAny``: objects of any kind kubesched models, from ``templatePath``.
 - ``createNamespaces``: ``<prefix>-0`` .. ``<prefix>-<count-1>``.
 - ``barrier``: waits until the pods recorded by earlier
@@ -38,13 +44,14 @@ Ops and upstream semantics:
   of ``namespaces`` (and ``labelSelector``) between the two ops.
 
 Before anything runs, :meth:`WorkloadExecutor.check` looks for what kubesched
-cannot do yet (an op it does not implement, persistent volumes, node
-allocatable strategies, kinds it does not model, pods that need preemption
-when no PostFilter plugin is enabled) and raises :class:`Unsupported`.
+cannot do yet (an op it does not implement, node label strategies, kinds
+it does not model, pods that need preemption when no PostFilter plugin is
+enabled) and raises :class:`Unsupported`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import gc
 import random
 import time
@@ -55,14 +62,30 @@ import attrs
 import yaml
 
 from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
-from ..core.api.core_v1 import Namespace, Node, Pod
-from ..core.api.meta import ObjectMeta
+from ..core.api.core_v1 import (
+    CLAIM_BOUND,
+    VOLUME_BOUND,
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource,
+    Pod,
+    Volume,
+)
+from ..core.api.meta import ObjectMeta, ObjectReference
+from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
 from ..core.cluster.client import AlreadyExists, ApiError, NotFound
 from ..core.cluster.memory import MemoryCluster
 from ..core.clock import RealClock
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from ..core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from ..core.framework.registry import Registry
+from ..core.cluster.informer import Informers
+from ..core.controller import ControllerContext, ControllerManager
+from ..core.quantity import QuantityError, parse_resource_list
 from ..core.scheduler.scheduler import Scheduler
+from ..controllers import CONTROLLERS, build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -81,6 +104,11 @@ PROGRESS_PERIOD = 0.25
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+#: Controllers upstream's scheduler_perf does not run: its volume workloads
+#: create PVs and claims already bound, and no PV controller touches them.
+NOT_IN_SCHEDULER_PERF = ("persistentvolume-controller", "ephemeral-volume-controller")
 
 
 class Unsupported(Exception):
@@ -175,6 +203,33 @@ class ObjectSource:
         return obj
 
 
+def node_allocatable_strategy(raw: Any) -> tuple[dict[str, int], CSINode] | None:
+    """Upstream ``NodeAllocatableStrategy``: (allocatable to add, the CSINode
+    template) from ``{nodeAllocatable, csiNodeAllocatable, migratedPlugins}``.
+    Raises :class:`PerfConfigError` for a malformed strategy."""
+    if raw is None:
+        return None
+    where = "nodeAllocatableStrategy"
+    if not isinstance(raw, dict) or set(raw) - {"nodeAllocatable", "csiNodeAllocatable", "migratedPlugins"}:
+        raise PerfConfigError(f"{where}: expected a mapping of nodeAllocatable, csiNodeAllocatable, migratedPlugins")
+    try:
+        allocatable = parse_resource_list(raw.get("nodeAllocatable") or {}, f"{where}.nodeAllocatable")
+    except QuantityError as err:
+        raise PerfConfigError(str(err)) from None
+    drivers = []
+    for driver, resources in (raw.get("csiNodeAllocatable") or {}).items():
+        count = (resources or {}).get("count") if isinstance(resources, dict) else None
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise PerfConfigError(f"{where}.csiNodeAllocatable.{driver}.count: expected an integer, got {count!r}")
+        drivers.append(CSINodeDriver(name=driver, allocatable=VolumeNodeResources(count=count)))
+    plugins = raw.get("migratedPlugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+        raise PerfConfigError(f"{where}.migratedPlugins: expected a list of plugin names")
+    csi_node = CSINode(metadata=ObjectMeta(annotations={MIGRATED_PLUGINS_ANNOTATION: ",".join(plugins)}),
+                       spec=CSINodeSpec(drivers=tuple(drivers)))
+    return allocatable, csi_node
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -226,6 +281,7 @@ class WorkloadExecutor:
         self.clock = RealClock()
         self.cluster: MemoryCluster | None = None
         self.scheduler: Scheduler | None = None
+        self.controllers: ControllerManager | None = None
         self.tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
@@ -258,7 +314,10 @@ class WorkloadExecutor:
             self.scheduler = Scheduler(self.cluster, self.config, self._registry(), self.clock, seed=self.seed)
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
-        preemption = all(fw.post_filter_plugins for fw in self.scheduler.profiles.values())
+        self.controllers = build_controller_manager(
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True),
+            [name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
+        preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
 
@@ -278,16 +337,16 @@ class WorkloadExecutor:
     def _check_op(self, op: Op, fields: dict[str, Any], preemption: bool) -> None:
         code = op.opcode
         if code == "createNodes":
-            for key in ("nodeAllocatableStrategy", "labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
+            for key in ("labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
                 if key in fields:
-                    raise Unsupported(f"unsupported op: createNodes with {key} (node prepare strategies "
-                                      "are not implemented; CSINode volume limits are not modelled)")
+                    raise Unsupported(f"unsupported op: createNodes with {key} (node label strategies "
+                                      "are not implemented)")
+            node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
             self._node_source(op, fields).document(0, max(fields.get("count", 0), 1))
         elif code == "createPods":
-            for key in ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"):
-                if key in fields:
-                    raise Unsupported(f"unsupported op: createPods with {key} (persistent volumes and "
-                                      "volume binding are not modelled yet)")
+            volumes = self._volume_sources(fields)
+            if volumes is not None:
+                volumes[0].object(), volumes[1].object()
             if "signatureBatchSize" in fields:
                 raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
             source = self._pod_source(op, fields)
@@ -318,7 +377,7 @@ class WorkloadExecutor:
 
     def _check_pod(self, code: str, doc: dict[str, Any], pod: Pod, preemption: bool) -> None:
         """Pods kubesched's profiles cannot schedule as upstream would: claims without
-        DynamicResources, priorities (preemption) without a PostFilter plugin."""
+        DynamicResources, priorities (preemption) without DefaultPreemption."""
         spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
                                                   for fw in self.scheduler.profiles.values()):
@@ -327,7 +386,18 @@ class WorkloadExecutor:
         priority = pod.spec.priority or 0
         if not preemption and (priority > 0 or pod.spec.priority_class_name):
             raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
-                              "preemption; no PostFilter plugin such as DefaultPreemption is enabled)")
+                              "preemption; DefaultPreemption is not enabled)")
+
+    def _volume_sources(self, fields: dict[str, Any]) -> tuple[ObjectSource, ObjectSource] | None:
+        """The (PV, claim) templates of a createPods op, or None without them."""
+        pv_path = fields.get("persistentVolumeTemplatePath")
+        claim_path = fields.get("persistentVolumeClaimTemplatePath")
+        if claim_path is None:
+            return None
+        if pv_path is None:
+            raise PerfConfigError("persistentVolumeClaimTemplatePath needs persistentVolumeTemplatePath")
+        return (ObjectSource(self.case.path(pv_path), "PersistentVolume"),
+                ObjectSource(self.case.path(claim_path), "PersistentVolumeClaim"))
 
     def _node_source(self, op: Op, fields: dict[str, Any]) -> ObjectSource:
         path = fields.get("nodeTemplatePath")
@@ -351,6 +421,7 @@ class WorkloadExecutor:
             self.check()
         self.tracker = PodTracker(self.cluster)
         self.scheduler.start()
+        self.controllers.start()
         try:
             for position, (op, fields) in enumerate(self.ops):
                 self._status = f"op {position + 1}/{len(self.ops)} {op.opcode}"
@@ -369,6 +440,7 @@ class WorkloadExecutor:
                 task.cancel()
             self.tracker.stop()
             self.scheduler.informers.stop()
+            self.controllers.stop()
 
     # -- the loop --
 
@@ -381,7 +453,12 @@ class WorkloadExecutor:
         epoch; default now + :data:`WAIT_TIMEOUT`) bounds the wait."""
         scheduler = self.scheduler
         clock = self.clock
-        step = scheduler.step
+        controllers = self.controllers
+        schedule = scheduler.step
+
+        def step() -> bool:
+            return controllers.step() | schedule()
+
         now_fn = time.time
         if deadline is None and not until_time:
             deadline = now_fn() + WAIT_TIMEOUT
@@ -403,7 +480,7 @@ class WorkloadExecutor:
                 continue
             if done():
                 return
-            if scheduler.informers.pending():
+            if scheduler.informers.pending() or controllers.informers.pending():
                 continue
             wake = [IDLE_SLEEP + now]
             if deadline is not None:
@@ -482,6 +559,7 @@ class WorkloadExecutor:
     def _op_createNodes(self, op: Op, fields: dict[str, Any]) -> None:
         count = fields.get("count", 0)
         source = self._node_source(op, fields)
+        strategy = node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
         create = self.cluster.create
         for index in range(count):
             node: Node = source.object(index, count)
@@ -492,6 +570,11 @@ class WorkloadExecutor:
             node = attrs.evolve(node, metadata=attrs.evolve(meta, name=name, generate_name=meta.generate_name,
                                                             labels=labels))
             try:
+                if strategy is not None:
+                    allocatable, csi_node = strategy
+                    node = attrs.evolve(node, status=attrs.evolve(node.status,
+                                                                  allocatable={**node.allocatable, **allocatable}))
+                    create(attrs.evolve(csi_node, metadata=attrs.evolve(csi_node.metadata, name=name)))
                 create(node)
             except ApiError as err:
                 raise WorkloadFailed(f"creating node {name}: {err}") from None
@@ -505,7 +588,8 @@ class WorkloadExecutor:
                 self._node_names.add(name)
                 return name
 
-    def _create_pods(self, source: ObjectSource, namespace: str, count: int, offset: int = 0) -> None:
+    def _create_pods(self, source: ObjectSource, namespace: str, count: int, offset: int = 0,
+                     volumes: tuple[ObjectSource, ObjectSource] | None = None) -> None:
         create = self.cluster.create
         fixed = None
         if source.static:
@@ -518,11 +602,40 @@ class WorkloadExecutor:
                 pod = source.object(index, count)
                 pod = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace=namespace))
             try:
+                if volumes is not None:
+                    pod = self._create_bound_volume(pod, volumes, namespace, index)
                 create(pod)
             except ApiError as err:
                 raise WorkloadFailed(f"creating pod {pod.metadata.name or pod.metadata.generate_name}: {err}") from None
             if index & 255 == 255:
                 self._tick()
+
+    def _create_bound_volume(self, pod: Pod, volumes: tuple[ObjectSource, ObjectSource], namespace: str,
+                             index: int) -> Pod:
+        """Upstream ``CreatePodWithPersistentVolume`` (bindVolume): claim
+        ``pvc-<index>`` and PV ``<namespace>-vol-<index>`` bound to each other;
+        returns ``pod`` using the claim as volume ``vol``."""
+        pv_template, claim_template = volumes
+        claim_name = f"pvc-{index}"
+        pv: PersistentVolume = pv_template.object()
+        pv_name = f"{namespace}-vol-{index}"
+        spec = pv.spec
+        if spec.csi is not None:
+            spec = attrs.evolve(spec, csi=attrs.evolve(spec.csi, volume_handle=pv_name))
+        elif spec.aws_elastic_block_store is not None:
+            spec = attrs.evolve(spec, aws_elastic_block_store=attrs.evolve(spec.aws_elastic_block_store,
+                                                                           volume_id=f"vol-{index}"))
+        spec = attrs.evolve(spec, claim_ref=ObjectReference(api_version="v1", kind="PersistentVolumeClaim",
+                                                            namespace=namespace, name=claim_name))
+        claim: PersistentVolumeClaim = claim_template.object()
+        claim = attrs.evolve(claim, metadata=attrs.evolve(claim.metadata, name=claim_name, namespace=namespace),
+                             spec=attrs.evolve(claim.spec, volume_name=pv_name),
+                             status=attrs.evolve(claim.status, phase=CLAIM_BOUND))
+        self.cluster.create(claim)
+        self.cluster.create(attrs.evolve(pv, metadata=attrs.evolve(pv.metadata, name=pv_name), spec=spec,
+                                         status=attrs.evolve(pv.status, phase=VOLUME_BOUND)))
+        volume = Volume(name="vol", persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name=claim_name))
+        return attrs.evolve(pod, spec=attrs.evolve(pod.spec, volumes=(volume,)))
 
     def _op_createPods(self, op: Op, fields: dict[str, Any]) -> None:
         namespace = fields.get("namespace") or f"namespace-{op.index}"
@@ -536,7 +649,7 @@ class WorkloadExecutor:
         if fields.get("steadyState"):
             self._steady_state(source, namespace, count, fields["duration"], collect)
             return
-        self._create_pods(source, namespace, count)
+        self._create_pods(source, namespace, count, volumes=self._volume_sources(fields))
         if collect:
             self._start_collecting([namespace], None)
         if fields.get("skipWaitToCompletion"):
@@ -764,3 +877,57 @@ class WorkloadExecutor:
 
     def _op_stopCollectingMetrics(self, op: Op, fields: dict[str, Any]) -> None:
         self._finish_collecting()
+
+    # -- DRA --
+
+    def _op_createResourceDriver(self, op: Op, fields: dict[str, Any]) -> None:
+        """Upstream's test driver: one ResourceSlice per node whose name matches
+        the ``nodes`` glob, named after the node, with ``maxClaimsPerNode``
+        devices ``instance-<i>`` (model A100, family GPU, driverVersion 1.2.3,
+        ``dra.example.com/numa`` i, memory 1Gi)."""
+        driver = fields["driverName"]
+        count = fields.get("maxClaimsPerNode", 0)
+        for node in sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name):
+            if not fnmatch.fnmatchcase(node.metadata.name, fields["nodes"]):
+                continue
+            name = node.metadata.name
+            devices = [{
+                "name": f"instance-{i}",
+                "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                               "driverVersion": {"version": "1.2.3"}, "dra.example.com/numa": {"int": i}},
+                "capacity": {"memory": {"value": "1Gi"}},
+            } for i in range(count)]
+            self.cluster.create(from_manifest({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": driver, "nodeName": name, "pool": {"name": name, "resourceSliceCount": 1},
+                         "devices": devices},
+            }))
+
+    def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
+        """Allocate every unallocated claim of ``namespace`` (all when empty) on a
+        random node, one at a time, without a pod (upstream's allocResourceClaims)."""
+        from ..core.cel import SelectorCache
+        from ..plugins.dynamicresources.allocator import AllocatedState, Allocator
+
+        namespace = fields.get("namespace") or None
+        claims = sorted(self.cluster.list("ResourceClaim", namespace).items, key=lambda c: c.key)
+        nodes = sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name)
+        allocated = AllocatedState.from_claims(self.cluster.list("ResourceClaim").items)
+        allocator = Allocator(self.cluster.list("ResourceSlice").items,
+                              {c.metadata.name: c for c in self.cluster.list("DeviceClass").items},
+                              allocated, SelectorCache(), self.cluster.list("DeviceTaintRule").items,
+                              now=self.clock.now())
+        for claim in claims:
+            if claim.status.allocation is not None:
+                continue
+            self._rng.shuffle(nodes)
+            for node in nodes:
+                results = allocator.allocate(node, [claim])
+                if results:
+                    allocation = results[0]
+                    self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(claim.status,
+                                                                                       allocation=allocation)))
+                    allocated.add(allocation)
+                    break
+            else:
+                raise WorkloadFailed(f"could not allocate claim {claim.key}")

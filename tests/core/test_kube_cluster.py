@@ -9,7 +9,7 @@ from fake_apiserver import wait_until
 from kubesched.core.api import from_manifest
 from kubesched.core.api.resource_v1 import ResourceClaimConsumerReference
 from kubesched.core.clock import RealClock
-from kubesched.core.cluster.client import AlreadyExists, Conflict, NotFound, update_status_on_conflict
+from kubesched.core.cluster.client import AlreadyExists, Conflict, NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.events import EventRecorder
@@ -85,7 +85,7 @@ def test_a_conflicting_claim_status_update_is_retried_on_a_fresh_read(kube, apis
         consumer = ResourceClaimConsumerReference(resource="pods", name="p", uid="p-uid")
         return attrs.evolve(current, status=attrs.evolve(current.status, reserved_for=(consumer,)))
 
-    stored = update_status_on_conflict(kube, "ResourceClaim", "gpu", "default", reserve)
+    stored = retry_on_conflict(kube, claim, lambda current: kube.update_status(reserve(current)))
     assert len(writes) == 2 and writes[0] == claim.metadata.resource_version
     assert stored.metadata.labels == {"touched": "yes"}
     assert [c.name for c in apiserver.cluster.get("ResourceClaim", "gpu", "default").status.reserved_for] == ["p"]

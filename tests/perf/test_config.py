@@ -124,12 +124,12 @@ def test_missing_or_unparsable_file(tmp_path):
 
 def test_ops_kubesched_does_not_run_keep_their_fields(tmp_path):
     case = basic_case()
-    case["workloadTemplate"].insert(1, {"opcode": "createResourceDriver", "driverName": "d",
-                                        "maxClaimsPerNodeParam": "$claims"})
+    case["workloadTemplate"].insert(1, {"opcode": "updateDeviceConditions", "namespace": "d",
+                                        "conditionTypeParam": "$claims"})
     case["workloads"][0]["params"]["claims"] = 2
     loaded = load_test_cases(write_config(tmp_path, [case]))[0]
     op = loaded.ops[1]
-    assert not op.supported and op.fields["driverName"] == "d"
+    assert not op.supported and op.fields["namespace"] == "d"
     params = Params(loaded.workloads[0])
     params.mark_references(op.fields)
     assert "claims" in params.used

@@ -11,17 +11,9 @@ from kubesched.perf import perf_command, render, run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
+from .helpers import DATA, MISC, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
-
-
-def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_scheduling_basic_5nodes_binds_every_pod():
@@ -73,19 +65,20 @@ def test_preemption_workloads_are_reported_unsupported(test, workload, reason):
     assert result.data_items == []
 
 
-def test_dra_driver_op_is_reported_unsupported():
+def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     [result] = run(DATA / "dra/performance-config.yaml", test="SchedulingWithResourceClaimTemplate",
                    workload="fast")
+    assert result.status == "ok" and result.measured_pods == 10
+    [steady] = run(DATA / "dra/performance-config.yaml", test="SteadyStateClusterResourceClaimTemplate",
+                   workload="fast")
+    assert steady.status == "ok" and steady.measured_pods > 10
+
+
+def test_binding_conditions_workloads_are_reported_unsupported():
+    [result] = run(DATA / "dra/performance-config.yaml", test="DRABindingConditionsTest",
+                   workload="fast_AttachmentSuccess")
     assert result.status == "unsupported"
-    assert result.reason == "unsupported op: createResourceDriver"
-
-
-def test_volumes_are_reported_unsupported():
-    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
-    by_test = {r.test: r for r in results}
-    assert by_test["SchedulingSecrets"].status == "ok"
-    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
-    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
+    assert result.reason.startswith("unsupported op: ")
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
@@ -181,10 +174,10 @@ def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
 def test_perf_command_exit_codes(tmp_path, capsys):
     assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
     assert json.loads(capsys.readouterr().out)["dataItems"]
-    assert perf_command(DATA / "dra/performance-config.yaml", "SchedulingWithResourceClaim", "fast", "json") == 1
+    assert perf_command(DATA / "dra/performance-config.yaml", "DRABindingConditionsTest", "fast_AttachmentSuccess", "json") == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
-    assert "SchedulingWithResourceClaim/fast: unsupported: unsupported op: createResourceDriver" in captured.err
+    assert "DRABindingConditionsTest/fast_AttachmentSuccess: unsupported: unsupported op: " in captured.err
     assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
     assert "cannot read" in capsys.readouterr().err
     assert perf_command(MISC, "NoSuchTest", None, "table") == 2

@@ -193,9 +193,25 @@ class CELDeviceSelector:
     """``cel.expression``: a CEL expression over the variable ``device`` that must
     evaluate to true for a matching device (see :mod:`kubesched.core.cel`).  At most
     10 KiB (:data:`CEL_SELECTOR_EXPRESSION_MAX_LENGTH`); that limit is enforced when
-    the expression is compiled, as a compile error."""
+    the expression is compiled, as a compile error.
+
+    The expression is compiled when the object is built (loaded from a manifest
+    or received from the API), so a syntax or type error is refused at load
+    time with :class:`ManifestError` on ``expression``, as the API server's
+    validation refuses it.
+    """
 
     expression: str = ""
+
+    def __attrs_post_init__(self):
+        from ..cel import CelCompileError, compile  # cel builds on this module
+
+        try:
+            compile(self.expression)
+        except CelCompileError as err:
+            first_line = str(err).splitlines()[0]
+            raise ManifestError("expression", f"Invalid value: {self.expression!r}: compilation failed: "
+                                              f"{first_line}") from None
 
 
 @frozen

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from attrs import frozen
 
+from ..api import resource_of
+
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 #: A relist after the watch expired (410 Gone): ``obj`` is the full list of
 #: ``kind``; the receiver replaces its copy, reporting objects missing from the
@@ -75,6 +77,29 @@ class ListResult:
 
 WatchSink = Callable[[WatchEvent], None]
 
+#: Upstream ``retry.DefaultRetry``: five tries.
+CONFLICT_RETRIES = 5
+
+
+def retry_on_conflict(cluster: "ClusterClient", obj: Any, attempt: Callable[[Any], Any]) -> Any:
+    """``attempt(obj)``; on :class:`Conflict`, GET the object afresh and try
+    again, at most :data:`CONFLICT_RETRIES` times in all (upstream's
+    ``retry.RetryOnConflict`` as the scheduler's plugins use it).  Returns what
+    ``attempt`` returns; the last Conflict or any other error is raised.
+
+    No pause between tries (upstream waits ~10 ms): the fresh GET is what
+    resolves a conflict, and the scheduler's loop must never block.
+    """
+    current = obj
+    for tries in range(1, CONFLICT_RETRIES + 1):
+        try:
+            return attempt(current)
+        except Conflict:
+            if tries == CONFLICT_RETRIES:
+                raise
+            current = cluster.get(resource_of(obj).kind, obj.metadata.name, obj.metadata.namespace)
+    raise AssertionError("unreachable")
+
 
 class ClusterClient:
     """The operations every cluster offers.  All raise :class:`ApiError` subclasses."""
@@ -121,33 +146,3 @@ class ClusterClient:
         in the background (events) are done; returns whether they are."""
         return True
 
-
-#: Upstream ``retry.DefaultRetry.Steps``: how many times a conflicting write is tried.
-CONFLICT_ATTEMPTS = 5
-
-
-def retry_on_conflict(write: Callable[[], Any], attempts: int = CONFLICT_ATTEMPTS) -> Any:
-    """Call ``write`` (which must read the latest object, change it and write
-    it) until it does not raise :class:`Conflict`, at most ``attempts`` times;
-    returns its result and re-raises the last Conflict.
-
-    client-go's ``retry.RetryOnConflict(retry.DefaultRetry, ...)`` without its
-    10 ms pauses: the fresh read inside ``write`` is what resolves a conflict,
-    and nothing here may wait outside the :class:`~kubesched.core.clock.Clock`.
-    """
-    for attempt in range(attempts):
-        try:
-            return write()
-        except Conflict:
-            if attempt == attempts - 1:
-                raise
-    raise ValueError("attempts must be at least 1")
-
-
-def update_status_on_conflict(cluster: "ClusterClient", kind: str, name: str, namespace: str,
-                              change: Callable[[Any], Any]) -> Any:
-    """Read ``kind`` ``namespace/name``, apply ``change`` (object -> object
-    with the new status) and write its status, retrying on :class:`Conflict`
-    with a fresh read each time (:func:`retry_on_conflict`).  Returns the
-    stored object; raises :class:`NotFound` when the object is gone."""
-    return retry_on_conflict(lambda: cluster.update_status(change(cluster.get(kind, name, namespace))))

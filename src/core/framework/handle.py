@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from ..cluster.client import ClusterClient
     from ..cluster.informer import Informers
     from ..clock import Clock
+    from ..dra_manager import DRAManager
     from ..events import EventRecorder
     from .snapshot import Snapshot
 
@@ -23,7 +24,9 @@ class Handle:
     - ``nominator``: nominated pods per node;
     - ``framework``: the profile's plugin runner (for dry runs);
     - ``waiting_pods``: pods waiting at Permit, by UID (``allow``/``reject``);
-    - ``profile_name``: the profile's schedulerName.
+    - ``profile_name``: the profile's schedulerName;
+    - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
+      flight, classes, slices, taint rules), created on first use.
     """
 
     def __init__(
@@ -37,6 +40,7 @@ class Handle:
         waiting_pods: dict | None = None,
         profile_name: str = "",
         activate: Callable[[Any], None] | None = None,
+        dra: Callable[[], "DRAManager"] | None = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -48,10 +52,17 @@ class Handle:
         self.profile_name = profile_name
         self.framework: Any = None
         self._activate = activate
+        self._dra = dra
 
     @property
     def snapshot(self) -> "Snapshot":
         return self._snapshot()
+
+    @property
+    def dra(self) -> "DRAManager":
+        if self._dra is None:
+            raise RuntimeError("this handle has no DRA manager")
+        return self._dra()
 
     def activate(self, pod: Any) -> None:
         """Move ``pod`` (pending) to activeQ now (upstream's PodActivator)."""

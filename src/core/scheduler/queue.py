@@ -306,7 +306,7 @@ class SchedulingQueue:
 
     def update(self, old: Pod, new: Pod) -> None:
         """A pending pod changed.  Gated pods re-run PreEnqueue; an unschedulable
-        pod whose spec or labels changed is moved, as upstream."""
+        pod whose spec, labels or generated claims changed is moved, as upstream."""
         info = self._pods.get(new.metadata.uid)
         if info is None:
             flying = self._in_flight.get(new.metadata.uid)
@@ -319,7 +319,8 @@ class SchedulingQueue:
         elif info.where == UNSCHEDULABLE:
             if info.gating_plugin:
                 self._enqueue_gated_or_active(info)
-            elif old.spec != new.spec or old.metadata.labels != new.metadata.labels:
+            elif (old.spec != new.spec or old.metadata.labels != new.metadata.labels
+                  or old.status.resource_claim_statuses != new.status.resource_claim_statuses):
                 self._move(info)
 
     def delete(self, pod: Pod) -> None:
@@ -343,17 +344,30 @@ class SchedulingQueue:
         else:
             self._to_active(info)
 
-    def _hint(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
-        rejectors = {info.gating_plugin} if info.gating_plugin else info.unschedulable_plugins | info.pending_plugins
-        if not rejectors:
+    def _hint(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any,
+              registered: dict[str, list] | None = None) -> bool:
+        """Does ``event`` call for moving ``info``?  Asks the queueing hints of the
+        plugins that rejected (or gate) the pod and registered a matching event.
+        ``registered`` caches, per profile, the hints whose event matches."""
+        gating = info.gating_plugin
+        if not gating and not info.unschedulable_plugins and not info.pending_plugins:
             return True
-        for plugin, registered in self._hints.get(self._profile_of(info.pod), ()):
-            if plugin not in rejectors or not registered.event.matches(event):
+        profile = self._profile_of(info.pod)
+        candidates = registered.get(profile) if registered is not None else None
+        if candidates is None:
+            candidates = [(plugin, r.hint) for plugin, r in self._hints.get(profile, ()) if r.event.matches(event)]
+            if registered is not None:
+                registered[profile] = candidates
+        for plugin, hint in candidates:
+            if gating:
+                if plugin != gating:
+                    continue
+            elif plugin not in info.unschedulable_plugins and plugin not in info.pending_plugins:
                 continue
-            if registered.hint is None:
+            if hint is None:
                 return True
             try:
-                if registered.hint(info.pod, old, new) == QueueingHint.QUEUE:
+                if hint(info.pod, old, new) == QueueingHint.QUEUE:
                     return True
             except Exception:  # noqa: BLE001 - upstream: a failing hint means Queue
                 return True
@@ -364,10 +378,11 @@ class SchedulingQueue:
         """Upstream ``MoveAllToActiveOrBackoffQueue``: move every pod in the pool
         that ``event`` may help.  Returns how many moved."""
         moved = 0
+        registered: dict[str, list] = {}
         for info in list(self._unschedulable.values()):
             if precheck is not None and not precheck(info.pod):
                 continue
-            if self._hint(info, event, old, new):
+            if self._hint(info, event, old, new, registered):
                 self._move(info)
                 moved += 1
         return moved

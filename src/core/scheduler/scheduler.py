@@ -32,6 +32,7 @@ from ..api.core_v1 import Node, Pod, PodCondition
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
 from ..clock import Clock, Timer
+from ..dra_manager import DRAManager
 from ..events import EventRecorder
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
@@ -176,6 +177,7 @@ class Scheduler:
         self.next_start_node_index = 0
         self.profiles: dict[str, Framework] = {}
         self.queue: SchedulingQueue | None = None
+        self._dra: DRAManager | None = None
         for profile in config.profiles:
             handle = Handle(
                 cluster=cluster,
@@ -186,6 +188,7 @@ class Scheduler:
                 waiting_pods=self.waiting_pods,
                 profile_name=profile.scheduler_name,
                 activate=lambda pod: self.queue.activate(pod),
+                dra=self.dra_manager,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -204,6 +207,12 @@ class Scheduler:
         for fw in self.profiles.values():
             fw.handle.nominator = self.queue.nominator
         self._register_handlers()
+
+    def dra_manager(self) -> DRAManager:
+        """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
+        if self._dra is None:
+            self._dra = DRAManager(self.informers)
+        return self._dra
 
     # --- event handlers ------------------------------------------------------------------
 

@@ -1,0 +1,509 @@
+"""DynamicResources: pods get the devices their ResourceClaims ask for (upstream plugins/dynamicresources).
+
+- PreEnqueue: every claim of the pod must exist (a template's claim must have
+  been generated for the pod); otherwise the pod is gated until it does.
+- PreFilter: resolves the pod's claims; claims already allocated restrict the
+  pod to their ``allocation.nodeSelector``; unallocated ones need their
+  DeviceClasses and no allocation in flight, and get a structured
+  :class:`Allocator` over the slices and the devices already taken.
+- Filter (per node): allocated claims must be usable on the node; the others
+  must be allocatable there (the result is kept for Reserve and published
+  for Score plugins through :mod:`kubesched.core.dra_manager`).  A CEL error is
+  an Error (the attempt is aborted, never a silent "no match").
+- PostFilter: deallocates one allocated claim nobody else uses when that is
+  what keeps the pod out ("deallocation of ResourceClaim completed").
+- PreScore/Score: with ``firstAvailable`` requests, nodes where earlier
+  (preferred) subrequests could be satisfied score higher.
+- Reserve: the node's allocations become in-flight (their devices are taken for
+  every other cycle); Unreserve undoes that and drops the pod from
+  ``reservedFor``.
+- PreBind: writes the finalizer, ``status.allocation`` and the pod in
+  ``status.reservedFor`` through the cluster client, retrying on conflicts.
+- PreFilter AddPod/RemovePod: a preemption dry run that removes every
+  consumer of a claim frees its devices.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+from attrs import field, frozen
+
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.resource_v1 import (
+    FINALIZER,
+    FIRST_AVAILABLE_MAX_SIZE,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+)
+from kubesched.core.cel import SelectorCache
+from kubesched.core.assume_cache import AssumeError
+from kubesched.core.cluster.client import ApiError, retry_on_conflict
+from kubesched.core.dra_manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
+from kubesched.core.framework.config import ConfigError, parse_duration
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    UNSCHEDULED_POD,
+)
+from kubesched.core.nodeaffinity import selector_matches
+from kubesched.core.resourceclaim import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
+
+from .allocator import AllocatedState, AllocationError, AllocationTimeout, Allocator
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE = "resourceclaim not available on the node"
+TIMED_OUT = "timed out trying to allocate devices"
+
+
+@frozen
+class DynamicResourcesArgs:
+    """Upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration, default
+    10s; 0 disables it) bounds how long Filter may search for an allocation on
+    one node, measured on the scheduler's clock."""
+
+    STRICT: ClassVar[bool] = True
+    filter_timeout: str = "10s"
+
+    @property
+    def filter_timeout_seconds(self) -> float:
+        return parse_duration(self.filter_timeout, "filterTimeout")
+
+    def __attrs_post_init__(self):
+        try:
+            seconds = self.filter_timeout_seconds
+        except ConfigError as err:
+            raise ManifestError("filterTimeout", str(err).partition(": ")[2]) from None
+        if seconds < 0:
+            raise ManifestError("filterTimeout", "must be zero or positive")
+
+
+@attrs.define
+class _State:
+    """What PreFilter found for one pod (upstream ``stateData``).
+
+    ``claims`` are the pod's claims in ``spec.resourceClaims`` order;
+    ``to_allocate`` the indices of the unallocated ones; ``allocated`` the
+    devices taken, shared with the plugin's tracker until a preemption dry run
+    changes it (``owns_allocated``: copied on first change); ``released`` the
+    UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID.
+    """
+
+    claims: list[ResourceClaim]
+    to_allocate: list[int] = field(factory=list)
+    allocator: Allocator | None = None
+    allocated: AllocatedState | None = None
+    owns_allocated: bool = False
+    unavailable: set[int] = field(factory=set)
+    node_allocations: PlannedAllocations = field(factory=PlannedAllocations)
+    allocations: dict[int, Any] = field(factory=dict)
+    released: set[str] = field(factory=set)
+    removed: dict[str, set[str]] = field(factory=dict)
+
+    def clone(self) -> "_State":
+        """Dry runs (nominated pods, preemption) change a clone, never this state."""
+        if self.allocator is None:
+            return self
+        return attrs.evolve(self, owns_allocated=False, released=set(self.released),
+                            removed={uid: set(pods) for uid, pods in self.removed.items()},
+                            unavailable=self.unavailable, node_allocations=self.node_allocations)
+
+    def writable_allocated(self) -> AllocatedState:
+        """``allocated``, copied first if it is still shared (copy on write)."""
+        if not self.owns_allocated:
+            self.allocated = self.allocated.copy()
+            self.allocator = self.allocator.with_allocated(self.allocated)
+            self.owns_allocated = True
+        return self.allocated
+
+
+class DynamicResources:
+    """The DynamicResources plugin (see the module docstring for each extension point)."""
+
+    name = NAME
+    args_class = DynamicResourcesArgs
+
+    def __init__(self, args: DynamicResourcesArgs, handle):
+        self.handle = handle
+        self.dra = handle.dra
+        self.filter_timeout = args.filter_timeout_seconds
+        self.selectors = SelectorCache()
+        #: devices taken by allocated and in-flight claims, kept current incrementally
+        self.allocated = AllocatedState.from_claims(())
+        self.dra.add_listener(self._claim_changed)
+        # what depends only on slices, classes and taint rules is kept across cycles
+        self._allocator: Allocator | None = None
+        for kind in ("ResourceSlice", "DeviceClass", "DeviceTaintRule"):
+            handle.informers.add_handlers(kind, self._inputs_changed, lambda old, new: self._inputs_changed(new),
+                                          self._inputs_changed)
+
+    def _inputs_changed(self, _obj) -> None:
+        self._allocator = None
+
+    def _cycle_allocator(self) -> Allocator:
+        """An allocator for this cycle over the devices taken now."""
+        now = self.handle.clock.now()
+        if self._allocator is None:
+            self._allocator = Allocator(self.dra.slices(), self.dra.device_classes(), self.allocated,
+                                        self.selectors, self.dra.taint_rules(), now=now)
+        return self._allocator.with_allocated(self.allocated, now)
+
+    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        if old is not None and old.status.allocation is not None:
+            self.allocated.remove(old.status.allocation)
+        if new is not None and new.status.allocation is not None:
+            self.allocated.add(new.status.allocation)
+
+    # --- events --------------------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self):
+        return [
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+                                              | ActionType.UPDATE_NODE_TAINT)),
+            ClusterEventWithHint(ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
+                                 self._hint_claim_change),
+            ClusterEventWithHint(ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                                 self._hint_pod_change),
+            ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
+        ]
+
+    def _claims(self, pod) -> list[tuple[str, ResourceClaim]]:
+        return pod_claims(pod, self.dra.get_claim)
+
+    def _hint_claim_change(self, pod, old, new) -> QueueingHint:
+        """Upstream ``isSchedulableAfterClaimChange``."""
+        try:
+            uses = any(c.metadata.uid == new.metadata.uid for _, c in self._claims(pod))
+        except ClaimNameError:
+            return QueueingHint.QUEUE_SKIP
+        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+            return QueueingHint.QUEUE  # deallocated: its devices are free for anyone
+        if not uses:
+            return QueueingHint.QUEUE_SKIP
+        if old is None or old.status != new.status:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _hint_pod_change(self, pod, old, new) -> QueueingHint:
+        if new is None or new.metadata.uid != pod.metadata.uid:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            self._claims(new)
+        except ClaimNameError:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    # --- PreEnqueue / PreFilter ----------------------------------------------------------
+
+    @hookimpl
+    def pre_enqueue(self, pod):
+        if not pod.spec.resource_claims:
+            return None
+        try:
+            self._claims(pod)
+        except ClaimNameError as err:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),))
+        return None
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        if not pod.spec.resource_claims:
+            return Status(Code.SKIP)
+        data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
+        state.write(STATE_KEY, data)
+        try:
+            claims = [claim for _, claim in self._claims(pod)]
+        except ClaimNameError as err:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),))
+        if not claims:
+            return Status(Code.SKIP)
+        for index, claim in enumerate(claims):
+            if claim.status.allocation is not None:
+                continue
+            data.to_allocate.append(index)
+            if self.dra.claim_has_pending_allocation(claim.metadata.uid):
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
+                    f"resource claim {claim.key} is in the process of being allocated",))
+            for request in claim.spec.devices.requests:
+                status = self._check_classes(request)
+                if status is not None:
+                    return status
+        data.claims = claims
+        if data.to_allocate:
+            data.allocated = self.allocated
+            data.allocator = self._cycle_allocator()
+        state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
+        return None
+
+    def _check_classes(self, request) -> Status | None:
+        """Upstream ``validateDeviceClass`` for a request or each of its subrequests."""
+        if request.exactly is not None:
+            wanted = [(request.name, request.exactly.device_class_name)]
+        else:
+            wanted = [(f"{request.name}/{sub.name}", sub.device_class_name) for sub in request.first_available]
+        for name, class_name in wanted:
+            if not class_name:
+                return Status(Code.ERROR, (f"request {name}: unsupported request type",))
+            if self.dra.device_class(class_name) is None:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              (f"request {name}: device class {class_name} does not exist",))
+        return None
+
+    @hookimpl
+    def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
+        data = state.get(STATE_KEY)
+        if data is None or data.allocator is None:
+            return None
+        for claim in self._victim_claims(pod_info_to_add.pod):
+            uid = claim.metadata.uid
+            removed = data.removed.get(uid)
+            if removed is None or pod_info_to_add.pod.metadata.uid not in removed:
+                continue
+            removed.discard(pod_info_to_add.pod.metadata.uid)
+            if uid in data.released:
+                data.released.discard(uid)
+                data.writable_allocated().add(claim.status.allocation)
+        return None
+
+    @hookimpl
+    def pre_filter_remove_pod(self, state, pod, pod_info_to_remove, node_info):
+        data = state.get(STATE_KEY)
+        if data is None or data.allocator is None:
+            return None
+        victim = pod_info_to_remove.pod
+        for claim in self._victim_claims(victim):
+            uid = claim.metadata.uid
+            removed = data.removed.setdefault(uid, set())
+            if victim.metadata.uid in removed:
+                continue
+            removed.add(victim.metadata.uid)
+            users = {ref.uid for ref in claim.status.reserved_for}
+            if (claim.status.allocation is not None and uid not in data.released
+                    and all(ref.resource == "pods" and not ref.api_group for ref in claim.status.reserved_for)
+                    and users <= removed):
+                data.released.add(uid)
+                data.writable_allocated().remove(claim.status.allocation)
+        return None
+
+    def _victim_claims(self, pod) -> list[ResourceClaim]:
+        """The claims of a (running) pod, each once; unresolvable ones are skipped."""
+        seen: dict[str, ResourceClaim] = {}
+        for pod_claim in pod.spec.resource_claims:
+            try:
+                name, _ = claim_name(pod, pod_claim)
+            except ClaimNameError:
+                continue
+            claim = self.dra.get_claim(pod.metadata.namespace, name) if name else None
+            if claim is not None:
+                seen.setdefault(claim.metadata.uid, claim)
+        return list(seen.values())
+
+    # --- Filter --------------------------------------------------------------------------
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        data: _State | None = state.get(STATE_KEY)
+        if data is None:
+            return None
+        node = node_info.node
+        unavailable = [
+            index for index, claim in enumerate(data.claims)
+            if claim.status.allocation is not None and claim.status.allocation.node_selector is not None
+            and not selector_matches(claim.status.allocation.node_selector, node)
+        ]
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NOT_AVAILABLE,))
+        if data.allocator is None:
+            return None
+        to_allocate = [data.claims[i] for i in data.to_allocate]
+        deadline = None
+        if self.filter_timeout > 0:
+            clock = self.handle.clock
+            end = clock.now() + self.filter_timeout
+            deadline = lambda: clock.now() > end  # noqa: E731
+        try:
+            results = data.allocator.allocate(node, to_allocate, deadline=deadline)
+        except AllocationTimeout:
+            return Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
+        except AllocationError as err:
+            return Status(Code.ERROR, (str(err),), error=err)
+        if results is None or len(results) != len(to_allocate):
+            # Unschedulable (not ...AndUnresolvable): preemption may free devices (upstream DRAPreemption)
+            return Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
+        data.node_allocations.set(node.metadata.name, {claim.key: result for claim, result in zip(to_allocate, results)})
+        return None
+
+    # --- PostFilter ----------------------------------------------------------------------
+
+    @hookimpl
+    def post_filter(self, state, pod, filtered_node_status):
+        if not pod.spec.resource_claims:
+            return None, Status(Code.UNSCHEDULABLE)
+        data: _State | None = state.get(STATE_KEY)
+        if data is None or not data.claims:
+            return None, Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",))
+        # upstream picks one at random (map order); the lowest index keeps runs reproducible
+        for index in sorted(data.unavailable):
+            claim = data.claims[index]
+            users = claim.status.reserved_for
+            if not users or (len(users) == 1 and users[0].uid == pod.metadata.uid):
+                freed = attrs.evolve(claim, status=attrs.evolve(claim.status, allocation=None, reserved_for=()))
+                try:
+                    self.handle.cluster.update_status(freed)
+                except ApiError as err:
+                    return None, Status(Code.ERROR, (str(err),), error=err)
+                return None, Status(Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",))
+        return None, Status(Code.UNSCHEDULABLE, ("still not schedulable",))
+
+    # --- Score ---------------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        data: _State | None = state.get(STATE_KEY)
+        if data is None or not any(r.first_available for i in data.to_allocate
+                                   for r in data.claims[i].spec.devices.requests):
+            return Status(Code.SKIP)
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        """Per allocated subrequest at position i of its ``firstAvailable``: ``8 - i``."""
+        data: _State = state.read(STATE_KEY)
+        planned = data.node_allocations.get(node_info.name) or {}
+        total = 0
+        for claim in (data.claims[i] for i in data.to_allocate):
+            allocation = planned.get(claim.key)
+            if allocation is None:
+                continue
+            positions = {f"{r.name}/{sub.name}": n for r in claim.spec.devices.requests
+                         for n, sub in enumerate(r.first_available)}
+            for result in allocation.devices.results:
+                position = positions.get(result.request)
+                if position is not None:
+                    total += FIRST_AVAILABLE_MAX_SIZE - position
+        return total
+
+    @hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        """Upstream ``DefaultNormalizeScore``: the best node gets 100."""
+        top = int(scores.max()) if len(scores) else 0
+        if top > 0:
+            scores[:] = scores * 100 // top
+        return None
+
+    # --- Reserve / Unreserve -------------------------------------------------------------
+
+    @hookimpl
+    def reserve(self, state, pod, node_name):
+        data: _State | None = state.get(STATE_KEY)
+        if data is None or not data.to_allocate:
+            return None
+        planned = data.node_allocations.get(node_name)
+        if planned is None:
+            return Status(Code.ERROR, ("claim allocation not found for node",))
+        for index in data.to_allocate:
+            claim = data.claims[index]
+            allocation = planned[claim.key]
+            data.allocations[index] = allocation
+            finalizers = claim.metadata.finalizers
+            if FINALIZER not in finalizers:
+                finalizers = finalizers + (FINALIZER,)
+            pending = attrs.evolve(claim, metadata=attrs.evolve(claim.metadata, finalizers=finalizers),
+                                   status=attrs.evolve(claim.status, allocation=allocation))
+            self.dra.signal_claim_pending_allocation(pending)
+        return None
+
+    @hookimpl
+    def unreserve(self, state, pod, node_name):
+        data: _State | None = state.get(STATE_KEY)
+        if data is None:
+            return
+        for claim in data.claims:
+            if self.dra.remove_claim_pending_allocation(claim.metadata.uid):
+                self.dra.restore_claim(claim.key)
+            current = self.dra.get_claim(claim.metadata.namespace, claim.metadata.name) or claim
+            if current.status.allocation is not None and is_reserved_for_pod(pod, current):
+                try:
+                    self._drop_reservation(current, pod)
+                except ApiError:
+                    pass  # upstream only logs: the claim controller drops stale reservations
+
+    def _drop_reservation(self, claim: ResourceClaim, pod) -> None:
+        """Remove ``pod`` from ``reservedFor`` (upstream: a strategic-merge patch with a UID precondition)."""
+        def attempt(current: ResourceClaim) -> ResourceClaim:
+            kept = tuple(ref for ref in current.status.reserved_for if ref.uid != pod.metadata.uid)
+            return self.handle.cluster.update_status(attrs.evolve(current, status=attrs.evolve(
+                current.status, reserved_for=kept)))
+
+        retry_on_conflict(self.handle.cluster, claim, attempt)
+
+    # --- PreBind -------------------------------------------------------------------------
+
+    @hookimpl
+    def pre_bind(self, state, pod, node_name):
+        data: _State | None = state.get(STATE_KEY)
+        if data is None:
+            return None
+        for index, claim in enumerate(data.claims):
+            if is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                data.claims[index] = self._bind_claim(data, index, pod)
+            except (ApiError, _BindError) as err:
+                return Status(Code.ERROR, (str(err),), error=err)
+        return None
+
+    def _bind_claim(self, data: _State, index: int, pod) -> ResourceClaim:
+        """Upstream ``bindClaim``: finalizer (a normal update), then allocation and
+        the pod in ``reservedFor`` (a status update), retried on conflict with a
+        fresh claim."""
+        claim = data.claims[index]
+        allocation = data.allocations.get(index)
+        cluster = self.handle.cluster
+        where = f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+        def attempt(current: ResourceClaim) -> ResourceClaim:
+            if current.metadata.deletion_timestamp is not None:
+                raise _BindError(f"claim {where} got deleted in the meantime")
+            if allocation is not None:
+                if current.status.allocation is not None:
+                    raise _BindError(f"claim {where} got allocated elsewhere in the meantime")
+                if FINALIZER not in current.metadata.finalizers:
+                    current = cluster.update(attrs.evolve(current, metadata=attrs.evolve(
+                        current.metadata, finalizers=current.metadata.finalizers + (FINALIZER,))))
+                current = attrs.evolve(current, status=attrs.evolve(current.status, allocation=allocation))
+            reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
+            return cluster.update_status(attrs.evolve(current, status=attrs.evolve(
+                current.status, reserved_for=current.status.reserved_for + (reference,))))
+
+        try:
+            updated = retry_on_conflict(cluster, claim, attempt)
+        except Exception:
+            if allocation is not None:
+                self.dra.remove_claim_pending_allocation(claim.metadata.uid)
+            raise
+        if allocation is not None:
+            try:
+                self.dra.assume_claim_after_api_call(updated)
+            except AssumeError:
+                pass  # the watch already brought a newer version
+            self.dra.remove_claim_pending_allocation(claim.metadata.uid)
+        return updated
+
+
+class _BindError(Exception):
+    """PreBind cannot record the claim (deleted or allocated elsewhere meanwhile)."""
+

@@ -1,0 +1,312 @@
+"""DynamicResources end to end: the claim controller, the plugin and the cluster, as a user sees them."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+import yaml
+
+from kubesched.core.api import from_manifest, to_manifest
+from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
+from kubesched.simulation import Simulation
+from kubesched.testing import node, pod
+
+
+DRIVER = "gpu.example.com"
+
+
+def condition(p):
+    return next(c for c in p.status.conditions if c.type == "PodScheduled")
+
+
+def device_class(name: str = DRIVER, expression: str = f"device.driver == '{DRIVER}'"):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                          "spec": {"selectors": [{"cel": {"expression": expression}}]}})
+
+
+def gpu_slice(node_name: str, count: int = 2, model: str = "A100", first: int = 0):
+    devices = [{"name": f"gpu-{i}", "attributes": {"model": {"string": model}, "index": {"int": i}},
+                "capacity": {"memory": {"value": "80Gi"}}} for i in range(first, first + count)]
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                          "metadata": {"name": f"{node_name}-gpus"},
+                          "spec": {"driver": DRIVER, "nodeName": node_name,
+                                   "pool": {"name": node_name, "resourceSliceCount": 1}, "devices": devices}})
+
+
+def template(name: str = "one-gpu", count: int = 1, selectors: list[str] = (), namespace: str = "default",
+             tolerations: list[dict] | None = None):
+    exactly = {"deviceClassName": DRIVER, "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    if tolerations:
+        exactly["tolerations"] = tolerations
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                          "metadata": {"name": name, "namespace": namespace, "labels": {"team": "ml"}},
+                          "spec": {"metadata": {"labels": {"from": "template"}},
+                                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}})
+
+
+def claim(name: str, namespace: str = "default", count: int = 1):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                          "metadata": {"name": name, "namespace": namespace},
+                          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                              "deviceClassName": DRIVER, "count": count}}]}}})
+
+
+def gpu_pod(name: str, template_name: str | None = "one-gpu", claim_name: str | None = None, **kwargs):
+    source = {"resourceClaimTemplateName": template_name} if claim_name is None else {"resourceClaimName": claim_name}
+    return pod(name, resourceClaims=[{"name": "gpu", **source}], **kwargs)
+
+
+def sim_with(*objs, **kwargs) -> Simulation:
+    sim = Simulation(**kwargs)
+    sim.create(objs)
+    sim.run()
+    return sim
+
+
+def claim_of(sim: Simulation, pod_name: str, pod_claim: str = "gpu"):
+    p = sim.pod(pod_name)
+    (status,) = [s for s in p.status.resource_claim_statuses if s.name == pod_claim]
+    return sim.get("ResourceClaim", f"{p.metadata.namespace}/{status.resource_claim_name}")
+
+
+def devices(c) -> list[tuple[str, str, str, str]]:
+    return [(r.request, r.driver, r.pool, r.device) for r in c.status.allocation.devices.results]
+
+
+def test_a_claim_from_a_template_is_generated_allocated_reserved_and_the_pod_bound():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1"), template(), gpu_pod("trainer"))
+    p = sim.pod("trainer")
+    assert p.spec.node_name == "n1"
+    c = claim_of(sim, "trainer")
+    assert c.metadata.name.startswith("trainer-gpu-") and len(c.metadata.name) == len("trainer-gpu-") + 5
+    assert c.metadata.annotations == {POD_CLAIM_NAME_ANNOTATION: "gpu"}
+    assert c.metadata.labels == {"from": "template"}
+    (owner,) = c.metadata.owner_references
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Pod", "trainer", p.metadata.uid, True)
+    assert FINALIZER in c.metadata.finalizers
+    assert devices(c) == [("gpu", DRIVER, "n1", "gpu-0")]
+    manifest = to_manifest(c)["status"]
+    assert manifest["allocation"]["nodeSelector"] == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}
+    assert manifest["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": p.metadata.uid}]
+
+
+def test_two_pods_never_get_the_same_device_and_the_third_waits_with_upstreams_reason():
+    sim = sim_with(node("n1"), node("cpu-only"), device_class(), gpu_slice("n1"), template(),
+                   gpu_pod("a"), gpu_pod("b"), gpu_pod("c"))
+    placed = {name: sim.pod(name).spec.node_name for name in "abc"}
+    bound = [n for n, where in placed.items() if where]
+    assert len(bound) == 2 and all(placed[n] == "n1" for n in bound)
+    assert sorted(devices(claim_of(sim, n))[0][3] for n in bound) == ["gpu-0", "gpu-1"]
+    (waiting,) = [n for n, where in placed.items() if not where]
+    assert condition(sim.pod(waiting)).message == (
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable.")
+
+
+def test_a_pod_whose_claim_is_gone_gives_its_device_to_the_next_one():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), template(), gpu_pod("first"))
+    generated = claim_of(sim, "first").metadata.name
+    sim.create([gpu_pod("second")])
+    sim.run()
+    assert not sim.pod("second").spec.node_name
+    sim.cluster.delete("Pod", "first", "default")
+    sim.run()
+    assert sim.pod("second").spec.node_name == "n1"
+    assert devices(claim_of(sim, "second")) == [("gpu", DRIVER, "n1", "gpu-0")]
+    with pytest.raises(Exception):
+        sim.get("ResourceClaim", f"default/{generated}")  # deallocated, finalizer removed, deleted
+
+
+def test_a_finished_pod_is_dropped_from_reserved_for_and_its_claim_deallocated():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), claim("shared"),
+                   gpu_pod("job", claim_name="shared"))
+    assert sim.get("ResourceClaim", "default/shared").status.reserved_for
+    done = sim.pod("job")
+    sim.cluster.update_status(attrs.evolve(done, status=attrs.evolve(done.status, phase="Succeeded")))
+    sim.run()
+    c = sim.get("ResourceClaim", "default/shared")
+    assert c.status.reserved_for == () and c.status.allocation is None
+    assert FINALIZER not in c.metadata.finalizers
+
+
+def test_pods_sharing_a_claim_share_its_device_and_node():
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1", count=1), gpu_slice("n2", count=1),
+                   claim("shared"), gpu_pod("reader", claim_name="shared"), gpu_pod("writer", claim_name="shared"))
+    c = sim.get("ResourceClaim", "default/shared")
+    assert {sim.pod("reader").spec.node_name, sim.pod("writer").spec.node_name} == {devices(c)[0][2]}
+    assert sorted(ref.name for ref in c.status.reserved_for) == ["reader", "writer"]
+
+
+def test_a_missing_device_class_keeps_the_pod_pending_with_the_reason():
+    sim = sim_with(node("n1"), gpu_slice("n1"), template(), gpu_pod("p"))
+    assert not sim.pod("p").spec.node_name
+    assert condition(sim.pod("p")).message == (
+        "0/1 nodes are available: request gpu: device class gpu.example.com does not exist. "
+        "no new claims to deallocate.")
+    sim.create([device_class()])
+    sim.run()
+    assert sim.pod("p").spec.node_name == "n1"
+
+
+def test_a_missing_template_is_reported_and_the_pod_scheduled_once_it_exists():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1"), gpu_pod("p", template_name="later"))
+    assert not sim.pod("p").spec.node_name
+    (event,) = sim.events("FailedResourceClaimCreation")
+    assert event.message == ('PodResourceClaim gpu: resource claim template "later": '
+                             'resourceclaimtemplate.resource.k8s.io "later" not found')
+    sim.create([template("later")])
+    sim.run()
+    assert sim.pod("p").spec.node_name == "n1"
+
+
+def test_a_pool_with_a_duplicate_device_is_not_used_and_the_rest_of_the_run_goes_on():
+    broken = [from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                             "metadata": {"name": f"n1-part-{i}"},
+                             "spec": {"driver": DRIVER, "nodeName": "n1",
+                                      "pool": {"name": "n1", "resourceSliceCount": 2},
+                                      "devices": [{"name": "gpu-0"}]}}) for i in range(2)]
+    sim = sim_with(node("n1"), node("n2"), device_class(), *broken, gpu_slice("n2", count=1), template(),
+                   gpu_pod("first"), gpu_pod("second"), pod("plain", cpu="1"))
+    placed = {name: sim.pod(name).spec.node_name for name in ("first", "second")}
+    assert sorted(placed.values()) == ["", "n2"]  # the invalid pool on n1 gives nothing
+    assert sim.pod("plain").spec.node_name
+    waiting = next(name for name, where in placed.items() if not where)
+    assert "cannot allocate all claims" in condition(sim.pod(waiting)).message
+
+
+def taint_rule(effect: str = "NoSchedule"):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule",
+                          "metadata": {"name": "maintenance"},
+                          "spec": {"deviceSelector": {"driver": DRIVER, "pool": "n1"},
+                                   "taint": {"key": "maintenance", "value": "true", "effect": effect}}})
+
+
+def test_devices_tainted_by_a_rule_are_only_given_to_claims_that_tolerate_them():
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1"), gpu_slice("n2", count=1),
+                   taint_rule(), template(), gpu_pod("plain"))
+    assert sim.pod("plain").spec.node_name == "n2"
+    tolerant = template("tolerant", tolerations=[{"key": "maintenance", "operator": "Exists",
+                                                  "effect": "NoSchedule"}])
+    sim.create([tolerant, gpu_pod("brave", template_name="tolerant")])
+    sim.run()
+    assert sim.pod("brave").spec.node_name == "n1"
+    (result,) = claim_of(sim, "brave").status.allocation.devices.results
+    assert [(t.key, t.operator, t.effect) for t in result.tolerations] == [("maintenance", "Exists", "NoSchedule")]
+
+
+def test_a_cel_runtime_error_is_a_scheduler_error_not_a_silent_mismatch():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1"),
+                   template(selectors=[f"device.attributes['{DRIVER}'].nosuch == 'x'"]), gpu_pod("p"))
+    c = condition(sim.pod("p"))
+    assert c.reason == "SchedulerError"
+    assert "CEL runtime error: no such key: nosuch" in c.message
+    assert f"on device {DRIVER}/n1/gpu-0" in c.message
+
+
+def test_selectors_pick_the_device_and_node():
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1", model="T4"),
+                   gpu_slice("n2", model="H100"),
+                   template(selectors=[f"device.attributes['{DRIVER}'].model == 'H100'"]), gpu_pod("p"))
+    assert sim.pod("p").spec.node_name == "n2"
+    assert devices(claim_of(sim, "p")) == [("gpu", DRIVER, "n2", "gpu-0")]
+
+
+def test_an_allocated_claim_restricts_the_pod_to_its_node_and_an_idle_one_is_deallocated():
+    # "parked" was allocated on n1 for a pod that is gone; the new pod may only run on n2
+    sim = sim_with(node("n1", labels={"zone": "a"}), node("n2", labels={"zone": "b"}), device_class(),
+                   gpu_slice("n1", count=1), gpu_slice("n2", count=1), claim("parked"),
+                   gpu_pod("holder", claim_name="parked", node_selector={"zone": "a"}))
+    assert devices(sim.get("ResourceClaim", "default/parked"))[0][2] == "n1"
+    sim.cluster.delete("Pod", "holder", "default")
+    sim.create([gpu_pod("mover", claim_name="parked", node_selector={"zone": "b"})])
+    sim.run()
+    # PostFilter deallocated the unused claim, and the retry allocated it on n2
+    assert sim.pod("mover").spec.node_name == "n2"
+    assert devices(sim.get("ResourceClaim", "default/parked"))[0][2] == "n2"
+
+
+def test_first_available_prefers_the_node_with_the_preferred_subrequest():
+    first_available = from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "prefer-h100", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": DRIVER,
+             "selectors": [{"cel": {"expression": f"device.attributes['{DRIVER}'].model == 'H100'"}}]},
+            {"name": "small", "deviceClassName": DRIVER},
+        ]}]}}}})
+    sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1", model="T4"),
+                   gpu_slice("n2", model="H100", count=1), first_available,
+                   gpu_pod("p1", template_name="prefer-h100"), gpu_pod("p2", template_name="prefer-h100"))
+    results = {name: devices(claim_of(sim, name))[0] for name in ("p1", "p2")}
+    assert sorted(r[0] for r in results.values()) == ["gpu/big", "gpu/small"]
+    big = next(name for name, r in results.items() if r[0] == "gpu/big")
+    assert sim.pod(big).spec.node_name == "n2"
+
+
+def test_dra_example_driver_basic_template_demo_gets_two_distinct_gpus(dra_example):
+    sim = Simulation.from_paths([dra_example / "resourceslice-dump-kind-8gpus.yaml",
+                                 dra_example / "basic-resourceclaimtemplate.yaml"])
+    node_name = "dra-example-driver-cluster-worker"
+    sim.create([node(node_name), device_class()])
+    sim.run()
+    got = [devices(claim_of(sim, f"basic-resourceclaimtemplate/{p}")) for p in ("pod0", "pod1")]
+    assert [g[0][3] for g in got] == ["gpu-0", "gpu-1"]
+    assert all(sim.pod(f"basic-resourceclaimtemplate/{p}").spec.node_name == node_name for p in ("pod0", "pod1"))
+
+
+@pytest.fixture
+def dra_example():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3].parent / "shared/data/dra-examples/dra-example-driver"
+    if not path.is_dir():
+        pytest.skip(f"{path} is not here (the shared data sits beside the checkout)")
+    return path
+
+
+def nvidia_classes(path):
+    """NVIDIA's gpu and mig DeviceClasses, their Helm templates rendered for resource.k8s.io/v1."""
+    classes = []
+    for name in ("deviceclass-gpu.helm-template.yaml", "deviceclass-mig.helm-template.yaml"):
+        text = (path / name).read_text().replace(
+            '{{ include "dra-driver-nvidia-gpu.resourceApiVersion" . }}', "resource.k8s.io/v1").replace(
+            "{{ $resourceApiVersion }}", "resource.k8s.io/v1")
+        lines = [line for line in text.splitlines() if "{{" not in line and "extendedResourceName" not in line]
+        classes += [from_manifest(doc) for doc in yaml.safe_load_all("\n".join(lines)) if doc]
+    return classes
+
+
+def test_nvidia_gpu_and_mig_classes_pick_their_device_types(nvidia_example):
+    entries = yaml.safe_load((nvidia_example / "resourceslice-device-entries.doc-example.yaml").read_text())
+    full_gpu, mig, vfio = entries
+
+    def nvidia_slice(name, pool, devices):
+        return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                              "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-node",
+                                       "pool": {"name": pool, "resourceSliceCount": 1}, "devices": devices}})
+
+    sim = Simulation.from_paths([nvidia_example / "gpu-test1.yaml"])
+    mig_claim = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": "mig", "namespace": "gpu-test1"},
+                               "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
+                                   "deviceClassName": "mig.nvidia.com"}}]}}})
+    sim.create([node("gpu-node"), *nvidia_classes(nvidia_example),
+                nvidia_slice("gpu-node-gpus", "gpu-node", [full_gpu, mig]),
+                nvidia_slice("gpu-node-vfio", "gpu-node-vfio", [vfio]), mig_claim,
+                pod("mig-user", namespace="gpu-test1", resourceClaims=[{"name": "mig", "resourceClaimName": "mig"}])])
+    sim.run()
+    placed = {p: sim.pod(f"gpu-test1/{p}").spec.node_name for p in ("pod1", "pod2")}
+    (winner,) = [p for p, where in placed.items() if where]
+    assert devices(claim_of(sim, f"gpu-test1/{winner}")) == [("gpu", "gpu.nvidia.com", "gpu-node", "gpu-0")]
+    (loser,) = [p for p, where in placed.items() if not where]
+    assert "cannot allocate all claims" in condition(sim.pod(f"gpu-test1/{loser}")).message
+    assert devices(sim.get("ResourceClaim", "gpu-test1/mig")) == [
+        ("mig", "gpu.nvidia.com", "gpu-node", "gpu-0-mig-1g.5gb-0")]
+    assert sim.pod("gpu-test1/mig-user").spec.node_name == "gpu-node"
+
+
+@pytest.fixture
+def nvidia_example(dra_example):
+    return dra_example.parent / "nvidia-dra-driver-gpu"
