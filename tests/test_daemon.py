@@ -18,7 +18,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 
 from fake_apiserver import FakeAPIServer, wait_until
@@ -339,3 +338,11 @@ def test_the_deploy_manifests_agree_with_each_other():
     assert "--in-cluster" in args and "--config=/etc/kubesched/config.yaml" in args
     rules = docs[("ClusterRole", "kubesched")]["rules"]
     assert any("pods/binding" in r["resources"] and r["verbs"] == ["create"] for r in rules)
+
+
+def test_kubesched_run_in_cluster_outside_a_pod_says_why():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    result = subprocess.run([sys.executable, "-m", "kubesched.cli", "run", "--in-cluster"],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 2
+    assert result.stderr.startswith("--in-cluster: ") and "not set" in result.stderr
