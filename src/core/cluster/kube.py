@@ -266,6 +266,7 @@ class KubernetesCluster(ClusterClient):
               timeout: Any = None) -> Any:
         """One request; returns the kubernetes client's RESTResponse (body unread)."""
         import urllib3
+        from kubernetes.client.exceptions import ApiException
 
         self.limiter.take()
         headers = {"Accept": "application/json"}
@@ -275,7 +276,7 @@ class KubernetesCluster(ClusterClient):
                                            header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
             return self.api.call_api(*request, _request_timeout=timeout or self.request_timeout)
-        except urllib3.exceptions.HTTPError as err:
+        except (urllib3.exceptions.HTTPError, ApiException) as err:  # unreachable, TLS failure, retries spent
             error = ApiError(f"{method} {path}: {err}")
             error.code, error.reason = 503, "ServiceUnavailable"
             raise error from None
