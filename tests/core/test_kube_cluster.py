@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import attrs
 import pytest
 
@@ -169,3 +171,27 @@ def test_a_broken_watch_and_a_410_lose_no_delete_and_duplicate_nothing(kube, api
     assert sorted(informers.store("Pod")) == ["default/after", "default/keep", "default/new"]
     assert informers.get("Pod", "default/keep").metadata.uid == keep.metadata.uid
     informers.stop()
+
+
+def test_requests_are_throttled_to_qps_once_the_burst_is_spent(monkeypatch):
+    from kubesched.core.cluster import kube as kube_module
+
+    now, slept = [0.0], []
+
+    def sleep(seconds):
+        slept.append(round(seconds, 6))
+        now[0] += seconds
+
+    monkeypatch.setattr(kube_module, "time", types.SimpleNamespace(monotonic=lambda: now[0], sleep=sleep))
+    limiter = kube_module.RateLimiter(qps=10, burst=3)
+    for _ in range(5):
+        limiter.take()
+    assert slept == [0.1, 0.1]
+    now[0] += 1.0  # a quiet second refills the bucket up to the burst
+    for _ in range(3):
+        limiter.take()
+    assert slept == [0.1, 0.1]
+    unlimited = kube_module.RateLimiter(qps=0, burst=0)
+    for _ in range(100):
+        unlimited.take()
+    assert slept == [0.1, 0.1]
