@@ -23,7 +23,7 @@ from .core.framework.config import KubeSchedulerConfiguration, load_config
 from .core.framework.registry import Registry
 from .core.api import resource_of
 from .core.api.core_v1 import Pod
-from .core.cluster.client import ApiError
+from .core.cluster.client import ApiError, ClusterClient
 from .core.cluster.informer import Informers
 from .core.controller import ControllerContext
 from .core.manifests import InvalidManifest, load_sourced_objects
@@ -72,20 +72,10 @@ class Simulation:
 
     @classmethod
     def from_paths(cls, paths: Iterable[str | Path], **kwargs: Any) -> "Simulation":
-        """A simulation holding every object in the manifest files/directories ``paths``.
-
-        Pods are created after every other object (they refer to priority
-        classes, claims, volumes), otherwise in file order.  Raises
-        :class:`InvalidManifest` for a bad manifest or an object the cluster
-        refuses (naming the file and the object)."""
+        """A simulation holding every object in the manifest files/directories
+        ``paths`` (see :func:`load_paths`)."""
         sim = cls(**kwargs)
-        sourced = load_sourced_objects(paths)
-        sourced.sort(key=lambda item: isinstance(item[1], Pod))
-        for file, obj in sourced:
-            try:
-                sim.cluster.create(obj)
-            except ApiError as err:
-                raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+        load_paths(sim.cluster, paths)
         return sim
 
     def create(self, objects: Iterable[Any]) -> list[Any]:
@@ -134,6 +124,21 @@ class Simulation:
     def placements(self) -> dict[str, str]:
         """``namespace/name`` -> node name ("" while pending) for every pod."""
         return {pod.key: pod.spec.node_name for pod in self.pods()}
+
+
+def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
+    """Create every object in the manifest files/directories ``paths`` in
+    ``cluster``: pods after every other object (they refer to priority
+    classes, claims, volumes), otherwise in file order.  Raises
+    :class:`InvalidManifest` for a bad manifest or an object the cluster
+    refuses (naming the file and the object)."""
+    sourced = load_sourced_objects(paths)
+    sourced.sort(key=lambda item: isinstance(item[1], Pod))
+    for file, obj in sourced:
+        try:
+            cluster.create(obj)
+        except ApiError as err:
+            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
 
 
 def parse_start_time(text: str) -> float:

@@ -100,6 +100,17 @@ class MemoryCluster(ClusterClient):
 
         return stop
 
+    def resource_version(self) -> str:
+        """The resourceVersion of the latest change (what a list returns)."""
+        with self._lock:
+            return str(self._rv)
+
+    def compact(self) -> None:
+        """Forget the change history, as etcd compaction does: a watch from any
+        resourceVersion older than the current one then raises :class:`Gone`."""
+        with self._lock:
+            self._log.clear()
+
     # --- writing -------------------------------------------------------------------------
 
     def create(self, obj: Any) -> Any:
@@ -285,7 +296,8 @@ class MemoryCluster(ClusterClient):
     def _remove(self, kind: str, obj: Any) -> None:
         del self._bucket(kind)[object_key(obj)]
         self._rv += 1
-        self._emit(DELETED, kind, obj)
+        # as the API server: the deleted object carries the deletion's resourceVersion
+        self._emit(DELETED, kind, attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv))))
 
     def _emit(self, type_: str, kind: str, obj: Any) -> None:
         event = WatchEvent(type_, kind, obj)
