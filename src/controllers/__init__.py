@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .devicetainteviction import DeviceTaintEvictionController
 from .resourceclaim import ResourceClaimController
 
 #: name -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {
     "resourceclaim": ResourceClaimController,
+    "devicetainteviction": DeviceTaintEvictionController,
 }
 
 
