@@ -287,21 +287,26 @@ class DeviceTaintEvictionController(Controller):
         """A ResourceSlice was added, updated or deleted: re-check the claims
         that use a device whose NoExecute taints changed."""
         with self._lock:
-            slice_ = new if new is not None else old
-            pool_id = slice_.pool_id
-            pool = self._pools.setdefault(pool_id, _Pool())
-            before = pool.no_execute_taints()
-            pool.replace(old, new)
-            if not pool.slices:
-                del self._pools[pool_id]
-            after = pool.no_execute_taints()
-            modified = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
-            if not modified:
-                return
-            for entry in self._claims.values():
-                if any(r.driver == pool_id[0] and r.pool == pool_id[1] and r.device in modified
-                       for r in entry.claim.status.allocation.devices.results):
-                    self._refresh_claim(entry)
+            if old is not None and new is not None and old.pool_id != new.pool_id:
+                self._slice_changed(old, None)  # moved to another pool
+                old = None
+            self._slice_changed(old, new)
+
+    def _slice_changed(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
+        pool_id = (new if new is not None else old).pool_id
+        pool = self._pools.setdefault(pool_id, _Pool())
+        before = pool.no_execute_taints()
+        pool.replace(old, new)
+        if not pool.slices:
+            del self._pools[pool_id]
+        after = pool.no_execute_taints()
+        modified = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+        if not modified:
+            return
+        for entry in list(self._claims.values()):
+            if any(r.driver == pool_id[0] and r.pool == pool_id[1] and r.device in modified
+                   for r in entry.claim.status.allocation.devices.results):
+                self._refresh_claim(entry)
 
     def handle_rule_change(self, old: DeviceTaintRule | None, new: DeviceTaintRule | None) -> None:
         """A DeviceTaintRule was added, updated or deleted: queue its status

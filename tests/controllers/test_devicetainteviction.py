@@ -420,3 +420,16 @@ def test_a_rule_status_is_refreshed_at_most_every_ten_seconds():
         (10, "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace. 1 pod evicted since starting the controller."),
         (20, "Completed", "2 pods evicted since starting the controller."),
     ]
+
+
+def test_a_slice_moved_to_another_pool_takes_its_taints_along():
+    h = Harness()
+    shared_claim_cluster(h, 1, tolerations=[tolerate(30)], taints={"gpu-0": [no_execute()]})
+    h.run(10)
+    moved = h.cluster.get("ResourceSlice", "node-1-gpus")
+    h.cluster.update(attrs.evolve(moved, spec=attrs.evolve(moved.spec, pool=attrs.evolve(moved.spec.pool, name="other"))))
+
+    h.run(60)
+
+    assert h.pods() == ["default/job-0"]
+    assert h.events() == [("job-0", "Cancelling deletion")]
