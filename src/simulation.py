@@ -42,8 +42,10 @@ class Simulation:
     ``config``: a KubeSchedulerConfiguration path, dict or loaded object (None:
     the default profile); ``registry``: plugins (default: entry-point
     discovery); ``start``: simulated start time, seconds since the epoch;
-    ``seed``: tie-breaking and generated names.  Raises ``ConfigError`` for a
-    bad configuration.
+    ``seed``: tie-breaking and generated names; ``controller_options``:
+    per-controller settings by controller name (e.g.
+    ``{"persistentvolume-controller": {"provisioners": [...]}}``).  Raises
+    ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Simulation:
         registry: Registry | None = None,
         start: float = DEFAULT_START,
         seed: int = 0,
+        controller_options: dict[str, Any] | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
@@ -62,7 +65,8 @@ class Simulation:
         self.config = config
         self.scheduler = Scheduler(self.cluster, config, self.registry, self.clock, seed=seed)
         self.controllers = build_controller_manager(
-            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True,
+                              options=controller_options or {}))
         self.loops: list[Any] = [self.scheduler, self.controllers]
         self._started = False
         #: objects applied or deleted by timed changes (:meth:`change_at`) so far

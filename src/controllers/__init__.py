@@ -13,12 +13,16 @@ from __future__ import annotations
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
 from .devicetainteviction import DeviceTaintEvictionController
+from .ephemeral import EphemeralVolumeController
+from .persistentvolume import PersistentVolumeController
 from .resourceclaim import ResourceClaimController
 
 #: name -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {
     "resourceclaim": ResourceClaimController,
-    "devicetainteviction": DeviceTaintEvictionController,
+    EphemeralVolumeController.name: EphemeralVolumeController,
+    PersistentVolumeController.name: PersistentVolumeController,
+    DeviceTaintEvictionController.name: DeviceTaintEvictionController,
 }
 
 

@@ -197,7 +197,7 @@ class DeviceTaintEvictionController(Controller):
     (a DeviceTaintRule whose status may need an update).
 
     ``workers`` (upstream ``ConcurrentSyncs``, default 10) can be set through
-    ``ctx.options["devicetainteviction"]["workers"]``.  The ``handle_*_change``
+    ``ctx.options["device-taint-eviction-controller"]["workers"]``.  The ``handle_*_change``
     methods are the informer handlers (``old`` None: added; ``new`` None:
     deleted); they never block on the API.
     """
@@ -207,7 +207,7 @@ class DeviceTaintEvictionController(Controller):
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
-        self.workers = int(ctx.options.get("devicetainteviction", {}).get("workers", self.workers))
+        self.workers = int(ctx.options.get(self.name, {}).get("workers", self.workers))
         # handlers (the informer's thread) and workers share the state below
         self._lock = threading.Lock()
         self._pods: dict[str, Pod] = {}

@@ -17,7 +17,7 @@ from kubesched.core.clock import FakeClock
 from kubesched.core.controller import ControllerContext
 from kubesched.core.workqueue import BASE_DELAY
 
-from .helpers import (
+from .devicetaint_helpers import (
     START,
     Harness,
     allocated_claim,

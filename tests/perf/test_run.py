@@ -11,17 +11,9 @@ from kubesched.perf import perf_command, render, run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
+from .helpers import DATA, MISC, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
-
-
-def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_scheduling_basic_5nodes_binds_every_pod():
@@ -87,14 +79,6 @@ def test_binding_conditions_workloads_are_reported_unsupported():
                    workload="fast_AttachmentSuccess")
     assert result.status == "unsupported"
     assert result.reason.startswith("unsupported op: ")
-
-
-def test_volumes_are_reported_unsupported():
-    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
-    by_test = {r.test: r for r in results}
-    assert by_test["SchedulingSecrets"].status == "ok"
-    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
-    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):

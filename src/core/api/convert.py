@@ -6,6 +6,7 @@ camelCase dicts.  One converter handles every model class:
 - each field's manifest key is its camelCase name, or ``metadata={"key": ...}``;
 - a field with ``metadata={"kind": "quantity"}`` is a ResourceList parsed into
   scheduler units (milli-CPU, bytes) and written back as quantities;
+  ``metadata={"kind": "bytes"}`` is one quantity held as an integer of base units;
 - ``metadata={"kind": "time"}`` is an RFC 3339 timestamp held as float seconds;
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
@@ -25,7 +26,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ..quantity import QuantityError, format_resource_list, parse_resource_list
+from ..quantity import QuantityError, format_quantity, format_resource_list, parse_resource_list, to_scheduler_units
 
 EXTRA = "extra"
 
@@ -80,6 +81,19 @@ def _quantity_hook(value: Any, _type: Any) -> dict[str, int]:
         raise ManifestError(name, problem) from None
 
 
+def _bytes_hook(value: Any) -> int:
+    if isinstance(value, (dict, list, bool)):
+        raise ManifestError("", f"expected a quantity, got {value!r}")
+    try:
+        return to_scheduler_units("storage", value)
+    except QuantityError as err:
+        raise ManifestError("", str(err)) from None
+
+
+def _format_bytes(value: int | None) -> str | None:
+    return None if value is None else format_quantity("storage", value)
+
+
 def _time_hook(value: Any, _type: Any) -> float | None:
     try:
         return parse_time(value)
@@ -100,6 +114,8 @@ def _field_hook(f: attrs.Attribute):
         return lambda value: _quantity_hook(value, None)
     if kind == "time":
         return lambda value: _time_hook(value, None)
+    if kind == "bytes":
+        return _bytes_hook
     hook = converter.get_structure_hook(f.type)
     return lambda value: hook(value, f.type)
 
@@ -156,7 +172,7 @@ def _unstructure_factory(cls: type):
     overrides = {}
     for f in attrs.fields(cls):
         kind = f.metadata.get("kind")
-        hook = format_resource_list if kind == "quantity" else format_time if kind == "time" else None
+        hook = {"quantity": format_resource_list, "time": format_time, "bytes": _format_bytes}.get(kind)
         overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook)
     base = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))

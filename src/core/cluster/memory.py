@@ -5,8 +5,8 @@ of typed objects keyed by kind and ``namespace/name``, a global resourceVersion
 counter, watches that receive every change in write order, and the API
 server's own bits of behaviour the scheduler relies on (defaulting of
 uid/creationTimestamp, generateName, pods/binding, finalizers, priority
-admission from PriorityClasses, the device taints' ``timeAdded`` and a
-DeviceTaintRule's ``generation``).
+admission from PriorityClasses, the default StorageClass of new claims, the
+device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from ..api import RESOURCES, object_key, resource_of
-from ..api.core_v1 import Pod, PodCondition
+from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..clock import Clock, FakeClock
+from ..volumes import ANN_BETA_STORAGE_CLASS, default_storage_class
 from .client import (
     ADDED,
     DELETED,
@@ -128,6 +129,8 @@ class MemoryCluster(ClusterClient):
             obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), None)
             if isinstance(obj, Pod):
                 obj = self._admit_pod(obj)
+            elif isinstance(obj, PersistentVolumeClaim):
+                obj = self._admit_claim(obj)
             bucket[key] = obj
             self._emit(ADDED, kind, obj)
             return obj
@@ -214,6 +217,16 @@ class MemoryCluster(ClusterClient):
                                  message="Scheduling is blocked due to non-empty scheduling gates")
             pod = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=pod.status.conditions + (gated,)))
         return self._admit_priority(pod)
+
+    def _admit_claim(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """The DefaultStorageClass admission plugin: a claim that names no class
+        (field unset, no beta annotation) gets the default StorageClass."""
+        if claim.spec.storage_class_name is not None or ANN_BETA_STORAGE_CLASS in claim.metadata.annotations:
+            return claim
+        default = default_storage_class(self._store["StorageClass"].values())
+        if default is None:
+            return claim
+        return attrs.evolve(claim, spec=attrs.evolve(claim.spec, storage_class_name=default.metadata.name))
 
     def _admit_priority(self, pod: Pod) -> Pod:
         if pod.spec.priority is not None:

@@ -91,7 +91,7 @@ class Harness:
     def __init__(self, cluster: MemoryCluster | None = None, workers: int | None = None):
         self.clock = FakeClock(START) if cluster is None else cluster.clock
         self.cluster = cluster or MemoryCluster(self.clock)
-        options = {"devicetainteviction": {"workers": workers}} if workers else {}
+        options = {DeviceTaintEvictionController.name: {"workers": workers}} if workers else {}
         self.informers = Informers(self.cluster)
         self.controller = DeviceTaintEvictionController(
             ControllerContext(self.cluster, self.informers, self.clock, options=options))
