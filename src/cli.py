@@ -65,6 +65,14 @@ def simulate(
     start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
+    at: List[str] = typer.Option(
+        [], "--at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET (90s, 5m, 1h30m) create the objects in FILE, or replace "
+             "the stored ones of the same name (metadata, spec, status; uid kept). Repeatable."),
+    delete_at: List[str] = typer.Option(
+        [], "--delete-at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET delete the objects FILE names (missing ones are skipped). "
+             "Repeatable."),
 ) -> None:
     """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
     try:
@@ -74,9 +82,15 @@ def simulate(
     try:
         horizon = parse_duration(until, "--until") if until else None
         sim = Simulation.from_paths(filename, config=config, start=start, seed=seed)
+        for option, values in (("--at", at), ("--delete-at", delete_at)):
+            for value in values:
+                offset, _, file = value.partition("=")
+                if not offset or not file:
+                    raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
+                sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
+        sim.run(until=start + horizon if horizon is not None else None)
     except (InvalidManifest, ConfigError, PluginError) as err:
         _refuse(str(err))
-    sim.run(until=start + horizon if horizon is not None else None)
     if output is Output.yaml:
         sys.stdout.write(dump_yaml(sim.cluster.objects()))
     elif output is Output.json:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .devicetainteviction import DeviceTaintEvictionController
 from .ephemeral import EphemeralVolumeController
 from .persistentvolume import PersistentVolumeController
 from .resourceclaim import ResourceClaimController
@@ -21,6 +22,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
     "resourceclaim": ResourceClaimController,
     EphemeralVolumeController.name: EphemeralVolumeController,
     PersistentVolumeController.name: PersistentVolumeController,
+    DeviceTaintEvictionController.name: DeviceTaintEvictionController,
 }
 
 
