@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
 from .persistentvolume import PersistentVolumeController
@@ -22,6 +23,7 @@ CONTROLLERS: dict[str, type[Controller]] = {
     "resourceclaim": ResourceClaimController,
     EphemeralVolumeController.name: EphemeralVolumeController,
     PersistentVolumeController.name: PersistentVolumeController,
+    DeviceTaintEvictionController.name: DeviceTaintEvictionController,
     DisruptionController.name: DisruptionController,
 }
 

@@ -540,6 +540,7 @@ class WaitForLabel:
 
     def __init__(self, args, handle):
         self.handle = handle
+        self.timeout = args.get("timeout", 30)
 
     @kubesched.hookimpl
     def pre_bind(self, state, pod, node_name):
@@ -553,7 +554,7 @@ class WaitForLabel:
                 return Status(Code.UNSCHEDULABLE, ("attachment failed",))
             return Status(Code.WAIT)
 
-        return kubesched.PreBindWait(attached, timeout=30, message="volume not attached in time")
+        return kubesched.PreBindWait(attached, timeout=self.timeout, message="volume not attached in time")
 
 
 def label_node(sim, value):
@@ -588,6 +589,14 @@ def test_a_prebind_wait_times_out_unreserves_and_retries():
     assert condition(sim.pod("p")).reason == "SchedulerError"
     sim.run_for(1)  # retried after the 1 s backoff
     assert [c[:2] for c in CALLS].count(("WaitForLabel", "pre_bind")) == 2
+
+
+def test_a_long_prebind_wait_runs_to_its_timeout_in_a_simulation_without_an_end_time():
+    sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}},
+                             "pluginConfig": [{"name": "WaitForLabel", "args": {"timeout": 300}}]}), WaitForLabel)
+    sim.create([node("n1"), pod("p")])
+    sim.run()
+    assert condition(sim.pod("p")).message == 'running PreBind plugin "WaitForLabel": volume not attached in time'
 
 
 def test_a_prebind_wait_that_fails_is_an_unschedulable_binding():

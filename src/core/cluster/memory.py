@@ -5,7 +5,8 @@ of typed objects keyed by kind and ``namespace/name``, a global resourceVersion
 counter, watches that receive every change in write order, and the API
 server's own bits of behaviour the scheduler relies on (defaulting of
 uid/creationTimestamp, generateName, pods/binding, finalizers, priority
-admission from PriorityClasses, the default StorageClass of new claims).
+admission from PriorityClasses, the default StorageClass of new claims, the
+device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import attrs
 
 from ..api import RESOURCES, object_key, resource_of
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
+from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..clock import Clock, FakeClock
 from ..podpriority import (
@@ -108,6 +110,17 @@ class MemoryCluster(ClusterClient):
 
         return stop
 
+    def resource_version(self) -> str:
+        """The resourceVersion of the latest change (what a list returns)."""
+        with self._lock:
+            return str(self._rv)
+
+    def compact(self) -> None:
+        """Forget the change history, as etcd compaction does: a watch from any
+        resourceVersion older than the current one then raises :class:`Gone`."""
+        with self._lock:
+            self._log.clear()
+
     # --- writing -------------------------------------------------------------------------
 
     def create(self, obj: Any) -> Any:
@@ -132,7 +145,7 @@ class MemoryCluster(ClusterClient):
                 resource_version=str(self._rv),
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
             )
-            obj = attrs.evolve(obj, metadata=meta)
+            obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), None)
             if isinstance(obj, Pod):
                 obj = self._admit_pod(obj)
             elif isinstance(obj, PriorityClass):
@@ -187,14 +200,15 @@ class MemoryCluster(ClusterClient):
         """Create ``obj``, or replace the stored object of that name (metadata,
         spec and status) keeping its uid: what ``--at OFFSET=FILE`` does."""
         kind = resource_of(obj).kind
+        namespace = obj.metadata.namespace or ("default" if resource_of(obj).namespaced else "")
         with self._lock:
             try:
-                current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
+                current = self.get(kind, obj.metadata.name, namespace)
             except NotFound:
                 return self.create(obj)
             meta = attrs.evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
                                 creation_timestamp=current.metadata.creation_timestamp, resource_version="")
-            return self._store_update(kind, attrs.evolve(obj, metadata=meta))
+            return self._store_update(kind, self._default_device_taints(attrs.evolve(obj, metadata=meta), current))
 
     # --- internals -----------------------------------------------------------------------
 
@@ -293,6 +307,31 @@ class MemoryCluster(ClusterClient):
                 raise Invalid(f"PriorityClass/{name}: globalDefault: PriorityClass {current.metadata.name} is "
                               "already marked as default. Only one default can exist")
 
+    def _default_device_taints(self, obj: Any, current: Any | None) -> Any:
+        """The API server's defaulting and strategy for device taints: a taint
+        without ``timeAdded`` gets the current time (in ResourceSlices and
+        DeviceTaintRules); a DeviceTaintRule starts at ``generation`` 1, counts
+        every spec change, and an update that changes the effect but keeps
+        ``timeAdded`` gets ``timeAdded`` bumped to now."""
+        now = self.clock.now()
+        if isinstance(obj, ResourceSlice):
+            if not any(t.time_added is None for d in obj.spec.devices for t in d.taints):
+                return obj
+            devices = tuple(attrs.evolve(d, taints=tuple(t if t.time_added is not None else attrs.evolve(t, time_added=now)
+                                                           for t in d.taints)) for d in obj.spec.devices)
+            return attrs.evolve(obj, spec=attrs.evolve(obj.spec, devices=devices))
+        if not isinstance(obj, DeviceTaintRule):
+            return obj
+        taint = obj.spec.taint
+        if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
+                                        and taint.time_added == current.spec.taint.time_added):
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, taint=attrs.evolve(taint, time_added=now)))
+        if current is None:
+            generation = 1
+        else:
+            generation = current.metadata.generation + (obj.spec != current.spec)
+        return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
+
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
         self._check_fail("update_status" if status_only else "update", kind, obj)
@@ -315,7 +354,7 @@ class MemoryCluster(ClusterClient):
                 meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
                                     creation_timestamp=current.metadata.creation_timestamp,
                                     deletion_timestamp=current.metadata.deletion_timestamp)
-                obj = attrs.evolve(obj, metadata=meta)
+                obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
             return self._store_update(kind, obj)
 
     def _store_update(self, kind: str, obj: Any) -> Any:
@@ -332,7 +371,8 @@ class MemoryCluster(ClusterClient):
     def _remove(self, kind: str, obj: Any) -> None:
         del self._bucket(kind)[object_key(obj)]
         self._rv += 1
-        self._emit(DELETED, kind, obj)
+        # as the API server: the deleted object carries the deletion's resourceVersion
+        self._emit(DELETED, kind, attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv))))
 
     def _emit(self, type_: str, kind: str, obj: Any) -> None:
         event = WatchEvent(type_, kind, obj)

@@ -18,13 +18,16 @@ driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
 
 from __future__ import annotations
 
+import logging
 import random
+import time
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 from ..api import RESOURCES
+from .. import metrics
 from ..api.core_v1 import Node, Pod, PodCondition
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
@@ -49,6 +52,8 @@ from ..framework.types import (
 from .cache import Cache
 from .diagnosis import Diagnosis, FitError
 from .queue import QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -98,6 +103,7 @@ class WaitingPod:
         self._scheduler = scheduler
         self._resume = resume
         self.pending: dict[str, Timer] = {}
+        self.started = scheduler.clock.now()
         for plugin, timeout in waits.items():
             self.pending[plugin] = scheduler.clock.call_later(
                 timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
@@ -126,6 +132,8 @@ class WaitingPod:
         self._finish(status)
 
     def _finish(self, status: Status | None) -> None:
+        result = "Success" if status is None else status.code.name.title().replace("_", "")
+        metrics.PERMIT_WAIT_DURATION.labels(result).observe(self._scheduler.clock.now() - self.started)
         self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
         self._resume(status)
 
@@ -173,6 +181,8 @@ class Scheduler:
         #: pod UID -> binding cycle waiting at PreBind
         self.binding_waits: dict[str, BindingWait] = {}
         self.stats = SchedulingStats()
+        #: pod UID -> wall-clock start of its current attempt (scheduler_scheduling_attempt_duration_seconds)
+        self.attempt_started: dict[str, float] = {}
         self.next_start_node_index = 0
         self.profiles: dict[str, Framework] = {}
         self.queue: SchedulingQueue | None = None
@@ -324,9 +334,11 @@ class Scheduler:
             self.queue.done(pod)
             return
         self.stats.cycles += 1
+        self.attempt_started[pod.metadata.uid] = time.perf_counter()
         state = CycleState()
         try:
             node_name = self.schedule_pod(fwk, state, info)
+            metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - self.attempt_started[pod.metadata.uid])
         except FitError as fit:
             # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
             nominated: str | None = "" if fit.num_all_nodes == 0 else None
@@ -623,6 +635,10 @@ class Scheduler:
         None keeps the pod's nomination; a node name nominates the pod there
         (the queue's nominator and ``status.nominatedNodeName``); "" clears it."""
         pod = info.pod
+        started = self.attempt_started.pop(pod.metadata.uid, None)
+        if started is not None:
+            result = metrics.UNSCHEDULABLE if reason == REASON_UNSCHEDULABLE else metrics.ERROR
+            metrics.observe_attempt(result, fwk.profile_name, time.perf_counter() - started)
         fwk.handle.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         current = self.informers.get("Pod", pod.key)
         if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
@@ -704,6 +720,12 @@ class Scheduler:
             return
         self.cache.finish_binding(assumed)
         self.stats.bound += 1
+        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
+        started = self.attempt_started.pop(assumed.metadata.uid, None)
+        if started is not None:
+            metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
+        first = info.initial_attempt_timestamp if info.initial_attempt_timestamp is not None else info.timestamp
+        metrics.observe_bound(info.attempts, self.clock.now() - first)
         fwk.handle.recorder.event(
             assumed, "Normal", "Scheduled", "Binding",
             f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
