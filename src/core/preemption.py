@@ -31,6 +31,7 @@ from typing import Callable, Protocol
 import attrs
 from attrs import frozen
 
+from . import metrics
 from .api.core_v1 import Pod, PodCondition
 from .api.policy_v1 import PodDisruptionBudget
 from .cluster.client import ApiError, Conflict, NotFound
@@ -131,6 +132,7 @@ class Evaluator:
             fit = FitError(pod, len(nodes), Diagnosis(node_status=statuses))
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit.message(),))
         best = self.select_candidate(candidates)
+        metrics.PREEMPTION_VICTIMS.observe(len(best.victims))
         status = self.prepare_candidate(best, pod)
         if status is not None:
             return None, status

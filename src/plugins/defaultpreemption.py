@@ -27,6 +27,7 @@ from typing import ClassVar
 
 from attrs import frozen
 
+from kubesched.core import metrics
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
@@ -82,6 +83,7 @@ class DefaultPreemption:
 
     @hookimpl
     def post_filter(self, state, pod, filtered_node_status):
+        metrics.PREEMPTION_ATTEMPTS.inc()
         result, status = self.evaluator.preempt(state, pod, filtered_node_status)
         if status is not None and status.reasons:
             status = Status(status.code, ("preemption: " + status.message(),), status.plugin, status.error)

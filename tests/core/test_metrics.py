@@ -42,3 +42,16 @@ def test_attempts_bindings_and_queue_gauges_follow_the_scheduler():
 
 def test_attempts_label_caps_at_16():
     assert [metrics.attempts_label(n) for n in (1, 15, 16, 40)] == ["1", "15", "16+", "16+"]
+
+
+def test_preemption_attempts_and_victims_are_counted():
+    attempts = sample("scheduler_preemption_attempts_total")
+    victims = sample("scheduler_preemption_victims_sum")
+    sim = Simulation()
+    sim.create([node("n1", cpu="2"), pod("low-1", cpu="1", priority=1), pod("low-2", cpu="1", priority=1)])
+    sim.run()
+    sim.create([pod("urgent", cpu="2", priority=100)])
+    sim.run()
+    assert sim.pod("urgent").spec.node_name == "n1"
+    assert sample("scheduler_preemption_attempts_total") - attempts == 1
+    assert sample("scheduler_preemption_victims_sum") - victims == 2

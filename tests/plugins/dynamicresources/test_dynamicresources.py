@@ -312,3 +312,28 @@ def test_nvidia_gpu_and_mig_classes_pick_their_device_types(nvidia_example):
 @pytest.fixture
 def nvidia_example(dra_example):
     return dra_example.parent / "nvidia-dra-driver-gpu"
+
+
+def test_preemption_frees_a_device_for_a_higher_priority_claim():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), template(),
+                   gpu_pod("batch", priority=1, cpu="100m"))
+    held = claim_of(sim, "batch")
+    assert devices(held) == [("gpu", DRIVER, "n1", "gpu-0")]
+    sim.create([gpu_pod("urgent", priority=100, cpu="100m")])
+    sim.run()
+    assert sim.pod("urgent").spec.node_name == "n1"
+    assert devices(claim_of(sim, "urgent")) == [("gpu", DRIVER, "n1", "gpu-0")]
+    with pytest.raises(Exception):
+        sim.pod("batch")  # the victim was deleted, its claim deallocated and removed
+    (preempted,) = sim.events("Preempted")
+    assert preempted.message == f"Preempted by pod {sim.pod('urgent').metadata.uid} on node n1"
+
+
+def test_preemption_does_not_evict_pods_whose_devices_would_not_help():
+    # the victim's claim is shared with a pod of higher priority: removing the victim frees nothing
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), claim("team"),
+                   gpu_pod("low", claim_name="team", priority=1), gpu_pod("high", claim_name="team", priority=200))
+    sim.create([gpu_pod("urgent", priority=100)])
+    sim.run()
+    assert not sim.pod("urgent").spec.node_name
+    assert sim.pod("low").spec.node_name == "n1" and not sim.events("Preempted")
