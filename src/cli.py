@@ -1,6 +1,7 @@
 """The ``kubesched`` command (typer + rich).
 
 - ``kubesched simulate -f PATH ...``: schedule a directory of manifests on the embedded cluster;
+- ``kubesched run``: the scheduler and controllers as a daemon, embedded or against an API server;
 - ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
 - ``kubesched plugins``: the discovered plugins and their extension points;
 - ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -43,6 +45,11 @@ app.add_typer(trace_app, name="trace")
 INVALID_INPUT = 2
 
 
+class LogFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
 class Output(str, enum.Enum):
     table = "table"
     yaml = "yaml"
@@ -63,6 +70,14 @@ def simulate(
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML summary here."),
+    at: List[str] = typer.Option(
+        [], "--at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET (90s, 5m, 1h30m) create the objects in FILE, or replace "
+             "the stored ones of the same name (metadata, spec, status; uid kept). Repeatable."),
+    delete_at: List[str] = typer.Option(
+        [], "--delete-at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET delete the objects FILE names (missing ones are skipped). "
+             "Repeatable."),
 ) -> None:
     """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
     try:
@@ -72,9 +87,15 @@ def simulate(
     try:
         horizon = parse_duration(until, "--until") if until else None
         sim = Simulation.from_paths(filename, config=config, start=start, seed=seed)
+        for option, values in (("--at", at), ("--delete-at", delete_at)):
+            for value in values:
+                offset, _, file = value.partition("=")
+                if not offset or not file:
+                    raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
+                sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
+        sim.run(until=start + horizon if horizon is not None else None)
     except (InvalidManifest, ConfigError, PluginError) as err:
         _refuse(str(err))
-    sim.run(until=start + horizon if horizon is not None else None)
     if html is not None:
         from .report import html_summary
 
@@ -110,11 +131,93 @@ def _print_placements(sim: Simulation) -> None:
             reason = "Pending"
         table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
     console.print(table)
+    _print_preemptions(sim, console)
     console.print(
         f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache.node_count()} node(s); "
         f"{sim.scheduler.stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated",
         soft_wrap=True,
     )
+
+
+def _print_preemptions(sim: Simulation, console: Console) -> None:
+    """The Preempted events (victim, the preemptor by name, upstream's message), if any."""
+    events = sim.events("Preempted")
+    if not events:
+        return
+    names = {pod.metadata.uid: pod.key for pod in sim.pods()}
+    table = Table(title="Preemptions (Preempted events)")
+    for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
+        table.add_column(column)
+    for event in events:
+        victim = event.involved_object
+        preemptor = next((key for uid, key in names.items() if uid in event.message), "-")
+        table.add_row(f"+{event.first_timestamp - sim.start_time:g}s", f"{victim.namespace}/{victim.name}",
+                      preemptor, event.message)
+    console.print(table)
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
+    kubeconfig: Optional[Path] = typer.Option(None, "--kubeconfig", help="Talk to the API server of this kubeconfig."),
+    in_cluster: bool = typer.Option(False, "--in-cluster", help="Talk to the API server with the pod's service account."),
+    embedded: bool = typer.Option(False, "--embedded", help="Run on the embedded in-memory cluster."),
+    filename: List[Path] = typer.Option([], "-f", "--filename", help="With --embedded: manifests to load (repeatable)."),
+    bind_address: str = typer.Option("127.0.0.1", "--bind-address", help="Address of /healthz, /readyz, /metrics."),
+    port: int = typer.Option(10259, "--port", help="Port of /healthz, /readyz, /metrics (0: any free port)."),
+    log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
+    verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
+) -> None:
+    """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
+    from .core.logs import configure_logging
+    from .daemon import Daemon
+    from .simulation import load_paths
+
+    configure_logging(log_format.value, verbosity)
+    sources = [name for name, on in (("--embedded", embedded), ("--in-cluster", in_cluster),
+                                     ("--kubeconfig", kubeconfig is not None)) if on]
+    if len(sources) > 1:
+        _refuse(f"{' and '.join(sources)}: choose one")
+    if filename and not embedded:
+        _refuse("-f: manifests are only loaded with --embedded")
+    try:
+        loaded = load_config(config, DEFAULT_PLUGINS)
+        cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig)
+        if embedded:
+            load_paths(cluster, filename)
+        daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port)
+    except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
+        _refuse(str(err))
+    except OSError as err:
+        _refuse(f"--bind-address/--port: {err}")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: daemon.stop())
+    raise typer.Exit(daemon.run())
+
+
+def _run_cluster(config, embedded: bool, in_cluster: bool, kubeconfig: Optional[Path]):
+    """The cluster ``kubesched run`` talks to; the kubeconfig may also come
+    from the configuration's ``clientConnection.kubeconfig``."""
+    if embedded:
+        from .core.clock import RealClock
+
+        return MemoryCluster(RealClock())
+    path = str(kubeconfig) if kubeconfig else config.client_connection.kubeconfig
+    if not in_cluster and not path:
+        _refuse("kubesched run: give --embedded, --in-cluster or --kubeconfig (or clientConnection.kubeconfig)")
+    try:
+        from kubernetes.config import ConfigException
+
+        from .core.cluster.kube import KubernetesCluster
+    except ImportError:
+        _refuse("kubesched run: talking to an API server needs the Kubernetes client: pip install 'kubesched[kube]'")
+    limits = {"qps": config.client_connection.qps, "burst": config.client_connection.burst}
+    try:
+        if in_cluster:
+            return KubernetesCluster.in_cluster(**limits)
+        return KubernetesCluster.from_kubeconfig(path, **limits)
+    except (ConfigException, OSError) as err:
+        _refuse(f"{'--in-cluster' if in_cluster else path}: {err}")
 
 
 @app.command()

@@ -23,7 +23,7 @@ from .core.framework.config import KubeSchedulerConfiguration, load_config
 from .core.framework.registry import Registry
 from .core.api import resource_of
 from .core.api.core_v1 import Pod
-from .core.cluster.client import ApiError
+from .core.cluster.client import ApiError, ClusterClient, NotFound
 from .core.cluster.informer import Informers
 from .core.controller import ControllerContext
 from .core.manifests import InvalidManifest, load_sourced_objects
@@ -42,8 +42,10 @@ class Simulation:
     ``config``: a KubeSchedulerConfiguration path, dict or loaded object (None:
     the default profile); ``registry``: plugins (default: entry-point
     discovery); ``start``: simulated start time, seconds since the epoch;
-    ``seed``: tie-breaking and generated names.  Raises ``ConfigError`` for a
-    bad configuration.
+    ``seed``: tie-breaking and generated names; ``controller_options``:
+    per-controller settings by controller name (e.g.
+    ``{"persistentvolume-controller": {"provisioners": [...]}}``).  Raises
+    ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Simulation:
         registry: Registry | None = None,
         start: float = DEFAULT_START,
         seed: int = 0,
+        controller_options: dict[str, Any] | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
@@ -62,31 +65,56 @@ class Simulation:
         self.config = config
         self.scheduler = Scheduler(self.cluster, config, self.registry, self.clock, seed=seed)
         self.controllers = build_controller_manager(
-            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True,
+                              options=controller_options or {}))
         self.loops: list[Any] = [self.scheduler, self.controllers]
         self._started = False
+        #: objects applied or deleted by timed changes (:meth:`change_at`) so far
+        self.changes = 0
+        self._pending_changes = 0
 
     @classmethod
     def from_paths(cls, paths: Iterable[str | Path], **kwargs: Any) -> "Simulation":
-        """A simulation holding every object in the manifest files/directories ``paths``.
-
-        Pods are created after every other object (they refer to priority
-        classes, claims, volumes), otherwise in file order.  Raises
-        :class:`InvalidManifest` for a bad manifest or an object the cluster
-        refuses (naming the file and the object)."""
+        """A simulation holding every object in the manifest files/directories
+        ``paths`` (see :func:`load_paths`)."""
         sim = cls(**kwargs)
-        sourced = load_sourced_objects(paths)
-        sourced.sort(key=lambda item: isinstance(item[1], Pod))
-        for file, obj in sourced:
-            try:
-                sim.cluster.create(obj)
-            except ApiError as err:
-                raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+        load_paths(sim.cluster, paths)
         return sim
 
     def create(self, objects: Iterable[Any]) -> list[Any]:
         """Create objects in the cluster (in order); returns the stored copies."""
         return [self.cluster.create(obj) for obj in objects]
+
+    def change_at(self, offset: float, paths: Iterable[str | Path], delete: bool = False) -> None:
+        """At simulated time ``start_time + offset`` (seconds), apply every
+        object in the manifest files/directories ``paths``: create it, or
+        replace the stored object of that name (metadata, spec and status)
+        keeping its uid (watchers see the change); with ``delete``, delete
+        them instead (an object already gone is skipped).  Changes due at the
+        same time run in the order they were scheduled; pods come last.
+
+        Raises :class:`InvalidManifest` for a bad manifest now, and from
+        :meth:`run` when the cluster refuses an object at that time."""
+        sourced = load_sourced_objects(paths)
+        sourced.sort(key=lambda item: isinstance(item[1], Pod))
+        self._pending_changes += 1
+        self.clock.call_at(self.start_time + offset, lambda: self._change(sourced, delete))
+
+    def _change(self, sourced: list[tuple[Any, Any]], delete: bool) -> None:
+        self._pending_changes -= 1
+        for file, obj in sourced:
+            resource = resource_of(obj)
+            try:
+                if delete:
+                    namespace = obj.metadata.namespace or ("default" if resource.namespaced else "")
+                    self.cluster.delete(resource.kind, obj.metadata.name, namespace)
+                else:
+                    self.cluster.apply(obj)
+            except ApiError as err:
+                if delete and isinstance(err, NotFound):
+                    continue
+                raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "", err.message) from None
+            self.changes += 1
 
     def start(self) -> None:
         if not self._started:
@@ -98,11 +126,13 @@ class Simulation:
         """Run until nothing more can happen, or until simulated time ``until``
         (seconds since the epoch), jumping the clock over every wait."""
         self.start()
-        run_simulation(self.loops, self.clock, until, progress=self.progress)
+        run_simulation(self.loops, self.clock, until, progress=self.progress,
+                       waiting=lambda: bool(self.scheduler.binding_waits),
+                       expecting=lambda: self._pending_changes > 0)
 
     def progress(self) -> int:
-        """Grows with useful work: pods bound plus successful controller syncs."""
-        return self.scheduler.stats.bound + self.controllers.synced
+        """Grows with useful work: pods bound, successful controller syncs and timed changes."""
+        return self.scheduler.stats.bound + self.controllers.synced + self.changes
 
     def run_for(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time from now."""
@@ -129,6 +159,21 @@ class Simulation:
     def placements(self) -> dict[str, str]:
         """``namespace/name`` -> node name ("" while pending) for every pod."""
         return {pod.key: pod.spec.node_name for pod in self.pods()}
+
+
+def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
+    """Create every object in the manifest files/directories ``paths`` in
+    ``cluster``: pods after every other object (they refer to priority
+    classes, claims, volumes), otherwise in file order.  Raises
+    :class:`InvalidManifest` for a bad manifest or an object the cluster
+    refuses (naming the file and the object)."""
+    sourced = load_sourced_objects(paths)
+    sourced.sort(key=lambda item: isinstance(item[1], Pod))
+    for file, obj in sourced:
+        try:
+            cluster.create(obj)
+        except ApiError as err:
+            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
 
 
 def parse_start_time(text: str) -> float:

@@ -4,6 +4,8 @@ Builders make one object in one line each::
 
     node("n1", cpu="4", memory="8Gi", labels={"zone": "a"}, taints=[("gpu", "true", "NoSchedule")])
     pod("web", cpu="500m", memory="1Gi", priority=10, node_selector={"zone": "a"}, claims=["web-gpu"])
+    pod("db", volumes=[claim_volume("data", "data-db")]); claim("data-db", "10Gi", "fast")
+    persistent_volume("pv1", "20Gi", "fast", node_affinity={"kubernetes.io/hostname": ["n1"]})
     device_class("gpu.example.com")
     resource_slice("n1", [device("gpu-0", capacity={"memory": "40Gi"})])
     resource_claim("web-gpu", count=1, capacity={"memory": "10Gi"})
@@ -111,6 +113,111 @@ def pod(
         "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": body,
     })
+
+
+def persistent_volume(
+    name: str,
+    storage: str = "10Gi",
+    storage_class: str = "",
+    access_modes: Iterable[str] = ("ReadWriteOnce",),
+    node_affinity: dict[str, list[str]] | None = None,
+    phase: str = "Available",
+    labels: dict[str, str] | None = None,
+    claim: tuple[str, ...] | None = None,
+    reclaim_policy: str = "Retain",
+    **spec: Any,
+):
+    """A core/v1 PersistentVolume.  ``node_affinity`` maps label keys to
+    allowed values (one required term); ``claim`` is a (namespace, name) or
+    (namespace, name, uid) claimRef (pre-binding, or binding); other keyword arguments are raw camelCase spec
+    fields (e.g. ``csi={"driver": "d", "volumeHandle": "h"}``)."""
+    body: dict[str, Any] = {"capacity": {"storage": storage}, "accessModes": list(access_modes),
+                            "persistentVolumeReclaimPolicy": reclaim_policy, **spec}
+    if storage_class:
+        body["storageClassName"] = storage_class
+    if node_affinity:
+        body["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()]}]}}
+    if claim is not None:
+        body["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": claim[0], "name": claim[1],
+                            **({"uid": claim[2]} if len(claim) > 2 else {})}
+    return from_manifest({"apiVersion": "v1", "kind": "PersistentVolume",
+                          "metadata": {"name": name, "labels": labels or {}},
+                          "spec": body, "status": {"phase": phase} if phase else {}})
+
+
+def claim(
+    name: str,
+    storage: str = "1Gi",
+    storage_class: str | None = None,
+    namespace: str = "default",
+    access_modes: Iterable[str] = ("ReadWriteOnce",),
+    volume_name: str = "",
+    annotations: dict[str, str] | None = None,
+    uid: str = "",
+    **spec: Any,
+):
+    """A core/v1 PersistentVolumeClaim (``storage_class`` None: not set, the default class applies)."""
+    body: dict[str, Any] = {"accessModes": list(access_modes), "resources": {"requests": {"storage": storage}}, **spec}
+    if storage_class is not None:
+        body["storageClassName"] = storage_class
+    if volume_name:
+        body["volumeName"] = volume_name
+    return from_manifest({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {},
+                                       "uid": uid},
+                          "spec": body})
+
+
+def storage_class(
+    name: str,
+    provisioner: str = "kubernetes.io/no-provisioner",
+    binding_mode: str = "WaitForFirstConsumer",
+    allowed_topologies: dict[str, list[str]] | None = None,
+    default: bool = False,
+    reclaim_policy: str = "",
+):
+    """A storage.k8s.io/v1 StorageClass; ``allowed_topologies`` maps label keys to values (one term)."""
+    body: dict[str, Any] = {"provisioner": provisioner, "volumeBindingMode": binding_mode}
+    if allowed_topologies:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": k, "values": list(v)} for k, v in allowed_topologies.items()]}]
+    if reclaim_policy:
+        body["reclaimPolicy"] = reclaim_policy
+    annotations = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
+    return from_manifest({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                          "metadata": {"name": name, "annotations": annotations}, **body})
+
+
+def csi_node(name: str, limits: dict[str, int | None] | None = None, migrated_plugins: Iterable[str] = (),
+             topology_keys: dict[str, list[str]] | None = None):
+    """A storage.k8s.io/v1 CSINode for node ``name``: ``limits`` maps drivers to
+    attach counts (None: no limit), ``topology_keys`` drivers to their keys."""
+    drivers = {}
+    for driver, count in (limits or {}).items():
+        drivers[driver] = {"name": driver, "nodeID": name}
+        if count is not None:
+            drivers[driver]["allocatable"] = {"count": count}
+    for driver, keys in (topology_keys or {}).items():
+        drivers.setdefault(driver, {"name": driver, "nodeID": name})["topologyKeys"] = list(keys)
+    annotations = {"storage.alpha.kubernetes.io/migrated-plugins": ",".join(migrated_plugins)} if migrated_plugins else {}
+    return from_manifest({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                          "metadata": {"name": name, "annotations": annotations},
+                          "spec": {"drivers": list(drivers.values())}})
+
+
+def claim_volume(name: str, claim_name: str) -> dict[str, Any]:
+    """A pod volume (raw, for ``pod(..., volumes=[...])``) using claim ``claim_name``."""
+    return {"name": name, "persistentVolumeClaim": {"claimName": claim_name}}
+
+
+def ephemeral_volume(name: str, storage: str = "1Gi", storage_class: str | None = None,
+                     access_modes: Iterable[str] = ("ReadWriteOnce",)) -> dict[str, Any]:
+    """A generic ephemeral pod volume (raw): its claim is ``<pod name>-<name>``."""
+    spec: dict[str, Any] = {"accessModes": list(access_modes), "resources": {"requests": {"storage": storage}}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {"name": name, "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}
 
 
 # --- Dynamic Resource Allocation -------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -40,7 +41,8 @@ def test_simulate_yaml_is_the_final_state_in_kubernetes_shape():
     assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
     assert condition["message"] == (
         "0/6 nodes are available: 1 node(s) were unschedulable, 4 Insufficient cpu, "
-        "5 Insufficient memory, 5 Insufficient nvidia.com/gpu."
+        "5 Insufficient memory, 5 Insufficient nvidia.com/gpu. "
+        "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
     )
     gated = pods["shop/canary-1"]["status"]["conditions"][0]
     assert gated["reason"] == "SchedulingGated"
@@ -144,3 +146,88 @@ def test_plugins_lists_the_built_ins_with_their_extension_points():
     result = run("plugins")
     assert result.exit_code == 0
     assert "NodeResourcesFit" in result.output and "DefaultBinder" in result.output
+
+
+TAINTS = ROOT / "examples" / "device-taints"
+
+
+def test_simulate_device_taint_example_evicts_and_reschedules_onto_untainted_gpus():
+    # the command the README shows
+    result = run("simulate", "-f", str(TAINTS / "cluster"), "--at", f"1m={TAINTS / 'taint-gpu-b.yaml'}",
+                 "--at", f"2m={TAINTS / 'train-0.yaml'}", "--until", "5m", "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    events = [(d["lastTimestamp"], d["involvedObject"]["name"], d["reason"], d["message"])
+              for d in docs if d["kind"] == "Event"]
+    assert ("2026-01-01T00:00:00Z", "train-0", "Scheduled", "Successfully assigned default/train-0 to gpu-b") in events
+    assert ("2026-01-01T00:01:00Z", "train-0", "DeviceTaintManagerEviction", "Marking for deletion") in events
+    assert ("2026-01-01T00:02:00Z", "train-0", "Scheduled", "Successfully assigned default/train-0 to gpu-a") in events
+    pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Pod"}
+    assert pods["train-0"]["spec"]["nodeName"] == "gpu-a" and pods["infer-0"]["spec"]["nodeName"] == "gpu-c"
+    claims = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaim"}
+    pools = {name: {r["pool"] for r in c["status"]["allocation"]["devices"]["results"]} for name, c in claims.items()}
+    assert sorted(pools.values(), key=sorted) == [{"gpu-a"}, {"gpu-c"}]  # the evicted pod's claim was deleted
+    (rule,) = [d for d in docs if d["kind"] == "DeviceTaintRule"]
+    assert rule["spec"]["taint"]["timeAdded"] == "2026-01-01T00:01:00Z"
+    (condition,) = rule["status"]["conditions"]
+    assert (condition["reason"], condition["message"]) == ("Completed", "1 pod evicted since starting the controller.")
+
+
+def test_simulate_applies_and_deletes_objects_at_simulated_times(tmp_path):
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: late}\nspec:\n  containers: [{name: c, image: i}]\n")
+    (tmp_path / "node.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '10'}}\n")
+    relabelled = tmp_path / "node-labelled.yaml"
+    relabelled.write_text((tmp_path / "node.yaml").read_text().replace("{name: n1}", "{name: n1, labels: {a: b}}"))
+    result = run("simulate", "-f", str(tmp_path / "pod.yaml"), "--at", f"90s={tmp_path / 'node.yaml'}",
+                 "--at", f"1h30m={relabelled}", "--delete-at", f"2h={tmp_path / 'pod.yaml'}",
+                 "--delete-at", f"3h={tmp_path / 'pod.yaml'}", "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    assert [d for d in docs if d["kind"] == "Pod"] == []
+    (node,) = [d for d in docs if d["kind"] == "Node"]
+    assert node["metadata"]["labels"] == {"a": "b"} and node["metadata"]["creationTimestamp"] == "2026-01-01T00:01:30Z"
+    scheduled = [d["lastTimestamp"] for d in docs if d["kind"] == "Event" and d["reason"] == "Scheduled"]
+    assert len(scheduled) == 1 and "2026-01-01T00:01:30Z" <= scheduled[0] < "2026-01-01T00:02:00Z"  # after its backoff
+
+
+@pytest.mark.parametrize("value, message", [
+    ("90s", "--at: expected OFFSET=FILE, got '90s'"),
+    ("soon=x.yaml", "--at: invalid duration 'soon'"),
+    ("1m=missing.yaml", "missing.yaml"),
+])
+def test_simulate_refuses_a_bad_timed_change(value, message):
+    result = run("simulate", "-f", EXAMPLE, "--at", value)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_simulate_names_the_file_and_object_the_cluster_refuses_at_its_time(tmp_path):
+    bad = tmp_path / "pod.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+                   "spec: {priorityClassName: missing, containers: [{name: c, image: i}]}\n")
+    result = run("simulate", "-f", EXAMPLE, "--at", f"5m={bad}")
+    assert result.exit_code == 2
+    assert f"{bad}: Pod/p: spec.priorityClassName: no PriorityClass with name missing was found" in result.output
+
+
+def test_simulate_help_documents_timed_changes():
+    result = run("simulate", "--help")
+    assert "--at" in result.output and "--delete-at" in result.output and "OFFSET=FILE" in result.output
+
+
+def test_simulate_preemption_example_shows_the_preempted_events_and_placements():
+    result = runner.invoke(app, ["simulate", "-f", str(ROOT / "examples" / "preemption")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    preemptions = [line for line in lines if "Preempted by pod" in line]
+    assert [(line.split("│")[2].strip(), line.split("│")[3].strip()) for line in preemptions] == [
+        ("jobs/batch-2", "shop/checkout-1"), ("jobs/batch-3", "shop/checkout-1"), ("jobs/batch-4", "shop/web-1")]
+    assert all("on node node-a" in line for line in preemptions[:2]) and "on node node-c" in preemptions[2]
+    placed = {line.split("│")[1].strip(): line.split("│")[3].strip() for line in lines if line.startswith("│ ")
+              and "/" in line.split("│")[1] and len(line.split("│")) == 6}
+    assert placed["shop/checkout-1"] == "node-a" and placed["shop/web-1"] == "node-c"
+    assert placed["shop/report-1"] == "-" and placed["data/etl-1"] == "node-b"
+    assert "preemption: not eligible due to preemptionPolicy=Never." in result.output
+    assert "6 pod(s) scheduled, 2 pending, 3 node(s)" in result.output

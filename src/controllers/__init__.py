@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from kubesched.core.controller import Controller, ControllerContext, ControllerManager
 
+from .devicetainteviction import DeviceTaintEvictionController
+from .disruption import DisruptionController
+from .ephemeral import EphemeralVolumeController
+from .persistentvolume import PersistentVolumeController
 from .resourceclaim import ResourceClaimController
 
 #: name -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {
     "resourceclaim": ResourceClaimController,
+    EphemeralVolumeController.name: EphemeralVolumeController,
+    PersistentVolumeController.name: PersistentVolumeController,
+    DeviceTaintEvictionController.name: DeviceTaintEvictionController,
+    DisruptionController.name: DisruptionController,
 }
 
 

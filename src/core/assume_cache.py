@@ -27,8 +27,9 @@ class AssumeError(Exception):
     """:meth:`AssumeCache.assume` refused: the object is unknown or out of date."""
 
 
-def _version(obj: Any) -> int:
-    """The object's resourceVersion as a number (opaque upstream, numeric in practice)."""
+def resource_version(obj: Any) -> int:
+    """The object's resourceVersion as a number (opaque upstream, numeric in practice;
+    upstream's ``storage.APIObjectVersioner`` compares them the same way)."""
     try:
         return int(obj.metadata.resource_version or 0)
     except ValueError:
@@ -61,7 +62,7 @@ class AssumeCache:
     def _on_add(self, obj: Any) -> None:
         key = object_key(obj)
         current = self._latest.get(key)
-        if current is not None and _version(obj) <= _version(current):
+        if current is not None and resource_version(obj) <= resource_version(current):
             return  # not newer: keep what we have (an assumed copy survives a resync)
         self._latest[key] = obj
         self._api[key] = obj
@@ -96,9 +97,9 @@ class AssumeCache:
         current = self._latest.get(key)
         if current is None:
             raise AssumeError(f"{self.kind} {key!r} not found")
-        if _version(obj) < _version(current):
-            raise AssumeError(f"{self.kind} {key!r} is out of sync (stored: {_version(current)}, "
-                              f"assume: {_version(obj)})")
+        if resource_version(obj) < resource_version(current):
+            raise AssumeError(f"{self.kind} {key!r} is out of sync (stored: {resource_version(current)}, "
+                              f"assume: {resource_version(obj)})")
         self._latest[key] = obj
         self._notify(current, obj)
 

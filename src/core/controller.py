@@ -70,21 +70,26 @@ class Controller:
         self.recorder = EventRecorder(ctx.cluster, ctx.clock, self.name)
         self.synced = 0
 
-    def sync(self, item: Hashable) -> None:
-        """Do the work for ``item``.  Raise :class:`ApiError` to retry it later."""
+    def sync(self, item: Hashable) -> float | None:
+        """Do the work for ``item``.  Raise :class:`ApiError` to retry it later
+        with backoff; return a number of seconds to look at it again then
+        (upstream's "again after", e.g. an eviction that is not due yet)."""
         raise NotImplementedError
 
     def process(self, item: Hashable) -> None:
-        """Sync one taken item: success forgets its backoff, an API error
-        requeues it rate-limited; either way the queue is told it is done."""
+        """Sync one taken item: success forgets its backoff (and queues it
+        again after the delay ``sync`` returned, if any), an API error requeues
+        it rate-limited; either way the queue is told it is done."""
         try:
-            self.sync(item)
+            again_after = self.sync(item)
         except ApiError as err:
             log.info("%s: retrying %r after error: %s", self.name, item, err)
             self.queue.add_rate_limited(item)
         else:
             self.queue.forget(item)
             self.synced += 1
+            if again_after:
+                self.queue.add_after(item, again_after)
         finally:
             self.queue.done(item)
 

@@ -16,6 +16,10 @@ from .clock import Clock
 #: Identical events about one object within this many seconds are one Event with a count.
 AGGREGATION_SECONDS = 600.0
 
+#: Event names are ``<object>.<hex>``; one sequence for every recorder, so that two
+#: components (scheduler, controllers) never pick the same name for the same object.
+_EVENT_SEQUENCE = itertools.count(1)
+
 
 class EventRecorder:
     """Records events about objects through the cluster client.
@@ -30,7 +34,6 @@ class EventRecorder:
         self.clock = clock
         self.component = component
         self.dropped = 0
-        self._seq = itertools.count(1)
         self._recorded: dict[tuple, tuple[str, str]] = {}
 
     def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
@@ -46,7 +49,7 @@ class EventRecorder:
         if previous is not None and self._bump(previous, now):
             return
         event = Event(
-            metadata=ObjectMeta(name=f"{meta.name}.{next(self._seq):x}", namespace=meta.namespace or "default"),
+            metadata=ObjectMeta(name=f"{meta.name}.{next(_EVENT_SEQUENCE):x}", namespace=meta.namespace or "default"),
             involved_object=ObjectReference(
                 api_version=resource_of(regarding).api_version,
                 kind=resource_of(regarding).kind,

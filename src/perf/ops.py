@@ -14,7 +14,9 @@ Ops and upstream semantics:
 - ``createNodes``: ``count`` nodes from ``nodeTemplatePath`` (expanded with
   ``.Index`` 0..count-1 and ``.Count``) or a 4 CPU / 32Gi / 110 pods node
   named ``node-<opIndex>-<random>``; each gets the ``kubernetes.io/hostname``
-  label.
+  label.  ``nodeAllocatableStrategy`` adds ``nodeAllocatable`` to each node's
+  allocatable and creates its CSINode (``csiNodeAllocatable`` driver counts,
+  ``migratedPlugins`` in the migrated-plugins annotation).
 - ``createPods``: ``count`` pods from ``podTemplatePath`` (else the test
   case's ``defaultPodTemplatePath``, else a 100m / 500Mi pod) in
   ``namespace`` (default ``namespace-<opIndex>``); then waits until they are
@@ -22,7 +24,11 @@ Ops and upstream semantics:
   instead; ``steadyState`` keeps ``count`` pods pending for ``duration``,
   deleting each scheduled batch and creating the next).  ``collectMetrics``
   measures SchedulingThroughput of that namespace from the moment the pods
-  exist until the last is scheduled.
+  exist until the last is scheduled.  With ``persistentVolumeTemplatePath``
+  and ``persistentVolumeClaimTemplatePath`` each pod ``i`` first gets claim
+  ``pvc-<i>`` and PV ``<namespace>-vol-<i>`` (CSI handle = its name, AWS
+  volume ID ``vol-<i>``), bound to each other, and uses the claim as volume
+  ``vol``.
 - ``createAny``: objects of any kind kubesched models, from ``templatePath``.
 - ``createNamespaces``: ``<prefix>-0`` .. ``<prefix>-<count-1>``.
 - ``barrier``: waits until the pods recorded by earlier
@@ -38,9 +44,9 @@ Ops and upstream semantics:
   of ``namespaces`` (and ``labelSelector``) between the two ops.
 
 Before anything runs, :meth:`WorkloadExecutor.check` looks for what kubesched
-cannot do yet (an op it does not implement, persistent volumes, node
-allocatable strategies, kinds it does not model, pods that need preemption
-when no PostFilter plugin is enabled) and raises :class:`Unsupported`.
+cannot do yet (an op it does not implement, node label strategies, kinds
+it does not model, pods that need preemption when no PostFilter plugin is
+enabled) and raises :class:`Unsupported`.
 """
 
 from __future__ import annotations
@@ -56,17 +62,30 @@ import attrs
 import yaml
 
 from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
-from ..core.api.core_v1 import Namespace, Node, Pod
-from ..core.api.meta import ObjectMeta
+from ..core.api.core_v1 import (
+    CLAIM_BOUND,
+    VOLUME_BOUND,
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource,
+    Pod,
+    Volume,
+)
+from ..core.api.meta import ObjectMeta, ObjectReference
+from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
 from ..core.cluster.client import AlreadyExists, ApiError, NotFound
 from ..core.cluster.memory import MemoryCluster
 from ..core.clock import RealClock
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from ..core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from ..core.framework.registry import Registry
 from ..core.cluster.informer import Informers
 from ..core.controller import ControllerContext, ControllerManager
+from ..core.quantity import QuantityError, parse_resource_list
 from ..core.scheduler.scheduler import Scheduler
-from ..controllers import build_controller_manager
+from ..controllers import CONTROLLERS, build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -85,6 +104,12 @@ PROGRESS_PERIOD = 0.25
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+#: Controllers upstream's scheduler_perf does not run: its volume workloads
+#: create PVs and claims already bound, and no PV controller touches them;
+#: no disruption controller computes PodDisruptionBudget status.
+NOT_IN_SCHEDULER_PERF = ("persistentvolume-controller", "ephemeral-volume-controller", "disruption-controller")
 
 
 class Unsupported(Exception):
@@ -179,6 +204,33 @@ class ObjectSource:
         return obj
 
 
+def node_allocatable_strategy(raw: Any) -> tuple[dict[str, int], CSINode] | None:
+    """Upstream ``NodeAllocatableStrategy``: (allocatable to add, the CSINode
+    template) from ``{nodeAllocatable, csiNodeAllocatable, migratedPlugins}``.
+    Raises :class:`PerfConfigError` for a malformed strategy."""
+    if raw is None:
+        return None
+    where = "nodeAllocatableStrategy"
+    if not isinstance(raw, dict) or set(raw) - {"nodeAllocatable", "csiNodeAllocatable", "migratedPlugins"}:
+        raise PerfConfigError(f"{where}: expected a mapping of nodeAllocatable, csiNodeAllocatable, migratedPlugins")
+    try:
+        allocatable = parse_resource_list(raw.get("nodeAllocatable") or {}, f"{where}.nodeAllocatable")
+    except QuantityError as err:
+        raise PerfConfigError(str(err)) from None
+    drivers = []
+    for driver, resources in (raw.get("csiNodeAllocatable") or {}).items():
+        count = (resources or {}).get("count") if isinstance(resources, dict) else None
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise PerfConfigError(f"{where}.csiNodeAllocatable.{driver}.count: expected an integer, got {count!r}")
+        drivers.append(CSINodeDriver(name=driver, allocatable=VolumeNodeResources(count=count)))
+    plugins = raw.get("migratedPlugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+        raise PerfConfigError(f"{where}.migratedPlugins: expected a list of plugin names")
+    csi_node = CSINode(metadata=ObjectMeta(annotations={MIGRATED_PLUGINS_ANNOTATION: ",".join(plugins)}),
+                       spec=CSINodeSpec(drivers=tuple(drivers)))
+    return allocatable, csi_node
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -264,7 +316,8 @@ class WorkloadExecutor:
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
         self.controllers = build_controller_manager(
-            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True))
+            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True),
+            [name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
@@ -285,16 +338,16 @@ class WorkloadExecutor:
     def _check_op(self, op: Op, fields: dict[str, Any], preemption: bool) -> None:
         code = op.opcode
         if code == "createNodes":
-            for key in ("nodeAllocatableStrategy", "labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
+            for key in ("labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
                 if key in fields:
-                    raise Unsupported(f"unsupported op: createNodes with {key} (node prepare strategies "
-                                      "are not implemented; CSINode volume limits are not modelled)")
+                    raise Unsupported(f"unsupported op: createNodes with {key} (node label strategies "
+                                      "are not implemented)")
+            node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
             self._node_source(op, fields).document(0, max(fields.get("count", 0), 1))
         elif code == "createPods":
-            for key in ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"):
-                if key in fields:
-                    raise Unsupported(f"unsupported op: createPods with {key} (persistent volumes and "
-                                      "volume binding are not modelled yet)")
+            volumes = self._volume_sources(fields)
+            if volumes is not None:
+                volumes[0].object(), volumes[1].object()
             if "signatureBatchSize" in fields:
                 raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
             source = self._pod_source(op, fields)
@@ -335,6 +388,17 @@ class WorkloadExecutor:
         if not preemption and (priority > 0 or pod.spec.priority_class_name):
             raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
                               "preemption; DefaultPreemption is not enabled)")
+
+    def _volume_sources(self, fields: dict[str, Any]) -> tuple[ObjectSource, ObjectSource] | None:
+        """The (PV, claim) templates of a createPods op, or None without them."""
+        pv_path = fields.get("persistentVolumeTemplatePath")
+        claim_path = fields.get("persistentVolumeClaimTemplatePath")
+        if claim_path is None:
+            return None
+        if pv_path is None:
+            raise PerfConfigError("persistentVolumeClaimTemplatePath needs persistentVolumeTemplatePath")
+        return (ObjectSource(self.case.path(pv_path), "PersistentVolume"),
+                ObjectSource(self.case.path(claim_path), "PersistentVolumeClaim"))
 
     def _node_source(self, op: Op, fields: dict[str, Any]) -> ObjectSource:
         path = fields.get("nodeTemplatePath")
@@ -496,6 +560,7 @@ class WorkloadExecutor:
     def _op_createNodes(self, op: Op, fields: dict[str, Any]) -> None:
         count = fields.get("count", 0)
         source = self._node_source(op, fields)
+        strategy = node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
         create = self.cluster.create
         for index in range(count):
             node: Node = source.object(index, count)
@@ -506,6 +571,11 @@ class WorkloadExecutor:
             node = attrs.evolve(node, metadata=attrs.evolve(meta, name=name, generate_name=meta.generate_name,
                                                             labels=labels))
             try:
+                if strategy is not None:
+                    allocatable, csi_node = strategy
+                    node = attrs.evolve(node, status=attrs.evolve(node.status,
+                                                                  allocatable={**node.allocatable, **allocatable}))
+                    create(attrs.evolve(csi_node, metadata=attrs.evolve(csi_node.metadata, name=name)))
                 create(node)
             except ApiError as err:
                 raise WorkloadFailed(f"creating node {name}: {err}") from None
@@ -519,7 +589,8 @@ class WorkloadExecutor:
                 self._node_names.add(name)
                 return name
 
-    def _create_pods(self, source: ObjectSource, namespace: str, count: int, offset: int = 0) -> None:
+    def _create_pods(self, source: ObjectSource, namespace: str, count: int, offset: int = 0,
+                     volumes: tuple[ObjectSource, ObjectSource] | None = None) -> None:
         create = self.cluster.create
         fixed = None
         if source.static:
@@ -532,11 +603,40 @@ class WorkloadExecutor:
                 pod = source.object(index, count)
                 pod = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace=namespace))
             try:
+                if volumes is not None:
+                    pod = self._create_bound_volume(pod, volumes, namespace, index)
                 create(pod)
             except ApiError as err:
                 raise WorkloadFailed(f"creating pod {pod.metadata.name or pod.metadata.generate_name}: {err}") from None
             if index & 255 == 255:
                 self._tick()
+
+    def _create_bound_volume(self, pod: Pod, volumes: tuple[ObjectSource, ObjectSource], namespace: str,
+                             index: int) -> Pod:
+        """Upstream ``CreatePodWithPersistentVolume`` (bindVolume): claim
+        ``pvc-<index>`` and PV ``<namespace>-vol-<index>`` bound to each other;
+        returns ``pod`` using the claim as volume ``vol``."""
+        pv_template, claim_template = volumes
+        claim_name = f"pvc-{index}"
+        pv: PersistentVolume = pv_template.object()
+        pv_name = f"{namespace}-vol-{index}"
+        spec = pv.spec
+        if spec.csi is not None:
+            spec = attrs.evolve(spec, csi=attrs.evolve(spec.csi, volume_handle=pv_name))
+        elif spec.aws_elastic_block_store is not None:
+            spec = attrs.evolve(spec, aws_elastic_block_store=attrs.evolve(spec.aws_elastic_block_store,
+                                                                           volume_id=f"vol-{index}"))
+        spec = attrs.evolve(spec, claim_ref=ObjectReference(api_version="v1", kind="PersistentVolumeClaim",
+                                                            namespace=namespace, name=claim_name))
+        claim: PersistentVolumeClaim = claim_template.object()
+        claim = attrs.evolve(claim, metadata=attrs.evolve(claim.metadata, name=claim_name, namespace=namespace),
+                             spec=attrs.evolve(claim.spec, volume_name=pv_name),
+                             status=attrs.evolve(claim.status, phase=CLAIM_BOUND))
+        self.cluster.create(claim)
+        self.cluster.create(attrs.evolve(pv, metadata=attrs.evolve(pv.metadata, name=pv_name), spec=spec,
+                                         status=attrs.evolve(pv.status, phase=VOLUME_BOUND)))
+        volume = Volume(name="vol", persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name=claim_name))
+        return attrs.evolve(pod, spec=attrs.evolve(pod.spec, volumes=(volume,)))
 
     def _op_createPods(self, op: Op, fields: dict[str, Any]) -> None:
         namespace = fields.get("namespace") or f"namespace-{op.index}"
@@ -550,7 +650,7 @@ class WorkloadExecutor:
         if fields.get("steadyState"):
             self._steady_state(source, namespace, count, fields["duration"], collect)
             return
-        self._create_pods(source, namespace, count)
+        self._create_pods(source, namespace, count, volumes=self._volume_sources(fields))
         if collect:
             self._start_collecting([namespace], None)
         if fields.get("skipWaitToCompletion"):

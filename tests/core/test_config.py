@@ -19,8 +19,8 @@ from kubesched.plugins import DEFAULT_PLUGINS
 from .helpers import DEFAULT, config, framework, from_yaml, simulation
 
 DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                   "DynamicResources"]
-DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "DynamicResources",
+                   "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"]
+DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "DynamicResources",
                   "NodeResourcesBalancedAllocation"]
 
 
@@ -88,7 +88,7 @@ def test_default_profile_points_and_weights():
     assert fw.points["score"] == DEFAULT_SCORES
     assert fw.points["bind"] == ["DefaultBinder"]
     assert fw.score_weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                                "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1}
+                                "VolumeBinding": 1, "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1}
 
 
 def test_the_documented_example_file_loads(tmp_path):
@@ -185,7 +185,8 @@ def test_disabled_star_at_one_point_keeps_only_that_points_own_plugins():
     resolved = points(cfg)
     assert resolved["filter"] == ["MyFilter"]
     # other points still get the defaults
-    assert resolved["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "DynamicResources"]
+    assert resolved["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
+                                     "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"]
     assert resolved["score"] == DEFAULT_SCORES
 
 
@@ -220,7 +221,8 @@ def test_expansion_order_overrides_then_multipoint_then_other_specific():
     ]}}})
     assert points(cfg)["filter"] == [
         "NodeResourcesFit", "NodeName",  # re-declared at the point, in the point's order
-        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "DynamicResources",  # rest of multiPoint
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",  # the rest of multiPoint
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources",
         "MyFilter",  # other plugins of the point
     ]
 
@@ -235,7 +237,7 @@ def test_score_weight_specific_point_beats_multipoint():
     assert got["NodeAffinity"] == 5
     assert got["TaintToleration"] == 3  # untouched default
     assert points(cfg)["score"] == ["MyScore", "NodeAffinity", "TaintToleration", "NodeResourcesFit",
-                                    "DynamicResources", "NodeResourcesBalancedAllocation"]
+                                    "VolumeBinding", "DynamicResources", "NodeResourcesBalancedAllocation"]
 
 
 def test_score_weight_zero_or_unset_means_one():

@@ -184,7 +184,10 @@ def test_prefilter_rejection(code, later_plugins_run):
     cond = condition(p)
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
     # PreFilter's message stands for every node
-    assert cond.message == "0/3 nodes are available: pod is not welcome."
+    # preemption finds no victims where PreFilter's rejection was resolvable, and does not try elsewhere
+    preemption = ("No preemption victims found for incoming pod" if later_plugins_run
+                  else "Preemption is not helpful for scheduling")
+    assert cond.message == f"0/3 nodes are available: pod is not welcome. preemption: 0/3 nodes are available: 3 {preemption}."
     assert ("RejectAtPreFilter", 3) in CALLS
     assert (("RecordPreFilter", 3) in CALLS) is later_plugins_run
 
@@ -237,7 +240,8 @@ def test_prefilter_results_are_intersected():
 def test_empty_prefilter_intersection_is_unresolvable():
     sim = run(narrowing(["n1"], ["n3"]), [Narrow, NarrowToo], three_nodes() + [pod("p")])
     assert condition(sim.pod("p")).message == (
-        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [Narrow NarrowToo] simultaneously.")
+        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [Narrow NarrowToo] simultaneously. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     assert CALLS == []
 
 
@@ -247,7 +251,8 @@ def test_nodes_cut_by_prefilter_count_in_the_fit_error():
     p = sim.pod("p")
     assert p.spec.node_name == ""
     assert condition(p).message == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [Narrow].")
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [Narrow]. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 
 
 # --- Filter ------------------------------------------------------------------------------
@@ -469,7 +474,10 @@ def test_postfilter_runs_until_one_succeeds_and_nominates():
 
 def test_postfilter_message_is_appended_to_the_fit_error():
     sim = run(enable(postFilter=["PostFilterNo"]), [PostFilterNo], three_nodes() + [pod("big", cpu="100")])
-    assert condition(sim.pod("big")).message == "0/3 nodes are available: 3 Insufficient cpu. no victims here."
+    # every PostFilter plugin's reasons, joined (DefaultPreemption runs first: multiPoint before the others)
+    assert condition(sim.pod("big")).message == (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling., no victims here")
 
 
 def test_postfilter_does_not_run_when_a_node_fits():

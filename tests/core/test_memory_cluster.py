@@ -278,6 +278,48 @@ def test_unknown_priority_class_is_refused(cluster):
         cluster.get("Pod", "p", "default")
 
 
+def named(name, class_name, **spec):
+    return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                          "spec": {"priorityClassName": class_name, **spec}})
+
+
+def test_priority_admission_refuses_a_priority_or_policy_that_contradicts_the_class(cluster):
+    cluster.create(priority_class("high", 1000))
+    with pytest.raises(Invalid, match=r"the integer value of priority \(5\) must not be provided in pod spec; "
+                                      r"priority admission controller computed 1000 from the given PriorityClass name"):
+        cluster.create(named("p", "high", priority=5))
+    with pytest.raises(Invalid, match=r"the string value of PreemptionPolicy \(Never\) must not be provided in pod "
+                                      r"spec; priority admission controller computed PreemptLowerPriority"):
+        cluster.create(named("q", "high", preemptionPolicy="Never"))
+    assert cluster.create(named("r", "high", priority=1000)).spec.priority == 1000
+
+
+def test_system_priority_classes_need_no_object(cluster):
+    critical = cluster.create(named("p", "system-node-critical"))
+    assert (critical.spec.priority, critical.spec.preemption_policy) == (2000001000, "PreemptLowerPriority")
+
+
+def test_a_pod_with_a_priority_and_no_class_keeps_it(cluster):
+    # as on scheduler_perf's API server, whose pod templates set spec.priority directly
+    admitted = cluster.create(pod("p", priority=10))
+    assert (admitted.spec.priority, admitted.spec.preemption_policy) == (10, "PreemptLowerPriority")
+
+
+def test_priority_class_validation(cluster):
+    cluster.create(priority_class("default", 5, global_default=True))
+    with pytest.raises(Invalid, match="PriorityClass default is already marked as default. Only one default"):
+        cluster.create(priority_class("second", 6, global_default=True))
+    with pytest.raises(Invalid, match="maximum allowed value of a user defined priority is 1000000000"):
+        cluster.create(priority_class("huge", 2_000_000_000))
+    with pytest.raises(Invalid, match="names with 'system-' prefix are reserved"):
+        cluster.create(priority_class("system-mine", 1))
+    with pytest.raises(Invalid, match="preemptionPolicy: Unsupported value: 'Sometimes'"):
+        cluster.create(priority_class("odd", 1, policy="Sometimes"))
+    # updating the default itself is fine
+    current = cluster.get("PriorityClass", "default")
+    assert cluster.update(attrs.evolve(current, value=7)).value == 7
+
+
 def test_gated_pod_gets_the_scheduling_gated_condition(cluster):
     created = cluster.create(pod("g", scheduling_gates=["example.com/wait"]))
     (condition,) = created.status.conditions
@@ -298,3 +340,46 @@ def test_fail_hook_makes_writes_fail(cluster):
         cluster.bind("default", "p", created.metadata.uid, "n1")
     assert calls == [("create", "Pod"), ("bind", "Pod")]
     assert cluster.get("Pod", "p", "default").spec.node_name == ""
+
+
+def test_apply_creates_or_replaces_keeping_the_uid(cluster, clock):
+    seen = []
+    cluster.watch("Pod", "0", lambda event: seen.append((event.type, event.obj.metadata.labels)))
+    created = cluster.apply(pod("web", namespace="", labels={"v": "1"}))
+    clock.advance(5)
+    replaced = cluster.apply(pod("web", namespace="", labels={"v": "2"}))  # namespace defaults the same way
+    assert replaced.metadata.uid == created.metadata.uid
+    assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
+    assert replaced.metadata.creation_timestamp == created.metadata.creation_timestamp
+    assert seen == [(ADDED, {"v": "1"}), (MODIFIED, {"v": "2"})]
+
+
+def _taint_rule(effect: str, time_added=None):
+    taint = {"key": "gpu.example.com/unhealthy", "effect": effect}
+    if time_added is not None:
+        taint["timeAdded"] = time_added
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "r"},
+                          "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": taint}})
+
+
+def test_device_taints_get_time_added_and_rules_a_generation(cluster, clock):
+    slice_ = cluster.create(from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "n", "generation": 1,
+                                                                          "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0", "taints": [{"key": "k", "effect": "NoExecute"},
+                                                          {"key": "k2", "effect": "NoExecute", "timeAdded": 5.0}]}]},
+    }))
+    assert [t.time_added for t in slice_.spec.devices[0].taints] == [1000.0, 5.0]
+
+    rule = cluster.create(_taint_rule("None"))
+    assert (rule.metadata.generation, rule.spec.taint.time_added) == (1, 1000.0)
+    clock.advance(30)
+    same = cluster.update_status(rule)
+    assert same.metadata.generation == 1
+    # the effect changes, timeAdded is kept by the client: the API server bumps it to now
+    changed = cluster.update(attrs.evolve(same, spec=_taint_rule("NoExecute", time_added=1000.0).spec))
+    assert (changed.metadata.generation, changed.spec.taint.time_added) == (2, 1030.0)
+    # a timeAdded given with the change is kept
+    again = cluster.apply(_taint_rule("None", time_added=1010.0))
+    assert (again.metadata.generation, again.spec.taint.time_added) == (3, 1010.0)

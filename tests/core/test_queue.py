@@ -442,7 +442,9 @@ def test_cluster_events_requeue_through_queueing_hints():
     sim.create([node("n1"), pod("p")])
     sim.run_for(10)
     assert plugin.attempts == 1
-    assert condition(sim.pod("p")).message == "0/1 nodes are available: 1 node not ready."
+    assert condition(sim.pod("p")).message == (
+        "0/1 nodes are available: 1 node not ready. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
     # a node the hint says cannot help: the pod stays in the pool, no new attempt
     sim.create([node("n2")])
@@ -483,3 +485,73 @@ def test_gated_pod_is_scheduled_once_its_gates_are_removed():
     sim.run()
     assert sim.pod("g").spec.node_name == "n1"
     assert condition(sim.pod("g")).status == "True"
+
+
+# --- events while a pod is in flight -------------------------------------------------------
+
+
+def test_an_event_during_the_attempt_moves_the_pod_when_it_comes_back():
+    queue, clock = make_queue(hints=[("Fit", ClusterEventWithHint(NODE_ADD))])
+    queue.add(mk("p"))
+    queue.add(mk("q"))
+    queue.move_all(NODE_ADD, None, node("before"))  # nobody in flight: not remembered
+    info = queue.pop()
+    queue.move_all(NODE_ADD, None, node("during"))
+    queue.add_unschedulable(info, {"Fit"})
+    # the node that arrived while p was being scheduled may fit it: back through backoff, not the pool
+    assert queue.get(mk("p")).where == "backoff"
+    fail(queue, "q", rejectors={"Fit"})  # popped after the event: it stays
+    assert queue.get(mk("q")).where == "unschedulable"
+
+
+def test_events_during_the_attempt_that_cannot_help_leave_the_pod_in_the_pool():
+    calls = []
+    queue, _ = make_queue(hints=[("Fit", ClusterEventWithHint(NODE_ADD, hint(QueueingHint.QUEUE_SKIP, calls)))])
+    queue.add(mk("p"))
+    info = queue.pop()
+    queue.move_all(NODE_ADD, None, node("during"))
+    queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, mk("other"))  # Fit did not register it
+    queue.add_unschedulable(info, {"Fit"})
+    assert calls == [("p", None, "during")]
+    assert queue.get(mk("p")).where == "unschedulable"
+
+
+# --- the nominator -------------------------------------------------------------------------
+
+
+def nominated_to(p, node_name):
+    return attrs.evolve(p, status=attrs.evolve(p.status, nominated_node_name=node_name))
+
+
+def test_nominations_follow_the_pod_status():
+    queue, _ = make_queue()
+    p = mk("p", priority=10)
+    queue.add(nominated_to(p, "n1"))
+    assert queue.nominator.nominated_node(p) == "n1"
+    # the status nomination moves, then is cleared (e.g. by a more important preemptor)
+    queue.update(nominated_to(p, "n1"), nominated_to(p, "n2"))
+    assert queue.nominator.nodes() == ["n2"]
+    queue.update(nominated_to(p, "n2"), p)
+    assert queue.nominator.nodes() == []
+
+
+def test_an_in_memory_nomination_survives_updates_until_the_status_says_otherwise():
+    queue, _ = make_queue()
+    p = mk("p", priority=10)
+    queue.add(p)
+    queue.nominator.add(queue.get(p).pod_info, "n1")  # nominated before the status write arrives
+    relabelled = evolve_meta(p, labels={"new": "label"})
+    queue.update(p, relabelled)
+    assert [info.pod for info in queue.nominator.pods_for_node("n1")] == [relabelled]
+    queue.delete(relabelled)
+    assert queue.nominator.nodes() == []
+
+
+def test_pods_to_respect_are_the_others_of_equal_or_higher_priority():
+    queue, _ = make_queue()
+    for name, priority in (("low", 1), ("peer", 5), ("high", 9)):
+        queue.add(nominated_to(mk(name, priority=priority), "n1"))
+    me = mk("me", priority=5)
+    assert sorted(i.pod.metadata.name for i in queue.nominator.pods_to_respect(me, "n1")) == ["high", "peer"]
+    assert [i.pod.metadata.name for i in queue.nominator.pods_to_respect(mk("peer", priority=5), "n1")] == ["high"]
+    assert queue.nominator.pods_to_respect(me, "n2") == []

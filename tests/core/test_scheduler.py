@@ -110,7 +110,9 @@ def test_bound_pods_take_room_and_finished_pods_give_it_back():
     sim.create([node("n1", cpu="2"), busy, pod("waiting", cpu="1")])
     sim.run()
     assert sim.pod("waiting").spec.node_name == ""
-    assert condition(sim.pod("waiting")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("waiting")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     done = sim.pod("busy")
     sim.cluster.update_status(attrs.evolve(done, status=attrs.evolve(done.status, phase="Succeeded")))
     sim.run()
@@ -162,7 +164,8 @@ def test_fit_error_message_counts_reasons_per_node_sorted():
     cond = condition(sim.pod("p"))
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
     assert cond.message == ("0/4 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, "
-                            "2 node(s) had untolerated taint {dedicated: gpu}.")
+                            "2 node(s) had untolerated taint {dedicated: gpu}. "
+                            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
     (event,) = sim.events("FailedScheduling")
     assert (event.type, event.message) == ("Warning", cond.message)
 
@@ -171,7 +174,9 @@ def test_several_reasons_from_one_node_each_count():
     sim = simulation(None)
     sim.create([node("n1", cpu="1", memory="1Gi"), node("n2", cpu="1", memory="8Gi"), pod("p", cpu="2", memory="2Gi")])
     sim.run()
-    assert condition(sim.pod("p")).message == "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."
+    assert condition(sim.pod("p")).message == (
+        "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
 
 def test_no_nodes_at_all():
@@ -350,7 +355,9 @@ def test_permit_wait_then_allow_binds():
     waiting = gate.waiting(sim, "p")
     assert waiting is not None and sim.pod("p").spec.node_name == ""
     # the waiting pod is assumed: its cpu is taken
-    assert condition(sim.pod("q")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("q")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     waiting.allow("WaitForApproval")
     sim.run_for(1)
     assert sim.pod("p").spec.node_name == "n1"
@@ -533,6 +540,7 @@ class WaitForLabel:
 
     def __init__(self, args, handle):
         self.handle = handle
+        self.timeout = args.get("timeout", 30)
 
     @kubesched.hookimpl
     def pre_bind(self, state, pod, node_name):
@@ -546,7 +554,7 @@ class WaitForLabel:
                 return Status(Code.UNSCHEDULABLE, ("attachment failed",))
             return Status(Code.WAIT)
 
-        return kubesched.PreBindWait(attached, timeout=30, message="volume not attached in time")
+        return kubesched.PreBindWait(attached, timeout=self.timeout, message="volume not attached in time")
 
 
 def label_node(sim, value):
@@ -581,6 +589,14 @@ def test_a_prebind_wait_times_out_unreserves_and_retries():
     assert condition(sim.pod("p")).reason == "SchedulerError"
     sim.run_for(1)  # retried after the 1 s backoff
     assert [c[:2] for c in CALLS].count(("WaitForLabel", "pre_bind")) == 2
+
+
+def test_a_long_prebind_wait_runs_to_its_timeout_in_a_simulation_without_an_end_time():
+    sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}},
+                             "pluginConfig": [{"name": "WaitForLabel", "args": {"timeout": 300}}]}), WaitForLabel)
+    sim.create([node("n1"), pod("p")])
+    sim.run()
+    assert condition(sim.pod("p")).message == 'running PreBind plugin "WaitForLabel": volume not attached in time'
 
 
 def test_a_prebind_wait_that_fails_is_an_unschedulable_binding():
@@ -619,7 +635,9 @@ def test_a_failed_binding_cycle_requeues_pods_waiting_for_room():
     sim.run_for(5)
     gate = plugin(sim, "WaitForApproval")
     assert gate.waiting(sim, "first") is not None
-    assert condition(sim.pod("second")).message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition(sim.pod("second")).message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     assert sim.scheduler.queue.get(sim.pod("second")).where == "unschedulable"
     # first times out at Permit: its room is given back and second is retried at once
     sim.run_for(5)
@@ -644,7 +662,9 @@ class HoldBack:
 
 
 def test_a_nomination_in_the_pod_status_holds_the_room():
-    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]}}}), HoldBack)
+    # without PostFilter nothing revisits vip's nomination (preemption would clear it: no victims)
+    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]},
+                                         "postFilter": {"disabled": [{"name": "*"}]}}}), HoldBack)
     sim.create([
         node("n1", cpu="2"),
         nominated(pod("vip", cpu="2", priority=100, labels={"hold": "yes"}), "n1"),
@@ -656,6 +676,45 @@ def test_a_nomination_in_the_pod_status_holds_the_room():
     # lower-priority pods must leave the nominated room alone; equal priority ones too
     assert condition(sim.pod("low")).message == "0/1 nodes are available: 1 Insufficient cpu."
     assert sim.pod("peer").spec.node_name == ""
+
+
+def held_nominee_sim():
+    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "HoldBack"}]},
+                                         "postFilter": {"disabled": [{"name": "*"}]}}}), HoldBack)
+    sim.create([node("n1", cpu="2"), node("n2", cpu="2"),
+                nominated(pod("vip", cpu="2", priority=100, labels={"hold": "yes"}), "n1")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nominated_node(sim.pod("vip")) == "n1"
+    return sim
+
+
+def test_a_nomination_ends_when_the_pod_is_bound_elsewhere():
+    sim = held_nominee_sim()
+    vip = sim.pod("vip")
+    sim.cluster.bind("default", "vip", vip.metadata.uid, "n2")  # e.g. by another scheduler
+    sim.create([pod("low", cpu="2")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nodes() == []
+    assert sim.placements() == {"default/low": "n1", "default/vip": "n2"}
+
+
+def test_a_nomination_ends_when_the_pod_is_deleted():
+    sim = held_nominee_sim()
+    sim.cluster.delete("Pod", "vip", "default")
+    sim.create([pod("low-1", cpu="2"), pod("low-2", cpu="2")])
+    sim.run()
+    assert sim.scheduler.queue.nominator.nodes() == []
+    assert sorted(sim.placements().values()) == ["n1", "n2"]  # n1's room is free again
+
+
+def test_a_failure_after_the_node_was_chosen_clears_the_nomination():
+    cfg = config({"plugins": {"permit": {"enabled": [{"name": "WaitForApproval"}]}},
+                  "pluginConfig": [{"name": "WaitForApproval", "args": {"timeout": 5}}]})
+    sim = simulation(cfg, WaitForApproval)
+    sim.create([node("n1"), nominated(pod("p"), "n1")])
+    sim.run_for(6)  # assumed on n1, then rejected at Permit by the timeout
+    assert sim.pod("p").status.nominated_node_name == ""
+    assert sim.scheduler.queue.nominator.nodes() == []
 
 
 class SecondApprover(WaitForApproval):

@@ -36,3 +36,15 @@ def basic_case(**overrides) -> dict:
     }
     case.update(overrides)
     return case
+
+
+def executor_for(path: Path, test: str, workload: str):
+    """A WorkloadExecutor that ran ``workload`` of test case ``test`` in the config ``path``."""
+    from kubesched.perf.config import load_test_cases
+    from kubesched.perf.ops import WorkloadExecutor
+
+    case = next(c for c in load_test_cases(path) if c.name == test)
+    executor = WorkloadExecutor(case, case.workload(workload))
+    executor.check()
+    executor.run()
+    return executor

@@ -11,17 +11,9 @@ from kubesched.perf import perf_command, render, run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
+from .helpers import DATA, MISC, basic_case, executor_for, needs_data, write_config
 
 pytestmark = needs_data
-
-
-def executor_for(path, test: str, workload: str) -> WorkloadExecutor:
-    case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
-    executor.check()
-    executor.run()
-    return executor
 
 
 def test_scheduling_basic_5nodes_binds_every_pod():
@@ -52,25 +44,41 @@ def test_json_output_is_upstreams_data_items():
     assert results[0].feature_gates == {"SchedulerAsyncAPICalls": False}
 
 
-def test_table_shows_throughput_threshold_and_unsupported_reasons():
-    results = run(MISC, test="PreemptionBasic", workload="5Nodes") + run(MISC, test="SchedulingBasic",
-                                                                           workload="5Nodes")
+def test_table_shows_throughput_threshold_and_unsupported_reasons(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
+    results = run(write_config(tmp_path, [case])) + run(MISC, test="SchedulingBasic", workload="5Nodes")
     out = io.StringIO()
     render(results, "table", out=out)
     text = out.getvalue()
     assert "SchedulingBasic/5Nodes" in text and "Average" in text and "Perc99" in text
-    assert "PreemptionBasic/5Nodes" in text and "unsupported op: createPods" in text
+    assert "Tiny/" in text and "unsupported op: teleportPods" in text
     assert "SchedulerAsyncAPICalls=false" in text
 
 
-@pytest.mark.parametrize("test, workload, reason", [
-    ("PreemptionBasic", "5Nodes", "unsupported op: createPods of pods with priority 10"),
-    ("Unschedulable", "5Nodes/1Init/10Pods", "unsupported op: churn of pods with priority 10"),
+PREEMPTION = DATA / "default_preemption/performance-config.yaml"
+
+
+def test_preemption_basic_evicts_low_priority_pods_for_every_preemptor():
+    executor = executor_for(PREEMPTION, "PreemptionBasic", "5Nodes")
+    high = executor.cluster.list("Pod", "namespace-2").items
+    low = executor.cluster.list("Pod", "namespace-1").items
+    # 5 nodes x 4 low-priority pods of 900m; each 3000m preemptor needs 3 of its node's 4 gone
+    assert len(high) == 5 and all(p.spec.node_name for p in high)
+    assert len({p.spec.node_name for p in high}) == 5
+    assert len(low) == 5 and all(p.spec.node_name for p in low)
+    preempted = [e for e in executor.cluster.list("Event").items if e.reason == "Preempted"]
+    assert len(preempted) == 15
+    assert executor.measured_pods == 5 and executor.data_items
+
+
+@pytest.mark.parametrize("test, workload", [
+    ("PreemptionAsync", "5Nodes"),
+    ("Unschedulable", "5Nodes/1Init/10Pods"),
 ])
-def test_preemption_workloads_are_reported_unsupported(test, workload, reason):
-    [result] = run(MISC, test=test, workload=workload)
-    assert result.status == "unsupported" and reason in result.reason
-    assert result.data_items == []
+def test_workloads_with_preemption_churn_run(test, workload):
+    executor = executor_for(PREEMPTION, test, workload)
+    assert executor.data_items and executor.measured_pods == (5 if test == "PreemptionAsync" else 10)
 
 
 def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
@@ -87,14 +95,6 @@ def test_binding_conditions_workloads_are_reported_unsupported():
                    workload="fast_AttachmentSuccess")
     assert result.status == "unsupported"
     assert result.reason.startswith("unsupported op: ")
-
-
-def test_volumes_are_reported_unsupported():
-    results = run(DATA / "volumes/performance-config.yaml", workload="5Nodes")
-    by_test = {r.test: r for r in results}
-    assert by_test["SchedulingSecrets"].status == "ok"
-    assert "persistentVolumeTemplatePath" in by_test["SchedulingInTreePVs"].reason
-    assert "nodeAllocatableStrategy" in by_test["SchedulingCSIPVs"].reason
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
@@ -185,6 +185,18 @@ def test_pods_that_can_never_fit_fail_quickly_saying_why(tmp_path):
     assert result.status == "failed"
     assert "stuck waiting for 4 pods in namespace namespace-1 to be scheduled" in result.reason
     assert "Insufficient cpu" in result.reason
+
+
+def test_pods_with_priority_need_default_preemption(tmp_path):
+    no_preemption = tmp_path / "sched.yaml"
+    no_preemption.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                             "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n"
+                             "      disabled:\n      - name: DefaultPreemption\n")
+    case = basic_case(schedulerConfigPath=str(no_preemption),
+                      defaultPodTemplatePath=str(DATA / "templates/pod-high-priority.yaml"))
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported"
+    assert "unsupported op: createPods of pods with priority 10" in result.reason
 
 
 def test_perf_command_exit_codes(tmp_path, capsys):

@@ -8,8 +8,11 @@ from typing import Any, Iterable
 import attrs
 import numpy as np
 
+from kubesched.core.cluster.informer import Informers
+from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import API_VERSION, KIND
 from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.handle import Handle
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.registry import build_args
 from kubesched.core.framework.snapshot import Snapshot
@@ -19,6 +22,20 @@ from kubesched.simulation import Simulation
 def make(cls: type, raw: dict | None = None, handle: Any = None) -> Any:
     """The plugin ``cls`` built the way a profile builds it: args decoded from ``raw``."""
     return cls(build_args(cls, raw), handle)
+
+
+def with_objects(cls: type, *objects: Any, raw: dict | None = None) -> Any:
+    """The plugin ``cls`` (args from ``raw``) on a MemoryCluster holding
+    ``objects``, its informers started and synced (for plugins that read
+    informer stores: claims, volumes, classes, CSINodes)."""
+    cluster = MemoryCluster()
+    for obj in objects:
+        cluster.create(obj)
+    informers = Informers(cluster)
+    plugin = make(cls, raw, Handle(cluster, informers, cluster.clock, None, lambda: None))
+    informers.start()
+    informers.pump()
+    return plugin
 
 
 def on(p, node_name: str):
@@ -106,6 +123,14 @@ def failure(sim: Simulation) -> str:
     events = sim.events("FailedScheduling")
     assert events, "no FailedScheduling event"
     return events[-1].message
+
+
+def fit_reason(sim: Simulation, name: str | None = None) -> str:
+    """The FitError part of the last FailedScheduling message (of pod ``name``,
+    or of any pod), without what PostFilter (preemption) appended."""
+    events = [e for e in sim.events("FailedScheduling") if name is None or e.involved_object.name == name]
+    assert events, "no FailedScheduling event"
+    return events[-1].message.split(" preemption: ")[0]
 
 
 def condition(sim: Simulation, name: str):

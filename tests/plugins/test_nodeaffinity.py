@@ -300,7 +300,8 @@ def test_node_selector_places_the_pod():
 def test_nothing_matches_then_a_node_is_relabelled():
     sim = simulate([node("a", labels={"zone": "a"}), node("b"), node("c"),
                     pod("p", cpu="100m", node_selector={"zone": "z"})])
-    message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    message = ("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+               "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     assert failure(sim) == message
     assert condition(sim, "p").message == message
     n = sim.get("Node", "c")
@@ -327,7 +328,8 @@ def test_match_fields_pins_the_pod_and_the_message_counts_only_those_nodes():
     assert sim.placements() == {"default/p": ""}
     # n2 and n3 were cut by the PreFilterResult: counted as absent nodes, blaming the narrowing plugin
     assert failure(sim) == ("0/3 nodes are available: 1 Insufficient cpu, "
-                            "2 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+                            "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+                            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 
     sim = simulate([node("n1", cpu="1"), node("n2", cpu="4"), node("n3", cpu="4"),
                     pod("p", cpu="500m", affinity=required(term(fields=[name_in("n3", "gone")])))])
@@ -337,7 +339,7 @@ def test_match_fields_pins_the_pod_and_the_message_counts_only_those_nodes():
 def test_conflicting_match_fields_fail_in_prefilter():
     aff = required(term(fields=[name_in("n1"), name_in("n2")]))
     sim = simulate([node("n1"), node("n2"), pod("p", affinity=aff)])
-    assert failure(sim) == "0/2 nodes are available: pod affinity terms conflict."
+    assert failure(sim) == "0/2 nodes are available: pod affinity terms conflict. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 
 
 def test_added_affinity_from_the_profile():
@@ -347,4 +349,5 @@ def test_added_affinity_from_the_profile():
     assert sim.placements() == {"default/p": "batch"}
 
     sim = simulate([node("web", labels={"pool": "web"}), pod("p", cpu="100m")], config=cfg)
-    assert failure(sim) == "0/1 nodes are available: 1 node(s) didn't match scheduler-enforced node affinity."
+    assert failure(sim) == ("0/1 nodes are available: 1 node(s) didn't match scheduler-enforced node affinity. "
+                            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")

@@ -126,7 +126,8 @@ def test_port_taken_everywhere_then_freed():
         pod("p", cpu="100m", host_ports=[80]),
     ])
     assert sim.placements()["default/p"] == ""
-    message = "0/3 nodes are available: 3 node(s) didn't have free ports for the requested pod ports."
+    message = ("0/3 nodes are available: 3 node(s) didn't have free ports for the requested pod ports. "
+               "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
     assert failure(sim) == message
     assert (condition(sim, "p").reason, condition(sim, "p").message) == ("Unschedulable", message)
 

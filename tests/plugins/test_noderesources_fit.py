@@ -379,7 +379,10 @@ def test_failed_scheduling_message_mixes_fit_reasons():
         pod("p", cpu="2", memory="2Gi"),
     ])
     assert sim.placements()["default/p"] == ""
-    message = "0/3 nodes are available: 1 Insufficient memory, 1 Too many pods, 2 Insufficient cpu."
+    # only "full" could make room (its pod has the same priority, so no victim); the others are too small
+    message = ("0/3 nodes are available: 1 Insufficient memory, 1 Too many pods, 2 Insufficient cpu. "
+               "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+               "2 Preemption is not helpful for scheduling.")
     assert failure(sim) == message
     cond = condition(sim, "p")
     assert (cond.status, cond.reason, cond.message) == ("False", "Unschedulable", message)
@@ -403,7 +406,8 @@ def test_extended_resource_end_to_end():
         pod("train-2", cpu="1", extra_resources={GPU: "1"}, priority=-1),
     ])
     assert sim.placements() == {"default/train-1": "gpu", "default/train-2": ""}
-    assert failure(sim) == f"0/2 nodes are available: 2 Insufficient {GPU}."
+    assert failure(sim) == (f"0/2 nodes are available: 2 Insufficient {GPU}. preemption: 0/2 nodes are available: "
+                            "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
 
 
 def test_ignored_resource_group_end_to_end():
@@ -420,7 +424,7 @@ def test_sidecar_pod_end_to_end():
 
 def test_deleting_a_pod_frees_room():
     sim = simulate([node("n", cpu="2"), on(pod("big", cpu="2"), "n"), pod("p", cpu="1")])
-    assert failure(sim) == "0/1 nodes are available: 1 Insufficient cpu."
+    assert failure(sim) == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     sim.cluster.delete("Pod", "big", "default")
     sim.run()
     assert sim.placements() == {"default/p": "n"}

@@ -77,10 +77,10 @@ def test_pod_avoids_the_cordoned_node():
 def test_all_nodes_cordoned_then_uncordon_one():
     sim = simulate([node("a", unschedulable=True), node("b", unschedulable=True), pod("p", cpu="100m")])
     assert sim.placements() == {"default/p": ""}
-    assert failure(sim) == "0/2 nodes are available: 2 node(s) were unschedulable."
+    assert failure(sim) == "0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     cond = condition(sim, "p")
     assert (cond.status, cond.reason, cond.message) == (
-        "False", "Unschedulable", "0/2 nodes are available: 2 node(s) were unschedulable.")
+        "False", "Unschedulable", "0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
     sim.cluster.update(cordon(sim.get("Node", "b"), False))
     sim.run()

@@ -62,7 +62,7 @@ def test_higher_priority_pod_gets_the_only_room():
         pod("high", cpu="1", priority=1000),
     ])
     assert sim.placements() == {"default/high": "n1", "default/low": ""}
-    assert failure(sim) == "0/1 nodes are available: 1 Insufficient cpu."
+    assert failure(sim) == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     assert sim.events("FailedScheduling")[-1].involved_object.name == "low"
 
 

@@ -84,4 +84,5 @@ def test_released_pod_that_does_not_fit_reports_the_filter_reason():
     sim.run()
     assert sim.placements() == {"default/p": ""}
     cond = condition(sim, "p")
-    assert (cond.reason, cond.message) == ("Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.")
+    assert (cond.reason, cond.message) == ("Unschedulable", "0/1 nodes are available: 1 Insufficient cpu. "
+                                                            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")

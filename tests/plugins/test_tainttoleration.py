@@ -161,7 +161,8 @@ def test_failed_scheduling_message_counts_each_reason():
         pod("p", cpu="2"),
     ])
     assert sim.placements() == {"default/p": ""}
-    message = "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {k: v}."
+    message = ("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {k: v}. "
+               "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     assert failure(sim) == message
     cond = condition(sim, "p")
     assert (cond.status, cond.reason, cond.message) == ("False", "Unschedulable", message)
@@ -189,7 +190,8 @@ def test_soft_taint_steers_the_pod_away():
 
 def test_removing_the_taint_releases_the_pod():
     sim = simulate([node("n", taints=[("maintenance", "", "NoExecute")]), pod("p", cpu="100m")])
-    assert failure(sim) == "0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: }."
+    assert failure(sim) == ("0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: }. "
+                            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     n = sim.get("Node", "n")
     sim.cluster.update(attrs.evolve(n, spec=attrs.evolve(n.spec, taints=(Taint("other", "", "PreferNoSchedule"),))))
     sim.run()

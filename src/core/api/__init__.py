@@ -54,6 +54,10 @@ for _resource in (
     ResourceType("Event", "v1", core_v1.Event, True, "events"),
     ResourceType("PriorityClass", "scheduling.k8s.io/v1", scheduling_v1.PriorityClass, False, "priorityclasses"),
     ResourceType("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False, "storageclasses"),
+    ResourceType("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False, "csinodes"),
+    ResourceType("CSIDriver", "storage.k8s.io/v1", storage_v1.CSIDriver, False, "csidrivers"),
+    ResourceType("CSIStorageCapacity", "storage.k8s.io/v1", storage_v1.CSIStorageCapacity, True,
+                 "csistoragecapacities"),
     ResourceType("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True, "poddisruptionbudgets"),
     ResourceType("Lease", "coordination.k8s.io/v1", coordination_v1.Lease, True, "leases"),
     *(ResourceType(kind, resource_v1.API_VERSION, cls, namespaced, plural, resource_v1.UPGRADES[kind])

@@ -6,7 +6,10 @@ camelCase dicts.  One converter handles every model class:
 - each field's manifest key is its camelCase name, or ``metadata={"key": ...}``;
 - a field with ``metadata={"kind": "quantity"}`` is a ResourceList parsed into
   scheduler units (milli-CPU, bytes) and written back as quantities;
+  ``metadata={"kind": "bytes"}`` is one quantity held as an integer of base units;
 - ``metadata={"kind": "time"}`` is an RFC 3339 timestamp held as float seconds;
+  ``"microtime"`` the same written with microseconds (upstream ``MicroTime``:
+  Lease times, events.k8s.io ``eventTime``);
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
 - fields equal to their default are left out when writing;
@@ -25,7 +28,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ..quantity import QuantityError, format_resource_list, parse_resource_list
+from ..quantity import QuantityError, format_quantity, format_resource_list, parse_resource_list, to_scheduler_units
 
 EXTRA = "extra"
 
@@ -70,6 +73,15 @@ def format_time(seconds: float | None) -> str | None:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_micro_time(seconds: float | None) -> str | None:
+    """Seconds since the epoch -> upstream's MicroTime text (``2026-01-02T03:04:05.123456Z``),
+    which the API server requires for Lease and events.k8s.io times."""
+    if seconds is None:
+        return None
+    stamp = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _quantity_hook(value: Any, _type: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         raise ManifestError("", f"expected a map of quantities, got {value!r}")
@@ -78,6 +90,19 @@ def _quantity_hook(value: Any, _type: Any) -> dict[str, int]:
     except QuantityError as err:
         name, _, problem = str(err).partition(": ")
         raise ManifestError(name, problem) from None
+
+
+def _bytes_hook(value: Any) -> int:
+    if isinstance(value, (dict, list, bool)):
+        raise ManifestError("", f"expected a quantity, got {value!r}")
+    try:
+        return to_scheduler_units("storage", value)
+    except QuantityError as err:
+        raise ManifestError("", str(err)) from None
+
+
+def _format_bytes(value: int | None) -> str | None:
+    return None if value is None else format_quantity("storage", value)
 
 
 def _time_hook(value: Any, _type: Any) -> float | None:
@@ -98,8 +123,10 @@ def _field_hook(f: attrs.Attribute):
     kind = f.metadata.get("kind")
     if kind == "quantity":
         return lambda value: _quantity_hook(value, None)
-    if kind == "time":
+    if kind in ("time", "microtime"):
         return lambda value: _time_hook(value, None)
+    if kind == "bytes":
+        return _bytes_hook
     hook = converter.get_structure_hook(f.type)
     return lambda value: hook(value, f.type)
 
@@ -156,7 +183,8 @@ def _unstructure_factory(cls: type):
     overrides = {}
     for f in attrs.fields(cls):
         kind = f.metadata.get("kind")
-        hook = format_resource_list if kind == "quantity" else format_time if kind == "time" else None
+        hook = {"quantity": format_resource_list, "time": format_time, "microtime": format_micro_time,
+                "bytes": _format_bytes}.get(kind)
         overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook)
     base = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))

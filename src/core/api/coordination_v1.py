@@ -9,12 +9,14 @@ from .meta import ObjectMeta
 
 @frozen
 class LeaseSpec:
-    """Times are float seconds since the epoch (``MicroTime`` on the wire)."""
+    """Times are float seconds since the epoch (``MicroTime`` on the wire);
+    ``lease_duration_seconds`` is how long a candidate waits, after it last saw
+    the lease change, before taking it over."""
 
     holder_identity: str = ""
     lease_duration_seconds: int = 0
-    acquire_time: float | None = field(default=None, metadata={"kind": "time"})
-    renew_time: float | None = field(default=None, metadata={"kind": "time"})
+    acquire_time: float | None = field(default=None, metadata={"kind": "microtime"})
+    renew_time: float | None = field(default=None, metadata={"kind": "microtime"})
     lease_transitions: int = 0
 
 

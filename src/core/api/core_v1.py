@@ -1,4 +1,4 @@
-"""core/v1: Pod, Node, Namespace, PersistentVolume(Claim), Event and their parts.
+"""core/v1: Pod, Node, Namespace, PersistentVolume(Claim), Event and their parts (pod volumes included).
 
 Only the fields the scheduler reads are typed; every other manifest key is kept
 in ``extra`` and written back unchanged.  ResourceLists are integers in
@@ -151,6 +151,96 @@ class PodSchedulingGate:
     name: str = ""
 
 
+# --- volume sources (shared by pod volumes and PersistentVolumes) ---------------------------
+
+
+@frozen
+class AWSElasticBlockStoreVolumeSource:
+    volume_id: str = field(default="", metadata={"key": "volumeID"})
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+@frozen
+class GCEPersistentDiskVolumeSource:
+    pd_name: str = ""
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+@frozen
+class AzureDiskVolumeSource:
+    disk_name: str = ""
+    disk_uri: str = field(default="", metadata={"key": "diskURI"})
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class CinderVolumeSource:
+    volume_id: str = field(default="", metadata={"key": "volumeID"})
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class ISCSIVolumeSource:
+    target_portal: str = ""
+    iqn: str = ""
+    lun: int = 0
+    read_only: bool = False
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class RBDVolumeSource:
+    """Ceph RBD image; ``pool`` defaults to "rbd" as the API server does."""
+
+    monitors: tuple[str, ...] = ()
+    image: str = ""
+    pool: str = "rbd"
+    read_only: bool = False
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class PersistentVolumeClaimVolumeSource:
+    claim_name: str = ""
+    read_only: bool = False
+
+
+@frozen
+class PersistentVolumeClaimTemplate:
+    """A generic ephemeral volume's claim: the PVC the ephemeral volume
+    controller creates as ``<pod name>-<volume name>``, owned by the pod."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PersistentVolumeClaimSpec = field(factory=lambda: PersistentVolumeClaimSpec())
+
+
+@frozen
+class EphemeralVolumeSource:
+    volume_claim_template: PersistentVolumeClaimTemplate | None = None
+
+
+@frozen
+class Volume:
+    """A pod volume.  The sources the scheduler reads are typed (claims,
+    generic ephemeral volumes, the in-tree disks VolumeRestrictions and
+    NodeVolumeLimits look at); every other source stays in ``extra``."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    extra: dict[str, Any] = _extra()
+
+
 @frozen
 class PodResourceClaim:
     """``spec.resourceClaims[]``: a claim the pod uses, by ``name`` in the pod;
@@ -185,6 +275,7 @@ class PodSpec:
     init_containers: tuple[Container, ...] = ()
     overhead: dict[str, int] = _quantities()
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
     extra: dict[str, Any] = _extra()
 
@@ -298,7 +389,25 @@ class VolumeNodeAffinity:
 
 
 @frozen
+class CSIPersistentVolumeSource:
+    driver: str = ""
+    volume_handle: str = ""
+    read_only: bool = False
+    fs_type: str = ""
+    volume_attributes: dict[str, str] = field(factory=dict)
+    extra: dict[str, Any] = _extra()
+
+
+#: PersistentVolume phases and PersistentVolumeClaim phases, as upstream.
+VOLUME_AVAILABLE, VOLUME_BOUND, VOLUME_RELEASED, VOLUME_FAILED = "Available", "Bound", "Released", "Failed"
+CLAIM_PENDING, CLAIM_BOUND, CLAIM_LOST = "Pending", "Bound", "Lost"
+
+
+@frozen
 class PersistentVolumeSpec:
+    """``volume_mode`` "" means Filesystem (the API default); the volume source
+    is one of ``csi`` or the typed in-tree disks (others stay in ``extra``)."""
+
     capacity: dict[str, int] = _quantities()
     access_modes: tuple[str, ...] = ()
     storage_class_name: str = ""
@@ -306,17 +415,27 @@ class PersistentVolumeSpec:
     claim_ref: ObjectReference | None = None
     persistent_volume_reclaim_policy: str = ""
     volume_mode: str = ""
+    csi: CSIPersistentVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
     extra: dict[str, Any] = _extra()
 
 
 @frozen
 class PersistentVolumeStatus:
+    """``phase``: Pending, Available, Bound, Released or Failed."""
+
     phase: str = ""
+    message: str = ""
     extra: dict[str, Any] = _extra()
 
 
 @frozen
 class PersistentVolume:
+    """core/v1 PersistentVolume (cluster-scoped)."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: PersistentVolumeStatus = PersistentVolumeStatus()
@@ -330,6 +449,9 @@ class VolumeResourceRequirements:
 
 @frozen
 class PersistentVolumeClaimSpec:
+    """``storage_class_name`` None means "not set" (the default class applies);
+    "" means explicitly no class.  ``resources.requests["storage"]`` in bytes."""
+
     access_modes: tuple[str, ...] = ()
     resources: VolumeResourceRequirements = VolumeResourceRequirements()
     storage_class_name: str | None = None
@@ -341,6 +463,9 @@ class PersistentVolumeClaimSpec:
 
 @frozen
 class PersistentVolumeClaimStatus:
+    """``phase``: Pending, Bound or Lost; ``capacity`` and ``access_modes``
+    are the bound volume's."""
+
     phase: str = ""
     capacity: dict[str, int] = _quantities()
     access_modes: tuple[str, ...] = ()
@@ -349,6 +474,8 @@ class PersistentVolumeClaimStatus:
 
 @frozen
 class PersistentVolumeClaim:
+    """core/v1 PersistentVolumeClaim."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: PersistentVolumeClaimSpec = PersistentVolumeClaimSpec()
     status: PersistentVolumeClaimStatus = PersistentVolumeClaimStatus()

@@ -47,6 +47,18 @@ class ObjectMeta:
 
 
 @frozen
+class Condition:
+    """meta/v1 Condition; ``last_transition_time`` is float seconds."""
+
+    type: str = ""
+    status: str = ""
+    observed_generation: int = 0
+    last_transition_time: float | None = _time()
+    reason: str = ""
+    message: str = ""
+
+
+@frozen
 class ObjectReference:
     """``involvedObject`` / ``claimRef``: a pointer to another object."""
 

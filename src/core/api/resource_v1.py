@@ -35,7 +35,7 @@ from attrs import field, frozen
 from ..quantity import QuantityError, parse_quantity
 from .convert import ManifestError, converter
 from .core_v1 import NodeSelector
-from .meta import ObjectMeta
+from .meta import Condition, ObjectMeta
 
 # --- limits (upstream constants, resource.k8s.io/v1) ----------------------------------------
 
@@ -594,18 +594,6 @@ class ResourceClaimConsumerReference:
     resource: str = ""
     name: str = ""
     uid: str = ""
-
-
-@frozen
-class Condition:
-    """meta/v1 Condition; ``last_transition_time`` is float seconds."""
-
-    type: str = ""
-    status: str = ""
-    observed_generation: int = 0
-    last_transition_time: float | None = _time()
-    reason: str = ""
-    message: str = ""
 
 
 @frozen

@@ -17,6 +17,10 @@ from attrs import frozen
 from ..api import resource_of
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+#: A relist after the watch expired (410 Gone): ``obj`` is the full list of
+#: ``kind``; the receiver replaces its copy, reporting objects missing from the
+#: list as deleted (client-go's ``Replace`` on the informer's store).
+REPLACE = "REPLACE"
 
 
 class ApiError(Exception):
@@ -57,7 +61,8 @@ class Invalid(ApiError):
 @frozen
 class WatchEvent:
     """One change: ``type`` is ADDED, MODIFIED or DELETED; ``obj`` the object
-    after the change (before it, for DELETED); ``kind`` its kind name."""
+    after the change (before it, for DELETED); ``kind`` its kind name.  A
+    :data:`REPLACE` event carries the list of every object of ``kind``."""
 
     type: str
     kind: str
@@ -135,3 +140,9 @@ class ClusterClient:
         """Delete an object (only if its UID is ``uid``, when given).  With
         finalizers the object only gets a deletionTimestamp."""
         raise NotImplementedError
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait (at most ``timeout`` seconds) until writes the client queued
+        in the background (events) are done; returns whether they are."""
+        return True
+

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable
 
 from ..api import object_key
-from .client import ADDED, DELETED, MODIFIED, ClusterClient, WatchEvent
+from .client import ADDED, DELETED, MODIFIED, REPLACE, ClusterClient, WatchEvent
 
 AddHandler = Callable[[Any], None]
 UpdateHandler = Callable[[Any, Any], None]
@@ -104,12 +104,17 @@ class Informers:
         informer = self._kinds.get(event.kind)
         if informer is None:
             return
+        if event.type == REPLACE:
+            self._replace(event.kind, informer, event.obj)
+            return
         key = object_key(event.obj)
         old = informer.store.get(key)
         if event.type == DELETED:
-            informer.store.pop(key, None)
+            if old is None:
+                return  # already gone (a delete seen again after a resumed watch)
+            del informer.store[key]
             for handler in informer.on_delete:
-                handler(old if old is not None else event.obj)
+                handler(old)
             return
         informer.store[key] = event.obj
         if old is None:
@@ -120,3 +125,12 @@ class Informers:
                 return
             for handler in informer.on_update:
                 handler(old, event.obj)
+
+    def _replace(self, kind: str, informer: _KindInformer, items: list) -> None:
+        """A relist: objects no longer listed are deleted, the others arrive
+        as adds or updates (unchanged ones are dropped by resourceVersion)."""
+        listed = {object_key(obj): obj for obj in items}
+        for key in [key for key in informer.store if key not in listed]:
+            self._deliver(WatchEvent(DELETED, kind, informer.store[key]))
+        for obj in listed.values():
+            self._deliver(WatchEvent(MODIFIED, kind, obj))

@@ -5,7 +5,8 @@ of typed objects keyed by kind and ``namespace/name``, a global resourceVersion
 counter, watches that receive every change in write order, and the API
 server's own bits of behaviour the scheduler relies on (defaulting of
 uid/creationTimestamp, generateName, pods/binding, finalizers, priority
-admission from PriorityClasses).
+admission from PriorityClasses, the default StorageClass of new claims, the
+device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,18 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from ..api import RESOURCES, object_key, resource_of
-from ..api.core_v1 import Pod, PodCondition
+from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
+from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
+from ..api.scheduling_v1 import PriorityClass
 from ..clock import Clock, FakeClock
+from ..podpriority import (
+    DEFAULT_PRIORITY,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    PREEMPT_LOWER_PRIORITY,
+    PREEMPT_NEVER,
+    SYSTEM_PRIORITY_CLASSES,
+)
+from ..volumes import ANN_BETA_STORAGE_CLASS, default_storage_class
 from .client import (
     ADDED,
     DELETED,
@@ -99,6 +110,17 @@ class MemoryCluster(ClusterClient):
 
         return stop
 
+    def resource_version(self) -> str:
+        """The resourceVersion of the latest change (what a list returns)."""
+        with self._lock:
+            return str(self._rv)
+
+    def compact(self) -> None:
+        """Forget the change history, as etcd compaction does: a watch from any
+        resourceVersion older than the current one then raises :class:`Gone`."""
+        with self._lock:
+            self._log.clear()
+
     # --- writing -------------------------------------------------------------------------
 
     def create(self, obj: Any) -> Any:
@@ -123,9 +145,13 @@ class MemoryCluster(ClusterClient):
                 resource_version=str(self._rv),
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
             )
-            obj = attrs.evolve(obj, metadata=meta)
+            obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), None)
             if isinstance(obj, Pod):
                 obj = self._admit_pod(obj)
+            elif isinstance(obj, PriorityClass):
+                self._validate_priority_class(obj, creating=True)
+            elif isinstance(obj, PersistentVolumeClaim):
+                obj = self._admit_claim(obj)
             bucket[key] = obj
             self._emit(ADDED, kind, obj)
             return obj
@@ -149,10 +175,11 @@ class MemoryCluster(ClusterClient):
             now = self.clock.now()
             conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
             conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
+            # the nomination has served its purpose (upstream's ClearingNominatedNodeNameAfterBinding)
             bound = attrs.evolve(
                 pod,
                 spec=attrs.evolve(pod.spec, node_name=node_name),
-                status=attrs.evolve(pod.status, conditions=tuple(conditions)),
+                status=attrs.evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""),
             )
             self._store_update("Pod", bound)
 
@@ -173,14 +200,15 @@ class MemoryCluster(ClusterClient):
         """Create ``obj``, or replace the stored object of that name (metadata,
         spec and status) keeping its uid: what ``--at OFFSET=FILE`` does."""
         kind = resource_of(obj).kind
+        namespace = obj.metadata.namespace or ("default" if resource_of(obj).namespaced else "")
         with self._lock:
             try:
-                current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
+                current = self.get(kind, obj.metadata.name, namespace)
             except NotFound:
                 return self.create(obj)
             meta = attrs.evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
                                 creation_timestamp=current.metadata.creation_timestamp, resource_version="")
-            return self._store_update(kind, attrs.evolve(obj, metadata=meta))
+            return self._store_update(kind, self._default_device_taints(attrs.evolve(obj, metadata=meta), current))
 
     # --- internals -----------------------------------------------------------------------
 
@@ -212,28 +240,97 @@ class MemoryCluster(ClusterClient):
             pod = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=pod.status.conditions + (gated,)))
         return self._admit_priority(pod)
 
+    def _admit_claim(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """The DefaultStorageClass admission plugin: a claim that names no class
+        (field unset, no beta annotation) gets the default StorageClass."""
+        if claim.spec.storage_class_name is not None or ANN_BETA_STORAGE_CLASS in claim.metadata.annotations:
+            return claim
+        default = default_storage_class(self._store["StorageClass"].values())
+        if default is None:
+            return claim
+        return attrs.evolve(claim, spec=attrs.evolve(claim.spec, storage_class_name=default.metadata.name))
+
     def _admit_priority(self, pod: Pod) -> Pod:
-        if pod.spec.priority is not None:
-            return pod
+        """Upstream's Priority admission plugin: ``spec.priority`` and
+        ``spec.preemptionPolicy`` from ``spec.priorityClassName`` (a stored class
+        or a system one), else from the global default class (lowest value if
+        several), else priority 0 and PreemptLowerPriority.  A given priority or
+        policy that differs from the class's is refused.  A pod that sets
+        ``spec.priority`` without naming a class keeps it, as on an API server
+        without that admission plugin (scheduler_perf's templates do so)."""
+        spec = pod.spec
         classes = self._store["PriorityClass"]
-        wanted = pod.spec.priority_class_name
-        if wanted:
-            pc = classes.get(wanted)
+        name = spec.priority_class_name
+        if not name and spec.priority is not None:
+            return attrs.evolve(pod, spec=attrs.evolve(
+                spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
+        policy = PREEMPT_LOWER_PRIORITY
+        if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
+            priority = SYSTEM_PRIORITY_CLASSES[name]
+        elif name:
+            pc = classes.get(name)
             if pc is None:
-                raise Invalid(f"spec.priorityClassName: no PriorityClass with name {wanted} was found")
+                raise Invalid(f"spec.priorityClassName: no PriorityClass with name {name} was found")
+            priority, policy = pc.value, pc.preemption_policy or PREEMPT_LOWER_PRIORITY
         else:
-            pc = next((c for c in classes.values() if c.global_default), None)
-        if pc is None:
-            return attrs.evolve(pod, spec=attrs.evolve(pod.spec, priority=0))
-        return attrs.evolve(
-            pod,
-            spec=attrs.evolve(
-                pod.spec,
-                priority=pc.value,
-                priority_class_name=pc.metadata.name,
-                preemption_policy=pod.spec.preemption_policy or pc.preemption_policy,
-            ),
-        )
+            pc = _global_default(classes.values())
+            priority = pc.value if pc is not None else DEFAULT_PRIORITY
+            if pc is not None:
+                name, policy = pc.metadata.name, pc.preemption_policy or PREEMPT_LOWER_PRIORITY
+        if spec.priority is not None and spec.priority != priority:
+            raise Invalid(f"spec.priority: the integer value of priority ({spec.priority}) must not be provided "
+                          f"in pod spec; priority admission controller computed {priority} from the given "
+                          "PriorityClass name")
+        if spec.preemption_policy is not None and spec.preemption_policy != policy:
+            raise Invalid(f"spec.preemptionPolicy: the string value of PreemptionPolicy ({spec.preemption_policy}) "
+                          f"must not be provided in pod spec; priority admission controller computed {policy} "
+                          "from the given PriorityClass name")
+        return attrs.evolve(pod, spec=attrs.evolve(spec, priority=priority, priority_class_name=name,
+                                                   preemption_policy=policy))
+
+    def _validate_priority_class(self, pc: PriorityClass, creating: bool) -> None:
+        """Upstream's PriorityClass validation: reserved names and values, and
+        at most one global default."""
+        name = pc.metadata.name
+        if name.startswith("system-") and name not in SYSTEM_PRIORITY_CLASSES:
+            raise Invalid(f"PriorityClass/{name}: metadata.name: priority class names with 'system-' prefix are "
+                          "reserved")
+        if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and name not in SYSTEM_PRIORITY_CLASSES:
+            raise Invalid(f"PriorityClass/{name}: value: maximum allowed value of a user defined priority is "
+                          f"{HIGHEST_USER_DEFINABLE_PRIORITY}")
+        if pc.preemption_policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+            raise Invalid(f"PriorityClass/{name}: preemptionPolicy: Unsupported value: {pc.preemption_policy!r}: "
+                          f"supported values: \"{PREEMPT_LOWER_PRIORITY}\", \"{PREEMPT_NEVER}\"")
+        if pc.global_default:
+            current = _global_default(self._store["PriorityClass"].values())
+            if current is not None and (creating or current.metadata.name != name):
+                raise Invalid(f"PriorityClass/{name}: globalDefault: PriorityClass {current.metadata.name} is "
+                              "already marked as default. Only one default can exist")
+
+    def _default_device_taints(self, obj: Any, current: Any | None) -> Any:
+        """The API server's defaulting and strategy for device taints: a taint
+        without ``timeAdded`` gets the current time (in ResourceSlices and
+        DeviceTaintRules); a DeviceTaintRule starts at ``generation`` 1, counts
+        every spec change, and an update that changes the effect but keeps
+        ``timeAdded`` gets ``timeAdded`` bumped to now."""
+        now = self.clock.now()
+        if isinstance(obj, ResourceSlice):
+            if not any(t.time_added is None for d in obj.spec.devices for t in d.taints):
+                return obj
+            devices = tuple(attrs.evolve(d, taints=tuple(t if t.time_added is not None else attrs.evolve(t, time_added=now)
+                                                           for t in d.taints)) for d in obj.spec.devices)
+            return attrs.evolve(obj, spec=attrs.evolve(obj.spec, devices=devices))
+        if not isinstance(obj, DeviceTaintRule):
+            return obj
+        taint = obj.spec.taint
+        if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
+                                        and taint.time_added == current.spec.taint.time_added):
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, taint=attrs.evolve(taint, time_added=now)))
+        if current is None:
+            generation = 1
+        else:
+            generation = current.metadata.generation + (obj.spec != current.spec)
+        return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
 
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
@@ -251,11 +348,13 @@ class MemoryCluster(ClusterClient):
             if status_only:
                 obj = attrs.evolve(current, status=obj.status)
             else:
+                if isinstance(obj, PriorityClass):
+                    self._validate_priority_class(obj, creating=False)
                 # the API server keeps deletionTimestamp: an update can neither set nor clear it
                 meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
                                     creation_timestamp=current.metadata.creation_timestamp,
                                     deletion_timestamp=current.metadata.deletion_timestamp)
-                obj = attrs.evolve(obj, metadata=meta)
+                obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
             return self._store_update(kind, obj)
 
     def _store_update(self, kind: str, obj: Any) -> Any:
@@ -272,10 +371,17 @@ class MemoryCluster(ClusterClient):
     def _remove(self, kind: str, obj: Any) -> None:
         del self._bucket(kind)[object_key(obj)]
         self._rv += 1
-        self._emit(DELETED, kind, obj)
+        # as the API server: the deleted object carries the deletion's resourceVersion
+        self._emit(DELETED, kind, attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv))))
 
     def _emit(self, type_: str, kind: str, obj: Any) -> None:
         event = WatchEvent(type_, kind, obj)
         self._log.append((self._rv, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+
+def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:
+    """The global default PriorityClass (the lowest value if several, as upstream)."""
+    defaults = [pc for pc in classes if pc.global_default]
+    return min(defaults, key=lambda pc: pc.value) if defaults else None

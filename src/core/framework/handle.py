@@ -28,9 +28,7 @@ class Handle:
     - ``profile_name``: the profile's schedulerName;
     - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
       flight, classes, slices, taint rules), created on first use;
-    - ``rng``: the scheduler's seeded ``random.Random`` (host selection breaks
-      ties with it too): plugins that choose at random use it, so a run is
-      reproducible from the scheduler's seed.
+    - ``rng``: the scheduler's seeded random source (random choices stay reproducible).
     """
 
     def __init__(

@@ -114,7 +114,10 @@ class ExtensionPoints:
         ``filtered_node_status`` maps node name -> Status of the failure.
         Returns ``(PostFilterResult | None, Status | None)``: Success with a
         nominated node ends PostFilter; Unschedulable lets the next plugin try;
-        UnschedulableAndUnresolvable or Error stops.
+        UnschedulableAndUnresolvable or Error stops.  The result sets the
+        pod's nominated node (``PostFilterResult("")`` clears it); None leaves
+        the nomination as it is.  A Status message is appended to the pod's
+        FailedScheduling message.
         """
 
     @hookspec

@@ -304,8 +304,17 @@ class Framework:
                 continue
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
-                return filter_failure(name, status)
+                return self.filter_status(name, status)
         return None
+
+    def filter_status(self, name: str, status: Status | None) -> Status | None:
+        """Filter plugin ``name``'s answer as the framework reports it: None for
+        Success, a rejection with the plugin's name, anything else an Error."""
+        if status is None or status.code == Code.SUCCESS:
+            return None
+        if not status.is_rejected():
+            return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name, status.error)
+        return status.with_plugin(name)
 
     def run_filter_with_nominated_pods(
         self, state: CycleState, pod: Any, node_info: NodeInfo, nominated: list[PodInfo]
@@ -331,22 +340,27 @@ class Framework:
         self, state: CycleState, pod: Any, statuses: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         """Upstream ``RunPostFilterPlugins``: plugins in order until one
-        succeeds or says UnschedulableAndUnresolvable/Error."""
+        succeeds or says UnschedulableAndUnresolvable/Error.  When all reject,
+        the status joins their reasons (naming the first rejecting plugin) and
+        the result is the last one a plugin returned (None: leave the pod's
+        nomination alone)."""
         reasons: list[str] = []
-        last: Status | None = None
+        result: PostFilterResult | None = None
+        rejector = ""
         for name, method in self.post_filter_plugins:
             answer = method(state, pod, statuses)
-            result, status = answer if isinstance(answer, tuple) else (None, answer)
+            plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.is_success():
-                return result, None
-            if status.code == Code.UNSCHEDULABLE:
-                reasons.extend(status.reasons)
-                last = status.with_plugin(name)
-                continue
-            return result, status.with_plugin(name)
-        if last is None:
-            return None, Status(Code.UNSCHEDULABLE)
-        return None, Status(Code.UNSCHEDULABLE, tuple(reasons), last.plugin)
+                return plugin_result, None
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return plugin_result, status.with_plugin(name)
+            if not status.is_rejected():
+                return None, Status(Code.ERROR, status.reasons, name, status.error)
+            if plugin_result is not None:
+                result = plugin_result
+            reasons.extend(status.reasons)
+            rejector = rejector or name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo]) -> Status | None:
         for name, method in self.pre_score_plugins:
@@ -471,14 +485,6 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         for _, method in self.post_bind_plugins:
             method(state, pod, node_name)
-
-
-def filter_failure(name: str, status: Status) -> Status:
-    """What Filter plugin ``name`` failing with ``status`` means for the node:
-    the rejection with the plugin named, or an Error naming the plugin."""
-    if not status.is_rejected():
-        return Status(Code.ERROR, (f"running \"{name}\" filter plugin: {status.message()}",), name, status.error)
-    return status.with_plugin(name)
 
 
 class ScoreError(Exception):

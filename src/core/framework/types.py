@@ -25,7 +25,8 @@ class PreFilterResult:
 
 @frozen
 class PostFilterResult:
-    """``nominated_node_name``: where the pod should go once victims are gone."""
+    """``nominated_node_name``: where the pod should go once victims are gone
+    ("" clears the pod's nomination)."""
 
     nominated_node_name: str = ""
 

@@ -2,7 +2,8 @@
 
 The message is kube-scheduler's, e.g.
 ``0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}.``
-followed by PostFilter's message (``preemption: ...``) when there is one.
+followed by PostFilter's message when there is one, e.g.
+``... 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.``
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class FitError(Exception):
             if histogram:
                 text += " " + ", ".join(histogram) + "."
         if diagnosis.post_filter_msg:
-            text += f" {diagnosis.post_filter_msg}."
+            # appended as is: PostFilter messages bring their own punctuation
+            text += f" {diagnosis.post_filter_msg}"
         return text
 
 

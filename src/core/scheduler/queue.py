@@ -14,10 +14,15 @@ Mirrors upstream's ``internal/queue``:
   its gating plugin registered for makes PreEnqueue pass.
 - Pods left in the pool for ``podMaxInUnschedulablePodsDuration`` (5 minutes)
   are moved back anyway (checked every 30 seconds).
+- Cluster events that happen while a pod is in flight (being scheduled, or
+  waiting at Permit or in its binding cycle) are remembered: when the pod comes
+  back unschedulable, an event one of its rejecting plugins cares about moves
+  it at once instead of leaving it in the pool (upstream's in-flight events).
 """
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 from typing import Any, Callable
@@ -27,6 +32,7 @@ from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
 from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..podpriority import pod_priority
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -46,7 +52,7 @@ class QueuedPodInfo:
 
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
-        "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry",
+        "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry", "popped_at",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -61,6 +67,7 @@ class QueuedPodInfo:
         self.where = ""
         self._entry: _Entry | None = None
         self.backoff_expiry = 0.0
+        self.popped_at = 0
 
     @property
     def pod(self) -> Pod:
@@ -117,11 +124,34 @@ class Nominator:
             if not pods:
                 self._by_node.pop(node, None)
 
+    def update(self, old: Pod, new_info: PodInfo) -> None:
+        """A nominated pod changed (upstream ``UpdateNominatedPod``): a changed
+        ``status.nominatedNodeName`` wins (an empty one ends the nomination);
+        otherwise the nomination stays with the newer pod."""
+        new = new_info.pod
+        if old.status.nominated_node_name != new.status.nominated_node_name:
+            self.add(new_info, new.status.nominated_node_name)
+            return
+        node = self._node_of.get(old.metadata.uid)
+        if node is not None:
+            self.add(new_info, node)
+
     def nominated_node(self, pod: Pod) -> str:
         return self._node_of.get(pod.metadata.uid, "")
 
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._by_node.get(node_name, {}).values())
+
+    def pods_to_respect(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        """Pods nominated to ``node_name`` that ``pod`` must leave room for: those
+        of equal or higher priority, other than ``pod`` itself (upstream
+        ``addGENominatedPods``)."""
+        pods = self._by_node.get(node_name)
+        if not pods:
+            return []
+        priority = pod_priority(pod)
+        uid = pod.metadata.uid
+        return [info for other, info in pods.items() if other != uid and pod_priority(info.pod) >= priority]
 
     def nodes(self) -> list[str]:
         return list(self._by_node)
@@ -158,6 +188,9 @@ class SchedulingQueue:
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._pods: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
+        #: (sequence number, event, old, new) of cluster events seen while pods were in flight
+        self._in_flight_events: collections.deque[tuple[int, ClusterEvent, Any, Any]] = collections.deque()
+        self._event_seq = 0
         self._seq = itertools.count()
         self._backoff_timer: Timer | None = None
         self._flush_timer: Timer | None = None
@@ -258,6 +291,7 @@ class SchedulingQueue:
             info.where = ""
             del self._pods[info.uid]
             self._in_flight[info.uid] = info
+            info.popped_at = self._event_seq
             info.attempts += 1
             if info.initial_attempt_timestamp is None:
                 info.initial_attempt_timestamp = self.clock.now()
@@ -266,7 +300,23 @@ class SchedulingQueue:
 
     def done(self, pod: Pod) -> None:
         """The pod's scheduling attempt ended (bound, or handed back)."""
-        self._in_flight.pop(pod.metadata.uid, None)
+        if self._in_flight.pop(pod.metadata.uid, None) is not None:
+            self._forget_in_flight_events()
+
+    def _forget_in_flight_events(self) -> None:
+        """Drop the remembered events no in-flight pod needs any more."""
+        events = self._in_flight_events
+        if not self._in_flight:
+            events.clear()
+            return
+        oldest = min(info.popped_at for info in self._in_flight.values())
+        while events and events[0][0] <= oldest:
+            events.popleft()
+
+    def _moved_by_in_flight_events(self, info: QueuedPodInfo) -> bool:
+        """True when an event seen since ``info`` was popped may make it schedulable."""
+        return any(seq > info.popped_at and self._hint(info, event, old, new)
+                   for seq, event, old, new in self._in_flight_events)
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         """``initial * 2^(attempts-1)``, capped at ``max_backoff`` (seconds)."""
@@ -286,6 +336,7 @@ class SchedulingQueue:
         """
         self._in_flight.pop(info.uid, None)
         if info.uid in self._pods:
+            self._forget_in_flight_events()
             return
         now = self.clock.now()
         info.timestamp = now
@@ -295,8 +346,11 @@ class SchedulingQueue:
         self._pods[info.uid] = info
         if not rejectors:
             self._to_backoff(info)
+        elif self._moved_by_in_flight_events(info):
+            self._move(info)
         else:
             self._to_unschedulable(info)
+        self._forget_in_flight_events()
 
     def requeue_after_binding_failure(self, info: QueuedPodInfo) -> None:
         """A pod whose binding cycle failed: back to backoffQ (no plugin to wait for)."""
@@ -314,6 +368,7 @@ class SchedulingQueue:
                 flying.pod_info = PodInfo(new)
             return
         info.pod_info = PodInfo(new)
+        self.nominator.update(old, info.pod_info)
         if info.where == ACTIVE:
             self._to_active(info)
         elif info.where == UNSCHEDULABLE:
@@ -377,6 +432,9 @@ class SchedulingQueue:
                  precheck: Callable[[Pod], bool] | None = None) -> int:
         """Upstream ``MoveAllToActiveOrBackoffQueue``: move every pod in the pool
         that ``event`` may help.  Returns how many moved."""
+        if self._in_flight:
+            self._event_seq += 1
+            self._in_flight_events.append((self._event_seq, event, old, new))
         moved = 0
         registered: dict[str, list] = {}
         for info in list(self._unschedulable.values()):

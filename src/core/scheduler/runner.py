@@ -13,21 +13,28 @@ class Loop(Protocol):
     def step(self) -> bool: ...
 
 
-#: Without an end time, stop after this many clock jumps in a row that bound nothing new.
+#: Without an end time, stop after this many clock jumps in a row that bound nothing new ...
 IDLE_JUMP_LIMIT = 50
+#: ... or after this much simulated time without progress, even while bounded waits go on.
+IDLE_TIME_LIMIT = 3600.0
 
 
 def run_simulation(loops: list[Loop], clock: FakeClock, until: float | None = None,
-                   progress=lambda: 0) -> None:
+                   progress=lambda: 0, waiting=lambda: False, expecting=lambda: False) -> None:
     """Step every loop until all are idle, then jump the clock to the next
     timer, and again.  With ``until`` (seconds since the epoch) time runs to
     that moment, housekeeping timers included; without it the run ends when
     only housekeeping timers are left, or when ``IDLE_JUMP_LIMIT`` jumps in a
     row brought no progress (``progress()`` returns a counter that grows
     with useful work, e.g. pods bound) - pods that keep failing with errors
-    would otherwise retry for ever."""
+    would otherwise retry for ever.  Jumps while ``waiting()`` (a bounded wait
+    is under way, e.g. a binding cycle polling at PreBind) do not count, but
+    ``IDLE_TIME_LIMIT`` seconds without progress end the run all the same;
+    while ``expecting()`` (more input is due, e.g. a timed change) it never
+    ends on its own."""
     idle_jumps = 0
     last = progress()
+    last_change = clock.now()
     while True:
         busy = True
         while busy:
@@ -45,7 +52,10 @@ def run_simulation(loops: list[Loop], clock: FakeClock, until: float | None = No
             return
         clock.advance_to(deadline)
         now = progress()
-        idle_jumps = idle_jumps + 1 if now == last else 0
-        last = now
-        if until is None and idle_jumps >= IDLE_JUMP_LIMIT:
+        if now != last:
+            last, last_change, idle_jumps = now, clock.now(), 0
+        elif not waiting():
+            idle_jumps += 1
+        if until is None and not expecting() and (idle_jumps >= IDLE_JUMP_LIMIT
+                                                  or clock.now() - last_change > IDLE_TIME_LIMIT):
             return

@@ -18,13 +18,16 @@ driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
 
 from __future__ import annotations
 
+import logging
 import random
+import time
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 from ..api import RESOURCES
+from .. import metrics
 from ..api.core_v1 import Node, Pod, PodCondition
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
@@ -36,7 +39,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.registry import Registry
-from ..framework.runtime import Framework, ScoreError, filter_failure
+from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import (
@@ -49,6 +52,8 @@ from ..framework.types import (
 from .cache import Cache
 from .diagnosis import Diagnosis, FitError
 from .queue import QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -98,6 +103,7 @@ class WaitingPod:
         self._scheduler = scheduler
         self._resume = resume
         self.pending: dict[str, Timer] = {}
+        self.started = scheduler.clock.now()
         for plugin, timeout in waits.items():
             self.pending[plugin] = scheduler.clock.call_later(
                 timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
@@ -111,12 +117,23 @@ class WaitingPod:
             self._finish(None)
 
     def reject(self, plugin: str, message: str) -> None:
+        self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def preempt(self, plugin: str, message: str) -> None:
+        """Preemption took the pod's place: it fails with an Error status, so it
+        is retried after backoff rather than parked as unschedulable (upstream
+        ``WaitingPod.Preempt``)."""
+        self._stop(Status(Code.ERROR, (message,), plugin))
+
+    def _stop(self, status: Status) -> None:
         for timer in self.pending.values():
             timer.cancel()
         self.pending.clear()
-        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+        self._finish(status)
 
     def _finish(self, status: Status | None) -> None:
+        result = "Success" if status is None else status.code.name.title().replace("_", "")
+        metrics.PERMIT_WAIT_DURATION.labels(result).observe(self._scheduler.clock.now() - self.started)
         self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
         self._resume(status)
 
@@ -164,6 +181,8 @@ class Scheduler:
         #: pod UID -> binding cycle waiting at PreBind
         self.binding_waits: dict[str, BindingWait] = {}
         self.stats = SchedulingStats()
+        #: pod UID -> wall-clock start of its current attempt (scheduler_scheduling_attempt_duration_seconds)
+        self.attempt_started: dict[str, float] = {}
         self.next_start_node_index = 0
         #: node name -> rank: equally scored nodes go to the lowest rank (None: at random).
         #: Not upstream; simulators that replay a paper's protocol need it.
@@ -318,12 +337,15 @@ class Scheduler:
             self.queue.done(pod)
             return
         self.stats.cycles += 1
+        self.attempt_started[pod.metadata.uid] = time.perf_counter()
         state = CycleState()
         try:
             node_name = self.schedule_pod(fwk, state, info)
+            metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - self.attempt_started[pod.metadata.uid])
         except FitError as fit:
-            nominated = ""
-            if fwk.post_filter_plugins:
+            # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
+            nominated: str | None = "" if fit.num_all_nodes == 0 else None
+            if fwk.post_filter_plugins and fit.num_all_nodes:
                 result, status = fwk.run_post_filter(state, pod, fit.diagnosis.node_status)
                 if status is not None and status.reasons:
                     fit.diagnosis.post_filter_msg = status.message()
@@ -336,7 +358,7 @@ class Scheduler:
             return
         except _CycleError as err:
             self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set())
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set(), "")
             return
 
         assumed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, node_name=node_name))
@@ -439,16 +461,9 @@ class Scheduler:
             raise FitError(pod, len(snapshot), diagnosis)
         return feasible
 
-    def _nominated_pods(self, pod: Pod, node_name: str):
-        """Pods nominated to the node with priority >= the pod's (not the pod itself)."""
-        priority = pod.spec.priority or 0
-        return [
-            p for p in self.queue.nominator.pods_for_node(node_name)
-            if p.pod.metadata.uid != pod.metadata.uid and (p.pod.spec.priority or 0) >= priority
-        ]
-
     def _filter_one(self, fwk: Framework, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return fwk.run_filter_with_nominated_pods(state, pod, node_info, self._nominated_pods(pod, node_info.name))
+        nominated = self.queue.nominator.pods_to_respect(pod, node_info.name)
+        return fwk.run_filter_with_nominated_pods(state, pod, node_info, nominated)
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
         """Filter ``rows`` starting at the rotating start index, stopping after
@@ -483,9 +498,11 @@ class Scheduler:
         nominated_rows = set()
         if nominated_nodes:
             for name in nominated_nodes:
-                if self._nominated_pods(pod, name) and name in snapshot.index:
+                if self.queue.nominator.pods_to_respect(pod, name) and name in snapshot.index:
                     nominated_rows.add(snapshot.index[name])
-        if not per_node and not nominated_rows:
+        if not per_node:
+            if nominated_rows:
+                self._filter_nominated_rows(fwk, state, pod, rows, mask, nominated_rows, to_find)
             passing = np.flatnonzero(mask)
             chosen = passing[:to_find]
             processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
@@ -517,6 +534,23 @@ class Scheduler:
         self.next_start_node_index = (start + processed) % count
         return np.array(feasible, dtype=np.int64)
 
+    def _filter_nominated_rows(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
+                               mask: np.ndarray, nominated_rows: set[int], to_find: int) -> None:
+        """Re-judge, in order, the rows the batch filters passed that have nominated
+        pods to respect (Filter with those pods added); stops once ``to_find``
+        rows pass before the next one.  Updates ``mask`` in place."""
+        positions = np.flatnonzero(mask & np.isin(rows, np.fromiter(nominated_rows, dtype=np.int64)))
+        if not len(positions):
+            return
+        passing_before = np.cumsum(mask) - mask
+        rejected = 0
+        for position in positions:
+            if passing_before[position] - rejected >= to_find:
+                return
+            if self._filter_one(fwk, state, pod, self.snapshot.nodes[int(rows[position])]) is not None:
+                mask[position] = False
+                rejected += 1
+
     def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
                   narrowing: set[str]) -> Diagnosis:
         """Per-node statuses for a pod that fits nowhere (what Filter says of each node).
@@ -529,16 +563,15 @@ class Scheduler:
             diagnosis.unschedulable_plugins |= narrowing
             cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
-        if self.queue.nominator.nodes():
-            statuses = [None if row not in considered else self._filter_one(fwk, state, pod, node_info)
-                        for row, node_info in enumerate(snapshot.nodes)]
-        else:
-            statuses = self._first_rejections(fwk, state, pod, rows)
+        statuses = self._first_rejections(fwk, state, pod, rows)
         for row, name in enumerate(snapshot.index):  # names in row order
             if row not in considered:
                 diagnosis.node_status[name] = cut
                 continue
-            status = statuses[row]
+            if self.queue.nominator.pods_to_respect(pod, name):
+                status = self._filter_one(fwk, state, pod, snapshot.nodes[row])
+            else:
+                status = statuses[row]
             if status is None:
                 continue
             if status.code == Code.ERROR:
@@ -569,7 +602,7 @@ class Scheduler:
             if answer is not None:
                 index, choices = answer
                 index = np.asarray(index)
-                choices = [filter_failure(name, status) for status in choices]
+                choices = [fwk.filter_status(name, status) for status in choices]
                 rejected = undecided & (index >= 0)
                 for row in np.flatnonzero(rejected):
                     result[row] = choices[index[row]]
@@ -581,7 +614,7 @@ class Scheduler:
             for row in np.flatnonzero(asked):
                 status = method(state, pod, snapshot.nodes[row])
                 if status is not None and status.code != Code.SUCCESS:
-                    result[row] = filter_failure(name, status)
+                    result[row] = fwk.filter_status(name, status)
                     undecided[row] = False
         return result
 
@@ -592,13 +625,15 @@ class Scheduler:
         self.cache.forget_pod(assumed)
 
     def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
+        """A failure after a node was chosen (Reserve, Permit, binding): the pod's
+        nomination is cleared, as upstream's ``clearNominatedNode``."""
         if status.code == Code.ERROR:
             self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
         else:
             self.stats.unschedulable += 1
             self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
-                                {status.plugin} if status.plugin else set(), pending=status.code == Code.PENDING)
+                                {status.plugin} if status.plugin else set(), "", pending=status.code == Code.PENDING)
 
     def handle_failure(
         self,
@@ -607,30 +642,36 @@ class Scheduler:
         reason: str,
         message: str,
         rejectors: set[str],
-        nominated_node: str = "",
+        nominated_node: str | None = None,
         pending: bool = False,
     ) -> None:
         """Upstream ``handleSchedulingFailure``: FailedScheduling event, the pod's
-        PodScheduled=False condition (and nominatedNodeName), back to the queue."""
+        PodScheduled=False condition, back to the queue.  ``nominated_node``:
+        None keeps the pod's nomination; a node name nominates the pod there
+        (the queue's nominator and ``status.nominatedNodeName``); "" clears it."""
         pod = info.pod
+        started = self.attempt_started.pop(pod.metadata.uid, None)
+        if started is not None:
+            result = metrics.UNSCHEDULABLE if reason == REASON_UNSCHEDULABLE else metrics.ERROR
+            metrics.observe_attempt(result, fwk.profile_name, time.perf_counter() - started)
         fwk.handle.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         current = self.informers.get("Pod", pod.key)
         if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
             self.queue.done(pod)
             return
-        if nominated_node:
-            self.queue.nominator.add(info.pod_info, nominated_node)
         self.queue.add_unschedulable(info, rejectors, pending)
+        if nominated_node is not None:
+            self.queue.nominator.add(info.pod_info, nominated_node)
         self._update_pod_status(current, reason, message, nominated_node)
 
-    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message,
             last_transition_time=self.clock.now(),
         )
         existing = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
         same = existing is not None and (existing.status, existing.reason, existing.message) == ("False", reason, message)
-        nominated = nominated_node or pod.status.nominated_node_name
+        nominated = pod.status.nominated_node_name if nominated_node is None else nominated_node
         if same and nominated == pod.status.nominated_node_name:
             return
         conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
@@ -694,6 +735,12 @@ class Scheduler:
             return
         self.cache.finish_binding(assumed)
         self.stats.bound += 1
+        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
+        started = self.attempt_started.pop(assumed.metadata.uid, None)
+        if started is not None:
+            metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
+        first = info.initial_attempt_timestamp if info.initial_attempt_timestamp is not None else info.timestamp
+        metrics.observe_bound(info.attempts, self.clock.now() - first)
         fwk.handle.recorder.event(
             assumed, "Normal", "Scheduled", "Binding",
             f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
@@ -715,14 +762,11 @@ class Scheduler:
     def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
         self.stats.binding_failures += 1
         self._undo_assume(fwk, state, assumed, node_name)
-        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None)
-        if status.code == Code.ERROR:
-            self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set())
-        else:
-            self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
-                                {status.plugin} if status.plugin else set())
+        self._fail_status(fwk, info, status)
+        # after the pod is back in the queue, so that the room it frees does not count as news for itself
+        uid = assumed.metadata.uid
+        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
+                            precheck=lambda pod: pod.metadata.uid != uid)
 
 
 def one_node_fit_message(pod: Pod, status: Status) -> str:

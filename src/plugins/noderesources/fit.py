@@ -34,6 +34,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
+from kubesched.core.shape import MAX_NODE_SCORE, MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,
@@ -47,17 +48,7 @@ from .resource_allocation import (
 LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO = (
     "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio",
 )
-MAX_UTILIZATION = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10
-MAX_NODE_SCORE = 100
 STATE_KEY = "PreFilterNodeResourcesFit"
-
-
-@frozen
-class UtilizationShapePoint:
-    STRICT: ClassVar[bool] = True
-    utilization: int = 0
-    score: int = 0
 
 
 @frozen
@@ -66,15 +57,7 @@ class RequestedToCapacityRatioParam:
     shape: tuple[UtilizationShapePoint, ...] = ()
 
     def __attrs_post_init__(self):
-        if not self.shape:
-            raise ManifestError("shape", "at least one point must be specified")
-        for i, point in enumerate(self.shape):
-            if not 0 <= point.utilization <= MAX_UTILIZATION:
-                raise ManifestError(f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
-            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-                raise ManifestError(f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-            if i and point.utilization <= self.shape[i - 1].utilization:
-                raise ManifestError(f"shape[{i}].utilization", "values must be sorted in increasing order")
+        validate_shape(self.shape)
 
 
 @frozen
@@ -108,12 +91,13 @@ class NodeResourcesFitArgs:
 
 
 class _PreFilterState:
-    """The pod's requests (scheduler units) without the ignored extended resources."""
+    """The pod's requests (scheduler units) without the ignored extended resources,
+    in the order Filter checks them."""
 
     __slots__ = ("requests",)
 
     def __init__(self, requests: dict[str, int]):
-        self.requests = requests
+        self.requests = {name: requests[name] for name in _ordered(requests)}
 
 
 class NodeResourcesFit:
@@ -129,8 +113,7 @@ class NodeResourcesFit:
         self.strategy = strategy.type
         self.resources = strategy.resources
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
-            points = strategy.requested_to_capacity_ratio.shape
-            self.shape = [(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in points]
+            self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
 
     # --- Filter --------------------------------------------------------------------------
 
@@ -167,8 +150,7 @@ class NodeResourcesFit:
         unresolvable = False
         if len(node_info.pods) + 1 > allocatable.get(PODS, 0):
             reasons.append("Too many pods")
-        for name in _ordered(requests):
-            amount = requests[name]
+        for name, amount in requests.items():
             total = allocatable.get(name, 0)
             if amount > total - used.get(name, 0):
                 reasons.append(f"Insufficient {name}")
@@ -232,30 +214,13 @@ class NodeResourcesFit:
                 score = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
             else:
                 utilization = np.minimum(requested, alloc) * MAX_UTILIZATION // safe
-                score = self._shape(utilization)
+                score = self.shape(utilization)
             scores.append(np.where(alloc == 0, 0, score))
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             # upstream averages only the resources whose shape score is positive
             allocs = [np.where(score > 0, alloc, 0) for score, alloc in zip(scores, allocs)]
             return weighted_average(scores, allocs, weights, rounding=True)
         return weighted_average(scores, allocs, weights)
-
-    def _shape(self, utilization: np.ndarray) -> np.ndarray:
-        """Upstream ``buildBrokenLinearFunction``: integer-linear between shape
-        points (Go's truncating division), flat outside them."""
-        shape = self.shape
-        out = np.full(utilization.shape, shape[-1][1], dtype=np.int64)
-        done = np.zeros(utilization.shape, dtype=bool)
-        for i, (x, y) in enumerate(shape):
-            here = ~done & (utilization <= x)
-            if i == 0:
-                out[here] = y
-            else:
-                x0, y0 = shape[i - 1]
-                numerator = (y - y0) * (utilization[here] - x0)
-                out[here] = y0 + np.sign(numerator) * (np.abs(numerator) // (x - x0))
-            done |= here
-        return out
 
     # --- queueing hints ------------------------------------------------------------------
 

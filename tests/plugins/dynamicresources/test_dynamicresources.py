@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
@@ -101,7 +102,8 @@ def test_two_pods_never_get_the_same_device_and_the_third_waits_with_upstreams_r
     assert sorted(devices(claim_of(sim, n))[0][3] for n in bound) == ["gpu-0", "gpu-1"]
     (waiting,) = [n for n, where in placed.items() if not where]
     assert condition(sim.pod(waiting)).message == (
-        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable.")
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
 
 
 def test_a_pod_whose_claim_is_gone_gives_its_device_to_the_next_one():
@@ -143,7 +145,8 @@ def test_a_missing_device_class_keeps_the_pod_pending_with_the_reason():
     assert not sim.pod("p").spec.node_name
     assert condition(sim.pod("p")).message == (
         "0/1 nodes are available: request gpu: device class gpu.example.com does not exist. "
-        "no new claims to deallocate.")
+        "no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     sim.create([device_class()])
     sim.run()
     assert sim.pod("p").spec.node_name == "n1"
@@ -263,3 +266,74 @@ def dra_example():
     if not path.is_dir():
         pytest.skip(f"{path} is not here (the shared data sits beside the checkout)")
     return path
+
+
+def nvidia_classes(path):
+    """NVIDIA's gpu and mig DeviceClasses, their Helm templates rendered for resource.k8s.io/v1."""
+    classes = []
+    for name in ("deviceclass-gpu.helm-template.yaml", "deviceclass-mig.helm-template.yaml"):
+        text = (path / name).read_text().replace(
+            '{{ include "dra-driver-nvidia-gpu.resourceApiVersion" . }}', "resource.k8s.io/v1").replace(
+            "{{ $resourceApiVersion }}", "resource.k8s.io/v1")
+        lines = [line for line in text.splitlines() if "{{" not in line and "extendedResourceName" not in line]
+        classes += [from_manifest(doc) for doc in yaml.safe_load_all("\n".join(lines)) if doc]
+    return classes
+
+
+def test_nvidia_gpu_and_mig_classes_pick_their_device_types(nvidia_example):
+    entries = yaml.safe_load((nvidia_example / "resourceslice-device-entries.doc-example.yaml").read_text())
+    full_gpu, mig, vfio = entries
+
+    def nvidia_slice(name, pool, devices):
+        return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                              "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-node",
+                                       "pool": {"name": pool, "resourceSliceCount": 1}, "devices": devices}})
+
+    sim = Simulation.from_paths([nvidia_example / "gpu-test1.yaml"])
+    mig_claim = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": "mig", "namespace": "gpu-test1"},
+                               "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
+                                   "deviceClassName": "mig.nvidia.com"}}]}}})
+    sim.create([node("gpu-node"), *nvidia_classes(nvidia_example),
+                nvidia_slice("gpu-node-gpus", "gpu-node", [full_gpu, mig]),
+                nvidia_slice("gpu-node-vfio", "gpu-node-vfio", [vfio]), mig_claim,
+                pod("mig-user", namespace="gpu-test1", resourceClaims=[{"name": "mig", "resourceClaimName": "mig"}])])
+    sim.run()
+    placed = {p: sim.pod(f"gpu-test1/{p}").spec.node_name for p in ("pod1", "pod2")}
+    (winner,) = [p for p, where in placed.items() if where]
+    assert devices(claim_of(sim, f"gpu-test1/{winner}")) == [("gpu", "gpu.nvidia.com", "gpu-node", "gpu-0")]
+    (loser,) = [p for p, where in placed.items() if not where]
+    assert "cannot allocate all claims" in condition(sim.pod(f"gpu-test1/{loser}")).message
+    assert devices(sim.get("ResourceClaim", "gpu-test1/mig")) == [
+        ("mig", "gpu.nvidia.com", "gpu-node", "gpu-0-mig-1g.5gb-0")]
+    assert sim.pod("gpu-test1/mig-user").spec.node_name == "gpu-node"
+
+
+@pytest.fixture
+def nvidia_example(dra_example):
+    return dra_example.parent / "nvidia-dra-driver-gpu"
+
+
+def test_preemption_frees_a_device_for_a_higher_priority_claim():
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), template(),
+                   gpu_pod("batch", priority=1, cpu="100m"))
+    held = claim_of(sim, "batch")
+    assert devices(held) == [("gpu", DRIVER, "n1", "gpu-0")]
+    sim.create([gpu_pod("urgent", priority=100, cpu="100m")])
+    sim.run()
+    assert sim.pod("urgent").spec.node_name == "n1"
+    assert devices(claim_of(sim, "urgent")) == [("gpu", DRIVER, "n1", "gpu-0")]
+    with pytest.raises(Exception):
+        sim.pod("batch")  # the victim was deleted, its claim deallocated and removed
+    (preempted,) = sim.events("Preempted")
+    assert preempted.message == f"Preempted by pod {sim.pod('urgent').metadata.uid} on node n1"
+
+
+def test_preemption_does_not_evict_pods_whose_devices_would_not_help():
+    # the victim's claim is shared with a pod of higher priority: removing the victim frees nothing
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), claim("team"),
+                   gpu_pod("low", claim_name="team", priority=1), gpu_pod("high", claim_name="team", priority=200))
+    sim.create([gpu_pod("urgent", priority=100)])
+    sim.run()
+    assert not sim.pod("urgent").spec.node_name
+    assert sim.pod("low").spec.node_name == "n1" and not sim.events("Preempted")

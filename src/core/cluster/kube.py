@@ -1,0 +1,512 @@
+"""KubernetesCluster: the cluster client over a real API server (extra ``kubesched[kube]``).
+
+Built on the official ``kubernetes`` package: its kubeconfig and in-cluster
+loaders (every auth method they support, token refresh included), its
+``ApiClient`` for authenticated requests over urllib3, and urllib3's ``Retry``
+for 429/5xx answers and timeouts (exponential backoff, ``Retry-After`` honoured).
+Objects go over the wire as JSON and are decoded straight into kubesched's
+typed objects: the generated pydantic models would be a second, slower
+conversion, and the typed ``create_namespaced_pod_binding`` decodes the
+``Status`` the API server answers as a ``Binding`` and raises, so every call
+goes through ``ApiClient.call_api`` with raw JSON.
+
+Like client-go's reflector, each watch lists, then watches from the list's
+resourceVersion with bookmarks, resumes from the last version it saw when the
+stream ends or breaks, and relists when the version has expired (410 Gone),
+handing the full list to the informer as a :data:`REPLACE` event so that
+objects deleted meanwhile are reported deleted.  Events are written as
+``events.k8s.io/v1`` Events, as kube-scheduler does, and from a thread of
+their own, as client-go's event broadcaster: recording an event never slows a
+scheduling or binding cycle down.  Requests are throttled by the
+configuration's ``clientConnection.qps``/``burst``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import random
+import socket
+import threading
+import time
+from typing import Any, Callable
+from urllib.parse import quote
+
+from ..api import RESOURCES, ResourceType, resource_of
+from ..api.convert import ManifestError, format_micro_time, parse_time, structure, unstructure
+from ..api.core_v1 import Event, EventSource
+from ..api.meta import ObjectReference
+from .client import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    REPLACE,
+    AlreadyExists,
+    ApiError,
+    ClusterClient,
+    Conflict,
+    Gone,
+    Invalid,
+    ListResult,
+    NotFound,
+    WatchEvent,
+    WatchSink,
+)
+
+log = logging.getLogger(__name__)
+
+#: How many times urllib3 retries a request that timed out, could not connect or got 429/5xx.
+RETRIES = 5
+#: urllib3 backoff between retries: ``factor * 2**(n-1)`` seconds, at most ``RETRY_BACKOFF_MAX``.
+RETRY_BACKOFF_FACTOR = 0.2
+RETRY_BACKOFF_MAX = 10.0
+#: Seconds a request (other than a watch) may take before it is retried.
+REQUEST_TIMEOUT = 30.0
+#: A watch asks the server to end it after a random time in this range (seconds), as client-go's reflector.
+WATCH_TIMEOUT_RANGE = (300, 600)
+#: Backoff between failed watch or relist attempts: starts here, doubles, capped (seconds).
+WATCH_BACKOFF = (0.8, 30.0)
+#: events.k8s.io/v1 refuses a note longer than this (bytes).
+EVENT_NOTE_LIMIT = 1024
+
+EVENTS_API_VERSION = "events.k8s.io/v1"
+#: Events waiting to be written; more are dropped (client-go's broadcaster queue length).
+EVENT_QUEUE_LENGTH = 1000
+
+
+class RateLimiter:
+    """client-go's token bucket (``flowcontrol.NewTokenBucketRateLimiter``):
+    ``qps`` tokens per second, at most ``burst`` saved; :meth:`take` blocks
+    the calling thread until a token is free.  ``qps <= 0`` means unlimited.
+
+    Written here (20 lines) because it must block in wall time on any thread,
+    which is all it does."""
+
+    def __init__(self, qps: float, burst: int):
+        self.qps = float(qps)
+        self.burst = max(1, int(burst))
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        if self.qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            time.sleep(wait)
+
+
+# --- events.k8s.io/v1 <-> the core Event the recorder writes -----------------------------
+
+
+def event_to_events_v1(event: Event, instance: str) -> dict:
+    """A recorded core/v1 :class:`Event` as the ``events.k8s.io/v1`` Event
+    kube-scheduler writes: ``regarding``, ``note`` (cut to 1 KiB),
+    ``eventTime``, ``reportingController``/``reportingInstance`` (``instance``
+    is appended to the controller name), ``series`` once it repeats."""
+    controller = event.reporting_component or event.source.component
+    doc: dict[str, Any] = {
+        "apiVersion": EVENTS_API_VERSION,
+        "kind": "Event",
+        "metadata": unstructure(event.metadata),
+        "eventTime": format_micro_time(event.first_timestamp if event.first_timestamp is not None else time.time()),
+        "reportingController": controller,
+        "reportingInstance": f"{controller}-{instance}",
+        "action": event.action,
+        "reason": event.reason,
+        "regarding": unstructure(event.involved_object),
+        "note": event.message.encode()[:EVENT_NOTE_LIMIT].decode(errors="ignore"),
+        "type": event.type,
+    }
+    if event.count > 1:
+        doc["series"] = {"count": event.count, "lastObservedTime": format_micro_time(event.last_timestamp)}
+    return doc
+
+
+def event_from_events_v1(doc: dict) -> Event:
+    """An ``events.k8s.io/v1`` Event as kubesched's :class:`Event`."""
+    series = doc.get("series") or {}
+    first = parse_time(doc.get("eventTime") or doc.get("deprecatedFirstTimestamp"))
+    last = parse_time(series.get("lastObservedTime") or doc.get("deprecatedLastTimestamp")) or first
+    controller = doc.get("reportingController", "")
+    source = (doc.get("deprecatedSource") or {}).get("component") or controller
+    return Event(
+        metadata=structure(doc.get("metadata") or {}, type(Event().metadata)),
+        involved_object=structure(doc.get("regarding") or {}, ObjectReference),
+        reason=doc.get("reason", ""),
+        message=doc.get("note", ""),
+        type=doc.get("type", "Normal"),
+        count=int(series.get("count") or doc.get("deprecatedCount") or 1),
+        first_timestamp=first,
+        last_timestamp=last,
+        source=EventSource(component=source),
+        reporting_component=controller,
+        action=doc.get("action", ""),
+    )
+
+
+def _api_error(status: int, body: bytes | str | None, what: str) -> ApiError:
+    """The :class:`ApiError` for an HTTP answer (a ``Status`` object when the API server sent one)."""
+    try:
+        payload = json.loads(body or b"{}")
+    except ValueError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    message = payload.get("message") or f"{what}: HTTP {status}"
+    reason = payload.get("reason", "")
+    if status == 404:
+        return NotFound(message)
+    if status == 409:
+        return AlreadyExists(message) if reason == "AlreadyExists" else Conflict(message)
+    if status == 410:
+        return Gone(message)
+    if status == 422:
+        return Invalid(message)
+    err = ApiError(message)
+    err.code = status
+    err.reason = reason or err.reason
+    return err
+
+
+class KubernetesCluster(ClusterClient):
+    """A :class:`ClusterClient` over a Kubernetes API server.
+
+    ``configuration`` is a ``kubernetes.client.Configuration`` (see
+    :meth:`from_kubeconfig` and :meth:`in_cluster`); ``qps``/``burst`` throttle
+    requests as the configuration's ``clientConnection``; ``retries`` and
+    ``backoff_factor`` set urllib3's retry of timeouts, connection errors and
+    429/5xx answers; ``request_timeout`` (seconds) bounds one request;
+    ``watch_timeout`` is the (min, max) seconds a watch asks the server to
+    last.  Thread-safe.  Every method raises :class:`ApiError` subclasses, as
+    :class:`MemoryCluster` does, except that creating or updating an
+    ``Event`` only queues it for the event writer thread and returns the
+    object as given (a failed write is logged and counted in
+    :attr:`events_dropped`, as upstream's broadcaster drops them).
+    """
+
+    def __init__(self, configuration: Any, qps: float = 50.0, burst: int = 100, retries: int = RETRIES,
+                 backoff_factor: float = RETRY_BACKOFF_FACTOR, request_timeout: float = REQUEST_TIMEOUT,
+                 watch_timeout: tuple[int, int] = WATCH_TIMEOUT_RANGE, watch_backoff: tuple[float, float] = WATCH_BACKOFF):
+        from kubernetes.client.api_client import ApiClient
+        from urllib3.util.retry import Retry
+
+        configuration.retries = Retry(
+            total=retries, connect=retries, read=retries, status=retries,
+            status_forcelist=(429, 500, 502, 503, 504), allowed_methods=None,
+            backoff_factor=backoff_factor, backoff_max=RETRY_BACKOFF_MAX,
+            respect_retry_after_header=True, raise_on_status=False, raise_on_redirect=False,
+        )
+        # one connection per watch plus the writers: keep them all pooled
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
+        self.api = ApiClient(configuration)
+        self.host = configuration.host
+        self.limiter = RateLimiter(qps, burst)
+        self.request_timeout = request_timeout
+        self.watch_timeout = watch_timeout
+        self.watch_backoff = watch_backoff
+        self.instance = socket.gethostname()
+        self.events_dropped = 0
+        self._events: queue.Queue = queue.Queue(EVENT_QUEUE_LENGTH)
+        self._event_writer: threading.Thread | None = None
+        self._event_lock = threading.Lock()
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> "KubernetesCluster":
+        """A client from a kubeconfig file (``path``; default ``$KUBECONFIG`` or
+        ``~/.kube/config``) and ``context`` (default: the current one).
+        Raises ``kubernetes.config.ConfigException`` for an unusable file."""
+        from kubernetes import config
+        from kubernetes.client.configuration import Configuration
+
+        configuration = Configuration()
+        config.load_kube_config(config_file=path, context=context, client_configuration=configuration,
+                                persist_config=False)
+        return cls(configuration, **kwargs)
+
+    @classmethod
+    def in_cluster(cls, **kwargs: Any) -> "KubernetesCluster":
+        """A client from the pod's service account (token, CA and
+        ``KUBERNETES_SERVICE_HOST``).  Raises ``kubernetes.config.ConfigException``
+        outside a pod."""
+        from kubernetes import config
+        from kubernetes.client.configuration import Configuration
+
+        configuration = Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return cls(configuration, **kwargs)
+
+    # --- REST plumbing -------------------------------------------------------------------
+
+    @staticmethod
+    def _collection(resource: ResourceType, namespace: str | None) -> str:
+        if resource.kind == "Event":
+            base = f"/apis/{EVENTS_API_VERSION}"
+        elif resource.group:
+            base = f"/apis/{resource.api_version}"
+        else:
+            base = f"/api/{resource.api_version}"
+        if resource.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        plural = resource.plural
+        return f"{base}/{plural}"
+
+    def _path(self, resource: ResourceType, name: str, namespace: str, sub: str = "") -> str:
+        path = f"{self._collection(resource, namespace or ('default' if resource.namespaced else ''))}/{quote(name, safe='')}"
+        return f"{path}/{sub}" if sub else path
+
+    def _send(self, method: str, path: str, query: list | None = None, body: Any = None,
+              timeout: Any = None) -> Any:
+        """One request; returns the kubernetes client's RESTResponse (body unread)."""
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        self.limiter.take()
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = self.api.param_serialize(method=method, resource_path=path, query_params=query or [],
+                                           header_params=headers, body=body, auth_settings=["BearerToken"])
+        try:
+            return self.api.call_api(*request, _request_timeout=timeout or self.request_timeout)
+        except (urllib3.exceptions.HTTPError, ApiException) as err:  # unreachable, TLS failure, retries spent
+            error = ApiError(f"{method} {path}: {err}")
+            error.code, error.reason = 503, "ServiceUnavailable"
+            raise error from None
+
+    def _call(self, method: str, path: str, query: list | None = None, body: Any = None) -> dict:
+        response = self._send(method, path, query, body)
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise _api_error(response.status, data, f"{method} {path}")
+        return json.loads(data) if data else {}
+
+    def _decode(self, resource: ResourceType, doc: dict) -> Any:
+        if resource.kind == "Event":
+            return event_from_events_v1(doc)
+        body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+        return structure(body, resource.cls)
+
+    def _encode(self, obj: Any) -> dict:
+        resource = resource_of(obj)
+        if resource.kind == "Event":
+            return event_to_events_v1(obj, self.instance)
+        return {"apiVersion": resource.api_version, "kind": resource.kind, **unstructure(obj)}
+
+    # --- reading -------------------------------------------------------------------------
+
+    def list(self, kind: str, namespace: str | None = None) -> ListResult:
+        resource = RESOURCES[kind]
+        try:
+            doc = self._call("GET", self._collection(resource, namespace))
+        except NotFound:
+            # the API server does not serve this kind (e.g. an older resource.k8s.io): nothing to see
+            log.warning("the API server does not serve %s (%s); treating it as empty", resource.plural,
+                        resource.api_version)
+            return ListResult([], "")
+        items = []
+        for item in doc.get("items") or ():
+            try:
+                items.append(self._decode(resource, item))
+            except ManifestError as err:
+                log.warning("skipping %s %s: %s", kind, (item.get("metadata") or {}).get("name"), err)
+        return ListResult(items, (doc.get("metadata") or {}).get("resourceVersion", ""))
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        resource = RESOURCES[kind]
+        return self._decode(resource, self._call("GET", self._path(resource, name, namespace)))
+
+    def watch(self, kind: str, resource_version: str, sink: WatchSink) -> Callable[[], None]:
+        reflector = _Reflector(self, RESOURCES[kind], resource_version, sink)
+        reflector.start()
+        return reflector.stop
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _write_event(self, method: str, event: Event) -> Event:
+        with self._event_lock:
+            if self._event_writer is None:
+                self._event_writer = threading.Thread(target=self._write_events, name="event-writer", daemon=True)
+                self._event_writer.start()
+        try:
+            self._events.put_nowait((method, event))
+        except queue.Full:
+            self.events_dropped += 1
+        return event
+
+    def _write_events(self) -> None:
+        resource = RESOURCES["Event"]
+        while True:
+            method, event = self._events.get()
+            meta = event.metadata
+            path = (self._collection(resource, meta.namespace or "default") if method == "POST"
+                    else self._path(resource, meta.name, meta.namespace))
+            try:
+                self._call(method, path, body=self._encode(event))
+            except ApiError as err:
+                self.events_dropped += 1
+                log.info("writing event %s/%s failed: %s", meta.namespace, meta.name, err)
+            finally:
+                self._events.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until the queued events are written (at most ``timeout`` seconds)."""
+        with self._events.all_tasks_done:
+            return self._events.all_tasks_done.wait_for(lambda: not self._events.unfinished_tasks, timeout)
+
+    def create(self, obj: Any) -> Any:
+        if isinstance(obj, Event):
+            return self._write_event("POST", obj)
+        resource = resource_of(obj)
+        namespace = obj.metadata.namespace or ("default" if resource.namespaced else "")
+        doc = self._call("POST", self._collection(resource, namespace), body=self._encode(obj))
+        return self._decode(resource, doc)
+
+    def update(self, obj: Any) -> Any:
+        if isinstance(obj, Event):
+            return self._write_event("PUT", obj)
+        resource = resource_of(obj)
+        meta = obj.metadata
+        return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace),
+                                                 body=self._encode(obj)))
+
+    def update_status(self, obj: Any) -> Any:
+        resource = resource_of(obj)
+        meta = obj.metadata
+        return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace, "status"),
+                                                 body=self._encode(obj)))
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """POST pods/binding.  The reply (a ``Status``) is not decoded.  A
+        Conflict because the pod is already on ``node_name`` is a success:
+        it is what a retried request whose first try got through sees."""
+        resource = RESOURCES["Pod"]
+        binding = {
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        try:
+            self._call("POST", self._path(resource, name, namespace, "binding"), body=binding)
+        except Conflict:
+            current = self.get("Pod", name, namespace)
+            if current.spec.node_name != node_name or (uid and current.metadata.uid != uid):
+                raise
+
+    def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
+        resource = RESOURCES[kind]
+        body = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
+        self._call("DELETE", self._path(resource, name, namespace), body=body)
+
+
+class _Reflector:
+    """One kind's watch on its own thread: watch from a resourceVersion with
+    bookmarks, resume from the last version seen, relist on 410 Gone (a
+    :data:`REPLACE` event), back off on errors; until :meth:`stop`."""
+
+    def __init__(self, cluster: KubernetesCluster, resource: ResourceType, resource_version: str,
+                 sink: WatchSink):
+        self.cluster = cluster
+        self.resource = resource
+        self.resource_version = resource_version
+        self.sink = sink
+        self._stopped = threading.Event()
+        self._response: Any = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"watch-{resource.plural}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the watch; a blocked read is cut by shutting its socket down."""
+        self._stopped.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            try:
+                response.shutdown()
+            except Exception:  # the connection may be gone already
+                pass
+
+    def _run(self) -> None:
+        delay = self.cluster.watch_backoff[0]
+        while not self._stopped.is_set():
+            try:
+                self._watch_once()
+                delay = self.cluster.watch_backoff[0]
+                continue
+            except Gone as err:
+                log.info("watch of %s expired (%s); relisting", self.resource.plural, err)
+                try:
+                    listed = self.cluster.list(self.resource.kind)
+                except ApiError as list_err:
+                    log.warning("relisting %s failed: %s", self.resource.plural, list_err)
+                else:
+                    if not self._stopped.is_set():
+                        self.sink(WatchEvent(REPLACE, self.resource.kind, listed.items))
+                        self.resource_version = listed.resource_version
+                        delay = self.cluster.watch_backoff[0]
+                        continue
+            except Exception as err:  # a broken stream, an API error, a bad line: back off and resume
+                if self._stopped.is_set():
+                    return
+                log.warning("watch of %s failed: %s; retrying in %.1fs", self.resource.plural, err, delay)
+            self._stopped.wait(delay * (1 + random.random() * 0.2))
+            delay = min(delay * 2, self.cluster.watch_backoff[1])
+
+    def _watch_once(self) -> None:
+        timeout = random.randint(*self.cluster.watch_timeout)
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout))]
+        if self.resource_version:
+            query.append(("resourceVersion", self.resource_version))
+        path = self.cluster._collection(self.resource, None)
+        response = self.cluster._send("GET", path, query, timeout=(10.0, timeout + 30.0))
+        if not 200 <= response.status <= 299:
+            raise _api_error(response.status, response.read(), f"watch {path}")
+        raw = response.response
+        with self._lock:
+            self._response = raw
+        try:
+            if self._stopped.is_set():
+                return
+            from kubernetes.watch.watch import iter_resp_lines
+
+            for line in iter_resp_lines(raw):
+                if self._stopped.is_set():
+                    return
+                if line:
+                    self._handle(json.loads(line))
+        finally:
+            with self._lock:
+                self._response = None
+            raw.close()  # never hand a half-read stream back to the pool
+            raw.release_conn()
+
+    def _handle(self, event: dict) -> None:
+        type_ = event.get("type")
+        doc = event.get("object") or {}
+        if type_ == "ERROR":
+            raise _api_error(int(doc.get("code") or 500), json.dumps(doc), f"watch {self.resource.plural}")
+        rv = (doc.get("metadata") or {}).get("resourceVersion", "")
+        if type_ == "BOOKMARK":
+            self.resource_version = rv or self.resource_version
+            return
+        if type_ not in (ADDED, MODIFIED, DELETED):
+            return
+        try:
+            obj = self.cluster._decode(self.resource, doc)
+        except ManifestError as err:
+            log.warning("skipping %s %s: %s", self.resource.kind, (doc.get("metadata") or {}).get("name"), err)
+        else:
+            self.sink(WatchEvent(type_, self.resource.kind, obj))
+        self.resource_version = rv or self.resource_version

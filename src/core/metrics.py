@@ -1,0 +1,131 @@
+"""kube-scheduler's metrics, with its names, labels and buckets, on prometheus-client.
+
+Mirrors ``pkg/scheduler/metrics``: the metrics are process-wide (registered in
+prometheus-client's default registry, as upstream's legacy registry), so a
+plugin may import this module and update them, or register its own next to
+them.  ``kubesched run`` serves the registry on ``/metrics``.
+
+- ``scheduler_schedule_attempts_total{result,profile}``: scheduling attempts by
+  result (``scheduled``, ``unschedulable``, ``error``);
+- ``scheduler_scheduling_attempt_duration_seconds{result,profile}``: their
+  latency (scheduling algorithm + binding), wall-clock seconds;
+- ``scheduler_scheduling_algorithm_duration_seconds``;
+- ``scheduler_pod_scheduling_attempts`` and
+  ``scheduler_pod_scheduling_sli_duration_seconds{attempts}``: per pod, at its
+  binding (the SLI is measured on the scheduler's clock from the first attempt);
+- ``scheduler_pending_pods{queue}`` (``active``, ``backoff``,
+  ``unschedulable``, ``gated``), ``scheduler_scheduler_cache_size{type}``
+  (``nodes``, ``pods``, ``assumed_pods``) and
+  ``scheduler_unschedulable_pods{plugin,profile}``: gauges set by
+  :func:`refresh` from the scheduler's loop thread;
+- ``scheduler_preemption_attempts_total`` and
+  ``scheduler_preemption_victims``: for the preemption plugin to update;
+- ``scheduler_permit_wait_duration_seconds{result}``;
+- ``leader_election_master_status{name}`` (client-go's): 1 while leading.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Upstream ``metrics.ExponentialBuckets``: ``start * factor**i`` for ``i < count``."""
+    return [start * factor ** i for i in range(count)]
+
+
+SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_schedule_attempts_total",
+    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, "
+    "while 'error' means an internal scheduler problem.",
+    ["result", "profile"])
+SCHEDULING_ATTEMPT_DURATION = Histogram(
+    "scheduler_scheduling_attempt_duration_seconds",
+    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15))
+SCHEDULING_ALGORITHM_DURATION = Histogram(
+    "scheduler_scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15))
+PREEMPTION_VICTIMS = Histogram(
+    "scheduler_preemption_victims", "Number of selected preemption victims",
+    buckets=exponential_buckets(1, 2, 7))
+PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now")
+PENDING_PODS = Gauge(
+    "scheduler_pending_pods",
+    "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number "
+    "of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted "
+    "to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to "
+    "schedule because they are gated.",
+    ["queue"])
+POD_SCHEDULING_SLI_DURATION = Histogram(
+    "scheduler_pod_scheduling_sli_duration_seconds",
+    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve "
+    "multiple scheduling attempts.",
+    ["attempts"], buckets=exponential_buckets(0.01, 2, 20))
+POD_SCHEDULING_ATTEMPTS = Histogram(
+    "scheduler_pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
+    buckets=exponential_buckets(1, 2, 5))
+PERMIT_WAIT_DURATION = Histogram(
+    "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
+    ["result"], buckets=exponential_buckets(0.001, 2, 15))
+CACHE_SIZE = Gauge(
+    "scheduler_scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    ["type"])
+UNSCHEDULABLE_PODS = Gauge(
+    "scheduler_unschedulable_pods",
+    "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins "
+    "that caused it to not schedule and so this metric have meaning only when broken down by plugin.",
+    ["plugin", "profile"])
+LEADER_ELECTION_MASTER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. "
+    "'name' is the string used to identify the lease.",
+    ["name"])
+
+SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
+
+
+def attempts_label(attempts: int) -> str:
+    """Upstream ``getAttemptsLabel``: "1" ... "15", then "16+"."""
+    return str(attempts) if attempts < 16 else "16+"
+
+
+def observe_attempt(result: str, profile: str, seconds: float) -> None:
+    """One scheduling attempt ended with ``result`` after ``seconds`` (wall clock)."""
+    SCHEDULE_ATTEMPTS.labels(result, profile).inc()
+    SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
+
+
+def observe_bound(attempts: int, sli_seconds: float) -> None:
+    """A pod was bound after ``attempts`` attempts, ``sli_seconds`` after its first one."""
+    POD_SCHEDULING_ATTEMPTS.observe(attempts)
+    POD_SCHEDULING_SLI_DURATION.labels(attempts_label(attempts)).observe(max(0.0, sli_seconds))
+
+
+def refresh(scheduler: Any) -> None:
+    """Set the gauges from ``scheduler`` (a :class:`~kubesched.core.scheduler.scheduler.Scheduler`).
+    Call from the thread that runs the scheduler: it reads the queue and cache."""
+    for queue, count in scheduler.queue.pending_counts().items():
+        PENDING_PODS.labels(queue).set(count)
+    cache = scheduler.cache
+    assumed = len(cache.assumed_pods())
+    CACHE_SIZE.labels("nodes").set(cache.node_count())
+    CACHE_SIZE.labels("pods").set(cache.pod_count() - assumed)
+    CACHE_SIZE.labels("assumed_pods").set(assumed)
+    counts: collections.Counter = collections.Counter()
+    for info in scheduler.queue.pending_pods():
+        for plugin in info.unschedulable_plugins:
+            counts[(plugin, info.pod.spec.scheduler_name)] += 1
+    for labels in _unschedulable_labels - set(counts):
+        UNSCHEDULABLE_PODS.labels(*labels).set(0)
+    for (plugin, profile), count in counts.items():
+        UNSCHEDULABLE_PODS.labels(plugin, profile).set(count)
+    _unschedulable_labels.update(counts)
+
+
+#: (plugin, profile) pairs the unschedulable gauge was ever set for (reset to 0 when they clear)
+_unschedulable_labels: set[tuple[str, str]] = set()

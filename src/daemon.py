@@ -1,0 +1,242 @@
+"""The daemon behind ``kubesched run``: the scheduler and the controllers as one long-lived process.
+
+Like kube-scheduler: the informers list and watch at once (``/readyz`` turns
+ready when their caches are synced); with ``leaderElection.leaderElect`` the
+replica only schedules and runs controller workers while it holds the Lease,
+and stops scheduling the moment it cannot renew it (then exits 1, as
+upstream's "leaderelection lost"); ``/healthz`` and ``/metrics`` are served
+throughout.  :meth:`Daemon.stop` (SIGTERM) stops taking pods, rolls back every
+binding cycle still in flight (pods waiting at Permit or at a PreBind wait are
+unreserved, forgotten and requeued, so no assumed pod is left behind),
+releases the lease and makes :meth:`Daemon.run` return 0.
+
+One thread runs the loop (informer events, timers, one scheduling cycle at a
+time, each with its binding cycle); controller workers, the leader elector,
+the watches and the HTTP server have their own threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+from .controllers import build_controller_manager
+from .core import metrics
+from .core.cluster.client import ApiError, ClusterClient
+from .core.cluster.informer import Informers
+from .core.clock import RealClock
+from .core.controller import ControllerContext
+from .core.framework.config import KubeSchedulerConfiguration, parse_duration
+from .core.framework.registry import Registry
+from .core.health import HealthServer
+from .core.leaderelection import LeaderElectionConfig, LeaderElector
+from .core.scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+#: kube-scheduler's secure port.
+DEFAULT_PORT = 10259
+#: /healthz fails when the loop has not come round for this long (seconds).
+LOOP_STALL_SECONDS = 60.0
+#: How often the pending-pods and cache-size gauges are refreshed (seconds).
+METRICS_REFRESH_SECONDS = 1.0
+#: The loop sleeps at most this long without an event or a due timer (seconds).
+IDLE_WAIT_SECONDS = 1.0
+#: Backoff between attempts to list the cluster at start-up (seconds: first, cap).
+START_BACKOFF = (0.5, 30.0)
+SHUTDOWN_MESSAGE = "the scheduler is shutting down"
+
+
+class _WakingClock(RealClock):
+    """The real clock, whose new timers also wake the loop (a controller
+    worker's delayed retry is set from its own thread)."""
+
+    def __init__(self, wakeup: threading.Event):
+        super().__init__()
+        self.wakeup = wakeup
+
+    def call_at(self, when: float, callback: Callable[[], None], background: bool = False):
+        timer = super().call_at(when, callback, background)
+        self.wakeup.set()
+        return timer
+
+
+def default_identity() -> str:
+    """kube-scheduler's lease holder identity: ``<hostname>_<uuid>``."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+class Daemon:
+    """``kubesched run`` over ``cluster``.
+
+    ``config`` is the loaded configuration (its ``leaderElection`` is used
+    unless ``embedded``); ``embedded`` also starts the controllers that stand
+    in for a real cluster's components; ``registry`` the plugins (default:
+    entry points); ``identity`` the lease holder name; ``bind_address`` /
+    ``port`` the HTTP endpoints (``port=None``: none; 0: any free port).
+    Raises ``ConfigError`` for a bad configuration and ValueError for bad
+    leader election durations.
+    """
+
+    def __init__(self, cluster: ClusterClient, config: KubeSchedulerConfiguration, *, embedded: bool,
+                 registry: Registry | None = None, identity: str | None = None,
+                 bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0):
+        self.cluster = cluster
+        self.config = config
+        self.embedded = embedded
+        self.informers = Informers(cluster)
+        self.clock = _WakingClock(self.informers.wakeup)
+        self.scheduler = Scheduler(cluster, config, registry or Registry.discover(), self.clock, seed=seed,
+                                   informers=self.informers)
+        self.scheduler.queue.on_activate = self.informers.wakeup.set
+        self.controllers = build_controller_manager(
+            ControllerContext(cluster, self.informers, self.clock, embedded=embedded))
+        self.elector: LeaderElector | None = None
+        election = config.leader_election
+        if election.leader_elect and not embedded:
+            if election.resource_lock != "leases":
+                raise ValueError(f"leaderElection.resourceLock: only 'leases' is supported, got {election.resource_lock!r}")
+            self.elector = LeaderElector(cluster, self.clock, LeaderElectionConfig(
+                name=election.resource_name,
+                namespace=election.resource_namespace,
+                identity=identity or default_identity(),
+                lease_duration=parse_duration(election.lease_duration, "leaderElection.leaseDuration"),
+                renew_deadline=parse_duration(election.renew_deadline, "leaderElection.renewDeadline"),
+                retry_period=parse_duration(election.retry_period, "leaderElection.retryPeriod"),
+            ), on_started_leading=self.informers.wakeup.set, on_stopped_leading=self.informers.wakeup.set)
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self.exit_code = 0
+        self._stopping = threading.Event()
+        self._workers_stop = threading.Event()
+        self._elector_stop = threading.Event()
+        self._elector_thread: threading.Thread | None = None
+        self._leading = False
+        self._heartbeat = time.monotonic()
+        self._loop_alive = False
+        self.http = HealthServer(bind_address, port, self.healthy, self.ready.is_set) if port is not None else None
+
+    # --- probes --------------------------------------------------------------------------
+
+    def healthy(self) -> bool:
+        """/healthz: the loop is running and came round within ``LOOP_STALL_SECONDS``."""
+        return self._loop_alive and time.monotonic() - self._heartbeat < LOOP_STALL_SECONDS
+
+    def is_leader(self) -> bool:
+        """Whether this replica may schedule now (always, without leader election)."""
+        return self.elector is None or self.elector.is_leader()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the loop to shut down (what SIGTERM does); safe from any thread or a signal handler."""
+        self._stopping.set()
+        self.informers.wakeup.set()
+
+    def run(self) -> int:
+        """Serve until :meth:`stop` or a lost lease; returns the exit code
+        (0 after a stop, 1 after a lost lease or an unexpected error)."""
+        if self.http is not None:
+            self.http.start()
+            log.info("serving /healthz, /readyz and /metrics", extra={"port": self.http.port})
+        self._loop_alive = True
+        try:
+            if self._start_informers():
+                self._loop()
+        except Exception:
+            log.exception("the scheduler loop failed")
+            self.exit_code = 1
+        finally:
+            self._shutdown()
+        return self.exit_code
+
+    def _start_informers(self) -> bool:
+        """List and watch every kind, retrying with backoff until it works or a stop."""
+        delay = START_BACKOFF[0]
+        while not self._stopping.is_set():
+            try:
+                self.informers.start()
+            except ApiError as err:
+                log.warning("listing the cluster failed; retrying", extra={"err": str(err), "retryIn": delay})
+                self.informers.stop()
+                self._stopping.wait(delay)
+                delay = min(delay * 2, START_BACKOFF[1])
+                continue
+            self.informers.pump()
+            self.ready.set()
+            log.info("caches synced", extra={"nodes": self.scheduler.cache.node_count(),
+                                             "pending": len(self.scheduler.queue.pending_pods())})
+            if self.elector is not None:
+                self._elector_thread = threading.Thread(target=self.elector.run, args=(self._elector_stop,),
+                                                        name="leader-elector", daemon=True)
+                self._elector_thread.start()
+            self._refresh_metrics()
+            return True
+        return False
+
+    def _loop(self) -> None:
+        scheduler = self.scheduler
+        while not self._stopping.is_set():
+            self._heartbeat = time.monotonic()
+            leader = self.is_leader()
+            if leader and not self._leading:
+                self._start_leading()
+            elif self._leading and not leader:
+                log.error("leader election lost: stopping")
+                self.exit_code = 1
+                return
+            if leader:
+                if scheduler.step():
+                    continue
+            else:
+                self.informers.pump()
+                self.clock.run_due()
+            deadline = self.clock.next_deadline()
+            wait = IDLE_WAIT_SECONDS if deadline is None else min(IDLE_WAIT_SECONDS, deadline - self.clock.now())
+            if wait > 0 and not self.informers.pending():
+                self.clock.wait(wait, self.informers.wakeup)
+
+    def _start_leading(self) -> None:
+        self._leading = True
+        if self.elector is not None:
+            metrics.LEADER_ELECTION_MASTER_STATUS.labels(self.elector.config.name).set(1)
+            log.info("started leading", extra={"identity": self.elector.config.identity})
+        self.controllers.run_workers(self._workers_stop)
+
+    def _refresh_metrics(self) -> None:
+        metrics.refresh(self.scheduler)
+        if not self._stopping.is_set():
+            self.clock.call_later(METRICS_REFRESH_SECONDS, self._refresh_metrics, background=True)
+
+    def _shutdown(self) -> None:
+        """Roll back in-flight binding cycles, stop the workers, release the lease."""
+        self._loop_alive = False
+        rolled_back = self.rollback_in_flight(SHUTDOWN_MESSAGE)
+        self._workers_stop.set()
+        self.controllers.stop()
+        self._elector_stop.set()
+        if self.elector is not None:
+            if self._elector_thread is not None:
+                self._elector_thread.join()
+            if self.elector.release():
+                log.info("released the lease", extra={"lease": self.elector.config.name})
+            metrics.LEADER_ELECTION_MASTER_STATUS.labels(self.elector.config.name).set(0)
+        self.informers.stop()
+        self.cluster.flush()
+        if self.http is not None:
+            self.http.stop()
+        log.info("stopped", extra={"rolledBack": rolled_back, "bound": self.scheduler.stats.bound})
+        self.stopped.set()
+
+    def rollback_in_flight(self, message: str) -> int:
+        """Fail every binding cycle that has not finished (pods waiting at
+        Permit or at a PreBind wait): Unreserve, forget the assumed pod,
+        requeue it.  Returns how many there were."""
+        waiting: list[Any] = list(self.scheduler.waiting_pods.values())
+        for pod in waiting:
+            pod.reject("", message)
+        return len(waiting) + self.scheduler.abort_binding_waits(message)

@@ -1,0 +1,293 @@
+"""VolumeBinding: pods land where their persistent volumes can be (upstream plugins/volumebinding).
+
+- PreFilter: every claim of the pod must exist (UnschedulableAndUnresolvable
+  ``persistentvolumeclaim "x" not found``, or for a generic ephemeral volume
+  ``waiting for ephemeral volume controller to create the persistentvolumeclaim "x"``);
+  unbound claims of Immediate classes reject the pod ("pod has unbound
+  immediate PersistentVolumeClaims") until the PV controller binds them.
+  A pod without claims, or whose claims are all bound to PVs that accept
+  every node, skips Filter.
+- Filter: per node, bound PVs' node affinity, a matching PV for each
+  WaitForFirstConsumer claim (smallest fit) or else provisioning there
+  (provisioner, allowedTopologies, CSIStorageCapacity); reasons as upstream.
+- PreScore/Score: only with ``shape`` in the args (upstream's
+  StorageCapacityScoring gate): the shape of the requested/capacity
+  utilization per storage class, averaged.
+- Reserve: the chosen bindings are assumed in the PV and claim assume
+  caches; Unreserve reverts them.
+- PreBind: writes them to the API and waits (polling every second on the
+  clock, up to ``bindTimeoutSeconds``) until the PV controller fully bound
+  every claim.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+from attrs import define, field, frozen
+
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.assume_cache import AssumeError
+from kubesched.core.cluster.client import ApiError
+from kubesched.core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    PreBindWait,
+    QueueingHint,
+)
+from kubesched.core.shape import MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
+from kubesched.core.volumes import claim_class, is_claim_of_pod, pod_claims, requested_storage
+
+from .binder import (
+    PodVolumeClaims,
+    PodVolumes,
+    VolumeBinder,
+    VolumeBindingError,
+    capacity_limit,
+)
+
+STATE_KEY = "VolumeBinding"
+ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+#: What a PreBind wait that ran out of time reports (upstream's context deadline).
+BIND_TIMEOUT_MESSAGE = "binding volumes: context deadline exceeded"
+#: PreBind polls the binding every second, as upstream.
+POLL_INTERVAL = 1.0
+
+
+@frozen
+class VolumeBindingArgs:
+    """Upstream ``VolumeBindingArgs``: ``bindTimeoutSeconds`` (default 600;
+    how long PreBind waits for the PV controller), ``shape`` (utilization %
+    -> score 0-10 points; when given, Score is enabled as with upstream's
+    StorageCapacityScoring gate)."""
+
+    STRICT: ClassVar[bool] = True
+    bind_timeout_seconds: int = 600
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+    def __attrs_post_init__(self):
+        if self.bind_timeout_seconds < 0:
+            raise ManifestError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
+        if self.shape:
+            validate_shape(self.shape)
+
+
+@define
+class _State:
+    """The pod's claims (PreFilter), each feasible node's PodVolumes (Filter),
+    whether any node offered static bindings, and Reserve's all-bound answer.
+    Shared, not copied, by clones (as upstream)."""
+
+    claims: PodVolumeClaims | None = None
+    pod_volumes_by_node: dict[str, PodVolumes] = field(factory=dict)
+    has_static_bindings: bool = False
+    all_bound: bool = False
+
+    def clone(self) -> "_State":
+        return self
+
+
+class VolumeBinding:
+    """Upstream ``VolumeBinding`` (see the module docstring).  Built from
+    :class:`VolumeBindingArgs` and the handle (cluster client for PreBind
+    writes, informers for the PV/claim assume caches and the listers)."""
+
+    name = "VolumeBinding"
+    args_class = VolumeBindingArgs
+
+    def __init__(self, args: VolumeBindingArgs, handle):
+        self.binder = VolumeBinder(handle.cluster, handle.informers)
+        self.bind_timeout = float(args.bind_timeout_seconds)
+        self.shape = BrokenLinear(args.shape) if args.shape else None
+
+    # --- PreFilter / Filter ----------------------------------------------------------------
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        binder = self.binder
+        try:
+            has_claims = binder.check_pod_claims(pod)
+        except VolumeBindingError as err:
+            return Status.unresolvable(str(err))
+        if not has_claims:
+            state.write(STATE_KEY, _State())
+            return Status.skip()
+        try:
+            claims = binder.pod_volume_claims(pod)
+        except VolumeBindingError as err:
+            return Status.as_error(str(err))
+        if claims.unbound_immediate:
+            return Status.unresolvable(ERR_UNBOUND_IMMEDIATE)
+        state.write(STATE_KEY, _State(claims))
+        if not claims.unbound_delay_binding and binder.all_pvs_topology_free(claims):
+            return Status.skip()  # Filter could not reject any node; Reserve finds everything bound
+        return None
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        data = state.get(STATE_KEY)
+        if data is None or data.claims is None:
+            if not any(True for _ in pod_claims(pod)):
+                return None  # Filter run without PreFilter on a pod without claims
+            return Status.as_error(f"{STATE_KEY!r} not found in cycle state")
+        try:
+            volumes, reasons = self.binder.find_pod_volumes(pod, data.claims, node_info.node)
+        except VolumeBindingError as err:
+            return Status.as_error(str(err))
+        if reasons:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons))
+        data.pod_volumes_by_node[node_info.name] = volumes
+        data.has_static_bindings = data.has_static_bindings or bool(volumes.static_bindings)
+        return None
+
+    # --- PreScore / Score ------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        if self.shape is None or state.get(STATE_KEY) is None:
+            return Status.skip()
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        volumes = state.get(STATE_KEY).pod_volumes_by_node.get(node_info.name)
+        if volumes is None:
+            return 0
+        by_class: dict[str, list[int]] = {}  # class -> [requested, capacity] bytes
+        if volumes.static_bindings:
+            for binding in volumes.static_bindings:
+                entry = by_class.setdefault(binding.pv.spec.storage_class_name, [0, 0])
+                entry[0] += requested_storage(binding.pvc)
+                entry[1] += binding.pv.spec.capacity.get("storage", 0)
+        else:
+            for provision in volumes.dynamic_provisions:
+                if provision.capacity is None:
+                    continue
+                entry = by_class.setdefault(claim_class(provision.pvc), [0, 0])
+                entry[1] = provision.capacity.capacity or 0
+                entry[0] += requested_storage(provision.pvc)
+        return self._class_score(by_class)
+
+    def _class_score(self, by_class: dict[str, list[int]]) -> int:
+        """Upstream's volume capacity scorer: each class's utilization through
+        the shape (over-full or capacity 0 counts as 100 %), averaged, rounded."""
+        if not by_class:
+            return 0
+        utilizations = [MAX_UTILIZATION if capacity == 0 or requested > capacity
+                        else requested * MAX_UTILIZATION // capacity
+                        for requested, capacity in by_class.values()]
+        total = int(self.shape(np.array(utilizations, dtype=np.int64)).sum())
+        return math.floor(total / len(by_class) + 0.5)
+
+    # --- Reserve / Unreserve / PreBind -----------------------------------------------------
+
+    @hookimpl
+    def reserve(self, state, pod, node_name):
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status.as_error(f"{STATE_KEY!r} not found in cycle state")
+        volumes = data.pod_volumes_by_node.get(node_name)
+        if volumes is None:
+            data.all_bound = True  # no claims, or all bound
+            return None
+        try:
+            data.all_bound = self.binder.assume_pod_volumes(pod, node_name, volumes)
+        except AssumeError as err:
+            return Status.as_error(str(err))
+        return None
+
+    @hookimpl
+    def unreserve(self, state, pod, node_name):
+        data = state.get(STATE_KEY)
+        volumes = data.pod_volumes_by_node.get(node_name) if data is not None else None
+        if volumes is not None:
+            self.binder.revert_assumed_pod_volumes(volumes)
+
+    @hookimpl
+    def pre_bind(self, state, pod, node_name):
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status.as_error(f"{STATE_KEY!r} not found in cycle state")
+        if data.all_bound:
+            return None
+        volumes = data.pod_volumes_by_node.get(node_name)
+        if volumes is None:
+            return Status.as_error(f'no pod volumes found for node "{node_name}"')
+        try:
+            self.binder.bind_api_update(volumes)
+        except ApiError as err:
+            return Status.as_error(err)
+        return PreBindWait(lambda: self._check(pod, volumes), self.bind_timeout, POLL_INTERVAL, BIND_TIMEOUT_MESSAGE)
+
+    def _check(self, pod: Pod, volumes: PodVolumes) -> Status | None:
+        try:
+            done = self.binder.check_bindings(pod, volumes)
+        except VolumeBindingError as err:
+            return Status.as_error(f"binding volumes: {err}")
+        return None if done else Status(Code.WAIT)
+
+    # --- queueing hints --------------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self):
+        return [
+            ClusterEventWithHint(ClusterEvent("StorageClass", ActionType.ADD | ActionType.UPDATE),
+                                 self._after_storage_class_change),
+            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),
+                                 claim_of_pod_changed),
+            ClusterEventWithHint(ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(ClusterEvent("CSINode", ActionType.ADD | ActionType.UPDATE), self._after_csi_node_change),
+            ClusterEventWithHint(ClusterEvent("CSIDriver", ActionType.UPDATE), self._after_csi_driver_change),
+            ClusterEventWithHint(ClusterEvent("CSIStorageCapacity", ActionType.ADD | ActionType.UPDATE),
+                                 self._after_capacity_change),
+        ]
+
+    @staticmethod
+    def _after_storage_class_change(pod, old, new):
+        """A new class, or new allowedTopologies (the binding mode is immutable)."""
+        if old is None or old.allowed_topologies != new.allowed_topologies:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _after_csi_node_change(pod, old, new):
+        """A new CSINode, or a change of its migrated plugins."""
+        if old is None or (old.metadata.annotations.get(MIGRATED_PLUGINS_ANNOTATION)
+                           != new.metadata.annotations.get(MIGRATED_PLUGINS_ANNOTATION)):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _after_csi_driver_change(pod, old, new):
+        """Storage capacity tracking turned off for a driver of the pod's inline CSI volumes."""
+        for volume in pod.spec.volumes:
+            inline = volume.extra.get("csi")
+            if not isinstance(inline, dict) or inline.get("driver") != new.metadata.name:
+                continue
+            if old is not None and old.spec.storage_capacity and not new.spec.storage_capacity:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _after_capacity_change(pod, old, new):
+        """A new CSIStorageCapacity, or one whose volume limit grew."""
+        if old is None:
+            return QueueingHint.QUEUE
+        new_limit, old_limit = capacity_limit(new), capacity_limit(old)
+        if new_limit is not None and (old_limit is None or new_limit > old_limit):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def claim_of_pod_changed(pod, old, new):
+    """A claim of the pod (a claim volume or a generic ephemeral volume's) was created or changed."""
+    return QueueingHint.QUEUE if is_claim_of_pod(pod, new) else QueueingHint.QUEUE_SKIP

@@ -1,0 +1,122 @@
+"""Lease leader election on the fake clock and the in-memory cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.core.clock import FakeClock
+from kubesched.core.cluster.client import ApiError
+from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.leaderelection import LeaderElectionConfig, LeaderElector
+
+
+def candidates(*names: str, clock: FakeClock | None = None):
+    clock = clock or FakeClock(1000.0)
+    cluster = MemoryCluster(clock)
+    log: list[str] = []
+    electors = [
+        LeaderElector(cluster, clock, LeaderElectionConfig("kubesched", "kube-system", name, 15, 10, 2),
+                      on_started_leading=lambda n=name: log.append(f"{n} started"),
+                      on_stopped_leading=lambda n=name: log.append(f"{n} stopped"))
+        for name in names
+    ]
+    return clock, cluster, log, electors
+
+
+def lease(cluster):
+    return cluster.get("Lease", "kubesched", "kube-system").spec
+
+
+def test_the_first_candidate_creates_the_lease_and_the_other_follows():
+    clock, cluster, log, (a, b) = candidates("a", "b")
+    assert a.tick() and a.is_leader()
+    assert not b.tick() and not b.is_leader()
+    assert b.holder == "a"
+    spec = lease(cluster)
+    assert (spec.holder_identity, spec.lease_duration_seconds, spec.renew_time, spec.lease_transitions) == ("a", 15, 1000.0, 0)
+    clock.advance(2)
+    assert a.tick() and lease(cluster).renew_time == 1002.0 and lease(cluster).acquire_time == 1000.0
+    assert log == ["a started"]
+
+
+def test_a_follower_takes_over_a_lease_unchanged_for_its_duration():
+    clock, cluster, log, (a, b) = candidates("a", "b")
+    a.tick()
+    clock.advance(1)
+    b.tick()  # b first sees the lease at 1001: it waits until 1016
+    clock.advance(14)
+    assert not b.tick()
+    clock.advance(1)
+    assert b.tick() and b.is_leader()
+    assert (lease(cluster).holder_identity, lease(cluster).lease_transitions) == ("b", 1)
+    assert log == ["a started", "b started"]
+    # a still believes it leads until its renew deadline, then its renewals fail
+    assert not a.is_leader()  # 16 s since its last renewal > renew deadline 10 s
+    assert not a.tick()
+    assert log[-1] == "a stopped"
+
+
+def test_renewals_keep_followers_out():
+    clock, _, _, (a, b) = candidates("a", "b")
+    for _ in range(20):
+        assert a.tick()
+        assert not b.tick()
+        clock.advance(2)
+    assert a.is_leader() and not b.is_leader()
+
+
+def test_a_leader_that_cannot_renew_stops_at_the_renew_deadline():
+    clock, cluster, log, (a,) = candidates("a")
+    a.tick()
+
+    def fail(verb, kind, obj):
+        if kind == "Lease":
+            raise ApiError("etcd is down")
+
+    cluster.fail_hook = fail
+    clock.advance(2)
+    assert not a.tick() and a.is_leader()  # still within the renew deadline
+    clock.advance(8)
+    assert not a.is_leader()  # the deadline passed: no more scheduling, even before the next tick
+    assert log == ["a started"]
+    a.tick()
+    assert log == ["a started", "a stopped"] and not a.leading
+
+
+def test_release_hands_the_lease_over_at_once():
+    clock, cluster, log, (a, b) = candidates("a", "b")
+    a.tick()
+    b.tick()
+    assert a.release() and not a.is_leader()
+    spec = lease(cluster)
+    assert (spec.holder_identity, spec.lease_duration_seconds) == ("", 1)
+    clock.advance(1)
+    assert b.tick() and b.is_leader()
+    assert not a.release()  # not leading: nothing to release
+
+
+def test_two_candidates_racing_for_an_expired_lease_get_one_leader():
+    clock, cluster, _, (a, b, c) = candidates("a", "b", "c")
+    a.tick()
+    b.tick()
+    c.tick()
+    clock.advance(16)  # a died; b and c both find the lease expired
+
+    def b_writes_first(verb, kind, obj):
+        if kind == "Lease" and verb == "update" and obj.spec.holder_identity == "c":
+            cluster.fail_hook = None
+            assert b.tick()
+
+    cluster.fail_hook = b_writes_first
+    assert not c.tick()  # c's write was based on the version b replaced: Conflict
+    assert b.is_leader() and not c.is_leader()
+    assert lease(cluster).holder_identity == "b"
+
+
+@pytest.mark.parametrize("durations, problem", [
+    ((10, 10, 2), "leaseDuration must be greater than renewDeadline"),
+    ((15, 2, 2), "renewDeadline must be greater than retryPeriod"),
+])
+def test_inconsistent_durations_are_refused(durations, problem):
+    with pytest.raises(ValueError, match=problem):
+        LeaderElectionConfig("kubesched", "kube-system", "a", *durations)

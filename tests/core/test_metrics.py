@@ -1,0 +1,57 @@
+"""kube-scheduler's metrics, updated by the scheduler (process-wide, so tests compare before and after)."""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY
+
+from kubesched.core import metrics
+from kubesched.simulation import Simulation
+from kubesched.testing import node, pod
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_attempts_bindings_and_queue_gauges_follow_the_scheduler():
+    before = {result: sample("scheduler_schedule_attempts_total", result=result, profile="default-scheduler")
+              for result in ("scheduled", "unschedulable")}
+    bound_before = sample("scheduler_pod_scheduling_attempts_count")
+    sim = Simulation()
+    sim.create([node("n1", cpu="2"), pod("a", cpu="1"), pod("b", cpu="1"), pod("big", cpu="4")])
+    sim.run()
+    assert sample("scheduler_schedule_attempts_total", result="scheduled",
+                  profile="default-scheduler") - before["scheduled"] == 2
+    assert sample("scheduler_schedule_attempts_total", result="unschedulable",
+                  profile="default-scheduler") - before["unschedulable"] >= 1
+    assert sample("scheduler_pod_scheduling_attempts_count") - bound_before == 2
+    assert sample("scheduler_scheduling_attempt_duration_seconds_count", result="scheduled",
+                  profile="default-scheduler") >= 2
+    metrics.refresh(sim.scheduler)
+    assert sample("scheduler_pending_pods", queue="unschedulable") == 1
+    assert sample("scheduler_pending_pods", queue="active") == 0
+    assert sample("scheduler_scheduler_cache_size", type="nodes") == 1
+    assert sample("scheduler_scheduler_cache_size", type="pods") == 2
+    assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="default-scheduler") == 1
+    sim.cluster.delete("Pod", "big", "default")
+    sim.run()
+    metrics.refresh(sim.scheduler)
+    assert sample("scheduler_pending_pods", queue="unschedulable") == 0
+    assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="default-scheduler") == 0
+
+
+def test_attempts_label_caps_at_16():
+    assert [metrics.attempts_label(n) for n in (1, 15, 16, 40)] == ["1", "15", "16+", "16+"]
+
+
+def test_preemption_attempts_and_victims_are_counted():
+    attempts = sample("scheduler_preemption_attempts_total")
+    victims = sample("scheduler_preemption_victims_sum")
+    sim = Simulation()
+    sim.create([node("n1", cpu="2"), pod("low-1", cpu="1", priority=1), pod("low-2", cpu="1", priority=1)])
+    sim.run()
+    sim.create([pod("urgent", cpu="2", priority=100)])
+    sim.run()
+    assert sim.pod("urgent").spec.node_name == "n1"
+    assert sample("scheduler_preemption_attempts_total") - attempts == 1
+    assert sample("scheduler_preemption_victims_sum") - victims == 2

@@ -1,0 +1,439 @@
+"""FakeAPIServer: a test double of kube-apiserver, over HTTP on 127.0.0.1.
+
+It speaks the subset of the Kubernetes REST API that ``KubernetesCluster``
+uses, with the real ``kubernetes`` client on the other end: list, watch
+(chunked JSON lines, ``resourceVersion``, bookmarks, 410 as an ERROR event),
+get, create, update and ``/status`` with resourceVersion conflicts,
+``pods/binding``, delete with a UID precondition, ``events.k8s.io/v1`` events
+(kept as sent, and checked as the real server checks them) and leases.
+Objects live in a :class:`MemoryCluster`, whose semantics it serves.
+
+Faults for tests: :meth:`fail` (answer N requests with an HTTP error),
+:meth:`stall` (hold a request until its retry arrives, so the client times
+out), :meth:`break_watches` (cut every open watch mid-stream),
+:meth:`hold_watches` (new watches wait until released), :meth:`compact`
+(history gone: resuming watches get 410) and :meth:`bookmark`.
+
+The server is hand-written on ``http.server`` because no package offers a
+kube-apiserver for tests (none is installable here; see the reference notes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+from urllib.parse import parse_qs, urlparse
+
+import yaml
+
+from kubesched.core.api import RESOURCES, from_manifest, to_manifest
+from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound
+from kubesched.core.cluster.memory import MemoryCluster
+
+MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+_BREAK, _BOOKMARK, _END = object(), object(), object()
+
+
+def wait_until(predicate, changed: threading.Event, timeout: float = 10.0) -> None:
+    """Return once ``predicate()`` is true, checking it again whenever
+    ``changed`` is set; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        changed.clear()
+        if predicate():
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out after {timeout}s waiting for {getattr(predicate, '__name__', predicate)}")
+        changed.wait(remaining)
+
+
+def status(code: int, reason: str, message: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure" if code >= 300 else "Success",
+            "code": code, "reason": reason, "message": message}
+
+
+class _Fault:
+    def __init__(self, method: str, path: str, times: int, code: int = 0):
+        self.method, self.path, self.times, self.code = method, re.compile(path), times, code
+        self.held: list[threading.Event] = []
+        self.release = threading.Event()
+        self.processed = threading.Event()
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.last_rv = 0
+
+
+class FakeAPIServer:
+    """A kube-apiserver test double.  ``cluster`` is the store (a new
+    :class:`MemoryCluster` by default).  Use as a context manager, or
+    :meth:`start`/:meth:`stop`.  ``requests`` logs ``(method, path, query)``;
+    ``changed`` is set whenever a request arrives or is answered and when a
+    watch opens or closes."""
+
+    def __init__(self, cluster: MemoryCluster | None = None):
+        self.cluster = cluster or MemoryCluster()
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.events: dict[str, dict] = {}
+        self._event_rv = 0
+        self._faults: list[_Fault] = []
+        self._watches: list[_Watch] = []
+        self._watch_gate = threading.Event()
+        self._watch_gate.set()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.changed = threading.Event()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> "FakeAPIServer":
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="fake-apiserver", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._watch_gate.set()
+        with self._lock:
+            for fault in self._faults:
+                fault.release.set()
+            for watch in self._watches:
+                watch.queue.put(_END)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> "FakeAPIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def kubeconfig(self, path) -> str:
+        """Write a kubeconfig (bearer token auth) pointing at this server; returns the path."""
+        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "fake",
+               "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+               "users": [{"name": "kubesched", "user": {"token": "fake-token"}}],
+               "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "kubesched"}}]}
+        with open(path, "w") as f:
+            yaml.safe_dump(doc, f)
+        return str(path)
+
+    # --- faults --------------------------------------------------------------------------
+
+    def fail(self, method: str, path: str, code: int = 503, times: int = 1) -> None:
+        """Answer the next ``times`` requests ``method`` on a path matching the
+        regular expression ``path`` with HTTP ``code``."""
+        with self._lock:
+            self._faults.append(_Fault(method, path, times, code))
+
+    def stall(self, method: str, path: str) -> None:
+        """Hold the next matching request until the next one after it (the
+        client's retry after its timeout) arrives; the held request is then
+        carried out first, so the retry meets its effect."""
+        with self._lock:
+            self._faults.append(_Fault(method, path, 1))
+
+    def break_watches(self) -> None:
+        """Cut every open watch mid-stream (no closing chunk)."""
+        with self._lock:
+            for watch in self._watches:
+                watch.queue.put(_BREAK)
+
+    @contextlib.contextmanager
+    def hold_watches(self) -> Iterator[None]:
+        """Inside the block, new watch requests wait; they go on when it ends."""
+        self._watch_gate.clear()
+        try:
+            yield
+        finally:
+            self._watch_gate.set()
+
+    def bookmark(self) -> None:
+        """Send a BOOKMARK with the current resourceVersion on every open watch that asked for them."""
+        with self._lock:
+            for watch in self._watches:
+                watch.queue.put(_BOOKMARK)
+
+    def compact(self) -> None:
+        """Drop the change history: watches resuming from an older version get 410 Gone."""
+        self.cluster.compact()
+
+    def watch_count(self) -> int:
+        with self._lock:
+            return len(self._watches)
+
+    def wait_until(self, predicate, timeout: float = 10.0) -> None:
+        """Return once ``predicate()`` is true, checking after every request
+        the server answers; AssertionError after ``timeout`` seconds."""
+        wait_until(predicate, self.changed, timeout)
+
+    def count(self, method: str, path_pattern: str) -> int:
+        """How many logged requests match ``method`` and the regular expression ``path_pattern``."""
+        pattern = re.compile(path_pattern)
+        return sum(1 for m, p, _ in list(self.requests) if m == method and pattern.search(p))
+
+    # --- request handling (called from handler threads) ----------------------------------
+
+    def _fault_for(self, method: str, path: str) -> _Fault | None:
+        """The fault to apply to this request, if any.  The retry of a stalled
+        request waits here until the held one was carried out."""
+        retried = None
+        with self._lock:
+            for fault in self._faults:
+                if fault.method == method and fault.path.search(path):
+                    if fault.times > 0:
+                        fault.times -= 1
+                        return fault
+                    if fault.code == 0 and not fault.release.is_set():
+                        retried = fault
+                        break
+        if retried is not None:
+            retried.release.set()
+            retried.processed.wait(10)
+        return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
+    api: FakeAPIServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _reply(self, code: int, doc: Any) -> None:
+        body = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, err: ApiError) -> None:
+        self._reply(err.code, status(err.code, err.reason, err.message))
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length)) if length else None
+
+    def _route(self) -> None:
+        url = urlparse(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        path = url.path.rstrip("/")
+        body = self._body()
+        self.api.requests.append((self.command, path, query))
+        self.api.changed.set()
+        if self.headers.get("Authorization") != "Bearer fake-token":
+            return self._reply(401, status(401, "Unauthorized", "Unauthorized"))
+        fault = self.api._fault_for(self.command, path)
+        if fault is not None and fault.code:
+            return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"))
+        try:
+            if fault is not None:  # stalled: wait for the retry, then carry this one out
+                fault.release.wait(10)
+            try:
+                self._dispatch(path, query, body)
+            except ApiError as err:
+                self._error(err)
+        finally:
+            if fault is not None:
+                fault.processed.set()
+            self.api.changed.set()
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _route
+
+    def _dispatch(self, path: str, query: dict, body: Any) -> None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 2:
+            group_version, rest = parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 3:
+            group_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+        else:
+            raise _not_found(path)
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest:
+            raise _not_found(path)
+        plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+        if group_version == "events.k8s.io/v1" and plural == "events":
+            return self._events(namespace or "", name, body)
+        resource = next((r for r in RESOURCES.values() if r.api_version == group_version and r.plural == plural
+                         and r.kind != "Event"), None)
+        if resource is None:
+            raise _not_found(path)
+        cluster = self.api.cluster
+        if self.command == "GET" and not name:
+            if query.get("watch") in ("true", "1"):
+                return self._watch(resource.kind, query)
+            listed = cluster.list(resource.kind, namespace)
+            return self._reply(200, {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
+                                     "metadata": {"resourceVersion": listed.resource_version},
+                                     "items": [to_manifest(o) for o in listed.items]})
+        if self.command == "GET":
+            return self._reply(200, to_manifest(cluster.get(resource.kind, name, namespace or "")))
+        if self.command == "POST" and sub == "binding":
+            target = (body or {}).get("target") or {}
+            uid = ((body or {}).get("metadata") or {}).get("uid", "")
+            cluster.bind(namespace or "default", name, uid, target.get("name", ""))
+            return self._reply(201, status(201, "", "") | {"status": "Success"})
+        if self.command == "POST" and not name:
+            obj = self._object(body, resource.kind)
+            return self._reply(201, to_manifest(cluster.create(obj)))
+        if self.command == "PUT" and sub in ("", "status"):
+            obj = self._object(body, resource.kind)
+            stored = cluster.update_status(obj) if sub == "status" else cluster.update(obj)
+            return self._reply(200, to_manifest(stored))
+        if self.command == "DELETE" and name:
+            uid = ((body or {}).get("preconditions") or {}).get("uid")
+            cluster.delete(resource.kind, name, namespace or "", uid)
+            return self._reply(200, status(200, "", "") | {"status": "Success"})
+        raise _not_found(path)
+
+    def _object(self, body: Any, kind: str) -> Any:
+        if not isinstance(body, dict) or body.get("kind") != kind:
+            raise Invalid(f"expected a {kind} object")
+        if kind == "Lease":
+            for key in ("acquireTime", "renewTime"):
+                value = (body.get("spec") or {}).get(key)
+                if value is not None and not MICRO_TIME.match(value):
+                    raise Invalid(f"spec.{key}: Invalid value: {value!r}: must be a MicroTime (RFC 3339 with microseconds)")
+        try:
+            return from_manifest(body)
+        except ValueError as err:
+            raise Invalid(str(err)) from None
+
+    # --- events.k8s.io/v1 ----------------------------------------------------------------
+
+    def _events(self, namespace: str, name: str, body: Any) -> None:
+        api = self.api
+        key = f"{namespace}/{name}"
+        if self.command == "GET" and name:
+            if key not in api.events:
+                raise _not_found(f"events.events.k8s.io {name!r}")
+            return self._reply(200, api.events[key])
+        if self.command in ("POST", "PUT"):
+            problems = [f for f in ("reportingController", "reportingInstance", "action", "reason", "regarding")
+                        if not body.get(f)]
+            if not MICRO_TIME.match(body.get("eventTime") or ""):
+                problems.append("eventTime")
+            if body.get("type") not in ("Normal", "Warning"):
+                problems.append("type")
+            if len((body.get("note") or "").encode()) > 1024:
+                problems.append("note")
+            if problems:
+                raise Invalid(f"Event {body.get('metadata', {}).get('name')!r} is invalid: {', '.join(problems)}")
+            meta = body.setdefault("metadata", {})
+            meta["namespace"] = namespace
+            key = f"{namespace}/{meta.get('name')}"
+            with api._lock:
+                if self.command == "POST" and key in api.events:
+                    raise AlreadyExists(f'events.events.k8s.io "{meta.get("name")}" already exists')
+                if self.command == "PUT":
+                    stored = api.events.get(key)
+                    if stored is None:
+                        raise _not_found(key)
+                    if meta.get("resourceVersion") and meta["resourceVersion"] != stored["metadata"]["resourceVersion"]:
+                        raise Conflict("the object has been modified")
+                api._event_rv += 1
+                meta["resourceVersion"] = str(api._event_rv)
+                api.events[key] = body
+            return self._reply(201 if self.command == "POST" else 200, body)
+        raise _not_found(self.path)
+
+    # --- watch ---------------------------------------------------------------------------
+
+    def _watch(self, kind: str, query: dict) -> None:
+        api = self.api
+        api._watch_gate.wait(10)
+        watch = _Watch()
+        since = query.get("resourceVersion", "")
+        bookmarks = query.get("allowWatchBookmarks") == "true"
+        cluster = api.cluster
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        stop = None
+        try:
+            if since in ("", "0"):  # "the most recent": the current objects as ADDED, then changes
+                listed = cluster.list(kind)
+                for obj in listed.items:
+                    watch.queue.put(("ADDED", obj))
+                since = listed.resource_version
+            try:
+                stop = cluster.watch(kind, since, lambda event: watch.queue.put((event.type, event.obj)))
+            except ApiError as err:
+                self._chunk({"type": "ERROR", "object": status(err.code, err.reason, err.message)})
+                self._chunk_end()
+                return
+            watch.last_rv = int(since or 0)
+            with api._lock:
+                api._watches.append(watch)
+            api.changed.set()
+            timeout = float(query.get("timeoutSeconds") or 1800)
+            timer = threading.Timer(timeout, lambda: watch.queue.put(_END))
+            timer.daemon = True
+            timer.start()
+            while True:
+                item = watch.queue.get()
+                if item is _BREAK:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                if item is _END:
+                    timer.cancel()
+                    self._chunk_end()
+                    return
+                if item is _BOOKMARK:
+                    if bookmarks:
+                        watch.last_rv = max(watch.last_rv, int(cluster.resource_version()))
+                        self._chunk({"type": "BOOKMARK", "object": {
+                            "kind": kind, "apiVersion": RESOURCES[kind].api_version,
+                            "metadata": {"resourceVersion": str(watch.last_rv)}}})
+                    continue
+                type_, obj = item
+                watch.last_rv = max(watch.last_rv, int(obj.metadata.resource_version or 0))
+                self._chunk({"type": type_, "object": to_manifest(obj)})
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            if stop is not None:
+                stop()
+            with api._lock:
+                if watch in api._watches:
+                    api._watches.remove(watch)
+            api.changed.set()
+
+    def _chunk(self, doc: dict) -> None:
+        data = json.dumps(doc).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _chunk_end(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def _not_found(what: str) -> ApiError:
+    return NotFound(f"the server could not find the requested resource ({what})")

@@ -1,0 +1,350 @@
+"""`kubesched run`: the daemon embedded, against the fake API server, with leader election and SIGTERM.
+
+Real threads and a real HTTP server are involved here, so the tests wait on
+conditions (checked whenever the cluster or the server sees a change) with
+timeouts, never for fixed times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from fake_apiserver import FakeAPIServer, wait_until
+from kubesched.core.clock import RealClock
+from kubesched.core.cluster.kube import KubernetesCluster
+from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.framework.config import API_VERSION, KIND, load_config
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.registry import Registry
+from kubesched.core.framework.status import Code, Status
+from kubesched.daemon import Daemon
+from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.simulation import load_paths
+from kubesched.testing import node, pod
+
+ROOT = Path(__file__).resolve().parents[1]
+LEASE = {"leaseDuration": "2s", "renewDeadline": "1500ms", "retryPeriod": "250ms"}
+
+
+def scheduler_config(path: Path | None = None, leader_elect: bool = True, scheduler_name: str = "kubesched",
+                     **profile) -> dict:
+    doc = {"apiVersion": API_VERSION, "kind": KIND,
+           "leaderElection": {"leaderElect": leader_elect, "resourceName": "kubesched",
+                              "resourceNamespace": "kube-system", **LEASE},
+           "clientConnection": {"qps": 0},
+           "profiles": [{"schedulerName": scheduler_name, **profile}]}
+    if path is not None:
+        path.write_text(yaml.safe_dump(doc))
+    return doc
+
+
+class Running:
+    """A Daemon on its own thread; :meth:`stop` stops it and returns run()'s exit code."""
+
+    def __init__(self, daemon: Daemon):
+        self.daemon = daemon
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.code = self.daemon.run()
+
+    def stop(self) -> int:
+        self.daemon.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+        return self.code
+
+
+def cluster_changes(cluster: MemoryCluster, *kinds: str) -> threading.Event:
+    """An Event set on every change of ``kinds`` in ``cluster``."""
+    changed = threading.Event()
+    for kind in kinds:
+        cluster.watch(kind, cluster.resource_version(), lambda _event: changed.set())
+    return changed
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample in Prometheus text format."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        sample, _, value = line.rpartition(" ")
+        sample_name, _, sample_labels = sample.partition("{")
+        got = ",".join(sorted(sample_labels.rstrip("}").split(","))) if sample_labels else ""
+        if sample_name == name and got == wanted:
+            return float(value)
+    raise AssertionError(f"no sample {name}{{{wanted}}}")
+
+
+def bound(cluster: MemoryCluster, *names: str) -> bool:
+    return all(cluster.get("Pod", name, "default").spec.node_name for name in names)
+
+
+def bound_in(cluster: MemoryCluster, name: str) -> bool:
+    """Whether the pod ``name`` (in any namespace) is bound."""
+    return any(p.spec.node_name for p in cluster.list("Pod").items if p.metadata.name == name)
+
+
+# --- embedded -----------------------------------------------------------------------------
+
+
+def test_embedded_daemon_serves_probes_and_metrics_and_schedules_pods_created_later():
+    cluster = MemoryCluster(RealClock())
+    load_paths(cluster, [ROOT / "examples" / "cluster"])
+    changed = cluster_changes(cluster, "Pod")
+    daemon = Daemon(cluster, load_config(None, DEFAULT_PLUGINS), embedded=True, port=0)
+    running = Running(daemon)
+    assert daemon.ready.wait(10)
+    base = f"http://127.0.0.1:{daemon.http.port}"
+    assert get(base + "/healthz") == (200, "ok")
+    assert get(base + "/readyz") == (200, "ok")
+    assert get(base + "/nope")[0] == 404
+    cluster.create(pod("later", cpu="100m"))
+    wait_until(lambda: bound(cluster, "later"), changed)
+    wait_until(lambda: daemon.scheduler.stats.bound == 10, changed)  # 9 of the examples fit, and the new one
+    status, text = get(base + "/metrics")
+    assert status == 200
+    assert metric(text, "scheduler_schedule_attempts_total", result="scheduled", profile="default-scheduler") >= 10
+    assert metric(text, "scheduler_pod_scheduling_attempts_count") >= 10
+    assert "scheduler_pending_pods{queue=\"unschedulable\"}" in text
+    assert "scheduler_scheduling_attempt_duration_seconds_bucket" in text
+    assert running.stop() == 0
+    assert daemon.stopped.is_set() and not daemon.healthy()
+
+
+def test_kubesched_run_embedded_serves_metrics_and_exits_0_on_sigterm(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubesched.cli", "run", "--embedded", "-f", str(ROOT / "examples" / "cluster"),
+         "--port", "0", "--log-format", "json"],
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        lines = []
+        port = None
+        for line in process.stderr:  # the log: wait for the port, then for the caches
+            lines.append(json.loads(line))
+            port = port or lines[-1].get("port")
+            if lines[-1]["msg"] == "caches synced":
+                break
+        assert port, lines
+        status, text = get(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200 and "scheduler_schedule_attempts_total" in text
+        assert get(f"http://127.0.0.1:{port}/healthz") == (200, "ok")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        last = json.loads(process.stderr.readlines()[-1])
+        assert last["msg"] == "stopped" and last["v"] == 0 and "ts" in last
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_kubesched_run_refuses_conflicting_sources(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "kubesched.cli", "run", "--embedded", "--in-cluster"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "--embedded and --in-cluster: choose one" in result.stderr
+
+
+# --- against an API server ------------------------------------------------------------------
+
+
+def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: Registry | None = None,
+                **profile) -> Daemon:
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig"), qps=0,
+                                                backoff_factor=0.01, watch_backoff=(0.01, 0.1))
+    config = load_config(scheduler_config(**profile), DEFAULT_PLUGINS)
+    return Daemon(cluster, config, embedded=False, registry=registry, identity=name, port=None)
+
+
+def lease_holder(apiserver: FakeAPIServer) -> str:
+    try:
+        return apiserver.cluster.get("Lease", "kubesched", "kube-system").spec.holder_identity
+    except Exception:
+        return ""
+
+
+def scheduled_events(apiserver: FakeAPIServer) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for event in list(apiserver.events.values()):
+        if event["reason"] == "Scheduled":
+            counts[event["regarding"]["name"]] = counts.get(event["regarding"]["name"], 0) + 1
+    return counts
+
+
+def test_pods_of_our_profile_are_scheduled_and_bound_through_the_api(apiserver, tmp_path):
+    for name in ("n1", "n2"):
+        apiserver.cluster.create(node(name, cpu="2"))
+    apiserver.cluster.create(pod("ours", cpu="1", scheduler_name="kubesched"))
+    apiserver.cluster.create(pod("theirs", cpu="1"))  # default-scheduler's pod: not ours
+    daemon = kube_daemon(apiserver, tmp_path, "only")
+    running = Running(daemon)
+    apiserver.wait_until(lambda: bound(apiserver.cluster, "ours"))
+    apiserver.cluster.create(pod("later", cpu="1", scheduler_name="kubesched"))
+    apiserver.cluster.create(pod("too-big", cpu="3", scheduler_name="kubesched"))
+    apiserver.wait_until(lambda: bound(apiserver.cluster, "later") and scheduled_events(apiserver).get("later"))
+    too_big = apiserver.cluster.get("Pod", "too-big", "default")
+    apiserver.wait_until(lambda: any(e["reason"] == "FailedScheduling" for e in apiserver.events.values()))
+    assert not apiserver.cluster.get("Pod", "theirs", "default").spec.node_name
+    assert not too_big.spec.node_name
+    assert lease_holder(apiserver) == "only"
+    assert running.stop() == 0
+    assert lease_holder(apiserver) == ""  # released on the way out
+    condition = next(c for c in apiserver.cluster.get("Pod", "too-big", "default").status.conditions
+                     if c.type == "PodScheduled")
+    assert condition.reason == "Unschedulable" and "Insufficient cpu" in condition.message
+
+
+class HoldAtPermit:
+    """Makes every pod wait at Permit (for a minute) and records Unreserve."""
+
+    name = "HoldAtPermit"
+    unreserved: list[str] = []
+
+    def __init__(self, args, handle):
+        pass
+
+    @hookimpl
+    def reserve(self, state, pod, node_name):
+        return None
+
+    @hookimpl
+    def unreserve(self, state, pod, node_name):
+        HoldAtPermit.unreserved.append(pod.metadata.name)
+
+    @hookimpl
+    def permit(self, state, pod, node_name):
+        return Status(Code.WAIT), 60
+
+
+def test_a_stop_mid_run_rolls_back_binding_cycles_in_flight(apiserver, tmp_path):
+    registry = Registry.discover()
+    registry.add(HoldAtPermit)
+    HoldAtPermit.unreserved = []
+    apiserver.cluster.create(node("n1"))
+    for name in ("a", "b"):
+        apiserver.cluster.create(pod(name, cpu="1", scheduler_name="kubesched"))
+    daemon = kube_daemon(apiserver, tmp_path, "stopping", registry=registry,
+                         plugins={"reserve": {"enabled": [{"name": "HoldAtPermit"}]},
+                                  "permit": {"enabled": [{"name": "HoldAtPermit"}]}})
+    running = Running(daemon)
+    apiserver.wait_until(lambda: len(daemon.scheduler.waiting_pods) == 2)
+    assert len(daemon.scheduler.cache.assumed_pods()) == 2
+    assert running.stop() == 0  # what SIGTERM does
+    assert daemon.scheduler.cache.assumed_pods() == []
+    assert daemon.scheduler.waiting_pods == {}
+    assert sorted(HoldAtPermit.unreserved) == ["a", "b"]
+    assert not bound(apiserver.cluster, "a") and not bound(apiserver.cluster, "b")
+    assert apiserver.count("POST", r"/binding$") == 0
+    assert lease_holder(apiserver) == ""
+
+
+def test_dra_claims_are_allocated_through_the_api_despite_a_conflicting_status_update(apiserver, tmp_path):
+    load_paths(apiserver.cluster, [ROOT / "examples" / "dra"])
+    apiserver.fail("PUT", r"/resourceclaims/[^/]+/status$", code=409, times=1)
+    daemon = kube_daemon(apiserver, tmp_path, "dra", scheduler_name="default-scheduler")
+    running = Running(daemon)
+    pods = [p.metadata.name for p in apiserver.cluster.list("Pod").items]
+    apiserver.wait_until(lambda: sum(1 for n in pods if bound_in(apiserver.cluster, n)) >= len(pods) - 1)
+    claims = [c for c in apiserver.cluster.list("ResourceClaim").items if c.status.allocation is not None]
+    assert claims and all(c.status.reserved_for for c in claims)
+    assert apiserver.count("PUT", r"/resourceclaims/[^/]+/status$") > len(claims)  # the conflict was retried
+    assert running.stop() == 0
+
+
+def test_a_replica_that_cannot_renew_its_lease_stops_and_exits_1(apiserver, tmp_path):
+    apiserver.cluster.create(node("n1"))
+    daemon = kube_daemon(apiserver, tmp_path, "unlucky")
+    running = Running(daemon)
+    apiserver.wait_until(lambda: daemon._leading)
+    apiserver.fail("PUT", r"/leases/kubesched$", code=500, times=10_000)
+    apiserver.wait_until(lambda: not daemon.is_leader())
+    running.thread.join(30)
+    assert running.code == 1
+    apiserver.cluster.create(pod("orphan", cpu="1", scheduler_name="kubesched"))
+    assert not daemon.is_leader() and not bound(apiserver.cluster, "orphan")
+
+
+def test_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_is_killed(apiserver, tmp_path):
+    for name in ("n1", "n2", "n3"):
+        apiserver.cluster.create(node(name, cpu="10"))
+    config = tmp_path / "config.yaml"
+    scheduler_config(config)
+    first = subprocess.Popen([sys.executable, "-m", "kubesched.cli", "run", "--config", str(config),
+                              "--kubeconfig", apiserver.kubeconfig(tmp_path / "first.kubeconfig"), "--port", "0"],
+                             stderr=subprocess.DEVNULL)
+    try:
+        apiserver.wait_until(lambda: lease_holder(apiserver) != "", timeout=60)
+        second = kube_daemon(apiserver, tmp_path, "second")
+        running = Running(second)
+        before = [f"before-{i}" for i in range(10)]
+        for name in before:
+            apiserver.cluster.create(pod(name, cpu="1", scheduler_name="kubesched"))
+        apiserver.wait_until(lambda: bound(apiserver.cluster, *before) and len(scheduled_events(apiserver)) == 10)
+        assert lease_holder(apiserver) != "second"
+        assert second.scheduler.stats.bound == 0 and not second.is_leader()
+        first.send_signal(signal.SIGKILL)  # no release: the lease must run out
+        killed = time.monotonic()
+        first.wait(10)
+        after = [f"after-{i}" for i in range(10)]
+        for name in after:
+            apiserver.cluster.create(pod(name, cpu="1", scheduler_name="kubesched"))
+        apiserver.wait_until(lambda: lease_holder(apiserver) == "second")
+        took_over = time.monotonic() - killed
+        apiserver.wait_until(lambda: bound(apiserver.cluster, *after) and len(scheduled_events(apiserver)) == 20)
+        # the lease duration, counted from when the follower saw the last renewal (at most one jittered
+        # retry period late), plus the follower's own next try, plus slack for a busy machine
+        assert took_over <= 2.0 + 2 * 0.25 * 2.2 + 0.5
+        assert scheduled_events(apiserver) == {name: 1 for name in before + after}  # nothing bound twice
+        assert second.scheduler.stats.bound == len(after)
+        assert running.stop() == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+
+
+def test_the_deploy_manifests_agree_with_each_other():
+    docs = {}
+    for path in (ROOT / "deploy").glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    config = load_config(yaml.safe_load(docs[("ConfigMap", "kubesched-config")]["data"]["config.yaml"]),
+                         DEFAULT_PLUGINS)
+    assert [p.scheduler_name for p in config.profiles] == ["kubesched"]
+    lease_rule = docs[("Role", "kubesched-leader-election")]["rules"][1]
+    assert lease_rule["resourceNames"] == [config.leader_election.resource_name]
+    deployment = docs[("Deployment", "kubesched")]["spec"]["template"]["spec"]
+    assert deployment["serviceAccountName"] == docs[("ServiceAccount", "kubesched")]["metadata"]["name"]
+    args = deployment["containers"][0]["args"]
+    assert "--in-cluster" in args and "--config=/etc/kubesched/config.yaml" in args
+    rules = docs[("ClusterRole", "kubesched")]["rules"]
+    assert any("pods/binding" in r["resources"] and r["verbs"] == ["create"] for r in rules)
+
+
+def test_kubesched_run_in_cluster_outside_a_pod_says_why():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    result = subprocess.run([sys.executable, "-m", "kubesched.cli", "run", "--in-cluster"],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 2
+    assert result.stderr.startswith("--in-cluster: ") and "not set" in result.stderr
