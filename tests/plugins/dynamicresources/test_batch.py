@@ -109,12 +109,17 @@ def test_other_shapes_are_left_to_the_per_node_filter():
     assert plugin.filter_batch_status(state, objects[-1], snapshot.table, np.arange(len(snapshot))) is None
 
 
-def test_plans_are_made_on_demand_and_follow_device_preferences():
+def three_shared_gpus() -> tuple[Simulation, object]:
+    """One node with three shareable GPUs, and a pending pod asking for 300m of one."""
     sim = Simulation()
     sim.create([device_class(), node("n1"), resource_slice("n1", [
         device(f"gpu-{g}", capacity={"compute": "1"}, shared=True) for g in range(3)])])
     sim.run()
-    wanted = pending(sim, "new", capacity={"compute": "300m"})
+    return sim, pending(sim, "new", capacity={"compute": "300m"})
+
+
+def test_plans_are_made_on_demand_and_follow_device_preferences():
+    sim, wanted = three_shared_gpus()
     plugin, state = cycle(sim, wanted)
     assert planned_allocations(state, "n1").popitem()[1].devices.results[0].device == "gpu-0"  # ResourceSlice order
     prefer_devices(state, lambda device: -int(device.device[-1]))
@@ -125,11 +130,7 @@ def test_plans_are_made_on_demand_and_follow_device_preferences():
 
 
 def test_reserve_commits_the_preferred_devices():
-    sim = Simulation()
-    sim.create([device_class(), node("n1"), resource_slice("n1", [
-        device(f"gpu-{g}", capacity={"compute": "1"}, shared=True) for g in range(3)])])
-    sim.run()
-    wanted = pending(sim, "new", capacity={"compute": "300m"})
+    sim, wanted = three_shared_gpus()
     plugin, state = cycle(sim, wanted)
     prefer_devices(state, lambda device: {"gpu-1": 0}.get(device.device, 1))
     assert plugin.reserve(state, wanted, "n1") is None
@@ -138,11 +139,7 @@ def test_reserve_commits_the_preferred_devices():
 
 
 def test_preferences_registered_before_prefilter_count_too():
-    sim = Simulation()
-    sim.create([device_class(), node("n1"), resource_slice("n1", [
-        device(f"gpu-{g}", capacity={"compute": "1"}, shared=True) for g in range(3)])])
-    sim.run()
-    wanted = pending(sim, "new", capacity={"compute": "300m"})
+    sim, wanted = three_shared_gpus()
     scheduler = sim.scheduler
     scheduler.informers.pump()
     scheduler.cache.update_snapshot(scheduler.snapshot)
