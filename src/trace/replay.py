@@ -29,7 +29,6 @@ plus or minus one).
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from pathlib import Path
@@ -297,7 +296,3 @@ def _settle(scheduler: Scheduler, clock: FakeClock) -> None:
         if deadline is None:
             return
         clock.advance_to(deadline)
-
-
-def write_json(result: ReplayResult, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(result.to_json()) + "\n")
