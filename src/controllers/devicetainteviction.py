@@ -59,9 +59,14 @@ from kubesched.core.api.resource_v1 import (
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
 from kubesched.core.controller import Controller, ControllerContext
 from kubesched.core.devicetaints import rule_selects
-from kubesched.core.resourceclaim import ClaimNameError, claim_name, is_for_pod, is_reserved_for_pod
+from kubesched.core.resourceclaim import (
+    ClaimNameError,
+    claim_name,
+    is_for_pod,
+    is_pod_done,
+    is_reserved_for_pod,
+)
 
-from .resourceclaim import is_pod_done
 
 #: Shortest time between two status updates of a DeviceTaintRule (seconds).
 RULE_STATUS_PERIOD = 10.0

@@ -184,7 +184,7 @@ def _controller_of(pod: Pod):
 def _healthy(pod: Pod) -> bool:
     if pod.metadata.deletion_timestamp is not None or not pod.spec.node_name:
         return False
-    if pod.status.phase in ("Succeeded", "Failed"):
+    if pod.terminal:
         return False
     ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
     return ready is None or ready.status == "True"

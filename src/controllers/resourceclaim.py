@@ -27,7 +27,7 @@ from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION, ResourceClaim
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.controller import Controller, ControllerContext
-from kubesched.core.resourceclaim import is_for_pod
+from kubesched.core.resourceclaim import is_for_pod, is_pod_done
 
 #: generateName longer than this is truncated (room for the 5 random characters within 63).
 MAX_GENERATE_NAME = 57
@@ -43,12 +43,6 @@ def generate_name(pod_name: str, claim_name: str) -> str:
     total = len(full)
     return (pod_name[:len(pod_name) * MAX_GENERATE_NAME // total] + "-"
             + claim_name[:len(claim_name) * MAX_GENERATE_NAME // total])
-
-
-def is_pod_done(pod: Pod) -> bool:
-    """Upstream ``isPodDone``: finished, or deleted before it was scheduled."""
-    return (pod.status.phase in ("Succeeded", "Failed")
-            or (pod.metadata.deletion_timestamp is not None and not pod.spec.node_name))
 
 
 class ResourceClaimController(Controller):

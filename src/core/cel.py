@@ -71,7 +71,7 @@ import re2
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, celstr
 
 from .api import resource_v1
-from .quantity import QuantityError, parse_quantity
+from .quantity import QuantityError, format_exact_quantity, parse_quantity
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH",
@@ -176,7 +176,7 @@ class Quantity:
         return hash(("Quantity", self.value))
 
     def __str__(self) -> str:
-        return resource_v1.format_exact_quantity(self.value)
+        return format_exact_quantity(self.value)
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"

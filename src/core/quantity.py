@@ -96,6 +96,31 @@ def format_quantity(resource: str, amount: int) -> str:
     return str(amount)
 
 
+def format_exact_quantity(value: Fraction | int) -> str:
+    """Write an exact base-unit value (resource.k8s.io quantities) back as canonical text.
+
+    Integers use the largest exact binary suffix (``85899345920 -> "80Gi"``),
+    else the largest exact decimal suffix (``1000 -> "1k"``), else plain digits;
+    fractions use ``m``/``u``/``n`` (``1/2 -> "500m"``) and, like upstream, are
+    rounded up to nano precision when finer than that.  ``0 -> "0"``.
+    """
+    value = Fraction(value)
+    if value.denominator == 1:
+        number = value.numerator
+        if number == 0:
+            return "0"
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki", "E", "P", "T", "G", "M", "k"):
+            factor = _BINARY.get(suffix) or _DECIMAL[suffix]
+            if number % factor == 0:
+                return f"{number // int(factor)}{suffix}"
+        return str(number)
+    for suffix in ("m", "u", "n"):
+        scaled = value / _DECIMAL[suffix]
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return f"{math.ceil(value * 10**9)}n"
+
+
 def parse_resource_list(resources: dict | None, where: str = "") -> dict[str, int]:
     """Parse a manifest ResourceList (``{"cpu": "500m", "memory": "1Gi"}``) into
     scheduler units.  ``where`` prefixes the error: raises :class:`QuantityError`

@@ -51,6 +51,12 @@ def is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
     return any(ref.uid == uid for ref in claim.status.reserved_for)
 
 
+def is_pod_done(pod: Pod) -> bool:
+    """Upstream ``isPodDone``: finished, or deleted before it was scheduled;
+    such a pod no longer uses its claims."""
+    return pod.terminal or (pod.metadata.deletion_timestamp is not None and not pod.spec.node_name)
+
+
 def pod_claims(pod: Pod, lookup) -> list[tuple[str, ResourceClaim]]:
     """``(pod claim name, ResourceClaim)`` for every claim the pod uses, in
     ``spec.resourceClaims`` order, looked up with ``lookup(namespace, name) ->

@@ -13,6 +13,7 @@ import yaml
 from kubesched.core.api import RESOURCES, ManifestError, from_manifest, resource_of, to_manifest
 from kubesched.core.api import resource_v1 as r
 from kubesched.core.manifests import InvalidManifest, load_objects
+from kubesched.core.quantity import format_exact_quantity, parse_quantity
 
 DATA = Path("/work/shared/data")
 EXAMPLES = DATA / "dra-examples"
@@ -404,9 +405,9 @@ status:
      (Fraction(3, 2), "1500m"), (Fraction(1, 10**6), "1u"), (Fraction(1, 3), "333333334n"), (-2048, "-2Ki")],
 )
 def test_format_exact_quantity(value, text):
-    assert r.format_exact_quantity(value) == text
+    assert format_exact_quantity(value) == text
     if value >= 0 and Fraction(value).denominator in (1, 2, 10**6):
-        assert r.parse_exact_quantity(text) == value
+        assert parse_quantity(text) == value
 
 
 def test_tolerations_and_qualified_names():

@@ -312,6 +312,11 @@ class Pod:
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
+    @property
+    def terminal(self) -> bool:
+        """Phase Succeeded or Failed: its containers will not run again."""
+        return self.status.phase in ("Succeeded", "Failed")
+
 
 # --- nodes ---------------------------------------------------------------------------------
 

@@ -25,14 +25,13 @@ Conventions the allocator relies on:
 from __future__ import annotations
 
 import copy
-import math
 import re
 from fractions import Fraction
 from typing import Any, Callable
 
 from attrs import field, frozen
 
-from ..quantity import QuantityError, parse_quantity
+from ..quantity import QuantityError, format_exact_quantity, parse_quantity
 from .convert import ManifestError, converter
 from .core_v1 import NodeSelector
 from .meta import Condition, ObjectMeta
@@ -89,44 +88,6 @@ API_VERSION = "resource.k8s.io/v1"
 
 # --- exact quantities ----------------------------------------------------------------------
 
-_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-_DECIMAL_SUFFIXES = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
-_FRACTION_SUFFIXES = (("m", 10**3), ("u", 10**6), ("n", 10**9))
-
-
-def parse_exact_quantity(text: str | int | float) -> Fraction:
-    """Parse a Kubernetes quantity (``"80Gi"``, ``"500m"``, ``"1e3"``, ``2``) into an
-    exact :class:`~fractions.Fraction` in base units.  Raises
-    :class:`~kubesched.core.quantity.QuantityError` for anything else."""
-    return parse_quantity(text)
-
-
-def format_exact_quantity(value: Fraction | int) -> str:
-    """Write an exact base-unit value back as canonical quantity text.
-
-    Integers use the largest exact binary suffix (``85899345920 -> "80Gi"``),
-    else the largest exact decimal suffix (``1000 -> "1k"``), else plain digits;
-    fractions use ``m``/``u``/``n`` (``1/2 -> "500m"``) and, like upstream, are
-    rounded up to nano precision when finer than that.  ``0 -> "0"``.
-    """
-    value = Fraction(value)
-    if value.denominator == 1:
-        number = value.numerator
-        if number == 0:
-            return "0"
-        for suffix, factor in _BINARY_SUFFIXES:
-            if number % factor == 0:
-                return f"{number // factor}{suffix}"
-        for suffix, factor in _DECIMAL_SUFFIXES:
-            if number % factor == 0:
-                return f"{number // factor}{suffix}"
-        return str(number)
-    for suffix, factor in _FRACTION_SUFFIXES:
-        scaled = value * factor
-        if scaled.denominator == 1:
-            return f"{scaled.numerator}{suffix}"
-    return f"{math.ceil(value * 10**9)}n"
-
 
 def _structure_fraction(value: Any, _type: Any) -> Fraction:
     if isinstance(value, Fraction):
@@ -134,7 +95,7 @@ def _structure_fraction(value: Any, _type: Any) -> Fraction:
     if isinstance(value, (dict, list)):
         raise ManifestError("", f"expected a quantity, got {value!r}")
     try:
-        return parse_exact_quantity(value)
+        return parse_quantity(value)
     except QuantityError as err:
         raise ManifestError("", str(err)) from None
 

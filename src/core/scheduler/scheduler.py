@@ -264,17 +264,17 @@ class Scheduler:
 
     def _on_pod_add(self, pod: Pod) -> None:
         if pod.spec.node_name:
-            if not is_terminal(pod):
+            if not pod.terminal:
                 self.cache.add_pod(pod)
                 self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
-        elif self.responsible_for(pod) and not is_terminal(pod):
+        elif self.responsible_for(pod) and not pod.terminal:
             self.queue.add(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
         if new.spec.node_name:
             if not old.spec.node_name:
                 self.queue.delete(old)
-            if is_terminal(new):
+            if new.terminal:
                 self.cache.remove_pod(new)
                 self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
                 return
@@ -287,7 +287,7 @@ class Scheduler:
             if action:
                 self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
         elif self.responsible_for(new):
-            if is_terminal(new):
+            if new.terminal:
                 self.queue.delete(new)
                 return
             self.queue.update(old, new)
@@ -782,10 +782,6 @@ class _CycleError(Exception):
     def __init__(self, status: Status):
         super().__init__(status.message())
         self.status = status
-
-
-def is_terminal(pod: Pod) -> bool:
-    return pod.status.phase in ("Succeeded", "Failed")
 
 
 def node_update_action(old: Node, new: Node) -> ActionType:

@@ -408,7 +408,11 @@ class DynamicResources:
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
         """The batch Filter's rejections (all "cannot allocate all claims"), or None."""
-        feasible = self.filter_batch(state, pod, table, rows)
+        data: _State | None = state.get(STATE_KEY)
+        if data is not None and data.feasible is not None and not data.owns_allocated:
+            feasible = data.feasible[rows]  # this cycle's batch Filter already judged every node
+        else:
+            feasible = self.filter_batch(state, pod, table, rows)
         if feasible is None:
             return None
         return np.where(feasible, -1, 0), [_CANNOT_ALLOCATE]
