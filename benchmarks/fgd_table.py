@@ -10,9 +10,8 @@ seed, replays it with each policy of examples/kubesched-fgd (which must be
 installed: ``pip install -e examples/kubesched-fgd``), and writes a markdown
 table (ours, mean and spread over the seeds, beside the paper's published
 mean; fragmentation at 90 % arrival; wall seconds per replay) and every
-replay's JSON result.  The data directory defaults to
-../shared/data/alibaba-gpu-v2023 next to this checkout (override with --data
-or $OPENB_DATA).
+replay's JSON result.  The data directory defaults to the repository's
+data/alibaba-gpu-v2023 (override with --data or $OPENB_DATA).
 """
 
 from __future__ import annotations
@@ -29,9 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: ../shared next to the checkout (or next to the directory of worktrees)
-DEFAULT_DATA = next((base / "shared/data/alibaba-gpu-v2023" for base in (ROOT.parent, ROOT.parent.parent)
-                     if (base / "shared/data/alibaba-gpu-v2023").is_dir()), ROOT.parent / "shared/data/alibaba-gpu-v2023")
+DEFAULT_DATA = ROOT / "data/alibaba-gpu-v2023"
 CONFIGS = ROOT / "examples/kubesched-fgd/configs"
 #: our config name -> the paper's policy name, in the paper's order
 POLICIES = {"random": "01-Random", "dotprod": "02-DotProd", "clustering": "03-GpuClustering",

@@ -7,8 +7,8 @@
     python benchmarks/run_perf.py --config PATH --test NAME
 
 Also prints the process's peak resident memory (MiB) on stderr.  The config
-defaults to ../shared/data/scheduler_perf/misc/performance-config.yaml next to
-this checkout (override with --config or $SCHEDULER_PERF_CONFIG).
+defaults to the repository's data/scheduler_perf/misc/performance-config.yaml
+(override with --config or $SCHEDULER_PERF_CONFIG).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kubesched.perf import perf_command
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "shared/data/scheduler_perf/misc/performance-config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "data/scheduler_perf/misc/performance-config.yaml"
 
 
 def main() -> int:

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-#: The scheduler_perf files shipped beside the checkout (../shared/data/scheduler_perf).
-DATA = Path(os.environ.get("SCHEDULER_PERF_DATA",
-                           Path(__file__).resolve().parents[3] / "shared/data/scheduler_perf"))
+#: upstream's scheduler_perf files, in the repository (data/scheduler_perf).
+DATA = Path(os.environ.get("SCHEDULER_PERF_DATA", Path(__file__).resolve().parents[2] / "data/scheduler_perf"))
 MISC = DATA / "misc/performance-config.yaml"
 
 needs_data = pytest.mark.skipif(not MISC.is_file(), reason=f"scheduler_perf data not found at {DATA}")

@@ -1,4 +1,4 @@
-"""Small openb-format traces written to a directory (the real one is ../shared/data)."""
+"""Small openb-format traces written to a directory (the real one is in data/alibaba-gpu-v2023)."""
 
 from __future__ import annotations
 

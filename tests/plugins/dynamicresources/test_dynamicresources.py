@@ -262,10 +262,7 @@ def test_dra_example_driver_basic_template_demo_gets_two_distinct_gpus(dra_examp
 def dra_example():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[3].parent / "shared/data/dra-examples/dra-example-driver"
-    if not path.is_dir():
-        pytest.skip(f"{path} is not here (the shared data sits beside the checkout)")
-    return path
+    return Path(__file__).resolve().parents[3] / "data/dra-examples/dra-example-driver"
 
 
 def nvidia_classes(path):

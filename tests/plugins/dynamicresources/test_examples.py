@@ -22,11 +22,7 @@ from kubesched.core.manifests import load_objects, read_documents
 from kubesched.plugins.dynamicresources.allocator import AllocatedState, Allocator
 from kubesched.testing import node
 
-#: ../shared next to the checkout (or next to a directory of worktrees above it).
-_SHARED = [p / "shared" / "data" / "dra-examples" / "dra-example-driver" for p in Path(__file__).resolve().parents[3:]]
-EXAMPLES = next((p for p in _SHARED if p.is_dir()), _SHARED[0])
-if not EXAMPLES.is_dir():  # pragma: no cover - the shared data lives beside the checkout
-    pytest.skip(f"dra-example-driver manifests not found at {EXAMPLES}", allow_module_level=True)
+EXAMPLES = Path(__file__).resolve().parents[3] / "data/dra-examples/dra-example-driver"
 
 DRIVER = "gpu.example.com"
 NODE = "dra-example-driver-cluster-worker"
