@@ -26,7 +26,7 @@ from kubesched.core.api import from_manifest
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.controller import ControllerContext, ControllerManager
+from kubesched.core.controller.base import ControllerContext, ControllerManager
 from kubesched.core.scheduler.runner import run_simulation
 from kubesched.testing import pod
 

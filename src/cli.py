@@ -30,7 +30,7 @@ from .core.cluster.memory import MemoryCluster
 from .core.clock import FakeClock
 from .core.framework.config import ConfigError, load_config, parse_duration
 from .core.framework.registry import PluginError, Registry, extension_points
-from .core.manifests import InvalidManifest, dump_yaml
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml
 from .core.scheduler.scheduler import Scheduler
 from .plugins import DEFAULT_PLUGINS
 from .simulation import DEFAULT_START, Simulation, parse_start_time
@@ -169,7 +169,7 @@ def run(
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
 ) -> None:
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
-    from .core.logs import configure_logging
+    from kubesched.core.observability.logs import configure_logging
     from .daemon import Daemon
     from .simulation import load_paths
 

@@ -25,15 +25,15 @@ import uuid
 from typing import Any, Callable
 
 from .controllers import build_controller_manager
-from .core import metrics
+from kubesched.core.observability import metrics
 from .core.cluster.client import ApiError, ClusterClient
 from .core.cluster.informer import Informers
 from .core.clock import RealClock
-from .core.controller import ControllerContext
+from kubesched.core.controller.base import ControllerContext
 from .core.framework.config import KubeSchedulerConfiguration, parse_duration
 from .core.framework.registry import Registry
-from .core.health import HealthServer
-from .core.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.observability.health import HealthServer
+from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
 from .core.scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from .core.api import resource_of
 from .core.api.core_v1 import Pod
 from .core.cluster.client import ApiError, ClusterClient, NotFound
 from .core.cluster.informer import Informers
-from .core.controller import ControllerContext
-from .core.manifests import InvalidManifest, load_sourced_objects
+from kubesched.core.controller.base import ControllerContext
+from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
 from .core.scheduler.runner import run_simulation
 from .core.scheduler.scheduler import Scheduler
 from .controllers import build_controller_manager

@@ -307,7 +307,7 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
     scheduling it: ``{node: {plugin: score}}`` (empty when no node fits).
     The pod (and its claims) must exist in the cluster."""
     from .core.framework.cycle_state import CycleState
-    from .core.scheduler.diagnosis import FitError
+    from kubesched.core.framework.diagnosis import FitError
     from .core.scheduler.queue import QueuedPodInfo
 
     sim.start()

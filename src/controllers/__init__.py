@@ -1,8 +1,8 @@
 """The built-in controllers: control loops that run beside the scheduler.
 
 :data:`CONTROLLERS` maps a controller's name to its class (a
-:class:`~kubesched.core.controller.Controller` subclass built from a
-:class:`~kubesched.core.controller.ControllerContext`).  Controllers with
+:class:`~kubesched.core.controller.base.Controller` subclass built from a
+:class:`~kubesched.core.controller.base.ControllerContext`).  Controllers with
 ``embedded_only = True`` stand in for components a real cluster already runs
 (kubelet, kube-controller-manager helpers) and only run on the embedded
 cluster.  ``kubesched simulate`` and ``kubesched run`` start all of them.
@@ -10,7 +10,7 @@ cluster.  ``kubesched simulate`` and ``kubesched run`` start all of them.
 
 from __future__ import annotations
 
-from kubesched.core.controller import Controller, ControllerContext, ControllerManager
+from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
 
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController

@@ -57,9 +57,9 @@ from kubesched.core.api.resource_v1 import (
     ResourceSlice,
 )
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
-from kubesched.core.controller import Controller, ControllerContext
-from kubesched.core.devicetaints import rule_selects
-from kubesched.core.resourceclaim import (
+from kubesched.core.controller.base import Controller, ControllerContext
+from kubesched.core.dra.devicetaints import rule_selects
+from kubesched.core.dra.claims import (
     ClaimNameError,
     claim_name,
     is_for_pod,

@@ -40,7 +40,7 @@ from kubesched.core.api.policy_v1 import (
     PodDisruptionBudget,
     scaled_value,
 )
-from kubesched.core.controller import Controller, ControllerContext
+from kubesched.core.controller.base import Controller, ControllerContext
 
 #: How long an eviction recorded in ``status.disruptedPods`` keeps its pod out of
 #: the healthy count (upstream ``DeletionTimeout``), seconds.

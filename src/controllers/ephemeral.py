@@ -14,8 +14,8 @@ from __future__ import annotations
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.cluster.client import AlreadyExists, NotFound
-from kubesched.core.controller import Controller, ControllerContext
-from kubesched.core.volumes import claim_key, ephemeral_claim_name, volume_is_for_pod
+from kubesched.core.controller.base import Controller, ControllerContext
+from kubesched.core.volume.claims import claim_key, ephemeral_claim_name, volume_is_for_pod
 
 
 class EphemeralVolumeController(Controller):

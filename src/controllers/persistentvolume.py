@@ -59,9 +59,9 @@ from kubesched.core.api.core_v1 import (
 from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.api.storage_v1 import StorageClass
 from kubesched.core.cluster.client import NotFound
-from kubesched.core.controller import Controller, ControllerContext
-from kubesched.core.csi_translation import plugin_by_name
-from kubesched.core.volumes import (
+from kubesched.core.controller.base import Controller, ControllerContext
+from kubesched.core.volume.csi_translation import plugin_by_name
+from kubesched.core.volume.claims import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,

@@ -26,8 +26,8 @@ from kubesched.core.api.core_v1 import Pod, PodResourceClaimStatus
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION, ResourceClaim
 from kubesched.core.cluster.client import NotFound
-from kubesched.core.controller import Controller, ControllerContext
-from kubesched.core.resourceclaim import is_for_pod, is_pod_done
+from kubesched.core.controller.base import Controller, ControllerContext
+from kubesched.core.dra.claims import is_for_pod, is_pod_done
 
 #: generateName longer than this is truncated (room for the 5 random characters within 63).
 MAX_GENERATE_NAME = 57

@@ -79,11 +79,11 @@ from ..core.cluster.client import AlreadyExists, ApiError, NotFound
 from ..core.cluster.memory import MemoryCluster
 from ..core.clock import RealClock
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
-from ..core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
+from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from ..core.framework.registry import Registry
 from ..core.cluster.informer import Informers
-from ..core.controller import ControllerContext, ControllerManager
-from ..core.quantity import QuantityError, parse_resource_list
+from kubesched.core.controller.base import ControllerContext, ControllerManager
+from kubesched.core.quantity import QuantityError, parse_resource_list
 from ..core.scheduler.scheduler import Scheduler
 from ..controllers import CONTROLLERS, build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
@@ -907,8 +907,8 @@ class WorkloadExecutor:
     def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
         """Allocate every unallocated claim of ``namespace`` (all when empty) on a
         random node, one at a time, without a pod (upstream's allocResourceClaims)."""
-        from ..core.cel import SelectorCache
-        from ..plugins.dynamicresources.allocator import AllocatedState, Allocator
+        from kubesched.core.dra.selectors import SelectorCache
+        from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
 
         namespace = fields.get("namespace") or None
         claims = sorted(self.cluster.list("ResourceClaim", namespace).items, key=lambda c: c.key)

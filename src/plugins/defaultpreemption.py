@@ -5,7 +5,7 @@ When a pod fits nowhere, it looks for nodes where evicting pods of lower
 priority would make room, chooses the fewest and least important victims per
 node (keeping PodDisruptionBudgets whole where it can), picks the best node,
 evicts the victims and nominates the node.  The steps shared by all
-preemption plugins are :class:`kubesched.core.preemption.Evaluator`'s; this
+preemption plugins are :class:`kubesched.core.framework.preemption.Evaluator`'s; this
 module holds DefaultPreemption's choices:
 
 - a pod with ``preemptionPolicy: Never`` never preempts; nor does a pod whose
@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from attrs import frozen
 
-from kubesched.core import metrics
+from kubesched.core.observability import metrics
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
@@ -35,8 +35,13 @@ from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
 from kubesched.core.framework.status import Code, Status
-from kubesched.core.podpriority import PREEMPT_NEVER, importance_key, pod_priority
-from kubesched.core.preemption import Candidate, Evaluator, ScoreFunc, terminating_by_preemption
+from kubesched.core.api.podpriority import PREEMPT_NEVER, importance_key, pod_priority
+from kubesched.core.framework.preemption import (
+    Candidate,
+    Evaluator,
+    ScoreFunc,
+    terminating_by_preemption,
+)
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 

@@ -26,9 +26,14 @@ from kubesched.core.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
-from kubesched.core.nodeaffinity import NAME_FIELD, RequiredNodeAffinity, selector_matches, term_matches
+from kubesched.core.plugin_helpers.nodeaffinity import (
+    NAME_FIELD,
+    RequiredNodeAffinity,
+    selector_matches,
+    term_matches,
+)
 
-from ._normalize import default_normalize_score
+from kubesched.core.plugin_helpers.normalize import default_normalize_score
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

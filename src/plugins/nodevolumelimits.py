@@ -22,7 +22,7 @@ from attrs import define, field
 
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.storage_v1 import CSINode
-from kubesched.core.csi_translation import (
+from kubesched.core.volume.csi_translation import (
     ATTACHABLE_VOLUMES_PREFIX,
     attach_limit_key,
     csi_source,
@@ -39,7 +39,13 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from kubesched.core.volumes import claim_class, claim_key, claim_name, is_claim_of_pod, volume_is_for_pod
+from kubesched.core.volume.claims import (
+    claim_class,
+    claim_key,
+    claim_name,
+    is_claim_of_pod,
+    volume_is_for_pod,
+)
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 STATE_KEY = "PreFilterNodeVolumeLimits"

@@ -30,7 +30,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from kubesched.core.volumes import READ_WRITE_ONCE_POD, claim_key, is_claim_of_pod
+from kubesched.core.volume.claims import READ_WRITE_ONCE_POD, claim_key, is_claim_of_pod
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "

@@ -24,7 +24,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from kubesched.core.volumes import (
+from kubesched.core.volume.claims import (
     REGION_BETA,
     REGION_GA,
     ZONE_BETA,

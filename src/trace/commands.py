@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ..core.framework.config import ConfigError
 from ..core.framework.registry import PluginError
-from ..core.manifests import InvalidManifest
+from kubesched.core.api.manifests import InvalidManifest
 from .openb import TraceError, convert
 from .replay import ReplayResult, replay
 

@@ -22,8 +22,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core.allocated_devices import DeviceID
-from ..core.dra_manager import DRAManager
+from kubesched.core.dra.allocated_devices import DeviceID
+from kubesched.core.dra.manager import DRAManager
 from .openb import COMPUTE, DRIVER, MODEL
 
 MILLI = 1000

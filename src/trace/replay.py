@@ -43,7 +43,12 @@ from ..core.clock import FakeClock
 from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
-from ..core.manifests import InvalidManifest, load_objects, parse_document, read_documents
+from kubesched.core.api.manifests import (
+    InvalidManifest,
+    load_objects,
+    parse_document,
+    read_documents,
+)
 from ..core.scheduler.scheduler import Scheduler
 from ..plugins import DEFAULT_PLUGINS
 from ..simulation import DEFAULT_START

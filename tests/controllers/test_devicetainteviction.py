@@ -14,8 +14,8 @@ from kubesched.core.cluster.client import ApiError
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.clock import FakeClock
-from kubesched.core.controller import ControllerContext
-from kubesched.core.workqueue import BASE_DELAY
+from kubesched.core.controller.base import ControllerContext
+from kubesched.core.controller.workqueue import BASE_DELAY
 
 from .devicetaint_helpers import (
     START,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubesched.core.api.meta import evolve_meta
-from kubesched.core.assume_cache import AssumeCache, AssumeError
+from kubesched.core.cluster.assume_cache import AssumeCache, AssumeError
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.testing import node

@@ -12,7 +12,8 @@ import pytest
 from kubesched.core import cel
 from kubesched.core.api import resource_of
 from kubesched.core.api import resource_v1 as r
-from kubesched.core.cel import CelCompileError, CelRuntimeError, DeviceView, Quantity, SelectorCache, Semver
+from kubesched.core.cel import CelCompileError, CelRuntimeError, Quantity, Semver
+from kubesched.core.dra.selectors import DeviceView, SelectorCache
 
 from .test_resource_api import EXAMPLES, PERF_TEMPLATES, load_dra_file
 

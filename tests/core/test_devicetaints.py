@@ -7,7 +7,13 @@ import pytest
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.resource_v1 import Device, DeviceTaint, DeviceToleration
-from kubesched.core.devicetaints import device_taints, rule_selects, rule_taints, tolerated, untolerated
+from kubesched.core.dra.devicetaints import (
+    device_taints,
+    rule_selects,
+    rule_taints,
+    tolerated,
+    untolerated,
+)
 
 
 def rule(name: str, effect: str = "NoExecute", selector: dict | None = None, with_selector: bool = True):

@@ -14,7 +14,7 @@ from kubesched.core.clock import RealClock
 from kubesched.core.cluster.client import AlreadyExists, Conflict, NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
-from kubesched.core.events import EventRecorder
+from kubesched.core.observability.events import EventRecorder
 from kubesched.testing import node, pod
 
 
@@ -183,7 +183,7 @@ def test_requests_are_throttled_to_qps_once_the_burst_is_spent(monkeypatch):
         now[0] += seconds
 
     monkeypatch.setattr(kube_module, "time", types.SimpleNamespace(monotonic=lambda: now[0], sleep=sleep))
-    limiter = kube_module.RateLimiter(qps=10, burst=3)
+    limiter = kube_module.TokenBucketRateLimiter(qps=10, burst=3)
     for _ in range(5):
         limiter.take()
     assert slept == [0.1, 0.1]
@@ -191,7 +191,7 @@ def test_requests_are_throttled_to_qps_once_the_burst_is_spent(monkeypatch):
     for _ in range(3):
         limiter.take()
     assert slept == [0.1, 0.1]
-    unlimited = kube_module.RateLimiter(qps=0, burst=0)
+    unlimited = kube_module.TokenBucketRateLimiter(qps=0, burst=0)
     for _ in range(100):
         unlimited.take()
     assert slept == [0.1, 0.1]

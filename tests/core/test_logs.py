@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from kubesched.core.logs import configure_logging
+from kubesched.core.observability.logs import configure_logging
 
 
 @pytest.fixture

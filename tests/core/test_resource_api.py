@@ -12,7 +12,7 @@ import yaml
 
 from kubesched.core.api import RESOURCES, ManifestError, from_manifest, resource_of, to_manifest
 from kubesched.core.api import resource_v1 as r
-from kubesched.core.manifests import InvalidManifest, load_objects
+from kubesched.core.api.manifests import InvalidManifest, load_objects
 from kubesched.core.quantity import format_exact_quantity, parse_quantity
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -10,8 +10,13 @@ from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.meta import OwnerReference, evolve_meta
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.csi_translation import attach_limit_key, csi_source, ebs_volume_id, translate_pv
-from kubesched.core.volumes import (
+from kubesched.core.volume.csi_translation import (
+    attach_limit_key,
+    csi_source,
+    ebs_volume_id,
+    translate_pv,
+)
+from kubesched.core.volume.claims import (
     ANN_BOUND_BY_CONTROLLER,
     bind_volume_to_claim,
     claim_class,

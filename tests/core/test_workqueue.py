@@ -8,8 +8,8 @@ from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import Conflict
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.controller import Controller, ControllerContext, ControllerManager
-from kubesched.core.workqueue import RateLimiter, WorkQueue
+from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
+from kubesched.core.controller.workqueue import RateLimiter, WorkQueue
 from kubesched.testing import node
 
 

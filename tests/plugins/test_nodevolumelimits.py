@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kubesched.core.framework.status import Code
 from kubesched.core.framework.types import QueueingHint
-from kubesched.core.volumes import ANN_BIND_COMPLETED
+from kubesched.core.volume.claims import ANN_BIND_COMPLETED
 from kubesched.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from kubesched.testing import (
     claim,

@@ -12,7 +12,7 @@ from kubesched.core.api import from_manifest
 from kubesched.core.cluster.client import Conflict
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.types import QueueingHint
-from kubesched.core.volumes import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
+from kubesched.core.volume.claims import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.simulation import Simulation
 from kubesched.testing import (

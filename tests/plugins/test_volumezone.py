@@ -6,7 +6,7 @@ import pytest
 
 from kubesched.core.framework.status import Code
 from kubesched.core.framework.types import QueueingHint
-from kubesched.core.volumes import ANN_BIND_COMPLETED
+from kubesched.core.volume.claims import ANN_BIND_COMPLETED
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from kubesched.testing import claim, claim_volume, node, persistent_volume, pod, storage_class
 

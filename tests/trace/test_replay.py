@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kubesched.cli import app
-from kubesched.core.manifests import InvalidManifest
+from kubesched.core.api.manifests import InvalidManifest
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
 from kubesched.trace.gpus import NodeGpus
 from kubesched.trace.openb import convert

@@ -28,7 +28,13 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ..quantity import QuantityError, format_quantity, format_resource_list, parse_resource_list, to_scheduler_units
+from kubesched.core.quantity import (
+    QuantityError,
+    format_quantity,
+    format_resource_list,
+    parse_resource_list,
+    to_scheduler_units,
+)
 
 EXTRA = "extra"
 

@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from attrs import field, frozen
 
-from ..quantity import QuantityError, format_exact_quantity, parse_quantity
+from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
+from kubesched.core.cel import CelCompileError, compile
 from .convert import ManifestError, converter
 from .core_v1 import NodeSelector
 from .meta import Condition, ObjectMeta
@@ -49,8 +50,6 @@ DEVICE_TOLERATIONS_MAX_LENGTH = 16
 DEVICE_TAINTS_MAX_LENGTH = 16
 RESERVED_FOR_MAX_SIZE = 256
 RESOURCE_SLICE_MAX_DEVICES = 128
-#: Upper bound for the length of a CEL selector expression (characters).
-CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 #: Upper bound for the estimated/actual cost of one CEL selector evaluation upstream.
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 
@@ -153,7 +152,7 @@ def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
 class CELDeviceSelector:
     """``cel.expression``: a CEL expression over the variable ``device`` that must
     evaluate to true for a matching device (see :mod:`kubesched.core.cel`).  At most
-    10 KiB (:data:`CEL_SELECTOR_EXPRESSION_MAX_LENGTH`); that limit is enforced when
+    10 KiB (:data:`kubesched.core.cel.MAX_EXPRESSION_LENGTH`); that limit is enforced when
     the expression is compiled, as a compile error.
 
     The expression is compiled when the object is built (loaded from a manifest
@@ -165,8 +164,6 @@ class CELDeviceSelector:
     expression: str = ""
 
     def __attrs_post_init__(self):
-        from ..cel import CelCompileError, compile  # cel builds on this module
-
         try:
             compile(self.expression)
         except CelCompileError as err:

@@ -75,7 +75,7 @@ EVENTS_API_VERSION = "events.k8s.io/v1"
 EVENT_QUEUE_LENGTH = 1000
 
 
-class RateLimiter:
+class TokenBucketRateLimiter:
     """client-go's token bucket (``flowcontrol.NewTokenBucketRateLimiter``):
     ``qps`` tokens per second, at most ``burst`` saved; :meth:`take` blocks
     the calling thread until a token is free.  ``qps <= 0`` means unlimited.
@@ -208,7 +208,7 @@ class KubernetesCluster(ClusterClient):
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
         self.api = ApiClient(configuration)
         self.host = configuration.host
-        self.limiter = RateLimiter(qps, burst)
+        self.limiter = TokenBucketRateLimiter(qps, burst)
         self.request_timeout = request_timeout
         self.watch_timeout = watch_timeout
         self.watch_backoff = watch_backoff

@@ -24,14 +24,14 @@ from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..clock import Clock, FakeClock
-from ..podpriority import (
+from kubesched.core.api.podpriority import (
     DEFAULT_PRIORITY,
     HIGHEST_USER_DEFINABLE_PRIORITY,
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
     SYSTEM_PRIORITY_CLASSES,
 )
-from ..volumes import ANN_BETA_STORAGE_CLASS, default_storage_class
+from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
 from .client import (
     ADDED,
     DELETED,

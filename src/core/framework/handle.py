@@ -9,8 +9,8 @@ if TYPE_CHECKING:
     from ..cluster.client import ClusterClient
     from ..cluster.informer import Informers
     from ..clock import Clock
-    from ..dra_manager import DRAManager
-    from ..events import EventRecorder
+    from kubesched.core.dra.manager import DRAManager
+    from kubesched.core.observability.events import EventRecorder
     from .snapshot import Snapshot
 
 

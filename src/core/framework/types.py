@@ -7,6 +7,10 @@ from typing import Any, Callable
 
 from attrs import field, frozen
 
+#: The range of a Score plugin's normalized score (upstream framework.MaxNodeScore / MinNodeScore).
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
 
 @frozen
 class PreFilterResult:

@@ -32,7 +32,7 @@ from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
 from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
-from ..podpriority import pod_priority
+from kubesched.core.api.podpriority import pod_priority
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0

@@ -27,13 +27,13 @@ import attrs
 import numpy as np
 
 from ..api import RESOURCES
-from .. import metrics
+from kubesched.core.observability import metrics
 from ..api.core_v1 import Node, Pod, PodCondition
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
 from ..clock import Clock, Timer
-from ..dra_manager import DRAManager
-from ..events import EventRecorder
+from kubesched.core.dra.manager import DRAManager
+from kubesched.core.observability.events import EventRecorder
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
@@ -50,7 +50,7 @@ from ..framework.types import (
     PostFilterResult,
 )
 from .cache import Cache
-from .diagnosis import Diagnosis, FitError
+from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from .queue import QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ exclusively allocated, and its capacity still free.
 
 :class:`DeviceColumns` holds every such device of every node as numpy columns
 (node row, in use, consumed capacity), kept current from the
-:class:`~kubesched.core.allocated_devices.AllocatedState` as claims change,
+:class:`~kubesched.core.dra.allocated_devices.AllocatedState` as claims change,
 and :meth:`DeviceColumns.feasible` answers for all nodes with a few array
 operations.  When the cluster or the pod is of another shape it answers None
 and the per-node Filter runs, so both always agree.
@@ -25,10 +25,10 @@ from typing import Iterable
 
 import numpy as np
 
-from ...core.allocated_devices import AllocatedState, DeviceID
+from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
-from . import capacity
-from .allocator import AllocationError, Allocator
+from kubesched.core.dra.allocator import capacity
+from kubesched.core.dra.allocator.allocator import AllocationError, Allocator
 
 #: Capacities are compared as integers in thousandths of their base unit.
 SCALE = 1000

@@ -8,12 +8,12 @@
   :class:`Allocator` over the slices and the devices already taken.
 - Filter (per node): allocated claims must be usable on the node; the others
   must be allocatable there (the result is kept for Reserve and published
-  for Score plugins through :mod:`kubesched.core.dra_manager`).  A CEL error is
+  for Score plugins through :mod:`kubesched.core.dra.manager`).  A CEL error is
   an Error (the attempt is aborted, never a silent "no match").  For the
   common shape of claims and devices the batch form judges every node at
   once (:mod:`.batch`); the allocation itself is then planned only for the
   nodes someone asks about (Reserve, Score plugins), honouring the device
-  preferences Score plugins registered (:func:`~kubesched.core.dra_manager.prefer_devices`).
+  preferences Score plugins registered (:func:`~kubesched.core.dra.manager.prefer_devices`).
 - PostFilter: deallocates one allocated claim nobody else uses when that is
   what keeps the pod out ("deallocation of ResourceClaim completed").
 - PreScore/Score: with ``firstAvailable`` requests, nodes where earlier
@@ -36,7 +36,7 @@ from attrs import field, frozen
 
 import numpy as np
 
-from kubesched.core.allocated_devices import DeviceID
+from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.resource_v1 import (
     FINALIZER,
@@ -44,10 +44,10 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceClaimConsumerReference,
 )
-from kubesched.core.cel import SelectorCache
-from kubesched.core.assume_cache import AssumeError
+from kubesched.core.dra.selectors import SelectorCache
+from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
-from kubesched.core.dra_manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
+from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Code, Status
@@ -59,10 +59,15 @@ from kubesched.core.framework.types import (
     QueueingHint,
     UNSCHEDULED_POD,
 )
-from kubesched.core.nodeaffinity import selector_matches
-from kubesched.core.resourceclaim import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
+from kubesched.core.plugin_helpers.nodeaffinity import selector_matches
+from kubesched.core.dra.claims import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
 
-from .allocator import AllocatedState, AllocationError, AllocationTimeout, Allocator
+from kubesched.core.dra.allocator.allocator import (
+    AllocatedState,
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+)
 from .batch import DeviceColumns
 
 NAME = "DynamicResources"

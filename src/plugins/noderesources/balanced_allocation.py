@@ -18,10 +18,9 @@ from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.resources import pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Status
+from kubesched.core.framework.types import MAX_NODE_SCORE
 
 from .resource_allocation import DEFAULT_RESOURCES, ResourceSpec, allocatable_and_requested, resources_or_default
-
-MAX_NODE_SCORE = 100
 
 
 @frozen

@@ -32,9 +32,15 @@ from kubesched.core.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    MAX_NODE_SCORE,
     QueueingHint,
 )
-from kubesched.core.shape import MAX_NODE_SCORE, MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
+from kubesched.core.plugin_helpers.shape import (
+    MAX_UTILIZATION,
+    BrokenLinear,
+    UtilizationShapePoint,
+    validate_shape,
+)
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,

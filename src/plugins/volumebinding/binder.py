@@ -32,11 +32,11 @@ from kubesched.core.api.core_v1 import (
     Pod,
 )
 from kubesched.core.api.storage_v1 import CSIStorageCapacity
-from kubesched.core.assume_cache import AssumeCache, AssumeError, resource_version
+from kubesched.core.cluster.assume_cache import AssumeCache, AssumeError, resource_version
 from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.cluster.informer import Informers
-from kubesched.core.csi_translation import migrated_on_node, plugin_of, translate_pv
-from kubesched.core.volumes import (
+from kubesched.core.volume.csi_translation import migrated_on_node, plugin_of, translate_pv
+from kubesched.core.volume.claims import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     ZONE_BETA,

@@ -30,9 +30,9 @@ from attrs import define, field, frozen
 
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
-from kubesched.core.assume_cache import AssumeError
+from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError
-from kubesched.core.csi_translation import MIGRATED_PLUGINS_ANNOTATION
+from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -43,8 +43,13 @@ from kubesched.core.framework.types import (
     PreBindWait,
     QueueingHint,
 )
-from kubesched.core.shape import MAX_UTILIZATION, BrokenLinear, UtilizationShapePoint, validate_shape
-from kubesched.core.volumes import claim_class, is_claim_of_pod, pod_claims, requested_storage
+from kubesched.core.plugin_helpers.shape import (
+    MAX_UTILIZATION,
+    BrokenLinear,
+    UtilizationShapePoint,
+    validate_shape,
+)
+from kubesched.core.volume.claims import claim_class, is_claim_of_pod, pod_claims, requested_storage
 
 from .binder import (
     PodVolumeClaims,

@@ -11,7 +11,7 @@ from kubesched.core.api import ManifestError
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.core_v1 import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from kubesched.plugins.dynamicresources.allocator import AllocationError, AllocationTimeout
+from kubesched.core.dra.allocator.allocator import AllocationError, AllocationTimeout
 
 from .helpers import (
     CLASS_A,

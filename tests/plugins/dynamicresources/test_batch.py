@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from kubesched.core.dra_manager import planned_allocations, prefer_devices
+from kubesched.core.dra.manager import planned_allocations, prefer_devices
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.plugins.dynamicresources.plugin import DynamicResources
 from kubesched.simulation import Simulation

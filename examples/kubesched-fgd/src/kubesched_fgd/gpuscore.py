@@ -12,7 +12,7 @@ GPUs coming from Dynamic Resource Allocation instead of node annotations:
   (:class:`kubesched.trace.gpus.NodeGpus`), lined up with the NodeTable;
 - which GPU a pod that shares one gets is the policy's choice too (the paper's
   "GPU selection"): the plugin registers a device preference with
-  :func:`kubesched.core.dra_manager.prefer_devices` in PreFilter (so that it
+  :func:`kubesched.core.dra.manager.prefer_devices` in PreFilter (so that it
   holds even when a single feasible node skips scoring) and DynamicResources
   allocates in that order when Reserve commits the node.  Whole GPUs are
   taken lowest index first, as in the paper.
@@ -27,9 +27,10 @@ import numpy as np
 from attrs import frozen
 
 from kubesched import hookimpl
-from kubesched.core.dra_manager import prefer_devices
+from kubesched.core.dra.manager import prefer_devices
 from kubesched.core.framework.resources import non_zero_requests
-from kubesched.core.resourceclaim import ClaimNameError, pod_claims
+from kubesched.core.framework.types import MAX_NODE_SCORE
+from kubesched.core.dra.claims import ClaimNameError, pod_claims
 from kubesched.trace.fragmentation import PodShape
 from kubesched.trace.gpus import MILLI, NodeGpus
 from kubesched.trace.openb import COMPUTE, DRIVER, MODEL
@@ -37,7 +38,6 @@ from kubesched.trace.openb import COMPUTE, DRIVER, MODEL
 #: The paper's normalisation constants: the largest node (128 cores, 8 GPUs).
 MAX_SPEC_CPU = 128000
 MAX_SPEC_GPU = 8000
-MAX_NODE_SCORE = 100
 
 
 @frozen

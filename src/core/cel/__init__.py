@@ -1,0 +1,82 @@
+"""CEL device selectors for Dynamic Resource Allocation.
+
+The public API does not depend on the engine underneath (cel-python, module
+``celpy``, evaluated with its tree-walking interpreter; see
+``reference/dependencies.md`` §1 for why and for its known bugs)::
+
+    selector = compile('device.driver == "gpu.example.com" && '
+                       'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0')
+    selector.matches(view)          # -> bool; raises CelRuntimeError
+
+where ``view`` is a :class:`kubesched.core.dra.selectors.DeviceView` (the DRA
+side: it converts a ResourceSlice device, and its ``SelectorCache`` memoises
+results per device).  This package imports no API types.
+
+Modules: ``errors``, ``values`` (Quantity, Semver, optional values),
+``library`` (the function library), ``parser``, ``checker`` (compile-time
+checks) and ``evaluator`` (compile, the compiled-expression cache, evaluation).
+
+The environment mirrors the one Kubernetes builds for DRA selectors (upstream
+``dynamic-resource-allocation/cel``, "stored expressions" flavour, i.e. every
+field and library of the newest version regardless of feature gates):
+
+- one variable, ``device``, with the fields ``driver`` (string),
+  ``attributes`` (map domain -> map id -> value), ``capacity`` (map domain ->
+  map id -> Quantity) and ``allowMultipleAllocations`` (bool).  Attribute and
+  capacity names without a domain are put under the driver's name; values are
+  int, bool, string, :class:`Semver` (version attributes) or lists of those
+  (list-type attributes).  Looking up a domain the device does not have gives
+  an **empty map** (so ``has(device.attributes["x.com"].model)`` is false), an
+  unknown name inside a domain is the runtime error ``no such key: <name>``;
+- the Kubernetes quantity library (``quantity``, ``isQuantity``, ``compareTo``,
+  ``isGreaterThan``, ``isLessThan``, ``add``, ``sub``, ``mul``, ``asInteger``,
+  ``isInteger``, ``asApproximateFloat``, ``sign``) and semver library
+  (``semver(s[, normalize])``, ``isSemver``, ``major``, ``minor``, ``patch``
+  and the comparisons);
+- cel-go's string extension (``charAt``, ``indexOf``, ``lastIndexOf``,
+  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``,
+  ``trim``, ``join``, ``reverse``, ``format``, ``strings.quote``), sets
+  (``sets.contains``, ``sets.intersects``, ``sets.equivalent``), Kubernetes
+  lists (``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``,
+  ``lastIndexOf``) and regex (``matches``, ``find``, ``findAll``, RE2 syntax),
+  ``includes`` (list-type attributes);
+- ``cel.bind(name, init, expr)`` and optional values (``x.?field``,
+  ``m[?key]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``,
+  ``orValue``, ``or``).  celpy has neither: ``cel.bind`` is evaluated as a
+  macro by our evaluator, and the optional syntax is added to celpy's own Lark
+  grammar (two extra ``member`` alternatives) when the parser is built.
+
+Compile-time checks (celpy has no type checker): the 10 KiB length limit,
+syntax, undeclared functions and variables, unknown ``device`` fields, macro
+shapes, invalid regular-expression literals and an obviously non-bool result
+type.  Everything else surfaces at evaluation as :class:`CelRuntimeError`,
+including a non-bool result; an error is never turned into "no match".
+Not implemented: the runtime cost limit (1,000,000 upstream), cel-go's
+static overload resolution, the Kubernetes URL/IP/CIDR/authz/format-of-time
+libraries and two-variable comprehensions.
+"""
+
+from .errors import CelCompileError, CelError, CelRuntimeError
+from .evaluator import (
+    COMPILE_CACHE_SIZE,
+    MAX_EXPRESSION_LENGTH,
+    CelDevice,
+    CompiledSelector,
+    compile,
+    compile_cache_info,
+)
+from .values import Quantity, Semver
+
+__all__ = [
+    "COMPILE_CACHE_SIZE",
+    "MAX_EXPRESSION_LENGTH",
+    "CelCompileError",
+    "CelDevice",
+    "CelError",
+    "CelRuntimeError",
+    "CompiledSelector",
+    "Quantity",
+    "Semver",
+    "compile",
+    "compile_cache_info",
+]

@@ -1,0 +1,312 @@
+"""Compiling a selector (with an LRU cache of compiled expressions) and evaluating it."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any, Protocol
+import threading
+
+from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer
+import celpy.celtypes as ct
+import lark
+
+from .errors import CelCompileError, CelRuntimeError
+from .values import _OPTIONAL_NONE, DomainMap, _Optional
+from .library import _DEVICE_VAR, _FUNCTIONS, _NAMESPACED, _NAMESPACES, _type_name
+from .parser import _parse, optional_syntax_enabled
+from .checker import _Checker, _args, _bare_ident
+
+#: Upstream limit for a selector expression (resource.k8s.io ``CELSelectorExpressionMaxLength``), in bytes of UTF-8.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+
+#: Entries kept by the compiled-expression cache (upstream's scheduler keeps only 10).
+COMPILE_CACHE_SIZE = 1024
+
+# celpy logs every evaluation problem itself; errors reach callers as CelError instead.
+logging.getLogger("celpy").setLevel(logging.CRITICAL)
+
+
+def _error_text(err: CELEvalError) -> str:
+    message = str(err.args[0]) if err.args else "evaluation error"
+    if message.startswith("undeclared reference to"):
+        message = message.split(" (in activation", 1)[0]
+    elif message == "no such overload":
+        cause = err.__cause__
+        detail = str(cause.args[0]) if cause is not None and cause.args else ""
+        if detail.startswith("no such overload"):
+            message = detail
+        elif err.token is not None:
+            message = f"no such overload: {err.token}"
+    return message
+
+
+class _Evaluator(Evaluator):
+    """celpy's interpreter plus the DRA rules: ``no such key: <name>`` errors,
+    ``cel.bind``, namespaced functions and optional values."""
+
+    def sub_evaluator(self, ast: lark.Tree) -> _Evaluator:
+        return _Evaluator(ast, activation=self.activation)
+
+    def _logical(self, tree: lark.Tree, absorbing: bool, operator: str) -> Any:
+        """cel-go's commutative ``||``/``&&``: the absorbing value (true for ``||``)
+        wins over an error on either side, otherwise the left error is reported;
+        the right side is not evaluated when the left one decides."""
+        if len(tree.children) == 1:
+            return self.visit(tree.children[0])
+        left = self.visit(tree.children[0])
+        if isinstance(left, ct.BoolType) and bool(left) == absorbing:
+            return left
+        right = self.visit(tree.children[1])
+        if isinstance(right, ct.BoolType):
+            if bool(right) == absorbing or isinstance(left, ct.BoolType):
+                return right
+            if isinstance(left, CELEvalError):
+                return left
+        elif isinstance(left, CELEvalError):
+            return left
+        elif isinstance(right, CELEvalError) and isinstance(left, ct.BoolType):
+            return right
+        return CELEvalError(f"no such overload: {_type_name(left)} {operator} {_type_name(right)}", tree=tree)
+
+    def conditionalor(self, tree: lark.Tree) -> Any:
+        return self._logical(tree, True, "||")
+
+    def conditionaland(self, tree: lark.Tree) -> Any:
+        return self._logical(tree, False, "&&")
+
+    def _select(self, member: Any, name: str, tree: lark.Tree) -> Any:
+        if isinstance(member, ct.MapType):
+            found, value = _lookup_key(member, name)
+            return value if found else CELEvalError(f"no such key: {name}", tree=tree)
+        return None
+
+    def member_dot(self, tree: lark.Tree) -> Any:
+        member_tree, name_token = tree.children
+        member = self.visit(member_tree)
+        if isinstance(member, CELEvalError):
+            return member
+        name = str(name_token)
+        if isinstance(member, _Optional):
+            if not member.present:
+                return member
+            inner = self._select(member.value, name, tree)
+            if inner is None:
+                return CELEvalError(f"no such overload: field selection on {_type_name(member.value)}", tree=tree)
+            return inner if isinstance(inner, CELEvalError) else _Optional(inner)
+        if isinstance(member, ct.MapType) and not isinstance(member, (ct.MessageType, ct.PackageType)):
+            return self._select(member, name, tree)
+        if isinstance(member, (NameContainer, ct.MessageType, ct.PackageType)):
+            return super().member_dot(tree)
+        return CELEvalError(f"no such overload: field selection on {_type_name(member)}", tree=tree)
+
+    def member_dot_opt(self, tree: lark.Tree) -> Any:
+        member_tree, name_token = tree.children
+        member = self.visit(member_tree)
+        if isinstance(member, CELEvalError):
+            return member
+        if isinstance(member, _Optional):
+            if not member.present:
+                return member
+            member = member.value
+        if not isinstance(member, ct.MapType):
+            return CELEvalError(f"no such overload: optional field selection on {_type_name(member)}", tree=tree)
+        found, value = _lookup_key(member, str(name_token))
+        return _Optional(value) if found else _OPTIONAL_NONE
+
+    def _index(self, member: Any, index: Any, tree: lark.Tree, optional: bool) -> Any:
+        if isinstance(member, CELEvalError):
+            return member
+        if isinstance(index, CELEvalError):
+            return index
+        wrap = optional
+        if isinstance(member, _Optional):
+            if not member.present:
+                return member
+            member, wrap = member.value, True
+        if isinstance(member, ct.MapType):
+            if not ct.MapType.valid_key_type(index):
+                return CELEvalError(f"no such overload: map index with {_type_name(index)}", tree=tree)
+            found, value = _lookup_key(member, index)
+            if not found:
+                if optional:
+                    return _OPTIONAL_NONE
+                return CELEvalError(f"no such key: {index}", tree=tree)
+        elif isinstance(member, list):
+            if not isinstance(index, int) or isinstance(index, ct.BoolType):
+                return CELEvalError(f"no such overload: list index with {_type_name(index)}", tree=tree)
+            if not 0 <= index < len(member):
+                if optional:
+                    return _OPTIONAL_NONE
+                return CELEvalError(f"index out of range: {index}", tree=tree)
+            value = member[index]
+        else:
+            return CELEvalError(f"no such overload: index of {_type_name(member)}", tree=tree)
+        return _Optional(value) if wrap else value
+
+    def member_index(self, tree: lark.Tree) -> Any:
+        member, index = self.visit_children(tree)
+        return self._index(member, index, tree, optional=False)
+
+    def member_index_opt(self, tree: lark.Tree) -> Any:
+        member, index = self.visit_children(tree)
+        return self._index(member, index, tree, optional=True)
+
+    def _is_variable(self, name: str) -> bool:
+        try:
+            self.activation.identifiers.resolve_name(self.activation.package, name)
+        except KeyError:
+            return False
+        return True
+
+    def member_dot_arg(self, tree: lark.Tree) -> Any:
+        namespace = _bare_ident(tree.children[0])
+        if namespace in _NAMESPACES and not self._is_variable(namespace):
+            name = f"{namespace}.{tree.children[1]}"
+            args = _args(tree, 2)
+            if name == "cel.bind":
+                variable = _bare_ident(args[0])
+                init = self.visit(args[1])
+                nested = self.sub_evaluator(args[2])
+                try:
+                    return nested.evaluate({variable: init})
+                except CELEvalError as err:
+                    return err
+            function = _NAMESPACED.get(name)
+            if function is None:
+                return CELEvalError(f"undeclared reference to '{name}'", tree=tree)
+            values = [self.visit(arg) for arg in args]
+            for value in values:
+                if isinstance(value, CELEvalError):
+                    return value
+            try:
+                return function(*values)
+            except (TypeError, AttributeError) as err:
+                return CELEvalError(str(err) if str(err).startswith("no such overload") else f"no such overload: {name}", tree=tree)
+        return super().member_dot_arg(tree)
+
+
+def _lookup_key(mapping: ct.MapType, key: Any) -> tuple[bool, Any]:
+    """``(found, value)``; a :class:`DomainMap` finds every domain (missing ones are empty)."""
+    if isinstance(mapping, DomainMap):
+        return True, mapping[key]
+    if dict.__contains__(mapping, key):
+        return True, dict.__getitem__(mapping, key)
+    return False, None
+
+
+# --- compiled selectors --------------------------------------------------------------------
+
+
+class CelDevice(Protocol):
+    """What a selector evaluates: the ``device`` variable as a celpy value
+    (:class:`kubesched.core.dra.selectors.DeviceView` builds it from a slice's device)."""
+
+    cel_value: Any
+
+
+class CompiledSelector:
+    """A compiled selector expression (use :func:`compile`, which caches).
+
+    :meth:`matches` evaluates it for one :class:`DeviceView`; it is safe to call
+    from several threads (each call gets its own interpreter state).
+    ``evaluations`` counts calls, for tests and metrics.
+    """
+
+    __slots__ = ("expression", "_ast", "_activation", "evaluations")
+
+    def __init__(self, expression: str, ast: lark.Tree):
+        self.expression = expression
+        self._ast = ast
+        self._activation = Activation(annotations={}, functions=_FUNCTIONS)
+        self.evaluations = 0
+
+    def matches(self, device: CelDevice) -> bool:
+        """True when the device satisfies the expression.
+
+        Raises :class:`CelRuntimeError` for an evaluation error (``no such key:
+        model``, ``no such overload: ...``) and for a result that is not a bool
+        (``CEL result of type string could not be converted to bool``).
+        """
+        self.evaluations += 1
+        evaluator = _Evaluator(self._ast, self._activation)
+        try:
+            result = evaluator.evaluate({_DEVICE_VAR: device.cel_value})
+        except CELEvalError as err:
+            raise CelRuntimeError(_error_text(err), self.expression) from None
+        except RecursionError:
+            raise CelRuntimeError("expression nested too deeply", self.expression) from None
+        except (ArithmeticError, TypeError, ValueError, KeyError, IndexError, AttributeError) as err:
+            raise CelRuntimeError(f"{type(err).__name__}: {err}", self.expression) from None
+        if isinstance(result, ct.BoolType) or result is True or result is False:
+            return bool(result)
+        raise CelRuntimeError(f"CEL result of type {_type_name(result)} could not be converted to bool", self.expression)
+
+    def __repr__(self) -> str:
+        return f"CompiledSelector({self.expression!r})"
+
+
+_compile_lock = threading.Lock()
+_compiled: OrderedDict[str, CompiledSelector | CelCompileError] = OrderedDict()
+_compile_stats = {"hits": 0, "misses": 0}
+
+
+def compile(expression: str) -> CompiledSelector:  # noqa: A001 - mirrors cel.Env.Compile
+    """Compile a DRA selector expression (cached by its text, LRU of
+    :data:`COMPILE_CACHE_SIZE`; compile errors are cached too).
+
+    Raises :class:`CelCompileError` for an expression longer than 10 KiB, a
+    syntax error, an undeclared function or variable (``undeclared reference
+    to 'foo'``), an unknown ``device`` field, an invalid regex literal, a
+    malformed macro, or a result type that can never be bool (``must evaluate
+    to bool or the unknown type, not int``).
+    """
+    if not isinstance(expression, str):
+        raise TypeError(f"expression must be a string, got {type(expression).__name__}")
+    with _compile_lock:
+        found = _compiled.get(expression)
+        if found is not None:
+            _compiled.move_to_end(expression)
+            _compile_stats["hits"] += 1
+    if found is None:
+        _compile_stats["misses"] += 1
+        try:
+            found = _compile_uncached(expression)
+        except CelCompileError as err:
+            found = err
+        with _compile_lock:
+            _compiled[expression] = found
+            while len(_compiled) > COMPILE_CACHE_SIZE:
+                _compiled.popitem(last=False)
+    if isinstance(found, CelCompileError):
+        raise CelCompileError(found.message, expression)
+    return found
+
+
+def compile_cache_info() -> dict[str, int]:
+    """``{"hits", "misses", "size"}`` of the compiled-expression cache."""
+    with _compile_lock:
+        return {**_compile_stats, "size": len(_compiled)}
+
+
+def _compile_uncached(expression: str) -> CompiledSelector:
+    size = len(expression.encode("utf-8"))
+    if size > MAX_EXPRESSION_LENGTH:
+        raise CelCompileError(
+            f"expression too long: {size} bytes, must be at most {MAX_EXPRESSION_LENGTH} (10 KiB)", expression
+        )
+    if not expression.strip():
+        raise CelCompileError("ERROR: <input>:1:1: Syntax error: empty expression", expression)
+    ast = _parse(expression)
+    checker = _Checker(expression)
+    try:
+        result_type = checker.check(ast)
+    except RecursionError:
+        raise CelCompileError("expression nested too deeply", expression) from None
+    if checker.uses_optional and not optional_syntax_enabled():
+        raise CelCompileError("optional syntax (.? and [?]) is not supported by this CEL engine", expression)
+    if result_type not in ("bool", "dyn"):
+        raise CelCompileError(f"must evaluate to bool or the unknown type, not {result_type}", expression)
+    return CompiledSelector(expression, ast)
+
+

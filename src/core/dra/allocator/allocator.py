@@ -1,0 +1,780 @@
+"""The structured-parameters device allocator of Dynamic Resource Allocation.
+
+Given the ResourceSlices, DeviceClasses and what is already allocated, find
+devices for the unallocated ResourceClaims of a pod on one node, or report
+that there are none.  It mirrors upstream's allocator
+(k8s.io/dynamic-resource-allocation ``structured``, the "incubating" variant:
+every GA and beta feature on, deterministic order) with these features:
+prioritized lists (``firstAvailable``), admin access, device taints and
+tolerations (also from DeviceTaintRules), partitionable devices (shared
+counters, per-device node selection), consumable capacity
+(``allowMultipleAllocations``, capacity requests, ``distinctAttribute``) and
+binding conditions.
+
+The search is depth-first with backtracking, first solution wins: claims in
+order, their requests in order, a ``firstAvailable`` request's subrequests in
+order (the first one with which *everything after it* can still be allocated
+is chosen), and devices in pool order (driver, pool name), slice name and
+published order.  Devices for one request are tried as combinations, not
+permutations.  Selectors are evaluated class first, then request, the first
+false result deciding; their results are remembered in the
+:class:`~kubesched.core.cel.SelectorCache`, so each (selector, device) pair is
+evaluated once per device version.
+
+Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
+:meth:`Allocator.allocate` per candidate node)::
+
+    state = AllocatedState.from_claims(allocated_and_in_flight_claims)
+    allocator = Allocator(slices, classes_by_name, state, selector_cache, taint_rules)
+    results = allocator.allocate(node, claims_to_allocate)   # None: not on this node
+"""
+
+from __future__ import annotations
+
+import functools
+import copy
+import uuid
+from fractions import Fraction
+from typing import Callable, Iterable, Mapping, Sequence
+
+from attrs import define, field
+
+from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubesched.core.api.meta import namespaced_name
+from kubesched.core.api.resource_v1 import (
+    ALLOCATION_CONFIG_SOURCE_CLAIM,
+    ALLOCATION_CONFIG_SOURCE_CLASS,
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
+from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
+from kubesched.core.dra.selectors import SelectorCache
+from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
+from kubesched.core.plugin_helpers.nodeaffinity import NAME_FIELD
+from kubesched.core.dra.allocator import capacity
+from kubesched.core.dra.allocator.constraints import AttributeConstraint
+from kubesched.core.dra.allocator.pools import Pool, SliceIndex, SliceMemo, node_matches
+
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "AllocationTimeout",
+    "Allocator",
+    "DeviceID",
+]
+
+#: The deadline is checked every 64 search steps (a clock read costs more than a step).
+DEADLINE_CHECK_MASK = 63
+
+#: Namespace of the deterministic share IDs (uuid5 of claim, request and device).
+SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
+
+
+class AllocationError(Exception):
+    """A problem that makes this scheduling attempt fail on every node (upstream:
+    ``Allocate`` returned a plain error, the plugin returns an Error status):
+    missing DeviceClass, CEL compile or runtime error, too many devices, a
+    request for "All" devices of a pool that is being updated, ...  The message
+    is upstream's, e.g. ``claim default/c: selector #0 on device drv/pool/dev:
+    CEL runtime error: no such key: x. consider using ...``."""
+
+
+class AllocationTimeout(TimeoutError):
+    """The ``deadline`` callback of :meth:`Allocator.allocate` asked to stop
+    (upstream: the Filter timeout cancelled the context)."""
+
+
+class _MaxSizeExceeded(Exception):
+    """Internal: the current path cannot stay within 32 results per claim."""
+
+
+def _kobj(claim: ResourceClaim) -> str:
+    return namespaced_name(claim.metadata)
+
+
+# --- preparation of requests (node independent, cached per claim) ------------------------
+
+
+class _RequestSpec:
+    """One request, or one subrequest of a ``firstAvailable`` request, resolved:
+    ``name`` is its own name, ``parent`` the top-level request of a subrequest,
+    ``full_name`` what results and constraints call it (``req`` or ``req/sub``);
+    ``selectors`` are ``(error prefix, index, compiled selector or
+    CelCompileError)``, the class's first."""
+
+    __slots__ = ("name", "parent", "full_name", "label", "device_class", "selectors", "all_mode", "count",
+                 "admin", "tolerations", "capacity")
+
+    def __init__(self, claim_name: str, name: str, parent: str | None, request, classes: Mapping[str, DeviceClass]):
+        self.name = name
+        self.parent = parent
+        self.full_name = f"{parent}/{self.name}" if parent is not None else self.name
+        self.label = f"claim {claim_name}, request {self.name}"
+        for index, selector in enumerate(request.selectors):
+            if selector.expression is None:
+                raise AllocationError(
+                    f"{self.label}, selector #{index}: CEL expression empty (unsupported selector type?)"
+                )
+        self.device_class = classes.get(request.device_class_name)
+        if self.device_class is None:
+            raise AllocationError(f"{self.label}: could not retrieve device class {request.device_class_name}")
+        class_prefix = f"class {self.device_class.metadata.name}"
+        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(self.device_class.spec.selectors)]
+        self.selectors += [_compiled(f"claim {claim_name}", i, s) for i, s in enumerate(request.selectors)]
+        self.all_mode = request.allocation_mode == ALLOCATION_MODE_ALL
+        self.count = request.count
+        self.admin = bool(getattr(request, "admin_access", None))
+        self.tolerations = request.tolerations
+        self.capacity = request.capacity.requests if request.capacity is not None else None
+
+    @property
+    def base(self) -> str:
+        """The top-level request name."""
+        return self.parent if self.parent is not None else self.name
+
+    @property
+    def subrequest(self) -> str | None:
+        return self.name if self.parent is not None else None
+
+
+def _compiled(prefix: str, index: int, selector) -> tuple[str, int, object]:
+    try:
+        return (prefix, index, compile(selector.expression or ""))
+    except CelCompileError as err:
+        return (prefix, index, err)
+
+
+class _ClaimSpec:
+    """A claim's requests, resolved once per allocator: each entry is a
+    :class:`_RequestSpec`, a list of them (``firstAvailable``), or the
+    :class:`AllocationError` that the request raises when it is reached."""
+
+    __slots__ = ("claim", "name", "requests", "constraints")
+
+    def __init__(self, claim: ResourceClaim, classes: Mapping[str, DeviceClass]):
+        self.claim = claim
+        self.name = _kobj(claim)
+        devices = claim.spec.devices
+        self.requests: list = []
+        for request in devices.requests:
+            try:
+                if request.exactly is not None:
+                    self.requests.append(_RequestSpec(self.name, request.name, None, request.exactly, classes))
+                else:
+                    self.requests.append([_RequestSpec(self.name, sub.name, request.name, sub, classes)
+                                          for sub in request.first_available])
+            except AllocationError as err:
+                self.requests.append(err)
+        self.constraints = devices.constraints
+
+
+# --- per-node candidates ---------------------------------------------------------------
+
+
+class _Candidate:
+    """One device of a slice, with what the search needs of it (shared by all
+    allocators through :data:`_slice_candidates`)."""
+
+    __slots__ = ("id", "device", "slice", "taints", "multi", "per_device", "fits_whole")
+
+    def __init__(self, resource_slice: ResourceSlice, device):
+        self.id = DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name)
+        self.device = device
+        self.slice = resource_slice
+        self.taints = tuple(t for t in device.taints if affects_scheduling(t))
+        self.multi = bool(device.allow_multiple_allocations)
+        self.per_device = bool(resource_slice.spec.per_device_node_selection)
+        # Whether a request without capacity requests passes the capacity check
+        # when nothing of the device is consumed yet.
+        consumed = capacity.consumption(device, self.id.driver, None)
+        self.fits_whole = consumed is not None and capacity.fits(device, consumed)
+
+
+_slice_candidates = SliceMemo(lambda s: tuple(_Candidate(s, d) for d in s.spec.devices))
+
+
+class _NodeView:
+    """The pools of one node and the devices that may be allocated there, in order."""
+
+    __slots__ = ("pools", "pool_of", "candidates")
+
+    def __init__(self, pools: list[Pool], candidates: list[_Candidate] | None = None):
+        self.pools = pools
+        self.pool_of = {pool.id: pool for pool in pools}
+        if candidates is not None:
+            self.candidates = candidates
+            return
+        self.candidates = []
+        for pool in pools:
+            if pool.usable:
+                for resource_slice in pool.slices:
+                    self.candidates.extend(_slice_candidates(resource_slice))
+
+    def ordered(self, key: Callable[[DeviceID], object]) -> _NodeView:
+        """This view with its candidates sorted by ``key(device ID)`` (stable)."""
+        return _NodeView(self.pools, sorted(self.candidates, key=lambda candidate: key(candidate.id)))
+
+
+class _Request:
+    """A request during one :meth:`Allocator.allocate` call."""
+
+    __slots__ = ("spec", "num_devices", "all_devices", "matches")
+
+    def __init__(self, spec: _RequestSpec):
+        self.spec = spec
+        self.num_devices = spec.count
+        self.all_devices: list[_Candidate] = []
+        self.matches: dict[_Candidate, bool] = {}
+
+
+class _Pick:
+    __slots__ = ("spec", "candidate", "share_id", "consumed")
+
+    def __init__(self, spec: _RequestSpec, candidate: _Candidate, share_id: str | None, consumed):
+        self.spec = spec
+        self.candidate = candidate
+        self.share_id = share_id
+        self.consumed = consumed
+
+
+class Allocator:
+    """Allocates devices for ResourceClaims, one node at a time.
+
+    ``slices``: every ResourceSlice; ``classes``: DeviceClasses by name;
+    ``allocated``: devices in use by allocated and in-flight claims (not
+    modified); ``selectors``: the scheduler's long-lived selector memo;
+    ``taint_rules``: DeviceTaintRules whose taints apply to the devices they
+    select (:mod:`kubesched.core.dra.devicetaints`); ``now``: seconds, stamped as
+    ``allocationTimestamp`` into results with binding conditions (None: left
+    unset, as upstream's allocator does; its plugin stamps it in PreBind).
+
+    Build one per scheduling cycle: it indexes the slices once and remembers
+    per node and per claim what does not depend on the other.  :meth:`allocate`
+    may be called from several threads.  ``search_steps`` counts the search
+    steps of all calls (upstream's ``NumAllocateOneInvocations``).
+    """
+
+    def __init__(
+        self,
+        slices: Sequence[ResourceSlice],
+        classes: Mapping[str, DeviceClass],
+        allocated: AllocatedState,
+        selectors: SelectorCache,
+        taint_rules: Sequence[DeviceTaintRule] = (),
+        now: float | None = None,
+    ):
+        self.classes = classes
+        self.allocated = allocated
+        self.selectors = selectors
+        self.taint_rules = tuple(taint_rules)
+        self.now = now
+        self.search_steps = 0
+        self._index = SliceIndex(slices)
+        self._nodes: dict[str, _NodeView] = {}
+        self._claims: dict[int, _ClaimSpec] = {}
+        self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+        self._taints: dict[DeviceID, tuple] = {}
+
+    def with_allocated(self, allocated: AllocatedState, now: float | None = None) -> Allocator:
+        """This allocator over another allocated state: the next scheduling
+        cycle, or a preemption dry run that freed devices.  What depends only on
+        the slices, classes and taint rules (the slice index, per-node views,
+        device taints) is shared; ``now`` replaces the timestamp when given."""
+        other = copy.copy(self)
+        other.allocated = allocated
+        other.now = self.now if now is None else now
+        other.search_steps = 0
+        other._claims = {}
+        other._available_counters = {}
+        return other
+
+    def allocate(
+        self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None,
+        order: Callable[[DeviceID], object] | None = None,
+    ) -> list[AllocationResult] | None:
+        """One :class:`AllocationResult` per claim, in order, for ``node``; None
+        when these claims cannot all get devices there (not enough matching free
+        devices, incomplete or invalid pools, ...).  ``order``: a device
+        preference, ``key(DeviceID)`` ascending (stable), replacing pool and
+        slice order when candidates are tried; it changes which devices are
+        chosen, never whether the claims fit.
+
+        Raises :class:`AllocationError` for problems that no node can fix
+        (unknown DeviceClass, CEL errors, more than 32 devices for one claim,
+        "All" devices of a pool that is being updated or invalid, a claim
+        constraint that "All" devices violate) and :class:`AllocationTimeout`
+        when ``deadline()`` returns True during the search.
+        """
+        view = self.node_view(node)
+        if not claims:
+            return []
+        if order is not None:
+            view = view.ordered(order)
+        search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline)
+        try:
+            return search.run()
+        finally:
+            self.search_steps += search.steps
+
+    def node_view(self, node: Node) -> _NodeView:
+        """The pools of ``node`` and its candidate devices, in allocation order
+        (built once per node and allocator lineage)."""
+        view = self._nodes.get(node.metadata.name)
+        if view is None:
+            view = _NodeView(self._index.pools_for(node))
+            self._nodes[node.metadata.name] = view
+        return view
+
+    def request_specs(self, claim: ResourceClaim) -> list:
+        """The claim's requests as the search sees them: a request spec, a list
+        of them (``firstAvailable``) or the :class:`AllocationError` the request
+        raises when it is reached."""
+        return self._claim_spec(claim).requests
+
+    def matches(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
+        """Whether the class and request selectors of ``spec`` (class first, the
+        first false deciding) and, with per-device node selection, the device's
+        node selection admit ``candidate`` (memoised in the selector cache).
+        Raises :class:`AllocationError` for a CEL compile or runtime error."""
+        cache = self.selectors
+        for prefix, index, selector in spec.selectors:
+            if isinstance(selector, CelCompileError):
+                raise AllocationError(f"{prefix}: selector #{index}: CEL compile error: {selector.message}")
+            try:
+                if not cache.matches(selector, candidate.slice, candidate.device):
+                    return False
+            except CelRuntimeError as err:
+                message = err.message
+                if err.is_missing_key:
+                    message = f"{message}. {CelRuntimeError.MISSING_KEY_HINT}"
+                raise AllocationError(
+                    f"{prefix}: selector #{index} on device {candidate.id}: CEL runtime error: {message}"
+                ) from None
+        return True
+
+    def _claim_spec(self, claim: ResourceClaim) -> _ClaimSpec:
+        spec = self._claims.get(id(claim))
+        if spec is None or spec.claim is not claim:
+            spec = _ClaimSpec(claim, self.classes)
+            self._claims[id(claim)] = spec
+        return spec
+
+    def taints(self, candidate: _Candidate) -> tuple:
+        """The NoSchedule/NoExecute taints of a device: its own and those of the taint rules."""
+        if not self.taint_rules:
+            return candidate.taints
+        taints = self._taints.get(candidate.id)
+        if taints is None:
+            device_id = candidate.id
+            ruled = rule_taints(self.taint_rules, device_id.driver, device_id.pool, device_id.device)
+            taints = candidate.taints + tuple(t for t in ruled if affects_scheduling(t))
+            self._taints[device_id] = taints
+        return taints
+
+    def available_counters(self, pool: Pool) -> dict[tuple[str, str], Fraction]:
+        """``(counter set, counter) -> amount`` still available in ``pool``: the
+        counter sets minus what the allocated devices of the pool consume (may be
+        negative when a pool is over-committed)."""
+        available = self._available_counters.get(pool.id)
+        if available is None:
+            available = {
+                (set_name, name): value for set_name, counters in pool.counter_sets.items()
+                for name, value in counters.items()
+            }
+            for resource_slice in pool.slices + pool.other_slices:
+                for device in resource_slice.spec.devices:
+                    if device.consumes_counters and self.allocated.is_allocated(
+                        DeviceID(pool.driver, pool.name, device.name)
+                    ):
+                        for consumption in device.consumes_counters:
+                            for name, counter in consumption.counters.items():
+                                available[(consumption.counter_set, name)] -= counter.value
+            self._available_counters[pool.id] = available
+        return available
+
+
+class _Search:
+    """One :meth:`Allocator.allocate` call: the depth-first search and its state."""
+
+    def __init__(self, allocator: Allocator, node: Node, view: _NodeView, claims: list[_ClaimSpec],
+                 deadline: Callable[[], bool] | None):
+        self.allocator = allocator
+        self.state = allocator.allocated
+        self.node = node
+        self.view = view
+        self.claims = claims
+        self.deadline = deadline
+        self.steps = 0
+        self.requests: list[list] = []
+        self.constraints: list[list[AttributeConstraint]] = []
+        self.picks: list[list[_Pick]] = [[] for _ in claims]
+        self.selected: dict[tuple[int, int], int] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.shared_picks: dict[DeviceID, int] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.consumed_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+
+    # --- setup -----------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        for spec in self.claims:
+            requests: list = []
+            minimum = 0
+            for entry in spec.requests:
+                if isinstance(entry, AllocationError):
+                    raise AllocationError(str(entry))
+                if isinstance(entry, list):
+                    subrequests = [self._request(sub) for sub in entry]
+                    requests.append(subrequests)
+                    minimum += min(r.num_devices for r in subrequests)
+                else:
+                    request = self._request(entry)
+                    requests.append(request)
+                    minimum += request.num_devices
+            if minimum > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {spec.name}: number of requested devices {minimum} "
+                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+            self.requests.append(requests)
+            self.constraints.append([AttributeConstraint(c) for c in spec.constraints])
+
+    def _request(self, spec: _RequestSpec) -> _Request:
+        request = _Request(spec)
+        if spec.all_mode:
+            for pool in self.view.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{spec.label}: asks for all devices, but resource pool {pool} is currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"{spec.label}: asks for all devices, but resource pool {pool} is currently invalid"
+                    )
+            for candidate in self.view.candidates:
+                if self._selectable(request, candidate) and self._capacity(spec, candidate) is not None:
+                    request.all_devices.append(candidate)
+            request.num_devices = len(request.all_devices)
+        return request
+
+    # --- checks ----------------------------------------------------------------------
+
+    def _selectable(self, request: _Request, candidate: _Candidate) -> bool:
+        known = request.matches.get(candidate)
+        if known is None:
+            known = request.matches[candidate] = self._evaluate(request.spec, candidate)
+        return known
+
+    def _evaluate(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
+        if not self.allocator.matches(spec, candidate):
+            return False
+        if candidate.per_device:
+            device = candidate.device
+            return node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
+        return True
+
+    def _capacity(self, spec: _RequestSpec, candidate: _Candidate) -> dict[str, Fraction] | None:
+        """What allocating ``candidate`` for ``spec`` consumes now, or None if it does not fit."""
+        device = candidate.device
+        if not spec.capacity and not candidate.multi and candidate.id not in self.state.consumed_capacity:
+            return {} if candidate.fits_whole else None
+        consumed = capacity.consumption(device, candidate.id.driver, spec.capacity)
+        if consumed is None:
+            return None
+        already = self.state.consumed_capacity.get(candidate.id), self.allocating_capacity.get(candidate.id)
+        return consumed if capacity.fits(device, consumed, *already) else None
+
+    def _in_use(self, spec: _RequestSpec, candidate: _Candidate, claim_index: int) -> bool:
+        if spec.admin:
+            return not candidate.multi and claim_index in self.allocating.get(candidate.id, ())
+        return candidate.id in self.state.devices or bool(self.allocating.get(candidate.id))
+
+    def _take_counters(self, candidate: _Candidate) -> bool:
+        pool = self.view.pool_of[candidate.id.driver, candidate.id.pool]
+        available = self.allocator.available_counters(pool)
+        used = self.consumed_counters.setdefault(pool.id, {})
+        for consumption in candidate.device.consumes_counters:
+            for name, counter in consumption.counters.items():
+                key = (consumption.counter_set, name)
+                used[key] = used.get(key, Fraction(0)) + counter.value
+        if all(used.get(key, 0) <= amount for key, amount in available.items()):
+            return True
+        self._release_counters(candidate)
+        return False
+
+    def _release_counters(self, candidate: _Candidate) -> None:
+        used = self.consumed_counters[candidate.id.driver, candidate.id.pool]
+        for consumption in candidate.device.consumes_counters:
+            for name, counter in consumption.counters.items():
+                used[(consumption.counter_set, name)] -= counter.value
+
+    # --- picking one device ----------------------------------------------------------
+
+    def _allocate_device(self, claim_index: int, spec: _RequestSpec, candidate: _Candidate, must: bool):
+        """Tentatively allocate ``candidate``, which is selectable and not in use:
+        an undo function, or None when it cannot be used.  ``must`` ("All" mode):
+        a violated constraint is an error."""
+        device_id = candidate.id
+        device = candidate.device
+        # A shared device consumes its counters once, with its first allocation.
+        counters = bool(device.consumes_counters) and not (
+            candidate.multi and (self.state.is_allocated(device_id) or device_id in self.shared_picks)
+        )
+        if counters and not self._take_counters(candidate):
+            return None
+        taints = self.allocator.taints(candidate)
+        if taints and untolerated(taints, spec.tolerations):
+            if counters:
+                self._release_counters(candidate)
+            return None
+        constraints = self.constraints[claim_index]
+        for position, constraint in enumerate(constraints):
+            if not constraint.add(spec.base, spec.subrequest, device_id.driver, device):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.claims[claim_index].name}, request {spec.name}: cannot add device "
+                        f"{device_id} because a claim constraint would not be satisfied"
+                    )
+                for added in reversed(constraints[:position]):
+                    added.remove(spec.base, spec.subrequest)
+                if counters:
+                    self._release_counters(candidate)
+                return None
+        consumed = self._capacity(spec, candidate)
+        if consumed is None:
+            for added in reversed(constraints):
+                added.remove(spec.base, spec.subrequest)
+            if counters:
+                self._release_counters(candidate)
+            return None
+
+        share_id = None
+        if candidate.multi:
+            self.shared_picks[device_id] = self.shared_picks.get(device_id, 0) + 1
+            capacity.add(self.allocating_capacity.setdefault(device_id, {}), consumed)
+            share_id = self._share_id(claim_index, spec, device_id)
+        else:
+            self.allocating.setdefault(device_id, set()).add(claim_index)
+        picks = self.picks[claim_index]
+        picks.append(_Pick(spec, candidate, share_id, consumed if candidate.multi and consumed else None))
+
+        def undo() -> None:
+            picks.pop()
+            if candidate.multi:
+                capacity.subtract(self.allocating_capacity[device_id], consumed)
+                self.shared_picks[device_id] -= 1
+                if not self.shared_picks[device_id]:
+                    del self.shared_picks[device_id]
+                    del self.allocating_capacity[device_id]
+            else:
+                self.allocating[device_id].discard(claim_index)
+            for added in reversed(constraints):
+                added.remove(spec.base, spec.subrequest)
+            if counters:
+                self._release_counters(candidate)
+
+        return undo
+
+    def _share_id(self, claim_index: int, spec: _RequestSpec, device_id: DeviceID) -> str:
+        claim = self.claims[claim_index].claim
+        owner = claim.metadata.uid or self.claims[claim_index].name
+        return str(uuid.uuid5(SHARE_ID_NAMESPACE, f"{owner}/{spec.full_name}/{device_id}"))
+
+    # --- the search ------------------------------------------------------------------
+
+    def run(self) -> list[AllocationResult] | None:
+        self._prepare()
+        if not self._one(0, 0, 0, 0, False, 0):
+            return None
+        return [self._result(index) for index in range(len(self.claims))]
+
+    def _one(self, claim: int, req: int, sub: int, device: int, in_sub: bool, start: int) -> bool:
+        """Allocate the ``device``-th device of request ``req`` (subrequest ``sub``)
+        of claim ``claim`` and everything after it.  ``start``: first candidate
+        to try (devices of one request are picked in increasing position)."""
+        self.steps += 1
+        if self.deadline is not None and not self.steps & DEADLINE_CHECK_MASK and self.deadline():
+            raise AllocationTimeout("filter operation aborted: deadline exceeded")
+        if claim >= len(self.claims):
+            return True
+        requests = self.requests[claim]
+        if req >= len(requests):
+            try:
+                return self._one(claim + 1, 0, 0, 0, False, 0)
+            except _MaxSizeExceeded:
+                # Another path to this claim (other subrequests before it) may still fit.
+                return False
+        entry = requests[req]
+        if isinstance(entry, list):
+            if not in_sub:
+                return self._first_available(claim, req, device, entry)
+            request = entry[sub]
+        else:
+            request = entry
+        spec = request.spec
+        if spec.all_mode and not request.all_devices:
+            return False
+        if device >= request.num_devices:
+            return self._one(claim, req + 1, 0, 0, False, 0)
+        if len(self.picks[claim]) + request.num_devices - device > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSizeExceeded
+
+        if spec.all_mode:
+            candidate = request.all_devices[device]
+            undo = None if self._in_use(spec, candidate, claim) else self._allocate_device(claim, spec, candidate, True)
+            if undo is None:
+                return False  # every device is needed: no alternative
+            return self._descend(undo, claim, req, sub, device + 1, in_sub, 0)
+
+        candidates = self.view.candidates
+        for position in range(start, len(candidates)):
+            candidate = candidates[position]
+            if self._in_use(spec, candidate, claim) or not self._selectable(request, candidate):
+                continue
+            undo = self._allocate_device(claim, spec, candidate, False)
+            if undo is not None and self._descend(undo, claim, req, sub, device + 1, in_sub, position + 1):
+                return True
+        return False
+
+    def _descend(self, undo, claim: int, req: int, sub: int, device: int, in_sub: bool, start: int) -> bool:
+        try:
+            done = self._one(claim, req, sub, device, in_sub, start)
+        except _MaxSizeExceeded:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _first_available(self, claim: int, req: int, device: int, subrequests: list) -> bool:
+        all_exceeded = True
+        for sub in range(len(subrequests)):
+            try:
+                done = self._one(claim, req, sub, device, True, 0)
+            except _MaxSizeExceeded:
+                continue
+            all_exceeded = False
+            if done:
+                self.selected[(claim, req)] = sub
+                return True
+        if all_exceeded:
+            raise _MaxSizeExceeded
+        return False
+
+    # --- results ---------------------------------------------------------------------
+
+    def _chosen(self, claim: int) -> list[_RequestSpec]:
+        """The spec used for each top-level request of ``claim`` (the selected subrequest)."""
+        out = []
+        for req, entry in enumerate(self.requests[claim]):
+            out.append(entry[self.selected[(claim, req)]].spec if isinstance(entry, list) else entry.spec)
+        return out
+
+    def _result(self, claim: int) -> AllocationResult:
+        picks = self.picks[claim]
+        results = tuple(
+            DeviceRequestAllocationResult(
+                request=pick.spec.full_name,
+                driver=pick.candidate.id.driver,
+                pool=pick.candidate.id.pool,
+                device=pick.candidate.id.device,
+                admin_access=True if pick.spec.admin else None,
+                tolerations=pick.spec.tolerations,
+                binding_conditions=pick.candidate.device.binding_conditions,
+                binding_failure_conditions=pick.candidate.device.binding_failure_conditions,
+                share_id=pick.share_id,
+                consumed_capacity=dict(pick.consumed) if pick.consumed else {},
+            )
+            for pick in picks
+        )
+        now = self.allocator.now
+        stamp = now if now is not None and any(r.binding_conditions for r in results) else None
+        return AllocationResult(
+            devices=DeviceAllocationResult(results=results, config=self._config(claim)),
+            node_selector=self._node_selector(claim),
+            allocation_timestamp=stamp,
+        )
+
+    def _config(self, claim: int) -> tuple[DeviceAllocationConfiguration, ...]:
+        """Class configs (once per class, naming the requests that use it), then
+        the claim's configs for requests that were allocated; configs covering
+        every request name none (= all)."""
+        chosen = self._chosen(claim)
+        entries: list[tuple[str, list[str], object]] = []
+        by_class: dict[str, range] = {}
+        for spec in chosen:
+            class_name = spec.device_class.metadata.name
+            if class_name in by_class:
+                for position in by_class[class_name]:
+                    entries[position][1].append(spec.full_name)
+                continue
+            first = len(entries)
+            for config in spec.device_class.spec.config:
+                entries.append((ALLOCATION_CONFIG_SOURCE_CLASS, [spec.full_name], config.opaque))
+            by_class[class_name] = range(first, len(entries))
+        for config in self.claims[claim].claim.spec.devices.config:
+            wanted = set(config.requests)
+            if not wanted or any(spec.base in wanted or spec.full_name in wanted for spec in chosen):
+                entries.append((ALLOCATION_CONFIG_SOURCE_CLAIM, list(config.requests), config.opaque))
+        out = []
+        for source, requests, opaque in entries:
+            names = set(requests)
+            if names and all(spec.base in names or spec.full_name in names for spec in chosen):
+                requests = []
+            out.append(DeviceAllocationConfiguration(source=source, requests=tuple(requests), opaque=opaque))
+        return tuple(out)
+
+    def _node_selector(self, claim: int) -> NodeSelector | None:
+        """Where the claim's devices can be used: the node itself if any device is
+        node-local, else the union of the devices' one-term node selectors, else
+        everywhere (None)."""
+        expressions: list[NodeSelectorRequirement] = []
+        fields: list[NodeSelectorRequirement] = []
+        for pick in self.picks[claim]:
+            source = pick.candidate.device if pick.candidate.per_device else pick.candidate.slice.spec
+            if source.node_name or pick.candidate.device.binds_to_node:
+                return node_local_selector(self.node.metadata.name)
+            selector = source.node_selector
+            if selector is None or not selector.node_selector_terms:
+                continue
+            if len(selector.node_selector_terms) > 1:
+                raise AllocationError(
+                    f"create NodeSelector for claim {self.claims[claim].claim.metadata.name}: "
+                    f"unsupported ResourceSlice.NodeSelector with {len(selector.node_selector_terms)} terms"
+                )
+            term = selector.node_selector_terms[0]
+            _merge(fields, term.match_fields)
+            _merge(expressions, term.match_expressions)
+        if not expressions and not fields:
+            return None
+        return NodeSelector(node_selector_terms=(
+            NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
+        ))
+
+
+@functools.lru_cache(maxsize=100_000)
+def node_local_selector(node_name: str) -> NodeSelector:
+    """``matchFields metadata.name In [node_name]``: the node selector of an
+    allocation with node-local devices (immutable, so shared)."""
+    requirement = NodeSelectorRequirement(key=NAME_FIELD, operator="In", values=(node_name,))
+    return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(requirement,)),))
+
+
+def _merge(into: list[NodeSelectorRequirement], requirements: Iterable[NodeSelectorRequirement]) -> None:
+    """Append each requirement unless an equal one (same key, operator and set of values) is there."""
+    for requirement in requirements:
+        if not any(
+            have.key == requirement.key and have.operator == requirement.operator
+            and set(have.values) == set(requirement.values)
+            for have in into
+        ):
+            into.append(requirement)

@@ -1,0 +1,255 @@
+"""DRAManager: the scheduler's shared view of the resource.k8s.io objects.
+
+Upstream's ``SharedDRAManager`` (``handle.SharedDRAManager()``): one per
+scheduler, shared by every profile, so that two profiles never hand out the
+same device.  It holds
+
+- ResourceClaims in an :class:`AssumeCache` (PreBind's writes are visible at
+  once, before the watch brings them back);
+- the *in-flight* claims: allocated in Reserve, written only in PreBind.  Their
+  devices count as allocated for every other scheduling cycle, and a pod that
+  shares such a claim waits ("resource claim ... is in the process of being
+  allocated");
+- DeviceClasses, ResourceSlices and DeviceTaintRules from the informers;
+- :attr:`DRAManager.allocated`: the devices those claims use (upstream's
+  ``GatherAllocatedState``), kept current as claims change.
+
+Listeners registered with :meth:`DRAManager.add_listener` hear every change of
+a claim's *effective* version (the in-flight copy if there is one, else the
+cached one), which is all an incremental allocated-devices tracker needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
+from kubesched.core.api.resource_v1 import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kubesched.core.cluster.assume_cache import AssumeCache
+from kubesched.core.cluster.informer import Informers
+
+#: ``listener(old, new)``: a claim's effective version changed (None: absent).
+ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
+
+#: CycleState key of the :class:`PlannedAllocations` the DynamicResources Filter publishes.
+PLANNED_ALLOCATIONS_KEY = "kubesched.io/dra-planned-allocations"
+#: CycleState key of the device preferences plugins registered (:func:`prefer_devices`).
+DEVICE_PREFERENCES_KEY = "kubesched.io/dra-device-preferences"
+
+#: ``key(device) -> sortable``: a plugin's device preference (lower sorts first).
+DeviceKey = Callable[[DeviceID], Any]
+
+#: ``planner(node name, device order or None) -> {"ns/claim": AllocationResult} | None``.
+Planner = Callable[[str, "DeviceKey | None"], "dict[str, AllocationResult] | None"]
+
+
+def prefer_devices(state: Any, key: DeviceKey) -> None:
+    """Ask DynamicResources to try devices in ascending ``key(DeviceID)`` order
+    (stable: ties keep ResourceSlice order) when it allocates this pod's
+    claims.  Upstream's allocator takes the first devices that fit; a plugin
+    that cares *which* ones (the GPU that fragments least, the fullest
+    shareable GPU) registers a preference at any extension point up to
+    Reserve - PreFilter if it must hold even when only one node is feasible
+    and Score is skipped.  ``key`` is called when a plan is made (for the
+    chosen node in Reserve, or when a plugin reads a plan), with the cluster
+    as it is then.  With several preferences the first registered decides
+    and later ones break its ties.  Feasibility never changes: the
+    allocator's search is complete, only the choice among valid allocations does.
+    """
+    preferences = state.get(DEVICE_PREFERENCES_KEY)
+    if preferences is None:
+        preferences = []
+        state.write(DEVICE_PREFERENCES_KEY, preferences)
+    preferences.append(key)
+
+
+def device_order(state: Any) -> DeviceKey | None:
+    """The combined device preference of this cycle (None: upstream's order)."""
+    keys = tuple(state.get(DEVICE_PREFERENCES_KEY) or ())
+    if not keys:
+        return None
+    if len(keys) == 1:
+        return keys[0]
+    return lambda device: tuple(key(device) for key in keys)
+
+
+class PlannedAllocations:
+    """Per feasible node, the allocation DynamicResources found for each of the
+    pod's unallocated claims: ``{node name: {"ns/claim": AllocationResult}}``.
+
+    Score, Reserve and Permit plugins read it to see which devices the pod
+    would get on a node (e.g. to prefer nodes whose GPUs fragment least)::
+
+        planned = planned_allocations(state, node_info.name)   # None: no DRA claims
+
+    Plans are made on demand (``planner``, set by DynamicResources): a node's
+    plan is computed the first time someone asks for it, in the device order
+    the cycle's preferences give (:func:`prefer_devices`), and made again when
+    a preference was added since.
+    """
+
+    def __init__(self, planner: Planner | None = None, state: Any = None) -> None:
+        self._by_node: dict[str, tuple[int, dict[str, AllocationResult] | None]] = {}
+        self._planner = planner
+        self._state = state
+
+    def _preferences(self) -> int:
+        return len(self._state.get(DEVICE_PREFERENCES_KEY) or ()) if self._state is not None else 0
+
+    def set(self, node_name: str, allocations: dict[str, AllocationResult]) -> None:
+        """Record the plan found for ``node_name`` in upstream's device order."""
+        self._by_node[node_name] = (0, allocations)
+
+    def get(self, node_name: str) -> dict[str, AllocationResult] | None:
+        """The plan for ``node_name``, made now if needed; None when the pod's
+        claims cannot be allocated there (or it has none to allocate)."""
+        preferences = self._preferences()
+        known = self._by_node.get(node_name)
+        if known is not None and known[0] == preferences:
+            return known[1]
+        if self._planner is None:
+            return None
+        plan = self._planner(node_name, device_order(self._state) if preferences else None)
+        self._by_node[node_name] = (preferences, plan)
+        return plan
+
+
+def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResult] | None:
+    """The allocations DynamicResources plans on ``node_name`` this cycle
+    (``{"ns/claim": AllocationResult}``), or None when the pod allocates no
+    claim or the node is not feasible."""
+    planned = state.get(PLANNED_ALLOCATIONS_KEY)
+    return planned.get(node_name) if planned is not None else None
+
+
+class DRAManager:
+    """Claims (assumed and in flight), classes, slices and taint rules.
+
+    Build it before the informers start (it registers the kinds it watches).
+    All methods run on the scheduler's thread.
+    """
+
+    def __init__(self, informers: Informers):
+        self._informers = informers
+        self.claims = AssumeCache(informers, "ResourceClaim")
+        self._in_flight: dict[str, ResourceClaim] = {}
+        #: devices used by allocated and in-flight claims
+        self.allocated = AllocatedState.from_claims(self.claims.list())
+        self._listeners: list[ClaimListener] = [self._track_allocated]
+        self._slices_by_node: dict[str, list[ResourceSlice]] | None = None
+        #: grows whenever a ResourceSlice is added, changed or deleted
+        self.slice_generation = 0
+        for kind in ("DeviceClass", "ResourceSlice", "DeviceTaintRule"):
+            informers.store(kind)
+        informers.add_handlers("ResourceSlice", self._slices_changed, lambda old, new: self._slices_changed(new),
+                               self._slices_changed)
+        self.claims.add_handler(self._cached_claim_changed)
+
+    def _track_allocated(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        if old is not None and old.status.allocation is not None:
+            self.allocated.remove(old.status.allocation)
+        if new is not None and new.status.allocation is not None:
+            self.allocated.add(new.status.allocation)
+
+    def _slices_changed(self, _slice) -> None:
+        self._slices_by_node = None
+        self.slice_generation += 1
+
+    # --- listeners -----------------------------------------------------------------------
+
+    def add_listener(self, listener: ClaimListener) -> None:
+        """Call ``listener(old, new)`` on every change of a claim's effective
+        version; it first hears every current claim as an add."""
+        self._listeners.append(listener)
+        for claim in self.claims.list():
+            listener(None, self._in_flight.get(claim.metadata.uid, claim))
+
+    def _notify(self, old: Any, new: Any) -> None:
+        if old is new:
+            return
+        for listener in self._listeners:
+            listener(old, new)
+
+    def _cached_claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        uid = (new or old).metadata.uid
+        if uid in self._in_flight:
+            if new is None:  # deleted while in flight: the allocation goes with it
+                self._notify(self._in_flight.pop(uid), None)
+            return
+        self._notify(old, new)
+
+    # --- claims --------------------------------------------------------------------------
+
+    def get_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The newest known version of a claim (assumed or from the API)."""
+        return self.claims.get(f"{namespace}/{name}")
+
+    def allocated_claims(self) -> list[ResourceClaim]:
+        """Every claim whose devices are taken: allocated in the cache or in flight."""
+        out = [c for c in self.claims.list()
+               if c.status.allocation is not None and c.metadata.uid not in self._in_flight]
+        out.extend(self._in_flight.values())
+        return out
+
+    def signal_claim_pending_allocation(self, claim: ResourceClaim) -> None:
+        """Reserve allocated ``claim`` (with ``status.allocation`` set) for a pod;
+        its devices are taken until :meth:`remove_claim_pending_allocation`."""
+        uid = claim.metadata.uid
+        old = self._in_flight.get(uid) or self.claims.get(claim.key)
+        self._in_flight[uid] = claim
+        self._notify(old, claim)
+
+    def claim_has_pending_allocation(self, uid: str) -> bool:
+        return uid in self._in_flight
+
+    def remove_claim_pending_allocation(self, uid: str) -> bool:
+        """End an in-flight allocation (PreBind wrote it, or Unreserve); returns
+        whether there was one.  The cached version becomes effective again."""
+        claim = self._in_flight.pop(uid, None)
+        if claim is None:
+            return False
+        self._notify(claim, self.claims.get(claim.key))
+        return True
+
+    def assume_claim_after_api_call(self, claim: ResourceClaim) -> None:
+        """Keep the version PreBind just wrote until the watch brings it back."""
+        self.claims.assume(claim)
+
+    def restore_claim(self, key: str) -> None:
+        """Drop an assumed claim version (the API's version is effective again)."""
+        self.claims.restore(key)
+
+    # --- classes, slices, rules ----------------------------------------------------------
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        return self._informers.get("DeviceClass", name)
+
+    def device_classes(self) -> dict[str, DeviceClass]:
+        return self._informers.store("DeviceClass")
+
+    def slices(self) -> list[ResourceSlice]:
+        return list(self._informers.store("ResourceSlice").values())
+
+    def taint_rules(self) -> list[DeviceTaintRule]:
+        return list(self._informers.store("DeviceTaintRule").values())
+
+    def node_slices(self, node_name: str) -> list[ResourceSlice]:
+        """The ResourceSlices published for ``node_name`` alone (``spec.nodeName``),
+        sorted by name: the node-local devices a plugin may inspect, e.g.
+        ``[(DeviceID(s.spec.driver, s.spec.pool.name, d.name), d) for s in
+        dra.node_slices(name) for d in s.spec.devices]`` with
+        ``dra.allocated`` telling which of them are in use.  Slices for many
+        nodes (``allNodes``, ``nodeSelector``) are not included."""
+        if self._slices_by_node is None:
+            by_node: dict[str, list[ResourceSlice]] = {}
+            for resource_slice in sorted(self.slices(), key=lambda s: s.metadata.name):
+                if resource_slice.spec.node_name:
+                    by_node.setdefault(resource_slice.spec.node_name, []).append(resource_slice)
+            self._slices_by_node = by_node
+        return self._slices_by_node.get(node_name, [])

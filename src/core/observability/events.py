@@ -1,0 +1,85 @@
+"""EventRecorder: writes core/v1 Events (Scheduled, FailedScheduling, Preempted ...)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+
+from kubesched.core.api import resource_of
+from kubesched.core.api.core_v1 import Event, EventSource
+from kubesched.core.api.meta import ObjectMeta, ObjectReference
+from kubesched.core.cluster.client import ApiError, ClusterClient
+from kubesched.core.clock import Clock
+
+#: Identical events about one object within this many seconds are one Event with a count.
+AGGREGATION_SECONDS = 600.0
+
+#: Event names are ``<object>.<hex>``; one sequence for every recorder, so that two
+#: components (scheduler, controllers) never pick the same name for the same object.
+_EVENT_SEQUENCE = itertools.count(1)
+
+
+class EventRecorder:
+    """Records events about objects through the cluster client.
+
+    ``component`` is the reporting controller (``default-scheduler``).  A
+    failure to write an event is counted in ``dropped`` and otherwise ignored,
+    as upstream's broadcaster does.
+    """
+
+    def __init__(self, cluster: ClusterClient, clock: Clock, component: str):
+        self.cluster = cluster
+        self.clock = clock
+        self.component = component
+        self.dropped = 0
+        self._recorded: dict[tuple, tuple[str, str]] = {}
+
+    def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
+        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``regarding``.
+
+        A repeat of the same event about the same object within
+        ``AGGREGATION_SECONDS`` bumps ``count`` and ``lastTimestamp`` of the
+        existing Event, as client-go's event correlator does."""
+        meta = regarding.metadata
+        now = self.clock.now()
+        key = (meta.uid, type_, reason, message)
+        previous = self._recorded.get(key)
+        if previous is not None and self._bump(previous, now):
+            return
+        event = Event(
+            metadata=ObjectMeta(name=f"{meta.name}.{next(_EVENT_SEQUENCE):x}", namespace=meta.namespace or "default"),
+            involved_object=ObjectReference(
+                api_version=resource_of(regarding).api_version,
+                kind=resource_of(regarding).kind,
+                namespace=meta.namespace,
+                name=meta.name,
+                uid=meta.uid,
+            ),
+            reason=reason,
+            message=message,
+            type=type_,
+            first_timestamp=now,
+            last_timestamp=now,
+            source=EventSource(component=self.component),
+            reporting_component=self.component,
+            action=action,
+        )
+        try:
+            self.cluster.create(event)
+        except ApiError:
+            self.dropped += 1
+            return
+        self._recorded[key] = (event.metadata.namespace, event.metadata.name)
+
+    def _bump(self, where: tuple[str, str], now: float) -> bool:
+        namespace, name = where
+        try:
+            event = self.cluster.get("Event", name, namespace)
+            if now - (event.first_timestamp or now) > AGGREGATION_SECONDS:
+                return False
+            self.cluster.update(attrs.evolve(event, count=event.count + 1, last_timestamp=now))
+        except ApiError:
+            return False
+        return True
