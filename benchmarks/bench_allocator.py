@@ -22,8 +22,8 @@ import argparse
 import time
 
 from kubesched.core.api import from_manifest
-from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
+from kubesched.core.dra.selectors import SelectorCache
 from kubesched.testing import node
 
 DRIVER = "test-driver.cdi.k8s.io"

@@ -23,7 +23,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -133,7 +132,6 @@ def main() -> int:
             convert(data / "openb_node_list_gpu_node.csv", data / args.pods, trace, seed=seed, arrival=args.arrival)
         for policy in policies:
             jobs.append((str(trace), policy, str(work / f"{workload}-{seed}-{policy}.json")))
-    started = time.perf_counter()
     results = []
     if args.reuse:
         results = [json.loads(Path(out).read_text()) for _, _, out in jobs if Path(out).is_file()]

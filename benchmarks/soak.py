@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILE = os.environ.get("SOAK_PROFILE", "").split()
 sys.path.insert(0, str(ROOT / "tests"))
 
+from kubesched.core.clock import RealClock  # noqa: E402
 from kubesched.core.cluster.client import MODIFIED  # noqa: E402
 from kubesched.core.cluster.memory import MemoryCluster  # noqa: E402
-from kubesched.core.clock import RealClock  # noqa: E402
 from kubesched.testing import node, pod  # noqa: E402
 
 

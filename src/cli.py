@@ -25,12 +25,13 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+
 from .core.api import to_manifest
-from .core.cluster.memory import MemoryCluster
 from .core.clock import FakeClock
+from .core.cluster.memory import MemoryCluster
 from .core.framework.config import ConfigError, load_config, parse_duration
 from .core.framework.registry import PluginError, Registry, extension_points
-from kubesched.core.api.manifests import InvalidManifest, dump_yaml
 from .core.scheduler.scheduler import Scheduler
 from .plugins import DEFAULT_PLUGINS
 from .simulation import DEFAULT_START, Simulation, parse_start_time
@@ -170,6 +171,7 @@ def run(
 ) -> None:
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
     from kubesched.core.observability.logs import configure_logging
+
     from .daemon import Daemon
     from .simulation import load_paths
 

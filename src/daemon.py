@@ -24,16 +24,17 @@ import time
 import uuid
 from typing import Any, Callable
 
-from .controllers import build_controller_manager
+from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.controller.base import ControllerContext
 from kubesched.core.observability import metrics
+from kubesched.core.observability.health import HealthServer
+
+from .controllers import build_controller_manager
+from .core.clock import RealClock
 from .core.cluster.client import ApiError, ClusterClient
 from .core.cluster.informer import Informers
-from .core.clock import RealClock
-from kubesched.core.controller.base import ControllerContext
 from .core.framework.config import KubeSchedulerConfiguration, parse_duration
 from .core.framework.registry import Registry
-from kubesched.core.observability.health import HealthServer
-from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
 from .core.scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)

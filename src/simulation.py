@@ -16,20 +16,21 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.api.convert import parse_time
-from .core.cluster.memory import MemoryCluster
-from .core.clock import FakeClock
-from .core.framework.config import KubeSchedulerConfiguration, load_config
-from .core.framework.registry import Registry
+from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
+from kubesched.core.controller.base import ControllerContext
+
+from .controllers import build_controller_manager
 from .core.api import resource_of
+from .core.api.convert import parse_time
 from .core.api.core_v1 import Pod
+from .core.clock import FakeClock
 from .core.cluster.client import ApiError, ClusterClient, NotFound
 from .core.cluster.informer import Informers
-from kubesched.core.controller.base import ControllerContext
-from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
+from .core.cluster.memory import MemoryCluster
+from .core.framework.config import KubeSchedulerConfiguration, load_config
+from .core.framework.registry import Registry
 from .core.scheduler.runner import run_simulation
 from .core.scheduler.scheduler import Scheduler
-from .controllers import build_controller_manager
 from .plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).

@@ -306,8 +306,9 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
     feasible node for ``pending_pod`` in ``sim``'s current state, without
     scheduling it: ``{node: {plugin: score}}`` (empty when no node fits).
     The pod (and its claims) must exist in the cluster."""
-    from .core.framework.cycle_state import CycleState
     from kubesched.core.framework.diagnosis import FitError
+
+    from .core.framework.cycle_state import CycleState
     from .core.scheduler.queue import QueuedPodInfo
 
     sim.start()

@@ -58,7 +58,6 @@ from kubesched.core.api.resource_v1 import (
 )
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.dra.devicetaints import rule_selects
 from kubesched.core.dra.claims import (
     ClaimNameError,
     claim_name,
@@ -66,7 +65,7 @@ from kubesched.core.dra.claims import (
     is_pod_done,
     is_reserved_for_pod,
 )
-
+from kubesched.core.dra.devicetaints import rule_selects
 
 #: Shortest time between two status updates of a DeviceTaintRule (seconds).
 RULE_STATUS_PERIOD = 10.0

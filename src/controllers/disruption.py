@@ -89,7 +89,7 @@ class DisruptionController(Controller):
             return
         if unmanaged:
             self.recorder.event(pdb, "Warning", "UnmanagedPods", "Sync",
-                                f"Pods selected by this PodDisruptionBudget were found to be unmanaged. As a result, "
+                                "Pods selected by this PodDisruptionBudget were found to be unmanaged. As a result, "
                                 "the status of the PDB cannot be calculated correctly, which may result in undefined "
                                 "behavior. To account for these pods please set \".spec.minAvailable\" field of the "
                                 "PDB to an integer value.")

@@ -60,7 +60,6 @@ from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.api.storage_v1 import StorageClass
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.volume.csi_translation import plugin_by_name
 from kubesched.core.volume.claims import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
@@ -82,6 +81,7 @@ from kubesched.core.volume.claims import (
     requested_storage,
     volume_class,
 )
+from kubesched.core.volume.csi_translation import plugin_by_name
 
 log = logging.getLogger(__name__)
 

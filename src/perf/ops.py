@@ -61,6 +61,11 @@ from typing import Any, Callable
 import attrs
 import yaml
 
+from kubesched.core.controller.base import ControllerContext, ControllerManager
+from kubesched.core.quantity import QuantityError, parse_resource_list
+from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
+
+from ..controllers import CONTROLLERS, build_controller_manager
 from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
 from ..core.api.core_v1 import (
     CLAIM_BOUND,
@@ -75,17 +80,13 @@ from ..core.api.core_v1 import (
 )
 from ..core.api.meta import ObjectMeta, ObjectReference
 from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
-from ..core.cluster.client import AlreadyExists, ApiError, NotFound
-from ..core.cluster.memory import MemoryCluster
 from ..core.clock import RealClock
-from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
-from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
-from ..core.framework.registry import Registry
+from ..core.cluster.client import AlreadyExists, ApiError, NotFound
 from ..core.cluster.informer import Informers
-from kubesched.core.controller.base import ControllerContext, ControllerManager
-from kubesched.core.quantity import QuantityError, parse_resource_list
+from ..core.cluster.memory import MemoryCluster
+from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
-from ..controllers import CONTROLLERS, build_controller_manager
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -752,7 +753,7 @@ class WorkloadExecutor:
             if selector:
                 last = {"at": 0.0, "ok": False}
 
-                def done(ns=namespace, want=want) -> bool:
+                def done(ns=namespace, want=want, last=last) -> bool:
                     now = time.time()
                     if now - last["at"] >= 0.05:
                         last["at"] = now
@@ -907,8 +908,8 @@ class WorkloadExecutor:
     def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
         """Allocate every unallocated claim of ``namespace`` (all when empty) on a
         random node, one at a time, without a pod (upstream's allocResourceClaims)."""
-        from kubesched.core.dra.selectors import SelectorCache
         from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
+        from kubesched.core.dra.selectors import SelectorCache
 
         namespace = fields.get("namespace") or None
         claims = sorted(self.cluster.list("ResourceClaim", namespace).items, key=lambda c: c.key)

@@ -27,21 +27,21 @@ from typing import ClassVar
 
 from attrs import frozen
 
-from kubesched.core.observability import metrics
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.podpriority import PREEMPT_NEVER, importance_key, pod_priority
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.api.podpriority import PREEMPT_NEVER, importance_key, pod_priority
 from kubesched.core.framework.preemption import (
     Candidate,
     Evaluator,
     ScoreFunc,
     terminating_by_preemption,
 )
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.observability import metrics
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 

@@ -26,13 +26,12 @@ from kubesched.core.framework.types import (
     PreFilterResult,
     QueueingHint,
 )
-from kubesched.core.plugin_helpers.nodeaffinity import (
+from kubesched.core.api.nodeaffinity import (
     NAME_FIELD,
     RequiredNodeAffinity,
     selector_matches,
     term_matches,
 )
-
 from kubesched.core.plugin_helpers.normalize import default_normalize_score
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"

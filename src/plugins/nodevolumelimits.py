@@ -22,13 +22,6 @@ from attrs import define, field
 
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.storage_v1 import CSINode
-from kubesched.core.volume.csi_translation import (
-    ATTACHABLE_VOLUMES_PREFIX,
-    attach_limit_key,
-    csi_source,
-    plugin_by_name,
-    plugin_of,
-)
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.status import Status
@@ -45,6 +38,13 @@ from kubesched.core.volume.claims import (
     claim_name,
     is_claim_of_pod,
     volume_is_for_pod,
+)
+from kubesched.core.volume.csi_translation import (
+    ATTACHABLE_VOLUMES_PREFIX,
+    attach_limit_key,
+    csi_source,
+    plugin_by_name,
+    plugin_of,
 )
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -21,9 +21,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.core.api.manifests import InvalidManifest
+
 from ..core.framework.config import ConfigError
 from ..core.framework.registry import PluginError
-from kubesched.core.api.manifests import InvalidManifest
 from .openb import TraceError, convert
 from .replay import ReplayResult, replay
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.manager import DRAManager
+
 from .openb import COMPUTE, DRIVER, MODEL
 
 MILLI = 1000

@@ -37,18 +37,19 @@ from typing import Any, Callable
 import numpy as np
 from attrs import asdict, define, field
 
-from ..core.api.core_v1 import ConfigMap, Node, Pod
-from ..core.api.resource_v1 import ResourceClaim
-from ..core.clock import FakeClock
-from ..core.cluster.memory import MemoryCluster
-from ..core.framework.config import KubeSchedulerConfiguration, load_config
-from ..core.framework.registry import Registry
 from kubesched.core.api.manifests import (
     InvalidManifest,
     load_objects,
     parse_document,
     read_documents,
 )
+
+from ..core.api.core_v1 import ConfigMap, Node, Pod
+from ..core.api.resource_v1 import ResourceClaim
+from ..core.clock import FakeClock
+from ..core.cluster.memory import MemoryCluster
+from ..core.framework.config import KubeSchedulerConfiguration, load_config
+from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
 from ..plugins import DEFAULT_PLUGINS
 from ..simulation import DEFAULT_START

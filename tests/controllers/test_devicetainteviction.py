@@ -10,10 +10,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesched.controllers.devicetainteviction import DeviceTaintEvictionController
+from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.clock import FakeClock
 from kubesched.core.controller.base import ControllerContext
 from kubesched.core.controller.workqueue import BASE_DELAY
 

@@ -3,9 +3,9 @@ the planned allocations with device preferences."""
 
 from __future__ import annotations
 
-from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.api.core_v1 import ConfigMap
 from kubesched.core.api.meta import ObjectMeta
+from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.manager import PlannedAllocations, device_order, prefer_devices
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.simulation import Simulation

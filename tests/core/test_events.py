@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.clock import FakeClock
 from kubesched.core.observability.events import AGGREGATION_SECONDS, EventRecorder
 from kubesched.testing import pod
 

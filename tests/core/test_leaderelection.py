@@ -6,8 +6,8 @@ import pytest
 
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError
-from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.cluster.memory import MemoryCluster
 
 
 def candidates(*names: str, clock: FakeClock | None = None):

@@ -10,13 +10,13 @@ import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.core_v1 import Node, Pod
-from kubesched.core.api.scheduling_v1 import PriorityClass
 from kubesched.core.api.manifests import (
     InvalidManifest,
     dump_yaml,
     load_objects,
     load_sourced_objects,
 )
+from kubesched.core.api.scheduling_v1 import PriorityClass
 
 NODE = """\
 apiVersion: v1

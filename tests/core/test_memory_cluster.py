@@ -8,6 +8,7 @@ import pytest
 from kubesched.core.api import from_manifest
 from kubesched.core.api.meta import ObjectMeta, evolve_meta
 from kubesched.core.api.scheduling_v1 import PriorityClass
+from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import (
     ADDED,
     DELETED,
@@ -19,7 +20,6 @@ from kubesched.core.cluster.client import (
     NotFound,
 )
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.clock import FakeClock
 from kubesched.testing import node, pod
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.core.framework.config import ConfigError
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.framework.config import ConfigError
 from kubesched.simulation import DEFAULT_START, Simulation, parse_start_time
 from kubesched.testing import node, pod
 

@@ -10,12 +10,6 @@ from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.meta import OwnerReference, evolve_meta
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.volume.csi_translation import (
-    attach_limit_key,
-    csi_source,
-    ebs_volume_id,
-    translate_pv,
-)
 from kubesched.core.volume.claims import (
     ANN_BOUND_BY_CONTROLLER,
     bind_volume_to_claim,
@@ -24,6 +18,12 @@ from kubesched.core.volume.claims import (
     pod_claims,
     topology_terms_match,
     volume_is_for_pod,
+)
+from kubesched.core.volume.csi_translation import (
+    attach_limit_key,
+    csi_source,
+    ebs_volume_id,
+    translate_pv,
 )
 from kubesched.testing import claim, ephemeral_volume, node, persistent_volume, pod, storage_class
 

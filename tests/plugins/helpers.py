@@ -19,6 +19,7 @@ from kubesched.core.framework.snapshot import Snapshot
 from kubesched.core.framework.status import Code, Status
 from kubesched.simulation import Simulation
 
+
 def make(cls: type, raw: dict | None = None, handle: Any = None) -> Any:
     """The plugin ``cls`` built the way a profile builds it: args decoded from ``raw``."""
     return cls(build_args(cls, raw), handle)

@@ -9,8 +9,8 @@ import kubesched
 from kubesched import Code, Status
 from kubesched.core.api import from_manifest
 from kubesched.core.framework.config import ConfigError
-from kubesched.core.framework.registry import Registry
 from kubesched.core.framework.preemption import Candidate, default_score_funcs, pick_one_candidate
+from kubesched.core.framework.registry import Registry
 from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 

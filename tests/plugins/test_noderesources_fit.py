@@ -14,7 +14,20 @@ from kubesched.plugins.noderesources.fit import NodeResourcesFit
 from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 
-from .helpers import code, condition, config, failure, filter_all, info, make, on, reasons, run_pre_filter, score_all, simulate
+from .helpers import (
+    code,
+    condition,
+    config,
+    failure,
+    filter_all,
+    info,
+    make,
+    on,
+    reasons,
+    run_pre_filter,
+    score_all,
+    simulate,
+)
 
 GPU = "example.com/gpu"
 U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE

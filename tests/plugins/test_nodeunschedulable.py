@@ -12,7 +12,18 @@ from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, Queue
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.testing import node, pod
 
-from .helpers import code, condition, default_framework, failure, filter_all, info, make, reasons, simulate, snapshot_info
+from .helpers import (
+    code,
+    condition,
+    default_framework,
+    failure,
+    filter_all,
+    info,
+    make,
+    reasons,
+    simulate,
+    snapshot_info,
+)
 
 KEY = "node.kubernetes.io/unschedulable"
 REASON = "node(s) were unschedulable"

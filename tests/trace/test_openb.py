@@ -12,8 +12,8 @@ from kubesched.core.api.core_v1 import ConfigMap, Node, Pod
 from kubesched.core.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.trace.fragmentation import PodShape
 from kubesched.trace.openb import (
-    TracePod,
     TraceError,
+    TracePod,
     arrival_order,
     convert,
     parse_typical_pods,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kubesched.testing import config, node_scores
-
 from conftest import HALF, class_, gpu_node, gpu_pod, used
+from kubesched.testing import config, node_scores
 
 FGD = {"FGD": 1}
 

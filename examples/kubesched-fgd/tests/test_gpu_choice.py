@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.testing import config
-
 from conftest import HALF, class_, gpu_node, gpu_pod, used
+from kubesched.testing import config
 
 
 def chosen_gpu(simulate, score: dict | None, args: dict | None = None, seed: int = 0) -> str:

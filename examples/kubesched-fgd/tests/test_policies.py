@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kubesched.testing import config, node_scores
-
 from conftest import CONFIGS, HALF, POLICIES, class_, gpu_node, gpu_pod, used
+from kubesched.testing import config, node_scores
 
 
 @pytest.fixture

@@ -6,10 +6,9 @@ import random
 
 import pytest
 
+from conftest import CONFIGS, POLICIES
 from kubesched.trace.openb import convert
 from kubesched.trace.replay import replay
-
-from conftest import CONFIGS, POLICIES
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from typing import Any
 from attrs import field, frozen
 
 from .convert import ManifestError
-
 from .meta import LabelSelector, ObjectMeta, ObjectReference
 
 

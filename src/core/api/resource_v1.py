@@ -31,8 +31,9 @@ from typing import Any, Callable
 
 from attrs import field, frozen
 
-from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
 from kubesched.core.cel import CelCompileError, compile
+from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
+
 from .convert import ManifestError, converter
 from .core_v1 import NodeSelector
 from .meta import Condition, ObjectMeta

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from celpy.evaluation import celstr
 import lark
+from celpy.evaluation import celstr
 
 from .errors import CelCompileError
-from .library import DEVICE_FIELDS, _DEVICE_VAR, _GLOBAL_FUNCTIONS, _MACROS, _MEMBER_FUNCTIONS, _NAMESPACED, _NAMESPACES, _regex
+from .library import (
+    _DEVICE_VAR,
+    _GLOBAL_FUNCTIONS,
+    _MACROS,
+    _MEMBER_FUNCTIONS,
+    _NAMESPACED,
+    _NAMESPACES,
+    DEVICE_FIELDS,
+    _regex,
+)
 
 
 def _bare_ident(tree: Any) -> str | None:

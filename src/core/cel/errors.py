@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 
-
-
 class CelError(Exception):
     """Base class: ``message`` is the upstream-like text, ``expression`` the source."""
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from typing import Any, Protocol
-import threading
 
-from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer
 import celpy.celtypes as ct
 import lark
+from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer
 
+from .checker import _args, _bare_ident, _Checker
 from .errors import CelCompileError, CelRuntimeError
-from .values import _OPTIONAL_NONE, DomainMap, _Optional
 from .library import _DEVICE_VAR, _FUNCTIONS, _NAMESPACED, _NAMESPACES, _type_name
 from .parser import _parse, optional_syntax_enabled
-from .checker import _Checker, _args, _bare_ident
+from .values import _OPTIONAL_NONE, DomainMap, _Optional
 
 #: Upstream limit for a selector expression (resource.k8s.io ``CELSelectorExpressionMaxLength``), in bytes of UTF-8.
 MAX_EXPRESSION_LENGTH = 10 * 1024

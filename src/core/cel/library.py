@@ -3,18 +3,18 @@ string and optional extensions, as the functions celpy calls, and the names the 
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable
-import re
 
-from celpy.evaluation import CELEvalError
-from kubesched.core.quantity import QuantityError
 import celpy.celtypes as ct
 import re2
+from celpy.evaluation import CELEvalError
 
-from .values import Quantity, Semver, _INT64_MAX, _INT64_MIN, _OPTIONAL_NONE, _Optional
+from kubesched.core.quantity import QuantityError
 
+from .values import _INT64_MAX, _INT64_MIN, _OPTIONAL_NONE, Quantity, Semver, _Optional
 
 #
 # celpy calls a method ``x.f(a)`` as ``functions["f"](x, a)``: one function per name,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 import re
 import sys
 import threading
+from pathlib import Path
 
 import celpy.celparser
 import lark
 
 from .errors import CelCompileError
-
 
 _parser_lock = threading.Lock()
 _parser: lark.Lark | None = None

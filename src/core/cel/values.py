@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import total_ordering
 from typing import Any
-import re
 
 import celpy.celtypes as ct
 
 from kubesched.core.quantity import format_exact_quantity, parse_quantity
-
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 

@@ -19,11 +19,6 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from ..api import RESOURCES, object_key, resource_of
-from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
-from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
-from ..api.scheduling_v1 import PriorityClass
-from ..clock import Clock, FakeClock
 from kubesched.core.api.podpriority import (
     DEFAULT_PRIORITY,
     HIGHEST_USER_DEFINABLE_PRIORITY,
@@ -32,6 +27,12 @@ from kubesched.core.api.podpriority import (
     SYSTEM_PRIORITY_CLASSES,
 )
 from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
+
+from ..api import RESOURCES, object_key, resource_of
+from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
+from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
+from ..api.scheduling_v1 import PriorityClass
+from ..clock import Clock, FakeClock
 from .client import (
     ADDED,
     DELETED,

@@ -24,8 +24,8 @@ from attrs import define, field
 from kubesched.core.clock import Clock
 from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.cluster.informer import Informers
-from kubesched.core.observability.events import EventRecorder
 from kubesched.core.controller.workqueue import WorkQueue
+from kubesched.core.observability.events import EventRecorder
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.api.resource_v1 import (
     AllocationResult,
     DeviceClass,
@@ -33,6 +32,7 @@ from kubesched.core.api.resource_v1 import (
 )
 from kubesched.core.cluster.assume_cache import AssumeCache
 from kubesched.core.cluster.informer import Informers
+from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 
 #: ``listener(old, new)``: a claim's effective version changed (None: absent).
 ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]

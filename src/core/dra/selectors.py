@@ -19,6 +19,7 @@ from kubesched.core.cel import CelRuntimeError, CompiledSelector, Quantity, Semv
 from kubesched.core.cel.values import DomainMap
 from kubesched.core.quantity import QuantityError
 
+
 def _attribute_to_cel(value: Any) -> Any:
     if isinstance(value, resource_v1.DeviceAttribute):
         kind = value.kind

@@ -6,11 +6,12 @@ import random
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ..cluster.client import ClusterClient
-    from ..cluster.informer import Informers
-    from ..clock import Clock
     from kubesched.core.dra.manager import DRAManager
     from kubesched.core.observability.events import EventRecorder
+
+    from ..clock import Clock
+    from ..cluster.client import ClusterClient
+    from ..cluster.informer import Informers
     from .snapshot import Snapshot
 
 

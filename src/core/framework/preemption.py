@@ -31,17 +31,17 @@ from typing import Callable, Protocol
 import attrs
 from attrs import frozen
 
-from kubesched.core.observability import metrics
 from kubesched.core.api.core_v1 import Pod, PodCondition
+from kubesched.core.api.podpriority import earliest_start_time_of_highest_priority, pod_priority
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.cluster.client import ApiError, Conflict, NotFound
 from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from kubesched.core.framework.handle import Handle
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import PostFilterResult
-from kubesched.core.api.podpriority import earliest_start_time_of_highest_priority, pod_priority
-from kubesched.core.framework.diagnosis import Diagnosis, FitError
+from kubesched.core.observability import metrics
 
 #: The status of nodes preemption did not consider (their failure was unresolvable).
 NOT_HELPFUL = "Preemption is not helpful for scheduling"

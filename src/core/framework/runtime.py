@@ -24,7 +24,15 @@ from .nodeinfo import NodeInfo, PodInfo
 from .registry import PluginError, Registry, build_args, implemented_hooks
 from .snapshot import NodeTable
 from .status import Code, Status
-from .types import MAX_NODE_SCORE, MIN_NODE_SCORE, EVERY_EVENT, ClusterEventWithHint, PostFilterResult, PreBindWait, PreFilterResult
+from .types import (
+    EVERY_EVENT,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    ClusterEventWithHint,
+    PostFilterResult,
+    PreBindWait,
+    PreFilterResult,
+)
 
 #: Upstream caps a Permit wait at 15 minutes.
 MAX_PERMIT_TIMEOUT = 15 * 60.0

@@ -10,8 +10,8 @@ import attrs
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Event, EventSource
 from kubesched.core.api.meta import ObjectMeta, ObjectReference
-from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.clock import Clock
+from kubesched.core.cluster.client import ApiError, ClusterClient
 
 #: Identical events about one object within this many seconds are one Event with a count.
 AGGREGATION_SECONDS = 600.0

@@ -27,12 +27,13 @@ import heapq
 import itertools
 from typing import Any, Callable
 
+from kubesched.core.api.podpriority import pod_priority
+
 from ..api.core_v1 import Pod
 from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
 from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
-from kubesched.core.api.podpriority import pod_priority
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0

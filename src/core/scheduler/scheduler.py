@@ -21,19 +21,21 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import attrs
 import numpy as np
 
-from ..api import RESOURCES
+from kubesched.core.dra.manager import DRAManager
+from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from kubesched.core.observability import metrics
+from kubesched.core.observability.events import EventRecorder
+
+from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod, PodCondition
+from ..clock import Clock, Timer
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
-from ..clock import Clock, Timer
-from kubesched.core.dra.manager import DRAManager
-from kubesched.core.observability.events import EventRecorder
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
@@ -50,7 +52,6 @@ from ..framework.types import (
     PostFilterResult,
 )
 from .cache import Cache
-from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from .queue import QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ from kubesched.core.api.storage_v1 import (
     StorageClass,
     TopologySelectorTerm,
 )
-from kubesched.core.plugin_helpers.nodeaffinity import term_matches
+from kubesched.core.api.nodeaffinity import term_matches
 
 #: Claim annotation: the claim's binding went through the initial setup.
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"

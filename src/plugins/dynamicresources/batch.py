@@ -26,9 +26,10 @@ from typing import Iterable
 import numpy as np
 
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
-from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.allocator import AllocationError, Allocator
+
+from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
 
 #: Capacities are compared as integers in thousandths of their base unit.
 SCALE = 1000

@@ -32,11 +32,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
+import numpy as np
 from attrs import field, frozen
 
-import numpy as np
-
-from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.resource_v1 import (
     FINALIZER,
@@ -44,30 +42,31 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceClaimConsumerReference,
 )
-from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
-from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
-from kubesched.core.framework.config import ConfigError, parse_duration
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    UNSCHEDULED_POD,
-)
-from kubesched.core.plugin_helpers.nodeaffinity import selector_matches
-from kubesched.core.dra.claims import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
-
+from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator.allocator import (
     AllocatedState,
     AllocationError,
     AllocationTimeout,
     Allocator,
 )
+from kubesched.core.dra.claims import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
+from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
+from kubesched.core.dra.selectors import SelectorCache
+from kubesched.core.framework.config import ConfigError, parse_duration
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    NODE,
+    UNSCHEDULED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from kubesched.core.api.nodeaffinity import selector_matches
+
 from .batch import DeviceColumns
 
 NAME = "DynamicResources"

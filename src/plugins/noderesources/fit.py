@@ -28,11 +28,11 @@ from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
+    MAX_NODE_SCORE,
     NODE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    MAX_NODE_SCORE,
     QueueingHint,
 )
 from kubesched.core.plugin_helpers.shape import (

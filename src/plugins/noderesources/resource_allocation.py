@@ -16,8 +16,13 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.resources import CPU, MEMORY, pod_requests
-from kubesched.core.framework.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+from kubesched.core.framework.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    pod_requests,
+)
 
 NATIVE_RESOURCES = frozenset({CPU, MEMORY, "ephemeral-storage", "pods"})
 

@@ -35,7 +35,6 @@ from kubesched.core.api.storage_v1 import CSIStorageCapacity
 from kubesched.core.cluster.assume_cache import AssumeCache, AssumeError, resource_version
 from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.cluster.informer import Informers
-from kubesched.core.volume.csi_translation import migrated_on_node, plugin_of, translate_pv
 from kubesched.core.volume.claims import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -54,6 +53,7 @@ from kubesched.core.volume.claims import (
     volume_class,
     volume_is_for_pod,
 )
+from kubesched.core.volume.csi_translation import migrated_on_node, plugin_of, translate_pv
 
 #: Filter reasons, as upstream (all UnschedulableAndUnresolvable).
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"

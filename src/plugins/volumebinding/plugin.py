@@ -32,7 +32,6 @@ from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError
-from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -50,6 +49,7 @@ from kubesched.core.plugin_helpers.shape import (
     validate_shape,
 )
 from kubesched.core.volume.claims import claim_class, is_claim_of_pod, pod_claims, requested_storage
+from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 
 from .binder import (
     PodVolumeClaims,

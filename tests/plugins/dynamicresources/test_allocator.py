@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.core.api import ManifestError
-
-from kubesched.core.api import from_manifest
+from kubesched.core.api import ManifestError, from_manifest
 from kubesched.core.api.core_v1 import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.dra.allocator.allocator import AllocationError, AllocationTimeout
 
 from .helpers import (
     CLASS_A,
-    MEMORY_AT_LEAST,
     CLASS_B,
     DRIVER_A,
     DRIVER_B,
+    MEMORY_AT_LEAST,
     NODE_2,
     all_request,
     allocate,

@@ -15,9 +15,9 @@ from kubesched.core.dra.allocator.allocator import AllocatedState, DeviceID
 
 from .helpers import (
     CLASS_A,
-    MEMORY_AT_LEAST,
     CLASS_B,
     DRIVER_A,
+    MEMORY_AT_LEAST,
     NODE_2,
     all_request,
     allocate,

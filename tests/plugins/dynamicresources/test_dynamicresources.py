@@ -8,9 +8,9 @@ import yaml
 
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
+from kubesched.core.cluster.client import NotFound
 from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
-
 
 DRIVER = "gpu.example.com"
 
@@ -116,7 +116,7 @@ def test_a_pod_whose_claim_is_gone_gives_its_device_to_the_next_one():
     sim.run()
     assert sim.pod("second").spec.node_name == "n1"
     assert devices(claim_of(sim, "second")) == [("gpu", DRIVER, "n1", "gpu-0")]
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         sim.get("ResourceClaim", f"default/{generated}")  # deallocated, finalizer removed, deleted
 
 
@@ -320,7 +320,7 @@ def test_preemption_frees_a_device_for_a_higher_priority_claim():
     sim.run()
     assert sim.pod("urgent").spec.node_name == "n1"
     assert devices(claim_of(sim, "urgent")) == [("gpu", DRIVER, "n1", "gpu-0")]
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         sim.pod("batch")  # the victim was deleted, its claim deallocated and removed
     (preempted,) = sim.events("Preempted")
     assert preempted.message == f"Preempted by pod {sim.pod('urgent').metadata.uid} on node n1"

@@ -11,15 +11,14 @@ from fractions import Fraction
 from pathlib import Path
 
 import attrs
-import pytest
 import yaml
 
 from kubesched.core.api import from_manifest
+from kubesched.core.api.manifests import load_objects, read_documents
 from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.api.resource_v1 import ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from kubesched.core.dra.selectors import SelectorCache
-from kubesched.core.api.manifests import load_objects, read_documents
 from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
+from kubesched.core.dra.selectors import SelectorCache
 from kubesched.testing import node
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "data/dra-examples/dra-example-driver"

@@ -27,10 +27,10 @@ import numpy as np
 from attrs import frozen
 
 from kubesched import hookimpl
+from kubesched.core.dra.claims import ClaimNameError, pod_claims
 from kubesched.core.dra.manager import prefer_devices
 from kubesched.core.framework.resources import non_zero_requests
 from kubesched.core.framework.types import MAX_NODE_SCORE
-from kubesched.core.dra.claims import ClaimNameError, pod_claims
 from kubesched.trace.fragmentation import PodShape
 from kubesched.trace.gpus import MILLI, NodeGpus
 from kubesched.trace.openb import COMPUTE, DRIVER, MODEL

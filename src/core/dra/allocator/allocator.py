@@ -31,13 +31,11 @@ Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
 
 from __future__ import annotations
 
-import functools
 import copy
+import functools
 import uuid
 from fractions import Fraction
 from typing import Callable, Iterable, Mapping, Sequence
-
-from attrs import define, field
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.meta import namespaced_name
@@ -55,14 +53,14 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
-from kubesched.core.dra.selectors import SelectorCache
-from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
-from kubesched.core.plugin_helpers.nodeaffinity import NAME_FIELD
+from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
 from kubesched.core.dra.allocator.pools import Pool, SliceIndex, SliceMemo, node_matches
+from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
+from kubesched.core.dra.selectors import SelectorCache
+from kubesched.core.api.nodeaffinity import NAME_FIELD
 
 __all__ = [
     "AllocatedState",

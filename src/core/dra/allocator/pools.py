@@ -34,7 +34,7 @@ from attrs import define, field
 
 from kubesched.core.api.core_v1 import Node, NodeSelector
 from kubesched.core.api.resource_v1 import ResourceSlice
-from kubesched.core.plugin_helpers.nodeaffinity import selector_matches
+from kubesched.core.api.nodeaffinity import selector_matches
 
 #: ``(driver, pool name)``.
 PoolID = tuple[str, str]
