@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kubesched.core.api.taints import UNSCHEDULABLE_TAINT, tolerates
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from kubesched.core.api.taints import UNSCHEDULABLE_TAINT, tolerates
 
 REASON = "node(s) were unschedulable"
 

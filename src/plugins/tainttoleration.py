@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kubesched.core.api.taints import find_untolerated_taint, is_hard, tolerates
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubesched.core.plugin_helpers.normalize import default_normalize_score
-from kubesched.core.api.taints import find_untolerated_taint, is_hard, tolerates
 
 STATE_KEY = "PreScoreTaintToleration"
 

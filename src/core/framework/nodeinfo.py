@@ -119,7 +119,7 @@ class NodeInfo:
     def remove_pod(self, pod: Pod) -> bool:
         """Stop accounting for the pod with ``pod``'s UID; False if it was not here."""
         uid = pod.metadata.uid
-        for index, info in enumerate(self.pods):
+        for index, info in enumerate(self.pods):  # noqa: B007 - index is used after the loop
             if info.pod.metadata.uid == uid:
                 break
         else:

@@ -31,12 +31,12 @@ from kubesched.core.api.core_v1 import (
     Volume,
 )
 from kubesched.core.api.meta import ObjectReference
+from kubesched.core.api.nodeaffinity import term_matches
 from kubesched.core.api.storage_v1 import (
     WAIT_FOR_FIRST_CONSUMER,
     StorageClass,
     TopologySelectorTerm,
 )
-from kubesched.core.api.nodeaffinity import term_matches
 
 #: Claim annotation: the claim's binding went through the initial setup.
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"

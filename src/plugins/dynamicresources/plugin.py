@@ -36,6 +36,7 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.nodeaffinity import selector_matches
 from kubesched.core.api.resource_v1 import (
     FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
@@ -65,7 +66,6 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from kubesched.core.api.nodeaffinity import selector_matches
 
 from .batch import DeviceColumns
 

@@ -39,6 +39,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.meta import namespaced_name
+from kubesched.core.api.nodeaffinity import NAME_FIELD
 from kubesched.core.api.resource_v1 import (
     ALLOCATION_CONFIG_SOURCE_CLAIM,
     ALLOCATION_CONFIG_SOURCE_CLASS,
@@ -60,7 +61,6 @@ from kubesched.core.dra.allocator.constraints import AttributeConstraint
 from kubesched.core.dra.allocator.pools import Pool, SliceIndex, SliceMemo, node_matches
 from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
 from kubesched.core.dra.selectors import SelectorCache
-from kubesched.core.api.nodeaffinity import NAME_FIELD
 
 __all__ = [
     "AllocatedState",

@@ -33,8 +33,8 @@ from typing import Callable, Generic, Iterable, Sequence, TypeVar
 from attrs import define, field
 
 from kubesched.core.api.core_v1 import Node, NodeSelector
-from kubesched.core.api.resource_v1 import ResourceSlice
 from kubesched.core.api.nodeaffinity import selector_matches
+from kubesched.core.api.resource_v1 import ResourceSlice
 
 #: ``(driver, pool name)``.
 PoolID = tuple[str, str]
