@@ -1,1 +1,2 @@
-"""core/plugin_helpers"""
+"""Helpers Score plugins share: score normalisation (upstream helper.DefaultNormalizeScore) and
+utilisation shapes (helper.BuildBrokenLinearFunction)."""
