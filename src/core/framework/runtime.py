@@ -11,18 +11,19 @@ call those methods directly with kube-scheduler's semantics.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pluggy
 
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
 from .cycle_state import CycleState
+from .diagnosis import Diagnosis
 from .handle import Handle
 from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
 from .nodeinfo import NodeInfo, PodInfo
 from .registry import PluginError, Registry, build_args, implemented_hooks
-from .snapshot import NodeTable
+from .snapshot import NodeTable, Snapshot
 from .status import Code, Status
 from .types import (
     EVERY_EVENT,
@@ -342,6 +343,150 @@ class Framework:
             return status
         return self.run_filter(state, pod, node_info)
 
+    def find_feasible_rows(
+        self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, to_find: int,
+        nominated: Mapping[str, list[PodInfo]],
+    ) -> tuple[np.ndarray, int]:
+        """The first ``to_find`` of ``rows`` (snapshot rows, in the order given:
+        the caller rotates them) that pass every Filter plugin, as upstream's
+        ``findNodesThatPassFilters`` asks ``RunFilterPluginsWithNominatedPods``
+        of each node.  Batch filters (``filter_batch``) judge all rows at once;
+        per-node filters, and nodes with ``nominated`` pods to respect (node name
+        -> pods of equal or higher priority nominated there), run one by one.
+        Returns ``(feasible rows, rows processed)``.  Raises :class:`FilterError`
+        when a plugin fails with an Error."""
+        count = len(rows)
+        skip = state.skip_filter_plugins
+        mask = np.ones(count, dtype=bool)
+        per_node = []
+        for name, method in self.filter_plugins:
+            if name in skip:
+                continue
+            batch = self.filter_batch.get(name)
+            answer = batch(state, pod, snapshot.table, rows) if batch is not None else None
+            if answer is not None:
+                mask &= np.asarray(answer, dtype=bool)
+            else:
+                per_node.append(method)
+        nominated_rows = {snapshot.index[name] for name in nominated if name in snapshot.index}
+        if not per_node:
+            if nominated_rows:
+                self._filter_nominated_rows(state, pod, snapshot, rows, mask, nominated_rows, nominated, to_find)
+            chosen = np.flatnonzero(mask)[:to_find]
+            processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
+            return rows[chosen], processed
+        feasible: list[int] = []
+        for position in range(count):
+            row = int(rows[position])
+            node_info = snapshot.nodes[row]
+            if row in nominated_rows:
+                ok = self._filter_with_nominated(state, pod, node_info, nominated) is None
+            elif not mask[position]:
+                ok = False
+            else:
+                ok = True
+                for method in per_node:
+                    status = method(state, pod, node_info)
+                    if status is not None and status.code != Code.SUCCESS:
+                        if not status.is_rejected():
+                            raise FilterError(self.run_filter(state, pod, node_info) or status)
+                        ok = False
+                        break
+            if ok:
+                feasible.append(row)
+                if len(feasible) >= to_find:
+                    return np.array(feasible, dtype=np.int64), position + 1
+        return np.array(feasible, dtype=np.int64), count
+
+    def _filter_with_nominated(self, state: CycleState, pod: Any, node_info: NodeInfo,
+                               nominated: Mapping[str, list[PodInfo]]) -> Status | None:
+        return self.run_filter_with_nominated_pods(state, pod, node_info, nominated.get(node_info.name, []))
+
+    def _filter_nominated_rows(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray,
+                               mask: np.ndarray, nominated_rows: set[int],
+                               nominated: Mapping[str, list[PodInfo]], to_find: int) -> None:
+        """Re-judge, in order, the rows the batch filters passed that have nominated
+        pods to respect (Filter with those pods added); stops once ``to_find``
+        rows pass before the next one.  Updates ``mask`` in place."""
+        positions = np.flatnonzero(mask & np.isin(rows, np.fromiter(nominated_rows, dtype=np.int64)))
+        if not len(positions):
+            return
+        passing_before = np.cumsum(mask) - mask
+        rejected = 0
+        for position in positions:
+            if passing_before[position] - rejected >= to_find:
+                return
+            if self._filter_with_nominated(state, pod, snapshot.nodes[int(rows[position])], nominated) is not None:
+                mask[position] = False
+                rejected += 1
+
+    def diagnose(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, narrowing: set[str],
+                 nominated: Mapping[str, list[PodInfo]]) -> Diagnosis:
+        """Why a pod fits nowhere: what Filter says of each node of the snapshot
+        (upstream's ``Diagnosis.NodeToStatus``).  ``rows``: the rows PreFilter
+        left; the others were cut by the ``narrowing`` PreFilter plugins'
+        PreFilterResult and are UnschedulableAndUnresolvable, blaming them, as
+        upstream does.  Raises :class:`FilterError` on a plugin Error."""
+        diagnosis = Diagnosis()
+        considered = {int(r) for r in rows}
+        if len(considered) < len(snapshot):
+            diagnosis.unschedulable_plugins |= narrowing
+            cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                         (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
+        statuses = self.filter_statuses(state, pod, snapshot, rows)
+        for row, name in enumerate(snapshot.index):  # names in row order
+            if row not in considered:
+                diagnosis.node_status[name] = cut
+                continue
+            if nominated.get(name):
+                status = self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated)
+            else:
+                status = statuses[row]
+            if status is None:
+                continue
+            if status.code == Code.ERROR:
+                raise FilterError(status)
+            diagnosis.node_status[name] = status
+            if status.plugin:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+        return diagnosis
+
+    def filter_statuses(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray) -> list[Status | None]:
+        """Per snapshot row, what :meth:`run_filter` says (rows outside ``rows``:
+        None), asking each plugin only about the rows no earlier plugin
+        rejected, in batch where it can (``filter_batch_status``; ``filter_batch``
+        to skip the nodes it passes)."""
+        count = len(snapshot)
+        everything = np.arange(count, dtype=np.int64)
+        result: list[Status | None] = [None] * count
+        undecided = np.zeros(count, dtype=bool)
+        undecided[rows] = True
+        for name, method in self.filter_plugins:
+            if name in state.skip_filter_plugins:
+                continue
+            if not undecided.any():
+                break
+            batch_status = self.filter_batch_status.get(name)
+            answer = batch_status(state, pod, snapshot.table, everything) if batch_status is not None else None
+            if answer is not None:
+                index, choices = answer
+                index = np.asarray(index)
+                choices = [self.filter_status(name, status) for status in choices]
+                rejected = undecided & (index >= 0)
+                for row in np.flatnonzero(rejected):
+                    result[row] = choices[index[row]]
+                undecided &= ~rejected
+                continue
+            batch = self.filter_batch.get(name)
+            mask = batch(state, pod, snapshot.table, everything) if batch is not None else None
+            asked = undecided if mask is None else undecided & ~np.asarray(mask, dtype=bool)
+            for row in np.flatnonzero(asked):
+                status = method(state, pod, snapshot.nodes[row])
+                if status is not None and status.code != Code.SUCCESS:
+                    result[row] = self.filter_status(name, status)
+                    undecided[row] = False
+        return result
+
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
@@ -491,6 +636,14 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         for _, method in self.post_bind_plugins:
             method(state, pod, node_name)
+
+
+class FilterError(Exception):
+    """A Filter plugin failed with an Error (not a rejection); ``status`` says which and why."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status
 
 
 class ScoreError(Exception):

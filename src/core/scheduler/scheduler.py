@@ -39,9 +39,9 @@ from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
-from ..framework.nodeinfo import NodeInfo
+from ..framework.nodeinfo import PodInfo
 from ..framework.registry import Registry
-from ..framework.runtime import Framework, ScoreError
+from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import (
@@ -442,36 +442,36 @@ class Scheduler:
                 diagnosis.unschedulable_plugins = rejectors
             raise FitError(pod, len(snapshot), diagnosis)
 
-        nominated_name = pod.status.nominated_node_name
-        if nominated_name:
-            row = snapshot.index.get(nominated_name)
-            if row is not None:
-                status = self._filter_one(fwk, state, pod, snapshot.nodes[row])
-                if status is None:
-                    return np.array([row])
+        nominator = self.queue.nominator
+        nominated = {name: pods for name in nominator.nodes() if (pods := nominator.pods_to_respect(pod, name))}
+        try:
+            nominated_name = pod.status.nominated_node_name
+            if nominated_name:
+                row = snapshot.index.get(nominated_name)
+                if row is not None:
+                    node_info = snapshot.nodes[row]
+                    pods = nominated.get(nominated_name, [])
+                    if fwk.run_filter_with_nominated_pods(state, pod, node_info, pods) is None:
+                        return np.array([row])
 
-        if result is not None and result.node_names is not None:
-            rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index), dtype=np.int64)
-        else:
-            rows = np.arange(len(snapshot), dtype=np.int64)
-        if len(rows) == 0:
-            raise FitError(pod, len(snapshot), self._diagnose(fwk, state, pod, rows, rejectors))
-        feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows)
-        if len(feasible) == 0:
-            diagnosis = self._diagnose(fwk, state, pod, rows, rejectors)
-            raise FitError(pod, len(snapshot), diagnosis)
+            if result is not None and result.node_names is not None:
+                rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index),
+                                dtype=np.int64)
+            else:
+                rows = np.arange(len(snapshot), dtype=np.int64)
+            feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows, nominated) if len(rows) else rows
+            if len(feasible) == 0:
+                raise FitError(pod, len(snapshot), fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated))
+        except FilterError as err:
+            raise _CycleError(err.status) from None
         return feasible
 
-    def _filter_one(self, fwk: Framework, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        nominated = self.queue.nominator.pods_to_respect(pod, node_info.name)
-        return fwk.run_filter_with_nominated_pods(state, pod, node_info, nominated)
-
-    def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> np.ndarray:
-        """Filter ``rows`` starting at the rotating start index, stopping after
-        ``numFeasibleNodesToFind`` feasible nodes.  Batch filters judge all rows
-        at once; per-node filters (and nodes with nominated pods) run one by one."""
+    def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
+                                     nominated: dict[str, list[PodInfo]]) -> np.ndarray:
+        """Upstream ``findNodesThatPassFilters``: filter ``rows`` starting at the
+        rotating start index, stopping after ``numFeasibleNodesToFind`` feasible
+        nodes (the framework's :meth:`~Framework.find_feasible_rows` does the filtering)."""
         count = len(rows)
-        snapshot = self.snapshot
         to_find = num_feasible_nodes_to_find(
             fwk.profile.percentage_of_nodes_to_score
             if fwk.profile.percentage_of_nodes_to_score is not None
@@ -483,141 +483,9 @@ class Scheduler:
         start = self.next_start_node_index % count
         if start:
             rows = np.concatenate((rows[start:], rows[:start]))
-        skip = state.skip_filter_plugins
-        mask = np.ones(count, dtype=bool)
-        per_node = []
-        for name, method in fwk.filter_plugins:
-            if name in skip:
-                continue
-            batch = fwk.filter_batch.get(name)
-            answer = batch(state, pod, snapshot.table, rows) if batch is not None else None
-            if answer is not None:
-                mask &= np.asarray(answer, dtype=bool)
-            else:
-                per_node.append(method)
-        nominated_nodes = self.queue.nominator.nodes()
-        nominated_rows = set()
-        if nominated_nodes:
-            for name in nominated_nodes:
-                if self.queue.nominator.pods_to_respect(pod, name) and name in snapshot.index:
-                    nominated_rows.add(snapshot.index[name])
-        if not per_node:
-            if nominated_rows:
-                self._filter_nominated_rows(fwk, state, pod, rows, mask, nominated_rows, to_find)
-            passing = np.flatnonzero(mask)
-            chosen = passing[:to_find]
-            processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
-            self.next_start_node_index = (start + processed) % count
-            return rows[chosen]
-        feasible: list[int] = []
-        processed = count
-        for position in range(count):
-            row = int(rows[position])
-            node_info = snapshot.nodes[row]
-            if row in nominated_rows:
-                ok = self._filter_one(fwk, state, pod, node_info) is None
-            elif not mask[position]:
-                ok = False
-            else:
-                ok = True
-                for method in per_node:
-                    status = method(state, pod, node_info)
-                    if status is not None and status.code != Code.SUCCESS:
-                        if not status.is_rejected():
-                            raise _CycleError(fwk.run_filter(state, pod, node_info) or status)
-                        ok = False
-                        break
-            if ok:
-                feasible.append(row)
-                if len(feasible) >= to_find:
-                    processed = position + 1
-                    break
+        feasible, processed = fwk.find_feasible_rows(state, pod, self.snapshot, rows, to_find, nominated)
         self.next_start_node_index = (start + processed) % count
-        return np.array(feasible, dtype=np.int64)
-
-    def _filter_nominated_rows(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
-                               mask: np.ndarray, nominated_rows: set[int], to_find: int) -> None:
-        """Re-judge, in order, the rows the batch filters passed that have nominated
-        pods to respect (Filter with those pods added); stops once ``to_find``
-        rows pass before the next one.  Updates ``mask`` in place."""
-        positions = np.flatnonzero(mask & np.isin(rows, np.fromiter(nominated_rows, dtype=np.int64)))
-        if not len(positions):
-            return
-        passing_before = np.cumsum(mask) - mask
-        rejected = 0
-        for position in positions:
-            if passing_before[position] - rejected >= to_find:
-                return
-            if self._filter_one(fwk, state, pod, self.snapshot.nodes[int(rows[position])]) is not None:
-                mask[position] = False
-                rejected += 1
-
-    def _diagnose(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
-                  narrowing: set[str]) -> Diagnosis:
-        """Per-node statuses for a pod that fits nowhere (what Filter says of each node).
-        ``narrowing``: the PreFilter plugins whose PreFilterResult cut the other nodes."""
-        diagnosis = Diagnosis()
-        snapshot = self.snapshot
-        considered = {int(r) for r in rows}
-        if len(considered) < len(snapshot):
-            # cut by PreFilterResult: upstream treats those as unresolvable, blaming the narrowing plugins
-            diagnosis.unschedulable_plugins |= narrowing
-            cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                         (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
-        statuses = self._first_rejections(fwk, state, pod, rows)
-        for row, name in enumerate(snapshot.index):  # names in row order
-            if row not in considered:
-                diagnosis.node_status[name] = cut
-                continue
-            if self.queue.nominator.pods_to_respect(pod, name):
-                status = self._filter_one(fwk, state, pod, snapshot.nodes[row])
-            else:
-                status = statuses[row]
-            if status is None:
-                continue
-            if status.code == Code.ERROR:
-                raise _CycleError(status)
-            diagnosis.node_status[name] = status
-            if status.plugin:
-                diagnosis.unschedulable_plugins.add(status.plugin)
-        return diagnosis
-
-    def _first_rejections(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> list[Status | None]:
-        """Per snapshot row, what ``run_filter`` would say (rows outside ``rows``: None),
-        asking each plugin only about the rows no earlier plugin rejected, in
-        batch where it can (``filter_batch_status``; ``filter_batch`` to skip
-        the nodes it passes)."""
-        snapshot = self.snapshot
-        count = len(snapshot)
-        everything = np.arange(count, dtype=np.int64)
-        result: list[Status | None] = [None] * count
-        undecided = np.zeros(count, dtype=bool)
-        undecided[rows] = True
-        for name, method in fwk.filter_plugins:
-            if name in state.skip_filter_plugins:
-                continue
-            if not undecided.any():
-                break
-            batch_status = fwk.filter_batch_status.get(name)
-            answer = batch_status(state, pod, snapshot.table, everything) if batch_status is not None else None
-            if answer is not None:
-                index, choices = answer
-                index = np.asarray(index)
-                choices = [fwk.filter_status(name, status) for status in choices]
-                rejected = undecided & (index >= 0)
-                for row in np.flatnonzero(rejected):
-                    result[row] = choices[index[row]]
-                undecided &= ~rejected
-                continue
-            batch = fwk.filter_batch.get(name)
-            mask = batch(state, pod, snapshot.table, everything) if batch is not None else None
-            asked = undecided if mask is None else undecided & ~np.asarray(mask, dtype=bool)
-            for row in np.flatnonzero(asked):
-                status = method(state, pod, snapshot.nodes[row])
-                if status is not None and status.code != Code.SUCCESS:
-                    result[row] = fwk.filter_status(name, status)
-                    undecided[row] = False
-        return result
+        return feasible
 
     # --- failure -------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Mapping
 
 from kubesched.core.api.resource_v1 import CapacityRequestPolicy, Device, DeviceCapacity
 from kubesched.core.dra.allocated_devices import add_amounts as add  # noqa: F401 (re-exported)
+from kubesched.core.dra.allocated_devices import subtract_amounts as subtract  # noqa: F401 (re-exported)
 
 Amounts = Mapping[str, Fraction]
 
