@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from attrs import frozen
 
-from . import coordination_v1, core_v1, policy_v1, resource_v1, scheduling_v1, storage_v1
+from . import apps_v1, coordination_v1, core_v1, policy_v1, resource_v1, scheduling_v1, storage_v1
 from .convert import ManifestError, structure, unstructure
 from .meta import ObjectMeta, namespaced_name
 
@@ -52,6 +52,10 @@ for _resource in (
     ResourceType("PersistentVolume", "v1", core_v1.PersistentVolume, False, "persistentvolumes"),
     ResourceType("PersistentVolumeClaim", "v1", core_v1.PersistentVolumeClaim, True, "persistentvolumeclaims"),
     ResourceType("Event", "v1", core_v1.Event, True, "events"),
+    ResourceType("Service", "v1", core_v1.Service, True, "services"),
+    ResourceType("ReplicationController", "v1", core_v1.ReplicationController, True, "replicationcontrollers"),
+    ResourceType("ReplicaSet", "apps/v1", apps_v1.ReplicaSet, True, "replicasets"),
+    ResourceType("StatefulSet", "apps/v1", apps_v1.StatefulSet, True, "statefulsets"),
     ResourceType("PriorityClass", "scheduling.k8s.io/v1", scheduling_v1.PriorityClass, False, "priorityclasses"),
     ResourceType("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False, "storageclasses"),
     ResourceType("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False, "csinodes"),

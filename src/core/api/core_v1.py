@@ -107,11 +107,122 @@ class NodeAffinity:
 
 
 @frozen
+class PodAffinityTerm:
+    """One pod (anti-)affinity term: the pods matching ``label_selector`` in the
+    namespaces chosen by ``namespaces`` and ``namespace_selector`` (neither: the
+    pod's own namespace; an empty ``namespace_selector``: every namespace), in
+    the topology domain ``topology_key``.  ``match_label_keys`` /
+    ``mismatch_label_keys`` name incoming-pod labels whose values the selector
+    must (not) match; the embedded API server merges them into
+    ``label_selector`` when the pod is created, as kube-apiserver does."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self):
+        if not self.topology_key:
+            raise ManifestError("topologyKey", "Required value: can not be empty")
+        overlap = set(self.match_label_keys) & set(self.mismatch_label_keys)
+        if overlap:
+            raise ManifestError("matchLabelKeys", f"Invalid value: {sorted(overlap)[0]!r}: exists in both "
+                                                  "matchLabelKeys and mismatchLabelKeys")
+        if (self.match_label_keys or self.mismatch_label_keys) and self.label_selector is None:
+            raise ManifestError("labelSelector", "Required value: matchLabelKeys and mismatchLabelKeys need "
+                                                 "a labelSelector")
+
+
+@frozen
+class WeightedPodAffinityTerm:
+    """A preferred term: ``weight`` 1-100 added to a node's score where the term holds."""
+
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm | None = None
+
+    def __attrs_post_init__(self):
+        if self.pod_affinity_term is None:
+            raise ManifestError("podAffinityTerm", "Required value")
+        if not 1 <= self.weight <= 100:
+            raise ManifestError("weight", f"Invalid value: {self.weight}: must be in the range 1-100")
+
+
+@frozen
+class PodAffinity:
+    """Pod affinity (or, as :class:`PodAntiAffinity`, anti-affinity) terms."""
+
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@frozen
+class PodAntiAffinity:
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@frozen
 class Affinity:
-    """Pod affinity; pod (anti-)affinity terms are kept raw in ``extra``."""
+    """A pod's node affinity, pod affinity and pod anti-affinity."""
 
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
     extra: dict[str, Any] = _extra()
+
+
+# --- topology spread -----------------------------------------------------------------------
+
+WHEN_UNSATISFIABLE = frozenset({"DoNotSchedule", "ScheduleAnyway"})
+NODE_INCLUSION_POLICIES = frozenset({"Honor", "Ignore"})
+
+
+@frozen
+class TopologySpreadConstraint:
+    """``spec.topologySpreadConstraints[]``: pods matching ``label_selector`` (in the
+    pod's namespace) spread over the domains of ``topology_key`` with at most
+    ``max_skew`` difference.  ``min_domains`` (DoNotSchedule only): fewer
+    eligible domains than this count the global minimum as 0.
+    ``node_affinity_policy`` (default Honor) / ``node_taints_policy`` (default
+    Ignore): whether nodes the pod's node affinity / untolerated taints exclude
+    count as domains.  ``match_label_keys``: incoming-pod label keys whose
+    values are added to the selector.  Validated as the API server does."""
+
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self):
+        if self.max_skew <= 0:
+            raise ManifestError("maxSkew", f"Invalid value: {self.max_skew}: must be greater than zero")
+        if not self.topology_key:
+            raise ManifestError("topologyKey", "Required value: can not be empty")
+        if self.when_unsatisfiable not in WHEN_UNSATISFIABLE:
+            raise ManifestError("whenUnsatisfiable", f"Unsupported value: {self.when_unsatisfiable!r}: supported "
+                                                     "values: \"DoNotSchedule\", \"ScheduleAnyway\"")
+        if self.min_domains is not None:
+            if self.min_domains <= 0:
+                raise ManifestError("minDomains", f"Invalid value: {self.min_domains}: must be greater than zero")
+            if self.when_unsatisfiable != "DoNotSchedule":
+                raise ManifestError("minDomains", f"Invalid value: {self.min_domains}: can only use minDomains "
+                                                  "if whenUnsatisfiable=DoNotSchedule")
+        for name, value in (("nodeAffinityPolicy", self.node_affinity_policy),
+                            ("nodeTaintsPolicy", self.node_taints_policy)):
+            if value is not None and value not in NODE_INCLUSION_POLICIES:
+                raise ManifestError(name, f"Unsupported value: {value!r}: supported values: \"Honor\", \"Ignore\"")
+        if self.match_label_keys and self.label_selector is not None:
+            selected = set(self.label_selector.match_labels) | {r.key for r in self.label_selector.match_expressions}
+            for key in self.match_label_keys:
+                if key in selected:
+                    raise ManifestError("matchLabelKeys", f"Invalid value: {key!r}: exists in both matchLabelKeys "
+                                                          "and labelSelector")
 
 
 # --- pods ----------------------------------------------------------------------------------
@@ -276,7 +387,17 @@ class PodSpec:
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     extra: dict[str, Any] = _extra()
+
+    def __attrs_post_init__(self):
+        seen = set()
+        for index, constraint in enumerate(self.topology_spread_constraints):
+            pair = (constraint.topology_key, constraint.when_unsatisfiable)
+            if pair in seen:
+                raise ManifestError(f"topologySpreadConstraints[{index}]",
+                                    f"Duplicate value: {{topologyKey: {pair[0]}, whenUnsatisfiable: {pair[1]}}}")
+            seen.add(pair)
 
 
 @frozen
@@ -509,3 +630,40 @@ class Event:
     source: EventSource = EventSource()
     reporting_component: str = ""
     action: str = ""
+
+
+# --- workload selectors (Service, ReplicationController) ---------------------------------------
+
+
+@frozen
+class ServiceSpec:
+    """Only ``selector`` (label map) is read: PodTopologySpread's system default
+    constraints spread the pods a Service selects."""
+
+    selector: dict[str, str] = field(factory=dict)
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class Service:
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ServiceSpec = ServiceSpec()
+    status: dict[str, Any] = field(factory=dict)
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class ReplicationControllerSpec:
+    """``selector`` (label map; empty: the template's labels, as the API server defaults it)."""
+
+    selector: dict[str, str] = field(factory=dict)
+    replicas: int | None = None
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
+class ReplicationController:
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ReplicationControllerSpec = ReplicationControllerSpec()
+    status: dict[str, Any] = field(factory=dict)
+    extra: dict[str, Any] = _extra()

@@ -1,0 +1,1 @@
+"""PodTopologySpread (upstream plugins/podtopologyspread): see :mod:`.plugin`."""

@@ -1,0 +1,116 @@
+"""A pod's topology spread constraints as PodTopologySpread evaluates them.
+
+Upstream ``podtopologyspread/common.go``: the pod's own
+``topologySpreadConstraints`` of one ``whenUnsatisfiable`` kind, with
+``matchLabelKeys`` folded into the selector and the defaults of
+``minDomains`` (1), ``nodeAffinityPolicy`` (Honor) and ``nodeTaintsPolicy``
+(Ignore); or, for a pod without any, the profile's default constraints with
+the selector of the workloads that select the pod.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from attrs import frozen
+
+from kubesched.core.api.core_v1 import Node, Pod, TopologySpreadConstraint
+from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement
+from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
+from kubesched.core.api.taints import find_untolerated_taint, is_hard
+from kubesched.core.framework.nodeinfo import NodeInfo
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
+HONOR, IGNORE = "Honor", "Ignore"
+
+
+@frozen
+class Constraint:
+    """One constraint, ready to evaluate: ``selector`` already includes the
+    ``matchLabelKeys`` values; ``key`` is a stable text form of the selector
+    (for caches of per-node counts)."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector
+    key: str
+    min_domains: int = 1
+    honor_node_affinity: bool = True
+    honor_node_taints: bool = False
+
+    def includes(self, pod: Pod, node: Node, required: RequiredNodeAffinity) -> bool:
+        """Whether ``node`` counts as a domain for ``pod`` under this constraint's
+        node inclusion policies (upstream ``matchNodeInclusionPolicies``)."""
+        if self.honor_node_affinity and not required.matches(node):
+            return False
+        if self.honor_node_taints and find_untolerated_taint(node.spec.taints, pod.spec.tolerations, is_hard):
+            return False
+        return True
+
+
+def selector_key(selector: LabelSelector) -> str:
+    """A canonical text of ``selector`` (equal selectors, equal keys)."""
+    return repr((sorted(selector.match_labels.items()),
+                 sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions)))
+
+
+def _with_match_label_keys(selector: LabelSelector, keys: Iterable[str], labels: dict[str, str]) -> LabelSelector:
+    extra = tuple(LabelSelectorRequirement(k, "In", (labels[k],)) for k in keys if k in labels)
+    if not extra:
+        return selector
+    return LabelSelector(match_labels=selector.match_labels, match_expressions=selector.match_expressions + extra)
+
+
+def _build(spec: TopologySpreadConstraint, selector: LabelSelector) -> Constraint:
+    return Constraint(
+        max_skew=spec.max_skew,
+        topology_key=spec.topology_key,
+        selector=selector,
+        key=selector_key(selector),
+        min_domains=spec.min_domains or 1,
+        honor_node_affinity=(spec.node_affinity_policy or HONOR) == HONOR,
+        honor_node_taints=(spec.node_taints_policy or IGNORE) == HONOR,
+    )
+
+
+def pod_constraints(pod: Pod, action: str) -> list[Constraint]:
+    """The pod's own constraints whose ``whenUnsatisfiable`` is ``action``.  A
+    constraint without a labelSelector selects no pod (upstream turns a nil
+    selector into labels.Nothing())."""
+    labels = pod.metadata.labels
+    result = []
+    for spec in pod.spec.topology_spread_constraints:
+        if spec.when_unsatisfiable != action:
+            continue
+        if spec.label_selector is None:
+            selector = LabelSelector(match_expressions=(LabelSelectorRequirement("", "In", ()),))
+        else:
+            selector = _with_match_label_keys(spec.label_selector, spec.match_label_keys, labels)
+        result.append(_build(spec, selector))
+    return result
+
+
+def default_constraints(defaults: Iterable[TopologySpreadConstraint], action: str,
+                        selector: LabelSelector) -> list[Constraint]:
+    """The profile's default constraints of kind ``action``, all with the pod's
+    workload ``selector`` (see :func:`~kubesched.core.plugin_helpers.default_selector.default_selector`)."""
+    return [_build(spec, selector) for spec in defaults if spec.when_unsatisfiable == action]
+
+
+def has_all_keys(labels: dict[str, str], constraints: list[Constraint]) -> bool:
+    """The node has every constraint's topology key (upstream ``nodeLabelsMatchSpreadConstraints``)."""
+    return all(c.topology_key in labels for c in constraints)
+
+
+def count_matching(node_info: NodeInfo, selector: LabelSelector, namespace: str) -> int:
+    """Pods on the node in ``namespace`` that ``selector`` matches, terminating
+    pods left out (upstream ``countPodsMatchSelector``)."""
+    count = 0
+    for info in node_info.pods:
+        pod = info.pod
+        meta = pod.metadata
+        if meta.namespace == namespace and meta.deletion_timestamp is None and selector.matches(meta.labels):
+            count += 1
+    return count
