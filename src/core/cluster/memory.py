@@ -29,7 +29,8 @@ from kubesched.core.api.podpriority import (
 from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
 
 from ..api import RESOURCES, object_key, resource_of
-from ..api.core_v1 import PersistentVolumeClaim, Pod, PodCondition
+from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
+from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..clock import Clock, FakeClock
@@ -234,7 +235,10 @@ class MemoryCluster(ClusterClient):
     def _admit_pod(self, pod: Pod) -> Pod:
         """What the API server does to a new pod: the Priority admission plugin
         (priorityClassName, or the globalDefault class, into spec.priority and
-        spec.preemptionPolicy) and the SchedulingGated condition of a gated pod."""
+        spec.preemptionPolicy), the SchedulingGated condition of a gated pod, and
+        pod (anti-)affinity terms' matchLabelKeys/mismatchLabelKeys merged into
+        their labelSelector."""
+        pod = _merge_match_label_keys(pod)
         if pod.spec.scheduling_gates and not any(c.type == "PodScheduled" for c in pod.status.conditions):
             gated = PodCondition(type="PodScheduled", status="False", reason="SchedulingGated",
                                  message="Scheduling is blocked due to non-empty scheduling gates")
@@ -380,6 +384,40 @@ class MemoryCluster(ClusterClient):
         self._log.append((self._rv, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+
+def _merge_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTerm:
+    added = tuple(LabelSelectorRequirement(k, "In", (labels[k],)) for k in term.match_label_keys if k in labels)
+    added += tuple(LabelSelectorRequirement(k, "NotIn", (labels[k],)) for k in term.mismatch_label_keys if k in labels)
+    if not added or term.label_selector is None:
+        return term
+    selector = term.label_selector
+    return attrs.evolve(term, label_selector=attrs.evolve(selector,
+                                                          match_expressions=selector.match_expressions + added))
+
+
+def _merge_terms(group: Any, labels: dict[str, str]) -> Any:
+    if group is None:
+        return None
+    required = tuple(_merge_term(t, labels) for t in group.required_during_scheduling_ignored_during_execution)
+    preferred = tuple(attrs.evolve(w, pod_affinity_term=_merge_term(w.pod_affinity_term, labels))
+                      for w in group.preferred_during_scheduling_ignored_during_execution)
+    return attrs.evolve(group, required_during_scheduling_ignored_during_execution=required,
+                        preferred_during_scheduling_ignored_during_execution=preferred)
+
+
+def _merge_match_label_keys(pod: Pod) -> Pod:
+    """kube-apiserver's pod admission (MatchLabelKeysInPodAffinity): for every pod
+    (anti-)affinity term, ``key In (value)`` per matchLabelKeys entry and
+    ``key NotIn (value)`` per mismatchLabelKeys entry, with the pod's own label
+    values, are added to the term's labelSelector."""
+    affinity = pod.spec.affinity
+    if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+        return pod
+    labels = pod.metadata.labels
+    merged = attrs.evolve(affinity, pod_affinity=_merge_terms(affinity.pod_affinity, labels),
+                          pod_anti_affinity=_merge_terms(affinity.pod_anti_affinity, labels))
+    return attrs.evolve(pod, spec=attrs.evolve(pod.spec, affinity=merged))
 
 
 def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:

@@ -12,6 +12,7 @@ import itertools
 from typing import Iterable
 
 from ..api.core_v1 import Node, Pod
+from .affinity import AffinityTerms, has_pod_affinity, has_required_anti_affinity
 from .resources import non_zero_requests, pod_requests
 
 _generation = itertools.count(1)
@@ -24,9 +25,10 @@ def next_generation() -> int:
 class PodInfo:
     """A pod plus what the scheduler derives from it once: ``requests`` (dict in
     scheduler units), ``non_zero_cpu`` (milli-CPU), ``non_zero_memory`` (bytes),
-    ``host_ports`` ((ip, protocol, port) triples)."""
+    ``host_ports`` ((ip, protocol, port) triples); :attr:`affinity_terms` its
+    inter-pod affinity terms, parsed on first use."""
 
-    __slots__ = ("pod", "requests", "non_zero_cpu", "non_zero_memory", "host_ports")
+    __slots__ = ("pod", "requests", "non_zero_cpu", "non_zero_memory", "host_ports", "_affinity_terms")
 
     def __init__(self, pod: Pod):
         self.pod = pod
@@ -38,6 +40,14 @@ class PodInfo:
             for port in container.ports
             if port.host_port > 0
         )
+        self._affinity_terms: AffinityTerms | None = None
+
+    @property
+    def affinity_terms(self) -> AffinityTerms:
+        terms = self._affinity_terms
+        if terms is None:
+            terms = self._affinity_terms = AffinityTerms.of(self.pod)
+        return terms
 
     def with_pod(self, pod: Pod) -> "PodInfo":
         """This info for a newer copy of the same pod whose requests did not
@@ -48,6 +58,7 @@ class PodInfo:
         copy.non_zero_cpu = self.non_zero_cpu
         copy.non_zero_memory = self.non_zero_memory
         copy.host_ports = self.host_ports
+        copy._affinity_terms = self._affinity_terms
         return copy
 
     @property
@@ -73,11 +84,15 @@ class NodeInfo:
 
     ``requested`` sums the pods' requests (scheduler units); ``non_zero_cpu``
     / ``non_zero_memory`` sum their non-zero requests; ``used_ports`` lists the
-    host ports in use; ``allocatable`` is the node's allocatable resources.
-    Mutated only by the scheduler cache (and on clones, by dry runs).
+    host ports in use; ``allocatable`` is the node's allocatable resources;
+    ``pods_with_affinity`` / ``pods_with_required_anti_affinity`` the pods with
+    pod (anti-)affinity / with required anti-affinity (so that a cluster
+    without them costs InterPodAffinity nothing).  Mutated only by the
+    scheduler cache (and on clones, by dry runs).
     """
 
-    __slots__ = ("node", "pods", "requested", "non_zero_cpu", "non_zero_memory", "used_ports", "generation")
+    __slots__ = ("node", "pods", "requested", "non_zero_cpu", "non_zero_memory", "used_ports", "generation",
+                 "pods_with_affinity", "pods_with_required_anti_affinity")
 
     def __init__(self, node: Node | None = None, pods: Iterable[Pod | PodInfo] = ()):
         self.node = node
@@ -86,6 +101,8 @@ class NodeInfo:
         self.non_zero_cpu = 0
         self.non_zero_memory = 0
         self.used_ports: list[tuple[str, str, int]] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
         self.generation = next_generation()
         for pod in pods:
             self.add_pod(pod)
@@ -113,6 +130,10 @@ class NodeInfo:
         self.non_zero_memory += info.non_zero_memory
         if info.host_ports:
             self.used_ports.extend(info.host_ports)
+        if has_pod_affinity(info.pod):
+            self.pods_with_affinity.append(info)
+            if has_required_anti_affinity(info.pod):
+                self.pods_with_required_anti_affinity.append(info)
         self.generation = next_generation()
         return info
 
@@ -125,6 +146,10 @@ class NodeInfo:
         else:
             return False
         del self.pods[index]
+        if self.pods_with_affinity:
+            self.pods_with_affinity = [p for p in self.pods_with_affinity if p.pod.metadata.uid != uid]
+            self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity
+                                                     if p.pod.metadata.uid != uid]
         requested = self.requested
         for name, amount in info.requests.items():
             requested[name] = requested.get(name, 0) - amount
@@ -144,6 +169,8 @@ class NodeInfo:
         copy.non_zero_cpu = self.non_zero_cpu
         copy.non_zero_memory = self.non_zero_memory
         copy.used_ports = list(self.used_ports)
+        copy.pods_with_affinity = list(self.pods_with_affinity)
+        copy.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         copy.generation = self.generation
         return copy
 

@@ -1,0 +1,120 @@
+"""A pod's inter-pod affinity terms, parsed once (upstream ``framework.AffinityTerm``
+and the term lists of ``framework.PodInfo``).
+
+A term selects pods by labels (``selector``) in a set of namespaces
+(``namespaces`` by name, or ``namespace_selector`` over the Namespace objects'
+labels), within the topology domain ``topology_key``.  A missing labelSelector
+selects no pod; a term with neither namespaces nor a namespaceSelector means
+the owning pod's own namespace; an empty namespaceSelector means every
+namespace, as upstream.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from attrs import frozen
+
+from kubesched.core.api.core_v1 import Pod, PodAffinityTerm, WeightedPodAffinityTerm
+from kubesched.core.api.meta import LabelSelector
+
+
+def _empty(selector: LabelSelector) -> bool:
+    return not selector.match_labels and not selector.match_expressions
+
+
+@frozen
+class AffinityTerm:
+    """One term, ready to match pods.  ``selector``/``namespace_selector``: None
+    selects nothing."""
+
+    topology_key: str
+    selector: LabelSelector | None
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+
+    @classmethod
+    def of(cls, owner: Pod, term: PodAffinityTerm) -> "AffinityTerm":
+        """``term`` of pod ``owner`` (upstream ``newAffinityTerm``)."""
+        namespaces = frozenset(term.namespaces)
+        if not namespaces and term.namespace_selector is None:
+            namespaces = frozenset((owner.metadata.namespace,))
+        return cls(term.topology_key, term.label_selector, namespaces, term.namespace_selector)
+
+    def matches(self, pod: Pod, namespace_labels: dict[str, str] | None) -> bool:
+        """Whether ``pod`` is one of the pods this term selects; ``namespace_labels``
+        are the labels of ``pod``'s Namespace (None: not looked up)."""
+        meta = pod.metadata
+        if meta.namespace not in self.namespaces:
+            selector = self.namespace_selector
+            if selector is None or not selector.matches(namespace_labels or {}):
+                return False
+        return self.selector is not None and self.selector.matches(meta.labels)
+
+    def resolve_namespaces(self, namespaces_matching: Callable[[LabelSelector], Iterable[str]]) -> "AffinityTerm":
+        """This term with a non-empty namespaceSelector replaced by the names of
+        the namespaces it selects now (upstream ``mergeAffinityTermNamespacesIfNotEmpty``):
+        the incoming pod's terms are matched without looking up namespace labels."""
+        selector = self.namespace_selector
+        if selector is None or _empty(selector):
+            return self
+        return AffinityTerm(self.topology_key, self.selector,
+                            self.namespaces | frozenset(namespaces_matching(selector)), None)
+
+
+@frozen
+class WeightedAffinityTerm:
+    weight: int
+    term: AffinityTerm
+
+    @classmethod
+    def of(cls, owner: Pod, weighted: WeightedPodAffinityTerm) -> "WeightedAffinityTerm":
+        return cls(weighted.weight, AffinityTerm.of(owner, weighted.pod_affinity_term))
+
+
+@frozen
+class AffinityTerms:
+    """All inter-pod affinity terms of one pod."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
+
+    @classmethod
+    def of(cls, pod: Pod) -> "AffinityTerms":
+        affinity = pod.spec.affinity
+        if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+            return NO_TERMS
+        positive, negative = affinity.pod_affinity, affinity.pod_anti_affinity
+        return cls(
+            tuple(AffinityTerm.of(pod, t) for t in positive.required_during_scheduling_ignored_during_execution)
+            if positive else (),
+            tuple(AffinityTerm.of(pod, t) for t in negative.required_during_scheduling_ignored_during_execution)
+            if negative else (),
+            tuple(WeightedAffinityTerm.of(pod, t) for t in positive.preferred_during_scheduling_ignored_during_execution)
+            if positive else (),
+            tuple(WeightedAffinityTerm.of(pod, t) for t in negative.preferred_during_scheduling_ignored_during_execution)
+            if negative else (),
+        )
+
+    @property
+    def any(self) -> bool:
+        return bool(self.required_affinity or self.required_anti_affinity or self.preferred_affinity
+                    or self.preferred_anti_affinity)
+
+
+NO_TERMS = AffinityTerms()
+
+
+def has_pod_affinity(pod: Pod) -> bool:
+    """The pod has pod affinity or anti-affinity (upstream ``NodeInfo.PodsWithAffinity``)."""
+    affinity = pod.spec.affinity
+    return affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None)
+
+
+def has_required_anti_affinity(pod: Pod) -> bool:
+    """The pod has required anti-affinity terms (upstream ``NodeInfo.PodsWithRequiredAntiAffinity``)."""
+    affinity = pod.spec.affinity
+    anti = affinity.pod_anti_affinity if affinity is not None else None
+    return anti is not None and bool(anti.required_during_scheduling_ignored_during_execution)

@@ -1,0 +1,1 @@
+"""InterPodAffinity (upstream plugins/interpodaffinity): see :mod:`.plugin`."""

@@ -1,0 +1,217 @@
+"""InterPodAffinity: pod affinity and anti-affinity (upstream plugins/interpodaffinity).
+
+Filter: the incoming pod's required affinity ("node(s) didn't match pod
+affinity rules", UnschedulableAndUnresolvable: evicting pods cannot help),
+its required anti-affinity ("node(s) didn't match pod anti-affinity rules")
+and existing pods' required anti-affinity against it ("node(s) didn't
+satisfy existing pods anti-affinity rules"), both Unschedulable: preemption
+may remove the pods in the way.  A pod whose required affinity selects only
+itself, with no matching pod anywhere, may go wherever the topology keys
+exist (the first pod of a group).  PreFilter counts once per cycle;
+AddPod/RemovePod keep the counts for nominated pods and preemption.
+
+Score: preferred terms both ways, existing pods' required affinity weighted
+by ``hardPodAffinityWeight`` (0-100, default 1), normalised min..max to
+0..100.  ``ignorePreferredTermsOfExistingPods`` skips scoring for pods
+without preferred terms of their own.  A pod without terms in a cluster
+without anti-affinity skips both.
+
+Namespaces: a term's ``namespaceSelector`` is matched against the labels of
+the Namespace objects; the embedded API server merges
+``matchLabelKeys``/``mismatchLabelKeys`` into the selector at pod creation,
+as kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from attrs import frozen
+
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.framework.affinity import AffinityTerms, WeightedAffinityTerm
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+
+from .filtering import REASON_AFFINITY, PreFilterState
+from .scoring import ScoreMap, node_score, normalize
+
+NAME = "InterPodAffinity"
+PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_SCORE_KEY = "PreScore" + NAME
+
+
+@frozen
+class InterPodAffinityArgs:
+    """``hardPodAffinityWeight``: the score weight of existing pods' required
+    affinity terms that the incoming pod satisfies (0-100, default 1).
+    ``ignorePreferredTermsOfExistingPods``: skip scoring for pods without
+    preferred terms.  Raises ManifestError as upstream's validation."""
+
+    STRICT: ClassVar[bool] = True
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    def __attrs_post_init__(self):
+        if not 0 <= self.hard_pod_affinity_weight <= 100:
+            raise ManifestError("hardPodAffinityWeight", f"Invalid value: {self.hard_pod_affinity_weight}: "
+                                                         "not in valid range [0-100]")
+
+
+class InterPodAffinity:
+    name = NAME
+    args_class = InterPodAffinityArgs
+
+    def __init__(self, args: InterPodAffinityArgs, handle):
+        self.args = args
+        self.handle = handle
+        informers = getattr(handle, "informers", None)
+        self._namespaces = informers.store("Namespace") if informers is not None else {}
+
+    # --- namespaces ---------------------------------------------------------------------
+
+    def _namespace_labels(self, name: str) -> dict[str, str]:
+        namespace = self._namespaces.get(name)
+        return dict(namespace.metadata.labels) if namespace is not None else {}
+
+    def _namespaces_matching(self, selector) -> list[str]:
+        return [ns.metadata.name for ns in self._namespaces.values() if selector.matches(ns.metadata.labels)]
+
+    def _resolved(self, terms):
+        return tuple(term.resolve_namespaces(self._namespaces_matching) for term in terms)
+
+    def _resolved_weighted(self, terms):
+        return tuple(WeightedAffinityTerm(t.weight, t.term.resolve_namespaces(self._namespaces_matching))
+                     for t in terms)
+
+    # --- PreFilter / Filter ---------------------------------------------------------------
+
+    @hookimpl
+    def pre_filter(self, state, pod, nodes):
+        terms = AffinityTerms.of(pod)
+        pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
+                             self._namespace_labels(pod.metadata.namespace))
+        pre.count_existing_anti(n for n in nodes if n.pods_with_required_anti_affinity)
+        pre.count_incoming(nodes)
+        if pre.empty:
+            return Status.skip()
+        state.write(PRE_FILTER_KEY, pre)
+        return None
+
+    @hookimpl
+    def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
+        pre = state.get(PRE_FILTER_KEY)
+        if pre is not None:
+            pre.update(pod_info_to_add, node_info.node, 1)
+        return None
+
+    @hookimpl
+    def pre_filter_remove_pod(self, state, pod, pod_info_to_remove, node_info):
+        pre = state.get(PRE_FILTER_KEY)
+        if pre is not None:
+            pre.update(pod_info_to_remove, node_info.node, -1)
+        return None
+
+    def _state(self, state, pod) -> PreFilterState | None:
+        pre = state.get(PRE_FILTER_KEY)
+        if pre is None and self.handle is not None:  # PreFilter disabled in the profile
+            self.pre_filter(state, pod, self.handle.snapshot.nodes)
+            pre = state.get(PRE_FILTER_KEY)
+        return pre
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        pre = self._state(state, pod)
+        if pre is None:
+            return None
+        reason = pre.verdict(node_info.node)
+        if reason is None:
+            return None
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if reason == REASON_AFFINITY else Code.UNSCHEDULABLE
+        return Status(code, (reason,))
+
+    @hookimpl
+    def filter_batch(self, state, pod, table, rows):
+        pre = self._state(state, pod)
+        if pre is None:
+            return np.ones(len(rows), dtype=bool)
+        infos = table.infos
+        return np.fromiter((pre.verdict(infos[r].node) is None for r in rows), dtype=bool, count=len(rows))
+
+    # --- PreScore / Score ----------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        if not nodes:
+            return None
+        terms = AffinityTerms.of(pod)
+        has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
+            return Status.skip()
+        all_nodes = self.handle.snapshot.nodes if self.handle is not None else nodes
+        preferred_affinity = self._resolved_weighted(terms.preferred_affinity)
+        preferred_anti = self._resolved_weighted(terms.preferred_anti_affinity)
+        namespace_labels = self._namespace_labels(pod.metadata.namespace)
+        hard_weight = self.args.hard_pod_affinity_weight
+        scores = ScoreMap()
+        for node_info in all_nodes:
+            existing = node_info.pods if has_preferred else node_info.pods_with_affinity
+            node = node_info.node
+            for info in existing:
+                scores.existing_pod(pod, preferred_affinity, preferred_anti, namespace_labels, info, node, hard_weight)
+        result = scores.result()
+        if not result:
+            return Status.skip()
+        state.write(PRE_SCORE_KEY, result)
+        return None
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        scores = state.get(PRE_SCORE_KEY)
+        return node_score(scores, node_info.node.metadata.labels) if scores else 0
+
+    @hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        if state.get(PRE_SCORE_KEY):
+            normalize(scores)
+        return None
+
+    # --- queueing hints ------------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self):
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
+                                              | ActionType.DELETE), self._pod_change),
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), None),
+        ]
+
+    def _pod_change(self, pod, old, new):
+        """Queue when an assigned pod came that the pod's affinity wants, or went
+        (or changed labels) that its anti-affinity, or the pod's own anti-affinity
+        against it, kept away (upstream ``isSchedulableAfterPodChange``)."""
+        if old is not None and new is not None and old.metadata.labels == new.metadata.labels:
+            return QueueingHint.QUEUE_SKIP
+        terms = AffinityTerms.of(pod)
+        namespace_labels = self._namespace_labels(pod.metadata.namespace)
+        if new is not None:
+            wanted = terms.required_affinity + tuple(t.term for t in terms.preferred_affinity)
+            if any(term.matches(new, self._namespace_labels(new.metadata.namespace)) for term in wanted):
+                return QueueingHint.QUEUE
+        if old is not None:
+            if any(term.matches(old, self._namespace_labels(old.metadata.namespace))
+                   for term in terms.required_anti_affinity):
+                return QueueingHint.QUEUE
+            theirs = AffinityTerms.of(old).required_anti_affinity
+            if any(term.matches(pod, namespace_labels) for term in theirs):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
