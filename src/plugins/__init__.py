@@ -2,7 +2,7 @@
 
 :data:`DEFAULT_PLUGINS` is the default profile's plugin set (upstream's
 ``getDefaultPlugins``, all through multiPoint, in upstream order with
-upstream weights) restricted to the plugins kubesched ships so far.
+upstream weights): kube-scheduler's default profile, plugin for plugin.
 """
 
 from kubesched.core.framework.config import PluginRef, Plugins, PluginSet
@@ -20,8 +20,11 @@ DEFAULT_PLUGINS = Plugins(multi_point=PluginSet(enabled=(
     PluginRef("NodeVolumeLimits"),
     PluginRef("VolumeBinding"),
     PluginRef("VolumeZone"),
+    PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
     PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
+    PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
 )))

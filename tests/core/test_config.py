@@ -19,9 +19,10 @@ from kubesched.plugins import DEFAULT_PLUGINS
 from .helpers import DEFAULT, config, framework, from_yaml, simulation
 
 DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                   "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"]
-DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "DynamicResources",
-                  "NodeResourcesBalancedAllocation"]
+                   "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                   "InterPodAffinity", "DynamicResources"]
+DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
+                  "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality"]
 
 
 class MyFilter:
@@ -88,7 +89,8 @@ def test_default_profile_points_and_weights():
     assert fw.points["score"] == DEFAULT_SCORES
     assert fw.points["bind"] == ["DefaultBinder"]
     assert fw.score_weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                                "VolumeBinding": 1, "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1}
+                                "VolumeBinding": 1, "PodTopologySpread": 2, "InterPodAffinity": 2,
+                                "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
 
 
 def test_the_documented_example_file_loads(tmp_path):
@@ -186,7 +188,8 @@ def test_disabled_star_at_one_point_keeps_only_that_points_own_plugins():
     assert resolved["filter"] == ["MyFilter"]
     # other points still get the defaults
     assert resolved["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
-                                     "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"]
+                                     "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                                     "InterPodAffinity", "DynamicResources"]
     assert resolved["score"] == DEFAULT_SCORES
 
 
@@ -222,7 +225,8 @@ def test_expansion_order_overrides_then_multipoint_then_other_specific():
     assert points(cfg)["filter"] == [
         "NodeResourcesFit", "NodeName",  # re-declared at the point, in the point's order
         "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",  # the rest of multiPoint
-        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+        "InterPodAffinity", "DynamicResources",
         "MyFilter",  # other plugins of the point
     ]
 
@@ -237,7 +241,8 @@ def test_score_weight_specific_point_beats_multipoint():
     assert got["NodeAffinity"] == 5
     assert got["TaintToleration"] == 3  # untouched default
     assert points(cfg)["score"] == ["MyScore", "NodeAffinity", "TaintToleration", "NodeResourcesFit",
-                                    "VolumeBinding", "DynamicResources", "NodeResourcesBalancedAllocation"]
+                                    "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+                                    "NodeResourcesBalancedAllocation", "ImageLocality"]
 
 
 def test_score_weight_zero_or_unset_means_one():
