@@ -18,7 +18,7 @@ the shipped templates use, and refuses anything else with a
   a range, ``.`` is the element;
 - functions: Go's ``or``, ``and``, ``not``, ``eq``, ``ne``, ``lt``, ``le``,
   ``gt``, ``ge``, ``len``, and scheduler_perf's ``AddInt``, ``SubtractInt``,
-  ``MultiplyInt``, ``DivideInt``, ``Mod``, ``AddFloat``, ``SubtractFloat``,
+  ``MultiplyInt``, ``DivideInt``, ``Mod`` (and the older ``mod``, ``div``), ``AddFloat``, ``SubtractFloat``,
   ``MultiplyFloat``, ``DivideFloat``, ``Int`` and ``JSON``.
 
 Printing follows Go's ``%v``: integers as digits, whole floats without a
@@ -140,6 +140,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "MultiplyInt": lambda *numbers: int(math.prod(_number(n) for n in numbers)),
     "DivideInt": lambda a, b: int(_divide(a, b)),
     "Mod": lambda a, b: _to_int(a) % _to_int(b),
+    # the older lower-case names some templates still use
+    "mod": lambda a, b: _to_int(a) % _to_int(b),
+    "div": lambda a, b: int(_divide(a, b)),
     "AddFloat": lambda *numbers: float(sum(_number(n) for n in numbers)),
     "SubtractFloat": lambda a, b: _number(a) - _number(b),
     "MultiplyFloat": lambda *numbers: float(math.prod(_number(n) for n in numbers)),

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
 import yaml
 
 #: upstream's scheduler_perf files, in the repository (data/scheduler_perf).
-DATA = Path(os.environ.get("SCHEDULER_PERF_DATA", Path(__file__).resolve().parents[2] / "data/scheduler_perf"))
+DATA = Path(__file__).resolve().parents[2] / "data/scheduler_perf"
 MISC = DATA / "misc/performance-config.yaml"
-
-needs_data = pytest.mark.skipif(not MISC.is_file(), reason=f"scheduler_perf data not found at {DATA}")
 
 
 def write_config(directory: Path, cases: list[dict], name: str = "performance-config.yaml") -> Path:

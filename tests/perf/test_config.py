@@ -6,9 +6,7 @@ import pytest
 
 from kubesched.perf.config import Params, PerfConfigError, load_test_cases, resolve_op
 
-from .helpers import DATA, MISC, basic_case, needs_data, write_config
-
-pytestmark = needs_data
+from .helpers import DATA, MISC, basic_case, write_config
 
 
 @pytest.mark.parametrize("relative", [

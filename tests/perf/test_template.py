@@ -7,9 +7,7 @@ import yaml
 
 from kubesched.perf.template import Template, TemplateError, expand, format_value, load_template
 
-from .helpers import DATA, needs_data
-
-pytestmark = needs_data
+from .helpers import DATA
 
 
 def render(relative: str, **data) -> dict:
@@ -25,9 +23,11 @@ def test_every_shipped_template_expands_to_one_yaml_object(path):
     assert isinstance(doc, dict) and "kind" in doc
 
 
-def test_index_in_names_with_spaces_inside_the_braces():
-    assert render("dra/templates/node-with-dra-test-driver.yaml", Index=7)["metadata"]["name"] == \
-        "scheduler-perf-dra-7"
+def test_the_older_lower_case_mod_and_div_with_spaces_inside_the_braces():
+    doc = render("event_handling/templates/nodeupdate-pod-tainttoleration.yaml", Index=27)
+    assert doc["spec"]["tolerations"][0]["key"] == "toleration-2"
+    doc = render("event_handling/templates/poddelete-pod-blocker-topology-ports-resources.yaml", Index=27)
+    assert doc["spec"]["containers"][0]["ports"][0]["hostPort"] == 83
 
 
 def test_divide_int_shares_one_claim_between_five_pods():

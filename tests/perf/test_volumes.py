@@ -5,9 +5,7 @@ from __future__ import annotations
 from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 from kubesched.perf import run
 
-from .helpers import DATA, basic_case, executor_for, needs_data, write_config
-
-pytestmark = needs_data
+from .helpers import DATA, basic_case, executor_for, write_config
 
 VOLUMES = DATA / "volumes/performance-config.yaml"
 
