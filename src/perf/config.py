@@ -48,12 +48,17 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "stopCollectingMetrics": ("opcode",),
     "createResourceDriver": ("opcode", "driverName", "maxClaimsPerNode", "maxClaimsPerNodeParam", "nodes"),
     "allocResourceClaims": ("opcode", "namespace"),
+    "createPodSets": ("opcode", "count", "countParam", "namespacePrefix", "createPodsOp"),
+    "updateAny": ("opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond", "subresources"),
 }
+
+#: The subresources an ``updateAny`` op may name (upstream passes them to Update as they are).
+UPDATE_SUBRESOURCES = ("resize",)
 
 #: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).
 KNOWN_UNSUPPORTED_OPS = (
-    "createResourceClaims", "updateAny",
-    "updateDeviceConditions", "checkPodScheduled", "createPodSets", "createPodGroups",
+    "createResourceClaims",
+    "updateDeviceConditions", "checkPodScheduled", "createPodGroups",
     "waitForPodGroups", "startCollectingProfile", "stopCollectingProfile",
 )
 
@@ -241,14 +246,15 @@ def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
         if key.endswith("Param") and not (isinstance(value, str) and value.startswith("$")):
             raise PerfConfigError(f"{where}: {key}: expected a $parameter reference, got {value!r}")
         if key in ("count", "number", "deletePodsPerSecond", "intervalMilliseconds", "signatureBatchSize",
-                   "maxClaimsPerNode"):
+                   "maxClaimsPerNode", "updatePerSecond"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PerfConfigError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
         if key in ("collectMetrics", "skipWaitToCompletion", "steadyState") and not isinstance(value, bool):
             raise PerfConfigError(f"{where}: {key}: expected true or false, got {value!r}")
         if key.endswith("Path") and not (isinstance(value, str) and value):
             raise PerfConfigError(f"{where}: {key}: expected a path, got {value!r}")
-        if key in ("namespace", "name", "prefix", "mode", "stageRequirement") and not isinstance(value, str):
+        if key in ("namespace", "name", "prefix", "mode", "stageRequirement", "namespacePrefix") \
+                and not isinstance(value, str):
             raise PerfConfigError(f"{where}: {key}: expected a string, got {value!r}")
         if key in ("labelSelector", "templateParams") and not isinstance(value, dict):
             raise PerfConfigError(f"{where}: {key}: expected a mapping, got {value!r}")
@@ -290,6 +296,19 @@ def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
             raise PerfConfigError(f"{where}: namespaces cannot be empty")
     elif opcode == "deletePods" and not fields.get("namespace"):
         raise PerfConfigError(f"{where}: namespace: required")
+    elif opcode == "createPodSets":
+        if "count" not in fields and "countParam" not in fields:
+            raise PerfConfigError(f"{where}: invalid Count=0 / CountParam=\"\"")
+        nested = _op(fields.get("createPodsOp"), -1, f"{where}: createPodsOp")
+        if nested.opcode != "createPods":
+            raise PerfConfigError(f"{where}: createPodsOp: invalid opcode {nested.opcode!r}; expected 'createPods'")
+        fields["createPodsOp"] = nested
+    elif opcode == "updateAny":
+        if not fields.get("templatePath"):
+            raise PerfConfigError(f"{where}: templatePath must be set")
+        subresources = fields.get("subresources", [])
+        if not isinstance(subresources, list) or not all(isinstance(s, str) for s in subresources):
+            raise PerfConfigError(f"{where}: subresources: expected a list of names")
 
 
 def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
@@ -417,7 +436,8 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
     in seconds, ``steadyStateParam`` -> ``steadyState``,
     ``countMultiplierParam`` multiplies ``count``, ``signatureBatchSizeParam``
     -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``) and ``templateParams`` values ``$name``
-    resolved.  ``duration`` becomes float seconds."""
+    resolved; a ``createPodSets`` op's ``createPodsOp`` is resolved in turn.
+    ``duration`` becomes float seconds."""
     fields = dict(op.fields)
     where = f"op {op.index} ({op.opcode})"
     if "countParam" in fields:
@@ -444,6 +464,8 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
             raise PerfConfigError(f"{where}: when creating pods in a steady state, the test duration must be > 0")
         if fields.get("steadyState") and fields.get("skipWaitToCompletion"):
             raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
+    if op.opcode == "createPodSets":
+        fields["createPodsOp"] = resolve_op(fields["createPodsOp"], params)
     if fields.get("count", 0) < 0:
         raise PerfConfigError(f"{where}: invalid count {fields['count']}")
     return fields

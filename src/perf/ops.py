@@ -14,8 +14,9 @@ Ops and upstream semantics:
 - ``createNodes``: ``count`` nodes from ``nodeTemplatePath`` (expanded with
   ``.Index`` 0..count-1 and ``.Count``) or a 4 CPU / 32Gi / 110 pods node
   named ``node-<opIndex>-<random>``; each gets the ``kubernetes.io/hostname``
-  label.  ``nodeAllocatableStrategy`` adds ``nodeAllocatable`` to each node's
-  allocatable and creates its CSINode (``csiNodeAllocatable`` driver counts,
+  label, and ``labelNodePrepareStrategy``'s (round robin over ``labelValues``)
+  or ``uniqueNodeLabelStrategy``'s label.  ``nodeAllocatableStrategy`` adds
+  ``nodeAllocatable`` to each node's allocatable and creates its CSINode (``csiNodeAllocatable`` driver counts,
   ``migratedPlugins`` in the migrated-plugins annotation).
 - ``createPods``: ``count`` pods from ``podTemplatePath`` (else the test
   case's ``defaultPodTemplatePath``, else a 100m / 500Mi pod) in
@@ -54,7 +55,8 @@ from __future__ import annotations
 import fnmatch
 import gc
 import random
-import time
+import threading
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -80,7 +82,7 @@ from ..core.api.core_v1 import (
 )
 from ..core.api.meta import ObjectMeta, ObjectReference
 from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
-from ..core.clock import RealClock
+from ..core.clock import Clock, RealClock
 from ..core.cluster.client import AlreadyExists, ApiError, NotFound
 from ..core.cluster.informer import Informers
 from ..core.cluster.memory import MemoryCluster
@@ -232,6 +234,82 @@ def node_allocatable_strategy(raw: Any) -> tuple[dict[str, int], CSINode] | None
     return allocatable, csi_node
 
 
+def node_label_strategy(fields: dict[str, Any], rng: random.Random) -> Callable[[int], dict[str, str]] | None:
+    """The labels createNodes adds to its ``index``-th node: upstream's
+    ``labelNodePrepareStrategy`` ({labelKey, labelValues}: the values round
+    robin over the op's nodes) or ``uniqueNodeLabelStrategy`` ({labelKey}: a
+    fresh UUID per node, from the seeded ``rng``).  Raises
+    :class:`PerfConfigError` for a malformed strategy or both at once."""
+    given = [key for key in ("labelNodePrepareStrategy", "uniqueNodeLabelStrategy") if fields.get(key) is not None]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise PerfConfigError("createNodes: labelNodePrepareStrategy and uniqueNodeLabelStrategy are exclusive")
+    raw = fields[given[0]]
+    where = given[0]
+    if not isinstance(raw, dict) or not isinstance(raw.get("labelKey"), str) or not raw["labelKey"]:
+        raise PerfConfigError(f"{where}.labelKey: expected a label key")
+    key = raw["labelKey"]
+    if where == "uniqueNodeLabelStrategy":
+        if set(raw) - {"labelKey"}:
+            raise PerfConfigError(f"{where}: unknown fields {sorted(set(raw) - {'labelKey'})}")
+        return lambda index: {key: str(uuid.UUID(int=rng.getrandbits(128), version=4))}
+    values = raw.get("labelValues")
+    if set(raw) - {"labelKey", "labelValues"}:
+        raise PerfConfigError(f"{where}: unknown fields {sorted(set(raw) - {'labelKey', 'labelValues'})}")
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise PerfConfigError(f"{where}.labelValues: expected a non-empty list of strings")
+    return lambda index: {key: values[index % len(values)]}
+
+
+#: What the API server lets a pod Update change (the resize subresource changes container resources).
+POD_UPDATE_FORBIDDEN = ("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+                        "`spec.initContainers[*].image`, `spec.tolerations` (only additions to existing "
+                        "tolerations), `spec.schedulingGates` (only removals)")
+
+
+def updated_object(current: Any, template: Any, subresources: tuple[str, ...] = ()) -> Any:
+    """What the API server stores for an Update of ``current`` with ``template``
+    (upstream's update strategies): labels and annotations are the template's,
+    the spec is the template's, and the status stays (it changes only through
+    the status subresource).  A Pod keeps its spec but for container images,
+    added tolerations and removed scheduling gates; with the ``resize``
+    subresource only its containers' resources change.  Raises ValueError
+    with the API server's message for a pod change it forbids."""
+    if not isinstance(current, Pod):
+        meta = attrs.evolve(current.metadata, labels=dict(template.metadata.labels),
+                            annotations=dict(template.metadata.annotations))
+        if "spec" in attrs.fields_dict(type(current)):
+            return attrs.evolve(current, metadata=meta, spec=template.spec)
+        return attrs.evolve(template, metadata=meta)
+    old, new = current.spec, template.spec
+    if [c.name for c in new.containers] != [c.name for c in old.containers] \
+            or [c.name for c in new.init_containers] != [c.name for c in old.init_containers]:
+        raise ValueError(POD_UPDATE_FORBIDDEN)
+    if "resize" in subresources:
+        resized = tuple(attrs.evolve(c, resources=n.resources) for c, n in zip(old.containers, new.containers))
+        return attrs.evolve(current, spec=attrs.evolve(old, containers=resized))
+    same = (new.node_selector == old.node_selector and new.affinity == old.affinity
+            and new.topology_spread_constraints == old.topology_spread_constraints and new.volumes == old.volumes
+            and new.resource_claims == old.resource_claims
+            and all(n.resources == c.resources for c, n in zip(old.containers + old.init_containers,
+                                                                new.containers + new.init_containers))
+            and new.node_name in ("", old.node_name)
+            and set(old.tolerations) <= set(new.tolerations)
+            and set(new.scheduling_gates) <= set(old.scheduling_gates))
+    if not same:
+        raise ValueError(POD_UPDATE_FORBIDDEN)
+    spec = attrs.evolve(
+        old,
+        containers=tuple(attrs.evolve(c, image=n.image) for c, n in zip(old.containers, new.containers)),
+        init_containers=tuple(attrs.evolve(c, image=n.image) for c, n in zip(old.init_containers,
+                                                                             new.init_containers)),
+        tolerations=new.tolerations, scheduling_gates=new.scheduling_gates)
+    meta = attrs.evolve(current.metadata, labels=dict(template.metadata.labels),
+                        annotations=dict(template.metadata.annotations))
+    return attrs.evolve(current, metadata=meta, spec=spec)
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -247,6 +325,7 @@ class _Background:
     cancelled: bool = False
     finished: bool = False
     timer: Any = None
+    error: Exception | None = None
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -260,12 +339,14 @@ class WorkloadExecutor:
     ``registry`` gives the plugins (default: entry-point discovery);
     ``progress`` is called with a one-line status now and then (seconds
     apart, never in a tight loop); ``seed`` fixes generated names and
-    tie-breaking.  :meth:`check` raises :class:`Unsupported` or
+    tie-breaking; ``clock`` is the wall clock unless given (a FakeClock makes
+    waits, backoffs and paced ops jump instead of sleep: for tests; the
+    throughput it measures is then meaningless).  :meth:`check` raises :class:`Unsupported` or
     :class:`PerfConfigError`; :meth:`run` fills ``data_items``, ``samples``
     (pods/s), ``measured_pods`` and ``notes``, and raises :class:`WorkloadFailed`."""
 
     def __init__(self, case: TestCase, workload: Workload, registry: Registry | None = None,
-                 progress: Callable[[str], None] | None = None, seed: int = 0):
+                 progress: Callable[[str], None] | None = None, seed: int = 0, clock: Clock | None = None):
         self.case = case
         self.workload = workload
         self.registry = registry
@@ -280,7 +361,8 @@ class WorkloadExecutor:
         self.measured_pods = 0
         self.notes: list[str] = []
         # runtime state
-        self.clock = RealClock()
+        self.clock = clock or RealClock()
+        self._never = threading.Event()  # an idle wait has nothing to be woken by but time
         self.cluster: MemoryCluster | None = None
         self.scheduler: Scheduler | None = None
         self.controllers: ControllerManager | None = None
@@ -339,10 +421,7 @@ class WorkloadExecutor:
     def _check_op(self, op: Op, fields: dict[str, Any], preemption: bool) -> None:
         code = op.opcode
         if code == "createNodes":
-            for key in ("labelNodePrepareStrategy", "uniqueNodeLabelStrategy"):
-                if key in fields:
-                    raise Unsupported(f"unsupported op: createNodes with {key} (node label strategies "
-                                      "are not implemented)")
+            node_label_strategy(fields, self._rng)
             node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
             self._node_source(op, fields).document(0, max(fields.get("count", 0), 1))
         elif code == "createPods":
@@ -379,12 +458,24 @@ class WorkloadExecutor:
 
     def _check_pod(self, code: str, doc: dict[str, Any], pod: Pod, preemption: bool) -> None:
         """Pods kubesched's profiles cannot schedule as upstream would: claims without
-        DynamicResources, priorities (preemption) without DefaultPreemption."""
+        DynamicResources, pod (anti-)affinity without InterPodAffinity, spread
+        constraints without PodTopologySpread, priorities (preemption) without
+        DefaultPreemption."""
         spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
                                                   for fw in self.scheduler.profiles.values()):
             raise Unsupported(f"unsupported op: {code} of pods with resourceClaims (the DynamicResources "
                               "plugin is not enabled)")
+        affinity = pod.spec.affinity
+        constraints = {
+            "InterPodAffinity": "pod affinity" if affinity is not None and (
+                affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None) else "",
+            "PodTopologySpread": "topologySpreadConstraints" if pod.spec.topology_spread_constraints else "",
+        }
+        for plugin, what in constraints.items():
+            if what and not all(plugin in fw.plugins for fw in self.scheduler.profiles.values()):
+                raise Unsupported(f"unsupported op: {code} of pods with {what} (the {plugin} plugin that "
+                                  "enforces it is not enabled, so the result would not be kube-scheduler's)")
         priority = pod.spec.priority or 0
         if not preemption and (priority > 0 or pod.spec.priority_class_name):
             raise Unsupported(f"unsupported op: {code} of pods with priority {priority} (they exercise "
@@ -461,7 +552,7 @@ class WorkloadExecutor:
         def step() -> bool:
             return controllers.step() | schedule()
 
-        now_fn = time.time
+        now_fn = self.clock.now
         if deadline is None and not until_time:
             deadline = now_fn() + WAIT_TIMEOUT
         while not done():
@@ -500,10 +591,10 @@ class WorkloadExecutor:
                 raise WorkloadFailed(f"timed out after {WAIT_TIMEOUT:g}s waiting for {what}")
             pause = min(wake) - now
             if pause > 0:
-                time.sleep(pause)
+                clock.wait(pause, self._never)
 
     def _report(self, now: float | None = None, force: bool = False) -> None:
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
         self._last_progress = now
         if self.progress is None:
             return
@@ -535,7 +626,7 @@ class WorkloadExecutor:
         self._counter = self.tracker.counter(namespaces, selector)
         counter = self._counter
         gc.collect()  # as upstream: clean up after the setup phase before measuring
-        self._collector = ThroughputCollector(lambda: counter.value, time.time)
+        self._collector = ThroughputCollector(lambda: counter.value, self.clock.now)
         self._collector.start()
 
     def _finish_collecting(self) -> None:
@@ -562,6 +653,7 @@ class WorkloadExecutor:
         count = fields.get("count", 0)
         source = self._node_source(op, fields)
         strategy = node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
+        extra_labels = node_label_strategy(fields, self._rng)
         create = self.cluster.create
         for index in range(count):
             node: Node = source.object(index, count)
@@ -569,6 +661,8 @@ class WorkloadExecutor:
             name = meta.name or self._node_name(meta.generate_name)
             labels = dict(meta.labels)
             labels["kubernetes.io/hostname"] = name
+            if extra_labels is not None:
+                labels.update(extra_labels(index))
             node = attrs.evolve(node, metadata=attrs.evolve(meta, name=name, generate_name=meta.generate_name,
                                                             labels=labels))
             try:
@@ -682,7 +776,7 @@ class WorkloadExecutor:
         if collect:
             self._start_collecting([namespace], None)
         batch = {"start": 0, "created": count}
-        end = time.time() + duration
+        end = self.clock.now() + duration
 
         def refill() -> None:
             if count and counter.value - batch["start"] >= count:
@@ -696,7 +790,7 @@ class WorkloadExecutor:
                 batch["created"] += count
 
         try:
-            self._loop(lambda: time.time() >= end, f"the steady state of namespace {namespace}",
+            self._loop(lambda: self.clock.now() >= end, f"the steady state of namespace {namespace}",
                        deadline=end, on_step=refill, until_time=True)
         finally:
             self.tracker.release(counter)
@@ -747,23 +841,13 @@ class WorkloadExecutor:
                 raise WorkloadFailed(f"unknown namespace {namespace}")
         selector = fields.get("labelSelector")
         attempted = fields.get("stageRequirement", "Scheduled") == "Attempted"
-        tracker = self.tracker
+        source = self.tracker.selected(selector) if selector else self.tracker
+        counts = source.attempted if attempted else source.scheduled
         for namespace in namespaces:
             want = self.namespaces[namespace]
-            if selector:
-                last = {"at": 0.0, "ok": False}
 
-                def done(ns=namespace, want=want, last=last) -> bool:
-                    now = time.time()
-                    if now - last["at"] >= 0.05:
-                        last["at"] = now
-                        last["ok"] = tracker.count(ns, selector, attempted) >= want
-                    return last["ok"]
-            else:
-                counts = tracker.attempted if attempted else tracker.scheduled
-
-                def done(ns=namespace, want=want, counts=counts) -> bool:
-                    return counts[ns] >= want
+            def done(ns=namespace, want=want) -> bool:
+                return counts[ns] >= want
             stage = "attempted" if attempted else "scheduled"
             try:
                 self._loop(done, f"{want} pods in namespace {namespace} to be {stage}")
@@ -777,8 +861,8 @@ class WorkloadExecutor:
                 self.namespaces.clear()
 
     def _op_sleep(self, op: Op, fields: dict[str, Any]) -> None:
-        end = time.time() + fields.get("duration", 0.0)
-        self._loop(lambda: time.time() >= end, "sleep", deadline=end, until_time=True)
+        end = self.clock.now() + fields.get("duration", 0.0)
+        self._loop(lambda: self.clock.now() >= end, "sleep", deadline=end, until_time=True)
 
     def _op_deletePods(self, op: Op, fields: dict[str, Any]) -> None:
         namespace = fields["namespace"]
@@ -793,34 +877,85 @@ class WorkloadExecutor:
             except NotFound:
                 pass
 
+        task = self._paced("deletePods", len(pods), rate, lambda index: delete(pods[index]))
+        if not fields.get("skipWaitToCompletion"):
+            self._wait_for(task, f"{len(pods)} pods of namespace {namespace} to be deleted")
+
+    def _paced(self, name: str, count: int, rate: int, action: Callable[[int], None]) -> _Background:
+        """Call ``action(0..count-1)``: all at once when ``rate`` (per second) is
+        0, else one every ``1/rate`` seconds on the clock (upstream's ticker, so
+        the first after one interval).  A :class:`WorkloadFailed` from
+        ``action`` ends the chain and is kept in the task's ``error``."""
+        task = _Background(name)
         if rate <= 0:
-            for pod in pods:
-                delete(pod)
-            return
-        task = _Background("deletePods")
+            for index in range(count):
+                action(index)
+            task.finished = True
+            return task
         self._background.append(task)
         interval = 1.0 / rate
-        remaining = iter(pods)
         start = self.clock.now()
         position = {"n": 0}
 
         def fire() -> None:
             if task.cancelled:
                 return
-            pod = next(remaining, None)
-            if pod is None:
+            if position["n"] >= count:
                 task.finished = True
                 return
-            delete(pod)
+            try:
+                action(position["n"])
+            except WorkloadFailed as err:
+                task.error = err
+                task.finished = True
+                return
             position["n"] += 1
             task.timer = self.clock.call_at(start + interval * (position["n"] + 1), fire)
 
-        if not pods:
+        if count == 0:
             task.finished = True
         else:
             task.timer = self.clock.call_at(start + interval, fire)
-        if not fields.get("skipWaitToCompletion"):
-            self._loop(lambda: task.finished, f"{len(pods)} pods of namespace {namespace} to be deleted")
+        return task
+
+    def _wait_for(self, task: _Background, what: str) -> None:
+        """Drive the scheduler until ``task`` finished; re-raise its error."""
+        self._loop(lambda: task.finished, what)
+        if task.error is not None:
+            raise task.error
+
+    def _op_updateAny(self, op: Op, fields: dict[str, Any]) -> None:
+        count = fields.get("count", 1)
+        source = ObjectSource(self.case.path(fields["templatePath"]), None)
+        namespace = fields.get("namespace") or ""
+        subresources = tuple(fields.get("subresources") or ())
+        cluster = self.cluster
+
+        def update(index: int) -> None:
+            template = source.object(index, count)
+            resource = resource_of(template)
+            if bool(namespace) != resource.namespaced:
+                raise WorkloadFailed(f"{source.where}: {resource.kind} is "
+                                     f"{'namespaced' if resource.namespaced else 'cluster-scoped'}, "
+                                     f"but the op's namespace is {namespace!r}")
+            name = template.metadata.name
+            try:
+                current = cluster.get(resource.kind, name, namespace)
+                spec_updated = updated_object(current, template, subresources)
+                cluster.update(spec_updated)
+                if attrs.has(type(template)) and "status" in attrs.fields_dict(type(template)):
+                    cluster.update_status(attrs.evolve(cluster.get(resource.kind, name, namespace),
+                                                       status=template.status))
+            except (ApiError, ValueError) as err:
+                raise WorkloadFailed(f"{source.where}: updating {resource.kind} {name}: {err}") from None
+
+        task = self._paced("updateAny", count, fields.get("updatePerSecond", 0), update)
+        self._wait_for(task, f"{count} updates from {source.where}")
+
+    def _op_createPodSets(self, op: Op, fields: dict[str, Any]) -> None:
+        nested: dict[str, Any] = fields["createPodsOp"]
+        for index in range(fields.get("count", 0)):
+            self._op_createPods(op, {**nested, "namespace": f"{fields.get('namespacePrefix', '')}-{index}"})
 
     def _op_churn(self, op: Op, fields: dict[str, Any]) -> None:
         namespace = fields.get("namespace") or f"namespace-{op.index}"

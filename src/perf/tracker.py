@@ -7,7 +7,9 @@ namespace it keeps how many pods exist, how many are scheduled (have
 ``PodScheduled`` condition: unschedulable, or held by a scheduling gate).
 A :class:`ScheduledCounter` counts every pod of some namespaces (and labels)
 that becomes scheduled, including ones deleted later: the throughput
-collector's input.
+collector's input.  :class:`SelectedCounts` keeps the scheduled and attempted
+counts of the pods matching one label selector (a barrier's
+``labelSelector``), also exact at every write.
 """
 
 from __future__ import annotations
@@ -49,13 +51,24 @@ class ScheduledCounter:
         self.value = 0
 
 
+class SelectedCounts:
+    """Per-namespace ``scheduled`` and ``attempted`` counts of the existing
+    pods whose labels match ``selector`` (``{key: value}``)."""
+
+    __slots__ = ("selector", "scheduled", "attempted")
+
+    def __init__(self, selector: dict[str, str]):
+        self.selector = dict(selector)
+        self.scheduled: collections.Counter[str] = collections.Counter()
+        self.attempted: collections.Counter[str] = collections.Counter()
+
+
 class PodTracker:
     """Per-namespace pod counts, kept current by a watch on ``cluster``.
 
     ``existing[ns]``, ``scheduled[ns]`` and ``attempted[ns]`` are current
     counts; :meth:`counter` makes a :class:`ScheduledCounter`;
-    :meth:`count` counts with a label selector (a scan, for barriers with
-    ``labelSelector``)."""
+    :meth:`selected` the :class:`SelectedCounts` of a label selector."""
 
     def __init__(self, cluster: ClusterClient):
         self.existing: collections.Counter[str] = collections.Counter()
@@ -63,6 +76,7 @@ class PodTracker:
         self.attempted: collections.Counter[str] = collections.Counter()
         self._pods: dict[str, tuple[int, Pod]] = {}
         self._counters: list[ScheduledCounter] = []
+        self._selected: dict[tuple[tuple[str, str], ...], SelectedCounts] = {}
         listed = cluster.list("Pod")
         for pod in listed.items:
             self._apply(pod.key, pod, _flags(pod))
@@ -83,15 +97,18 @@ class PodTracker:
         if counter in self._counters:
             self._counters.remove(counter)
 
-    def count(self, namespace: str, selector: dict[str, str] | None = None, attempted: bool = False) -> int:
-        """Scheduled (or, with ``attempted``, attempted) pods in ``namespace`` matching ``selector``."""
-        if not selector:
-            return (self.attempted if attempted else self.scheduled)[namespace]
-        bit = _ATTEMPTED if attempted else _SCHEDULED
-        return sum(
-            1 for flags, pod in self._pods.values()
-            if flags & bit and pod.metadata.namespace == namespace and labels_match(pod.metadata.labels, selector)
-        )
+    def selected(self, selector: dict[str, str]) -> SelectedCounts:
+        """The counts of the pods matching ``selector``, kept current from now on
+        (one scan of the known pods the first time a selector is asked for)."""
+        key = tuple(sorted(selector.items()))
+        counts = self._selected.get(key)
+        if counts is None:
+            counts = self._selected[key] = SelectedCounts(selector)
+            for flags, pod in self._pods.values():
+                if labels_match(pod.metadata.labels, counts.selector):
+                    counts.scheduled[pod.metadata.namespace] += bool(flags & _SCHEDULED)
+                    counts.attempted[pod.metadata.namespace] += bool(flags & _ATTEMPTED)
+        return counts
 
     def pending_pod(self, namespace: str) -> Pod | None:
         """Some pod of ``namespace`` that is not scheduled (for error messages)."""
@@ -130,3 +147,9 @@ class PodTracker:
                         counter.value += 1
         if changed & _ATTEMPTED:
             self.attempted[namespace] += 1 if flags & _ATTEMPTED else -1
+        for counts in self._selected.values():
+            if labels_match(pod.metadata.labels, counts.selector):
+                if changed & _SCHEDULED:
+                    counts.scheduled[namespace] += 1 if flags & _SCHEDULED else -1
+                if changed & _ATTEMPTED:
+                    counts.attempted[namespace] += 1 if flags & _ATTEMPTED else -1

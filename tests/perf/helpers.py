@@ -33,13 +33,16 @@ def basic_case(**overrides) -> dict:
     return case
 
 
-def executor_for(path: Path, test: str, workload: str):
-    """A WorkloadExecutor that ran ``workload`` of test case ``test`` in the config ``path``."""
+def executor_for(path: Path, test: str, workload: str, fake_clock: bool = False):
+    """A WorkloadExecutor that ran ``workload`` of test case ``test`` in the config
+    ``path`` (on a FakeClock starting at 1e9 s with ``fake_clock``: backoffs and
+    paced ops jump instead of sleeping)."""
+    from kubesched.core.clock import FakeClock
     from kubesched.perf.config import load_test_cases
     from kubesched.perf.ops import WorkloadExecutor
 
     case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload))
+    executor = WorkloadExecutor(case, case.workload(workload), clock=FakeClock(1e9) if fake_clock else None)
     executor.check()
     executor.run()
     return executor

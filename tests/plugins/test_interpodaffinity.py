@@ -122,6 +122,15 @@ def test_a_self_affine_pod_that_does_not_match_itself_stays_pending():
     assert REASON_AFFINITY in failure(sim)
 
 
+def test_a_pending_pod_is_retried_when_the_pod_its_affinity_wants_is_bound():
+    sim = simulate([node("n1"), node("n2"),
+                    pod("web", cpu="100m", labels=WEB, affinity=affinity(required=[term(DB)]))])
+    assert not sim.pod("web").spec.node_name
+    sim.create([pod("db", cpu="100m", labels=DB)])
+    sim.run()
+    assert sim.pod("web").spec.node_name == sim.pod("db").spec.node_name != ""
+
+
 def test_terms_select_the_pods_own_namespace_unless_told_otherwise():
     plugin = make(InterPodAffinity)
     other_ns = on(pod("db", labels=DB, namespace="other"), "a1")

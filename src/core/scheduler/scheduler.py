@@ -282,11 +282,12 @@ class Scheduler:
             if old.spec.node_name:
                 self.cache.update_pod(old, new)
                 action = assigned_pod_update_action(old, new)
+                if action:
+                    self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
             else:
+                # a binding landed: upstream's AssignedPodAdd, which has no old object
                 self.cache.add_pod(new)
-                action = ActionType.ADD
-            if action:
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, new)
         elif self.responsible_for(new):
             if new.terminal:
                 self.queue.delete(new)
