@@ -117,6 +117,15 @@ class LabelSelector:
         return True
 
 
+def selector_key(selector: LabelSelector | None) -> str:
+    """A canonical text of ``selector`` (equal selectors, equal keys; None is
+    ``"nil"``), for caches keyed by selector."""
+    if selector is None:
+        return "nil"
+    return repr((sorted(selector.match_labels.items()),
+                 sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions)))
+
+
 def namespaced_name(meta: ObjectMeta) -> str:
     """``namespace/name``, or ``name`` for cluster-scoped objects."""
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name

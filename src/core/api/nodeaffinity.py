@@ -81,6 +81,11 @@ class RequiredNodeAffinity:
         node_affinity = affinity.node_affinity if affinity else None
         self.required = node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
 
+    @property
+    def is_empty(self) -> bool:
+        """No nodeSelector and no required node affinity: every node matches."""
+        return not self.node_selector and self.required is None
+
     def matches(self, node: Node) -> bool:
         labels = node.metadata.labels
         for key, value in self.node_selector.items():

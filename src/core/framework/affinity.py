@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from attrs import frozen
+from attrs import field, frozen
 
 from kubesched.core.api.core_v1 import Pod, PodAffinityTerm, WeightedPodAffinityTerm
-from kubesched.core.api.meta import LabelSelector
+from kubesched.core.api.meta import LabelSelector, selector_key
 
 
 def _empty(selector: LabelSelector) -> bool:
@@ -26,12 +26,18 @@ def _empty(selector: LabelSelector) -> bool:
 @frozen
 class AffinityTerm:
     """One term, ready to match pods.  ``selector``/``namespace_selector``: None
-    selects nothing."""
+    selects nothing; ``key`` is a canonical text of the term."""
 
     topology_key: str
     selector: LabelSelector | None
     namespaces: frozenset[str]
     namespace_selector: LabelSelector | None
+    #: a canonical text of the term (equal terms, equal keys), for caches
+    key: str = field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "key", repr((self.topology_key, selector_key(self.selector), sorted(self.namespaces),
+                                              selector_key(self.namespace_selector))))
 
     @classmethod
     def of(cls, owner: Pod, term: PodAffinityTerm) -> "AffinityTerm":

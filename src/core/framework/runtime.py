@@ -550,7 +550,7 @@ class Framework:
             normalize = self.normalize.get(name)
             if normalize is not None:
                 if names is None:
-                    names = [info.name for info in nodes]
+                    names = table.names[rows].tolist()
                 status = normalize(state, pod, names, scores)
                 if status is not None and not status.is_success():
                     raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))

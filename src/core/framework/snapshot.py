@@ -14,6 +14,9 @@ import numpy as np
 
 from .nodeinfo import NodeInfo
 
+#: How many evictable columns (per label selector, say) a NodeTable keeps.
+MAX_EVICTABLE_COLUMNS = 64
+
 
 class NodeTable:
     """Columns of per-node values, row ``i`` = ``snapshot.nodes[i]``.
@@ -21,24 +24,71 @@ class NodeTable:
     A column is defined by a key and an extractor ``NodeInfo -> value``; it is
     computed on first use and then kept current row by row as nodes change.
     :meth:`allocatable` and :meth:`requested` give resource columns (int64,
-    scheduler units); :meth:`pod_count` the number of pods per node.
+    scheduler units); :meth:`pod_count` the number of pods per node;
+    :meth:`domain_ids` each node's topology domain for a label key.
+    Columns asked for as ``evictable`` (one per label selector, say) are
+    dropped oldest first beyond :data:`MAX_EVICTABLE_COLUMNS`.
     """
 
     def __init__(self, infos: list[NodeInfo]):
         self.infos = infos
+        #: the node names, row by row (an object array: ``names[rows]`` picks many at once)
+        self.names = np.array([info.name for info in infos], dtype=object)
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
+        self._evictable: dict[str, None] = {}
+        self._domains: dict[str, dict[str, int]] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
 
-    def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64) -> np.ndarray:
+    def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64,
+               evictable: bool = False) -> np.ndarray:
         """The column ``key``, built with ``extract`` the first time it is asked for."""
         entry = self._columns.get(key)
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
+            if evictable:
+                self._evictable[key] = None
+                if len(self._evictable) > MAX_EVICTABLE_COLUMNS:
+                    oldest = next(iter(self._evictable))
+                    del self._evictable[oldest]
+                    del self._columns[oldest]
             return values
         return entry[1]
+
+    def rows_with_required_anti_affinity(self) -> np.ndarray:
+        """The rows whose node holds a pod with required anti-affinity (upstream
+        ``HavePodsWithRequiredAntiAffinityList``), from a column kept current."""
+        return np.flatnonzero(self.column("pods-with-required-anti-affinity",
+                                          lambda info: bool(info.pods_with_required_anti_affinity), dtype=bool))
+
+    def domain_ids(self, key: str) -> np.ndarray:
+        """Per row, the id of the node's value of label ``key`` (its topology
+        domain for that key), -1 for a node without the label.  Ids are
+        stable for the table's life; :meth:`domain_id` maps a value to its id
+        and :meth:`domain_count` bounds them."""
+        ids = self._domains.setdefault(key, {})
+
+        def extract(info: NodeInfo) -> int:
+            value = info.node.metadata.labels.get(key)
+            if value is None:
+                return -1
+            return ids.setdefault(value, len(ids))
+
+        return self.column("domain/" + key, extract, dtype=np.int32)
+
+    def domain_id(self, key: str, value: str) -> int:
+        """The id of ``value`` of label ``key`` (-1 if no node had it)."""
+        return self._domains.get(key, {}).get(value, -1)
+
+    def domain_values(self, key: str) -> list[str]:
+        """The values of label ``key``, indexed by domain id."""
+        return list(self._domains.get(key, ()))
+
+    def domain_count(self, key: str) -> int:
+        """How many distinct values of label ``key`` the nodes had."""
+        return len(self._domains.get(key, ()))
 
     def allocatable(self, resource: str) -> np.ndarray:
         return self.column(f"allocatable/{resource}", lambda info: info.allocatable.get(resource, 0))

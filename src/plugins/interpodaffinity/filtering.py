@@ -1,41 +1,40 @@
 """InterPodAffinity's PreFilter state and Filter verdicts (upstream interpodaffinity/filtering.go).
 
-Counts are kept per topology pair ``(topology key, value)``:
+Counts are kept per topology domain: for each topology key an int64 array
+indexed by the NodeTable's domain ids of that key (upstream keeps a map per
+``(key, value)`` pair):
 
 - ``existing_anti``: existing pods whose required anti-affinity terms select
-  the incoming pod, per pair of their node (symmetry);
+  the incoming pod, per domain of their node (symmetry);
 - ``affinity``: existing pods matching *all* the incoming pod's required
-  affinity terms, per pair of each term's key;
+  affinity terms, per domain of each term's key;
 - ``anti``: existing pods matching each of the incoming pod's required
-  anti-affinity terms, per pair of that term's key.
+  anti-affinity terms, per domain of that term's key.
+
+The per-node numbers come from NodeTable columns (pods matching a term, per
+node) that the snapshot keeps current, so PreFilter sums columns per domain
+instead of walking every pod, and the batch Filter judges every node with a
+few array lookups.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Iterable
+
+import numpy as np
 
 from kubesched.core.api.core_v1 import Node, Pod
 from kubesched.core.framework.affinity import AffinityTerm
 from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
+from kubesched.core.framework.snapshot import NodeTable
 
+NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
-Pair = tuple[str, str]
-
-
-def _add(counts: Counter, node: Node, key: str, delta: int) -> None:
-    value = node.metadata.labels.get(key)
-    if value is None:
-        return
-    pair = (key, value)
-    total = counts[pair] + delta
-    if total:
-        counts[pair] = total
-    else:
-        del counts[pair]
+#: topology key -> matching pods per domain id of that key
+DomainCounts = dict[str, np.ndarray]
 
 
 def matches_all(terms: Iterable[AffinityTerm], pod: Pod) -> bool:
@@ -44,91 +43,177 @@ def matches_all(terms: Iterable[AffinityTerm], pod: Pod) -> bool:
     return bool(terms) and all(term.matches(pod, None) for term in terms)
 
 
-class PreFilterState:
-    """What PreFilter computed for one incoming pod (cloneable for dry runs)."""
+def anti_terms(node_info: NodeInfo) -> dict[str, AffinityTerm]:
+    """The distinct required anti-affinity terms of the node's pods, by key."""
+    return {term.key: term for info in node_info.pods_with_required_anti_affinity
+            for term in info.affinity_terms.required_anti_affinity}
 
-    __slots__ = ("pod", "required_affinity", "required_anti", "namespace_labels", "existing_anti", "affinity", "anti")
+
+def _sum_domains(counts: DomainCounts, table: NodeTable, key: str, per_row: np.ndarray) -> None:
+    """Add ``per_row`` (a count per NodeTable row) to ``counts[key]`` per domain of ``key``."""
+    ids = table.domain_ids(key)
+    keyed = ids >= 0
+    sums = np.bincount(ids[keyed], weights=per_row[keyed], minlength=table.domain_count(key)).astype(np.int64)
+    if key in counts:
+        counts[key] = counts[key] + sums
+    else:
+        counts[key] = sums
+
+
+def _positive(counts: DomainCounts, key: str, ids: np.ndarray) -> np.ndarray:
+    """Per entry of ``ids`` (domain ids of ``key``, -1 for none), whether its domain has a positive count."""
+    per_domain = counts.get(key)
+    if per_domain is None:
+        return np.zeros(len(ids), dtype=bool)
+    positive = np.append(per_domain > 0, False)  # the last slot stands for -1
+    return positive[np.minimum(ids, len(per_domain))]
+
+
+class PreFilterState:
+    """What PreFilter computed for one incoming pod (cloneable for dry runs).
+    ``table`` is the NodeTable whose domain ids index the counts."""
+
+    __slots__ = ("pod", "required_affinity", "required_anti", "namespace_labels", "table", "existing_anti",
+                 "affinity", "anti")
 
     def __init__(self, pod: Pod, required_affinity: tuple[AffinityTerm, ...], required_anti: tuple[AffinityTerm, ...],
-                 namespace_labels: dict[str, str]):
+                 namespace_labels: dict[str, str], table: NodeTable):
         self.pod = pod
         self.required_affinity = required_affinity
         self.required_anti = required_anti
         self.namespace_labels = namespace_labels
-        self.existing_anti: Counter = Counter()
-        self.affinity: Counter = Counter()
-        self.anti: Counter = Counter()
+        self.table = table
+        self.existing_anti: DomainCounts = {}
+        self.affinity: DomainCounts = {}
+        self.anti: DomainCounts = {}
 
     def clone(self) -> "PreFilterState":
-        copy = PreFilterState(self.pod, self.required_affinity, self.required_anti, self.namespace_labels)
-        copy.existing_anti = Counter(self.existing_anti)
-        copy.affinity = Counter(self.affinity)
-        copy.anti = Counter(self.anti)
+        copy = PreFilterState(self.pod, self.required_affinity, self.required_anti, self.namespace_labels, self.table)
+        copy.existing_anti = {key: counts.copy() for key, counts in self.existing_anti.items()}
+        copy.affinity = {key: counts.copy() for key, counts in self.affinity.items()}
+        copy.anti = {key: counts.copy() for key, counts in self.anti.items()}
         return copy
 
-    def count_existing_anti(self, nodes: Iterable[NodeInfo]) -> None:
-        """Existing pods' required anti-affinity against the incoming pod."""
-        for node_info in nodes:
-            for info in node_info.pods_with_required_anti_affinity:
-                self._existing(info, node_info.node, 1)
+    # --- counting ---------------------------------------------------------------------------
 
-    def count_incoming(self, nodes: Iterable[NodeInfo]) -> None:
-        """The incoming pod's required terms against every existing pod."""
-        if not self.required_affinity and not self.required_anti:
-            return
-        for node_info in nodes:
-            node = node_info.node
-            for info in node_info.pods:
-                self._incoming(info.pod, node, 1)
+    def count_existing_anti(self, terms_per_row: np.ndarray, rows: np.ndarray) -> None:
+        """Existing pods' required anti-affinity against the incoming pod:
+        ``terms_per_row`` holds each row's :func:`anti_terms`; ``rows`` are the
+        rows with any.  Each distinct term is matched once, its pods counted
+        from a per-node column."""
+        distinct: dict[str, AffinityTerm] = {}
+        for row in rows:
+            distinct.update(terms_per_row[row])
+        table = self.table
+        for key, term in distinct.items():
+            if not term.matches(self.pod, self.namespace_labels):
+                continue
+            per_row = table.column(f"{NAME}/existing-anti/{key}", lambda info, key=key: sum(
+                1 for pod_info in info.pods_with_required_anti_affinity
+                for t in pod_info.affinity_terms.required_anti_affinity if t.key == key), evictable=True)
+            _sum_domains(self.existing_anti, table, term.topology_key, per_row)
 
-    def _existing(self, info: PodInfo, node: Node, delta: int) -> None:
-        for term in info.affinity_terms.required_anti_affinity:
-            if term.matches(self.pod, self.namespace_labels):
-                _add(self.existing_anti, node, term.topology_key, delta)
-
-    def _incoming(self, pod: Pod, node: Node, delta: int) -> None:
-        if matches_all(self.required_affinity, pod):
-            for term in self.required_affinity:
-                _add(self.affinity, node, term.topology_key, delta)
+    def count_incoming(self) -> None:
+        """The incoming pod's required terms against every existing pod, from
+        per-node columns of matching pods summed per topology domain."""
+        table = self.table
+        if self.required_affinity:
+            terms = self.required_affinity
+            matching = table.column(f"{NAME}/all/" + repr(sorted(t.key for t in terms)),
+                                    lambda info: sum(1 for p in info.pods if matches_all(terms, p.pod)),
+                                    evictable=True)
+            for key in {term.topology_key for term in terms}:
+                _sum_domains(self.affinity, table, key, matching)
         for term in self.required_anti:
-            if term.matches(pod, None):
-                _add(self.anti, node, term.topology_key, delta)
+            matching = table.column(f"{NAME}/term/{term.key}",
+                                    lambda info, term=term: sum(1 for p in info.pods if term.matches(p.pod, None)),
+                                    evictable=True)
+            _sum_domains(self.anti, table, term.topology_key, matching)
 
     def update(self, info: PodInfo, node: Node, delta: int) -> None:
         """``info``'s pod added to (1) or removed from (-1) ``node`` (AddPod/RemovePod)."""
-        self._existing(info, node, delta)
-        self._incoming(info.pod, node, delta)
+        for term in info.affinity_terms.required_anti_affinity:
+            if term.matches(self.pod, self.namespace_labels):
+                self._add(self.existing_anti, node, term.topology_key, delta)
+        pod = info.pod
+        if matches_all(self.required_affinity, pod):
+            for key in {term.topology_key for term in self.required_affinity}:
+                self._add(self.affinity, node, key, delta)
+        for term in self.required_anti:
+            if term.matches(pod, None):
+                self._add(self.anti, node, term.topology_key, delta)
+
+    def _add(self, counts: DomainCounts, node: Node, key: str, delta: int) -> None:
+        value = node.metadata.labels.get(key)
+        if value is None:
+            return
+        domain = self.table.domain_id(key, value)
+        if domain < 0:
+            return  # a node outside the snapshot
+        per_domain = counts.get(key)
+        if per_domain is None:
+            per_domain = counts[key] = np.zeros(self.table.domain_count(key), dtype=np.int64)
+        per_domain[domain] += delta
+
+    # --- verdicts ---------------------------------------------------------------------------
 
     @property
     def empty(self) -> bool:
         """Nothing to check: no existing anti-affinity applies and the pod has no required terms."""
-        return not self.existing_anti and not self.required_affinity and not self.required_anti
+        return not self.required_affinity and not self.required_anti and not _any(self.existing_anti)
+
+    def _count(self, counts: DomainCounts, key: str, labels: dict[str, str]) -> int:
+        per_domain = counts.get(key)
+        value = labels.get(key)
+        if per_domain is None or value is None:
+            return 0
+        domain = self.table.domain_id(key, value)
+        return int(per_domain[domain]) if 0 <= domain < len(per_domain) else 0
 
     def verdict(self, node: Node) -> str | None:
         """The rejection reason for ``node``, in upstream's order, or None."""
         labels = node.metadata.labels
         if self.required_affinity and not self._affinity_holds(labels):
             return REASON_AFFINITY
-        if self.anti:
-            for term in self.required_anti:
-                value = labels.get(term.topology_key)
-                if value is not None and self.anti.get((term.topology_key, value), 0) > 0:
-                    return REASON_ANTI_AFFINITY
-        if self.existing_anti:
-            for pair in labels.items():
-                if self.existing_anti.get(pair, 0) > 0:
-                    return REASON_EXISTING_ANTI_AFFINITY
+        for term in self.required_anti:
+            if self._count(self.anti, term.topology_key, labels) > 0:
+                return REASON_ANTI_AFFINITY
+        for key in self.existing_anti:
+            if self._count(self.existing_anti, key, labels) > 0:
+                return REASON_EXISTING_ANTI_AFFINITY
         return None
 
     def _affinity_holds(self, labels: dict[str, str]) -> bool:
         pods_exist = True
         for term in self.required_affinity:
-            value = labels.get(term.topology_key)
-            if value is None:
+            if term.topology_key not in labels:
                 return False  # every topology key must be on the node
-            if self.affinity.get((term.topology_key, value), 0) <= 0:
+            if self._count(self.affinity, term.topology_key, labels) <= 0:
                 pods_exist = False
         if pods_exist:
             return True
         # the first pod of a group whose affinity selects itself may go anywhere the keys exist
-        return not self.affinity and matches_all(self.required_affinity, self.pod)
+        return not _any(self.affinity) and matches_all(self.required_affinity, self.pod)
+
+    def passes(self, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """:meth:`verdict` is None, for the NodeTable ``rows`` at once (bool
+        array); ``table`` must be the state's own."""
+        passes = np.ones(len(rows), dtype=bool)
+        if self.required_affinity:
+            keyed = np.ones(len(rows), dtype=bool)
+            pods_exist = np.ones(len(rows), dtype=bool)
+            for term in self.required_affinity:
+                ids = table.domain_ids(term.topology_key)[rows]
+                keyed &= ids >= 0
+                pods_exist &= _positive(self.affinity, term.topology_key, ids)
+            first_pod = not _any(self.affinity) and matches_all(self.required_affinity, self.pod)
+            passes &= keyed & (pods_exist | first_pod)
+        for term in self.required_anti:
+            passes &= ~_positive(self.anti, term.topology_key, table.domain_ids(term.topology_key)[rows])
+        for key in self.existing_anti:
+            passes &= ~_positive(self.existing_anti, key, table.domain_ids(key)[rows])
+        return passes
+
+
+def _any(counts: DomainCounts) -> bool:
+    return any(bool((per_domain > 0).any()) for per_domain in counts.values())

@@ -32,6 +32,7 @@ from attrs import frozen
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.affinity import AffinityTerms, WeightedAffinityTerm
 from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
@@ -42,12 +43,21 @@ from kubesched.core.framework.types import (
     QueueingHint,
 )
 
-from .filtering import REASON_AFFINITY, PreFilterState
+from .filtering import NAME, REASON_AFFINITY, PreFilterState, anti_terms
 from .scoring import ScoreMap, node_score, normalize
 
-NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
+
+
+def _has_scoring_terms(node_info) -> bool:
+    """The node holds a pod with required affinity or preferred terms (what
+    existing pods add to an incoming pod's score)."""
+    for info in node_info.pods_with_affinity:
+        terms = info.affinity_terms
+        if terms.required_affinity or terms.preferred_affinity or terms.preferred_anti_affinity:
+            return True
+    return False
 
 
 @frozen
@@ -98,10 +108,13 @@ class InterPodAffinity:
     @hookimpl
     def pre_filter(self, state, pod, nodes):
         terms = AffinityTerms.of(pod)
+        snapshot = self.handle.snapshot if self.handle is not None else None
+        table = snapshot.table if snapshot is not None and nodes is snapshot.nodes else NodeTable(list(nodes))
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
-                             self._namespace_labels(pod.metadata.namespace))
-        pre.count_existing_anti(n for n in nodes if n.pods_with_required_anti_affinity)
-        pre.count_incoming(nodes)
+                             self._namespace_labels(pod.metadata.namespace), table)
+        pre.count_existing_anti(table.column(f"{NAME}/anti-terms", anti_terms, dtype=object),
+                                table.rows_with_required_anti_affinity())
+        pre.count_incoming()
         if pre.empty:
             return Status.skip()
         state.write(PRE_FILTER_KEY, pre)
@@ -144,8 +157,11 @@ class InterPodAffinity:
         pre = self._state(state, pod)
         if pre is None:
             return np.ones(len(rows), dtype=bool)
-        infos = table.infos
-        return np.fromiter((pre.verdict(infos[r].node) is None for r in rows), dtype=bool, count=len(rows))
+        rows = np.asarray(rows, dtype=np.intp)
+        if table is not pre.table:  # another table's domain ids: judge node by node
+            infos = table.infos
+            return np.fromiter((pre.verdict(infos[r].node) is None for r in rows), dtype=bool, count=len(rows))
+        return pre.passes(table, rows)
 
     # --- PreScore / Score ----------------------------------------------------------------
 
@@ -157,7 +173,14 @@ class InterPodAffinity:
         has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
-        all_nodes = self.handle.snapshot.nodes if self.handle is not None else nodes
+        snapshot = self.handle.snapshot if self.handle is not None else None
+        if snapshot is None:
+            all_nodes = nodes
+        elif has_preferred:
+            all_nodes = snapshot.nodes
+        else:  # only existing pods' affinity and preferred terms can score
+            scoring = snapshot.table.column(f"{NAME}/pods-with-scoring-terms", _has_scoring_terms, dtype=bool)
+            all_nodes = [snapshot.nodes[row] for row in np.flatnonzero(scoring)]
         preferred_affinity = self._resolved_weighted(terms.preferred_affinity)
         preferred_anti = self._resolved_weighted(terms.preferred_anti_affinity)
         namespace_labels = self._namespace_labels(pod.metadata.namespace)

@@ -15,7 +15,7 @@ from typing import Iterable
 from attrs import frozen
 
 from kubesched.core.api.core_v1 import Node, Pod, TopologySpreadConstraint
-from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement
+from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement, selector_key
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.core.api.taints import find_untolerated_taint, is_hard
 from kubesched.core.framework.nodeinfo import NodeInfo
@@ -48,12 +48,6 @@ class Constraint:
         if self.honor_node_taints and find_untolerated_taint(node.spec.taints, pod.spec.tolerations, is_hard):
             return False
         return True
-
-
-def selector_key(selector: LabelSelector) -> str:
-    """A canonical text of ``selector`` (equal selectors, equal keys)."""
-    return repr((sorted(selector.match_labels.items()),
-                 sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions)))
 
 
 def _with_match_label_keys(selector: LabelSelector, keys: Iterable[str], labels: dict[str, str]) -> LabelSelector:

@@ -20,8 +20,10 @@ constraints (``defaultingType: System``: hostname maxSkew 3 and zone maxSkew 5,
 ScheduleAnyway) with the selector of the Services, ReplicationControllers,
 ReplicaSets and StatefulSets that select them.
 
-Per-node counts are cached by (selector, namespace) and NodeInfo generation,
-so a cycle only recounts the nodes that changed.
+The per-node matching counts (one NodeTable column per selector and
+namespace) and the topology domains (the table's domain ids per label key)
+are kept current as nodes change, so a cycle judges every node with a few
+numpy operations and recounts only the nodes that changed.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from attrs import frozen
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
+from kubesched.core.api.taints import find_untolerated_taint, is_hard
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo
+from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
@@ -73,8 +77,6 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
     TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME, when_unsatisfiable=SCHEDULE_ANYWAY),
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
 )
-#: Cached per-node counts are dropped when this many (selector, namespace) pairs pile up.
-MAX_CACHED_SELECTORS = 256
 
 
 @frozen
@@ -113,28 +115,40 @@ class PodTopologySpreadArgs:
 
 
 class PreFilterState:
-    """Per DoNotSchedule constraint: matching pods per topology value of the
-    nodes that count, and the smallest such count (upstream ``preFilterState``
-    with its ``TpValueToMatchNum`` and critical paths)."""
+    """Per DoNotSchedule constraint: matching pods per topology domain (an
+    int64 array indexed by the NodeTable's domain ids), which domains count
+    (``present``: they hold a node that passes the inclusion policies), and
+    the smallest count (upstream ``preFilterState`` with its
+    ``TpValueToMatchNum`` and critical paths)."""
 
-    __slots__ = ("constraints", "counts", "minimums", "required")
+    __slots__ = ("constraints", "table", "counts", "present", "minimums", "required")
 
-    def __init__(self, constraints: list[Constraint], counts: list[dict[str, int]], required: RequiredNodeAffinity):
+    def __init__(self, constraints: list[Constraint], table: NodeTable, counts: list[np.ndarray],
+                 present: list[np.ndarray], required: RequiredNodeAffinity):
         self.constraints = constraints
+        self.table = table
         self.counts = counts
+        self.present = present
         self.required = required
-        self.minimums = [min(c.values()) if c else None for c in counts]
+        self.minimums = [self._minimum(index) for index in range(len(constraints))]
+
+    def _minimum(self, index: int) -> int:
+        """The global minimum: 0 while there are fewer domains than ``minDomains`` (or none)."""
+        present = self.present[index]
+        domains = int(np.count_nonzero(present))
+        if domains == 0 or domains < self.constraints[index].min_domains:
+            return 0
+        return int(self.counts[index][present].min())
 
     def clone(self) -> "PreFilterState":
-        return PreFilterState(self.constraints, [dict(c) for c in self.counts], self.required)
+        return PreFilterState(self.constraints, self.table, [c.copy() for c in self.counts],
+                              [p.copy() for p in self.present], self.required)
 
-    def min_match(self, index: int) -> int:
-        """The global minimum for constraint ``index``: 0 while there are fewer
-        domains than ``minDomains`` (or none at all)."""
+    def count_at(self, index: int, value: str) -> int:
+        """Matching pods in the domain ``value`` of constraint ``index``."""
+        domain = self.table.domain_id(self.constraints[index].topology_key, value)
         counts = self.counts[index]
-        if len(counts) < self.constraints[index].min_domains or self.minimums[index] is None:
-            return 0
-        return self.minimums[index]
+        return int(counts[domain]) if 0 <= domain < len(counts) else 0
 
     def update(self, pod, preemptor, node: Node, delta: int) -> None:
         """``pod`` added to (delta 1) or removed from (-1) ``node`` in a dry run."""
@@ -148,23 +162,28 @@ class PreFilterState:
                 continue
             if not constraint.includes(preemptor, node, self.required):
                 continue
-            value = labels[constraint.topology_key]
-            counts = self.counts[index]
-            counts[value] = counts.get(value, 0) + delta
-            self.minimums[index] = min(counts.values())
+            domain = self.table.domain_id(constraint.topology_key, labels[constraint.topology_key])
+            if not 0 <= domain < len(self.counts[index]):
+                continue  # a node outside the snapshot
+            self.counts[index][domain] += delta
+            self.present[index][domain] = True
+            self.minimums[index] = self._minimum(index)
 
 
 class PreScoreState:
     """ScheduleAnyway constraints, the feasible nodes they ignore (missing a
-    key), matching pods per topology value, and each constraint's weight."""
+    key), matching pods per topology domain id (hostname constraints read the
+    per-node count column instead), and each constraint's weight."""
 
-    __slots__ = ("constraints", "ignored", "counts", "weights")
+    __slots__ = ("constraints", "ignored", "counts", "weights", "namespace", "table")
 
-    def __init__(self, constraints, ignored, counts, weights):
+    def __init__(self, constraints, ignored, counts, weights, namespace, table):
         self.constraints = constraints
         self.ignored = ignored
         self.counts = counts
         self.weights = weights
+        self.namespace = namespace
+        self.table = table
 
 
 class PodTopologySpread:
@@ -178,7 +197,6 @@ class PodTopologySpread:
         informers = getattr(handle, "informers", None)
         self._stores = [informers.store(kind) for kind in WORKLOAD_KINDS] if informers is not None and self.defaults \
             else []
-        self._counts: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
 
     # --- constraints ----------------------------------------------------------------------
 
@@ -193,20 +211,53 @@ class PodTopologySpread:
             return []
         return default_constraints(self.defaults, action, selector)
 
-    def _count(self, node_info: NodeInfo, constraint: Constraint, namespace: str) -> int:
-        """Matching pods on the node, recounted only when the NodeInfo changed."""
-        cache = self._counts.get((constraint.key, namespace))
-        if cache is None:
-            if len(self._counts) >= MAX_CACHED_SELECTORS:
-                self._counts.clear()
-            cache = self._counts[(constraint.key, namespace)] = {}
-        name = node_info.name
-        entry = cache.get(name)
-        if entry is not None and entry[0] == node_info.generation:
-            return entry[1]
-        count = count_matching(node_info, constraint.selector, namespace)
-        cache[name] = (node_info.generation, count)
-        return count
+    # --- the node table ---------------------------------------------------------------------
+
+    def _table(self, nodes) -> NodeTable:
+        """The snapshot's table when ``nodes`` are the snapshot's nodes, else a table of ``nodes``."""
+        snapshot = self.handle.snapshot if self.handle is not None else None
+        if snapshot is not None and nodes is snapshot.nodes:
+            return snapshot.table
+        return NodeTable(list(nodes))
+
+    @staticmethod
+    def _matching(table: NodeTable, constraint: Constraint, namespace: str) -> np.ndarray:
+        """Per row, the pods in ``namespace`` that the constraint selects (a column
+        kept current as nodes change)."""
+        selector = constraint.selector
+        return table.column(f"{NAME}/{namespace}/{constraint.key}",
+                            lambda info: count_matching(info, selector, namespace), evictable=True)
+
+    @staticmethod
+    def _keyed(table: NodeTable, constraints: list[Constraint]) -> np.ndarray:
+        """Rows whose node has every constraint's topology key."""
+        keyed = np.ones(len(table), dtype=bool)
+        for constraint in constraints:
+            keyed &= table.domain_ids(constraint.topology_key) >= 0
+        return keyed
+
+    @staticmethod
+    def _included(table: NodeTable, pod, constraints: list[Constraint], required: RequiredNodeAffinity,
+                  keyed: np.ndarray) -> list[np.ndarray]:
+        """Per constraint, the rows that count as its domains: ``keyed`` and
+        passing its node inclusion policies."""
+        infos = table.infos
+        by_affinity = by_taints = None
+        result = []
+        for constraint in constraints:
+            mask = keyed
+            if constraint.honor_node_affinity and not required.is_empty:
+                if by_affinity is None:
+                    by_affinity = np.fromiter((required.matches(i.node) for i in infos), dtype=bool, count=len(infos))
+                mask = mask & by_affinity
+            if constraint.honor_node_taints:
+                if by_taints is None:
+                    tolerations = pod.spec.tolerations
+                    by_taints = np.fromiter((find_untolerated_taint(i.node.spec.taints, tolerations, is_hard) is None
+                                             for i in infos), dtype=bool, count=len(infos))
+                mask = mask & by_taints
+            result.append(mask)
+        return result
 
     # --- PreFilter / Filter -----------------------------------------------------------------
 
@@ -217,19 +268,16 @@ class PodTopologySpread:
             return Status.skip()
         required = RequiredNodeAffinity(pod)
         namespace = pod.metadata.namespace
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        for node_info in nodes:
-            node = node_info.node
-            labels = node.metadata.labels
-            if not has_all_keys(labels, constraints):
-                continue
-            for index, constraint in enumerate(constraints):
-                if not constraint.includes(pod, node, required):
-                    continue
-                value = labels[constraint.topology_key]
-                domain = counts[index]
-                domain[value] = domain.get(value, 0) + self._count(node_info, constraint, namespace)
-        state.write(PRE_FILTER_KEY, PreFilterState(constraints, counts, required))
+        table = self._table(nodes)
+        keyed = self._keyed(table, constraints)
+        counts, present = [], []
+        for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
+            ids = table.domain_ids(constraint.topology_key)[mask]
+            size = table.domain_count(constraint.topology_key)
+            matching = self._matching(table, constraint, namespace)[mask]
+            counts.append(np.bincount(ids, weights=matching, minlength=size).astype(np.int64))
+            present.append(np.bincount(ids, minlength=size) > 0)
+        state.write(PRE_FILTER_KEY, PreFilterState(constraints, table, counts, present, required))
         return None
 
     @hookimpl
@@ -246,15 +294,15 @@ class PodTopologySpread:
             pre.update(pod_info_to_remove.pod, pod, node_info.node, -1)
         return None
 
-    def _judge(self, pre: PreFilterState, pod_labels: dict[str, str], labels: dict[str, str]) -> str | None:
+    @staticmethod
+    def _judge(pre: PreFilterState, pod_labels: dict[str, str], labels: dict[str, str]) -> str | None:
         """The rejection reason for a node with ``labels``, or None."""
         for index, constraint in enumerate(pre.constraints):
             value = labels.get(constraint.topology_key)
             if value is None:
                 return REASON_NODE_LABEL_NOT_MATCH
             self_match = 1 if constraint.selector.matches(pod_labels) else 0
-            skew = pre.counts[index].get(value, 0) + self_match - pre.min_match(index)
-            if skew > constraint.max_skew:
+            if pre.count_at(index, value) + self_match - pre.minimums[index] > constraint.max_skew:
                 return REASON_CONSTRAINTS_NOT_MATCH
         return None
 
@@ -281,57 +329,74 @@ class PodTopologySpread:
         pre = self._state(state, pod)
         if pre is None:
             return np.ones(len(rows), dtype=bool)
-        infos, labels = table.infos, pod.metadata.labels
-        return np.fromiter((self._judge(pre, labels, infos[r].node.metadata.labels) is None for r in rows),
-                           dtype=bool, count=len(rows))
+        rows = np.asarray(rows, dtype=np.intp)
+        if table is not pre.table:  # another table's domain ids: judge node by node
+            infos, labels = table.infos, pod.metadata.labels
+            return np.fromiter((self._judge(pre, labels, infos[r].node.metadata.labels) is None for r in rows),
+                               dtype=bool, count=len(rows))
+        passes = np.ones(len(rows), dtype=bool)
+        for index, constraint in enumerate(pre.constraints):
+            ids = table.domain_ids(constraint.topology_key)[rows]
+            counts = pre.counts[index]
+            known = (ids >= 0) & (ids < len(counts))
+            matching = np.where(known, counts[np.where(known, ids, 0)] if len(counts) else 0, 0)
+            self_match = 1 if constraint.selector.matches(pod.metadata.labels) else 0
+            passes &= (ids >= 0) & (matching + self_match - pre.minimums[index] <= constraint.max_skew)
+        return passes
 
     # --- PreScore / Score -------------------------------------------------------------------
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        all_nodes = self.handle.snapshot.nodes if self.handle is not None else nodes
+        snapshot = self.handle.snapshot if self.handle is not None else None
+        all_nodes = snapshot.nodes if snapshot is not None else nodes
         if not nodes or not all_nodes:
             return None
         constraints = self._constraints(pod, SCHEDULE_ANYWAY)
         if not constraints:
             return Status.skip()
+        table = self._table(all_nodes)
+        index = snapshot.index if snapshot is not None else {info.name: row for row, info in enumerate(all_nodes)}
+        feasible = np.fromiter((index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
-        ignored: set[str] = set()
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        for node_info in nodes:
-            labels = node_info.node.metadata.labels
-            if require_all and not has_all_keys(labels, constraints):
-                ignored.add(node_info.name)
-                continue
-            for index, constraint in enumerate(constraints):
-                if constraint.topology_key != HOSTNAME:  # a node without the key adds the domain "", as upstream
-                    counts[index].setdefault(labels.get(constraint.topology_key, ""), 0)
-        weights = []
-        for index, constraint in enumerate(constraints):
-            size = len(nodes) - len(ignored) if constraint.topology_key == HOSTNAME else len(counts[index])
-            weights.append(math.log(size + 2))
-        required = RequiredNodeAffinity(pod)
+        keyed = self._keyed(table, constraints) if require_all else np.ones(len(table), dtype=bool)
+        ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
+        counted = feasible[keyed[feasible]]
         namespace = pod.metadata.namespace
-        for node_info in all_nodes:
-            node = node_info.node
-            labels = node.metadata.labels
-            if require_all and not has_all_keys(labels, constraints):
+        required = RequiredNodeAffinity(pod)
+        weights, counts = [], []
+        for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
+            if constraint.topology_key == HOSTNAME:
+                weights.append(math.log(len(counted) + 2))
+                counts.append(None)
                 continue
-            for index, constraint in enumerate(constraints):
-                if constraint.topology_key == HOSTNAME or not constraint.includes(pod, node, required):
-                    continue
-                value = labels.get(constraint.topology_key, "")
-                domain = counts[index]
-                if value in domain:
-                    domain[value] += self._count(node_info, constraint, namespace)
-        state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights))
+            # a node without the key is in the domain "" (slot 0), as upstream
+            slots = table.domain_ids(constraint.topology_key) + 1
+            size = table.domain_count(constraint.topology_key) + 1
+            wanted = np.zeros(size, dtype=bool)
+            wanted[slots[counted]] = True
+            weights.append(math.log(int(np.count_nonzero(wanted)) + 2))
+            matching = self._matching(table, constraint, namespace)
+            per_domain = np.bincount(slots[mask], weights=matching[mask], minlength=size).astype(np.int64)
+            counts.append(np.where(wanted, per_domain, 0))
+        state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights, namespace, table))
         return None
 
-    @hookimpl
-    def score(self, state, pod, node_info):
-        pre = state.get(PRE_SCORE_KEY)
-        if pre is None or node_info.name in pre.ignored:
-            return 0
+    def _scores(self, pre: PreScoreState, rows: np.ndarray) -> np.ndarray:
+        table = pre.table
+        total = np.zeros(len(rows), dtype=np.float64)
+        for index, constraint in enumerate(pre.constraints):
+            slots = table.domain_ids(constraint.topology_key)[rows] + 1
+            if constraint.topology_key == HOSTNAME:
+                matching = self._matching(table, constraint, pre.namespace)[rows]
+            else:
+                matching = pre.counts[index][slots]
+            total += np.where(slots > 0, matching * pre.weights[index] + (constraint.max_skew - 1), 0.0)
+        return np.floor(total + 0.5).astype(np.int64)
+
+    @staticmethod
+    def _score_node(pre: PreScoreState, node_info: NodeInfo) -> int:
+        """Score of one node (what :meth:`_scores` gives its row)."""
         labels = node_info.node.metadata.labels
         total = 0.0
         for index, constraint in enumerate(pre.constraints):
@@ -339,11 +404,35 @@ class PodTopologySpread:
             if value is None:
                 continue
             if constraint.topology_key == HOSTNAME:
-                count = self._count(node_info, constraint, pod.metadata.namespace)
+                matching = count_matching(node_info, constraint.selector, pre.namespace)
             else:
-                count = pre.counts[index].get(value, 0)
-            total += count * pre.weights[index] + (constraint.max_skew - 1)
+                slot = pre.table.domain_id(constraint.topology_key, value) + 1
+                counts = pre.counts[index]
+                matching = int(counts[slot]) if 0 < slot < len(counts) else 0
+            total += matching * pre.weights[index] + (constraint.max_skew - 1)
         return int(math.floor(total + 0.5))
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        pre = state.get(PRE_SCORE_KEY)
+        if pre is None or node_info.name in pre.ignored:
+            return 0
+        return self._score_node(pre, node_info)
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        pre = state.get(PRE_SCORE_KEY)
+        rows = np.asarray(rows, dtype=np.intp)
+        if pre is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        infos = table.infos
+        if table is not pre.table:  # another table's domain ids: score node by node
+            return np.fromiter((0 if infos[r].name in pre.ignored else self._score_node(pre, infos[r]) for r in rows),
+                               dtype=np.int64, count=len(rows))
+        scores = self._scores(pre, rows)
+        if pre.ignored:
+            scores[np.fromiter((infos[r].name in pre.ignored for r in rows), dtype=bool, count=len(rows))] = 0
+        return scores
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):
