@@ -213,10 +213,10 @@ def test_existing_pods_terms_score_the_incoming_pod_with_hard_weight():
     incoming = pod("web", labels=WEB)
     state = CycleState()
     make(InterPodAffinity, {"hardPodAffinityWeight": 5}).pre_score(state, incoming, nodes)
-    assert state.get("PreScoreInterPodAffinity") == {"zone": {"a": 8}}
+    assert state.get("PreScoreInterPodAffinity").pairs() == {"zone": {"a": 8}}
     state = CycleState()
     make(InterPodAffinity, {"hardPodAffinityWeight": 0}).pre_score(state, incoming, nodes)
-    assert state.get("PreScoreInterPodAffinity") == {"zone": {"a": 3}}
+    assert state.get("PreScoreInterPodAffinity").pairs() == {"zone": {"a": 3}}
 
 
 def test_ignore_preferred_terms_of_existing_pods_skips_pods_without_their_own():

@@ -16,6 +16,8 @@ from .nodeinfo import NodeInfo
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps.
 MAX_EVICTABLE_COLUMNS = 64
+#: A merged dict (see :meth:`NodeTable.merged`) past this size is rebuilt from the rows.
+MAX_MERGED_ENTRIES = 4096
 
 
 class NodeTable:
@@ -37,6 +39,7 @@ class NodeTable:
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._evictable: dict[str, None] = {}
         self._domains: dict[str, dict[str, int]] = {}
+        self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -57,11 +60,20 @@ class NodeTable:
             return values
         return entry[1]
 
-    def rows_with_required_anti_affinity(self) -> np.ndarray:
-        """The rows whose node holds a pod with required anti-affinity (upstream
-        ``HavePodsWithRequiredAntiAffinityList``), from a column kept current."""
-        return np.flatnonzero(self.column("pods-with-required-anti-affinity",
-                                          lambda info: bool(info.pods_with_required_anti_affinity), dtype=bool))
+    def merged(self, key: str, extract: Callable[[NodeInfo], dict]) -> dict:
+        """The union of the dicts ``extract`` gives every row (say, the distinct
+        terms of the nodes' pods), built the first time ``key`` is asked for and
+        then merged with the changed rows.  It only grows (an entry may outlive
+        the pods it came from) until it passes :data:`MAX_MERGED_ENTRIES`, when
+        it is rebuilt from the rows."""
+        entry = self._merged.get(key)
+        if entry is None or len(entry[1]) > MAX_MERGED_ENTRIES:
+            union: dict = {}
+            for info in self.infos:
+                union.update(extract(info))
+            self._merged[key] = (extract, union)
+            return union
+        return entry[1]
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology
@@ -114,6 +126,9 @@ class NodeTable:
         for extract, values in self._columns.values():
             for row in rows:
                 values[row] = extract(self.infos[row])
+        for extract, union in self._merged.values():
+            for row in rows:
+                union.update(extract(self.infos[row]))
 
 
 class Snapshot:

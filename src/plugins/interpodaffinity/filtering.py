@@ -43,6 +43,12 @@ def matches_all(terms: Iterable[AffinityTerm], pod: Pod) -> bool:
     return bool(terms) and all(term.matches(pod, None) for term in terms)
 
 
+def pods_matching(table: NodeTable, term: AffinityTerm) -> np.ndarray:
+    """Per row, the pods on the node that ``term`` (namespaces resolved) selects: a column kept current."""
+    return table.column(f"{NAME}/term/{term.key}", lambda info: sum(1 for p in info.pods if term.matches(p.pod, None)),
+                        evictable=True)
+
+
 def anti_terms(node_info: NodeInfo) -> dict[str, AffinityTerm]:
     """The distinct required anti-affinity terms of the node's pods, by key."""
     return {term.key: term for info in node_info.pods_with_required_anti_affinity
@@ -96,14 +102,11 @@ class PreFilterState:
 
     # --- counting ---------------------------------------------------------------------------
 
-    def count_existing_anti(self, terms_per_row: np.ndarray, rows: np.ndarray) -> None:
-        """Existing pods' required anti-affinity against the incoming pod:
-        ``terms_per_row`` holds each row's :func:`anti_terms`; ``rows`` are the
-        rows with any.  Each distinct term is matched once, its pods counted
+    def count_existing_anti(self) -> None:
+        """Existing pods' required anti-affinity against the incoming pod: each
+        distinct term of the existing pods is matched once, its pods counted
         from a per-node column."""
-        distinct: dict[str, AffinityTerm] = {}
-        for row in rows:
-            distinct.update(terms_per_row[row])
+        distinct = self.table.merged(f"{NAME}/anti-terms", anti_terms)
         table = self.table
         for key, term in distinct.items():
             if not term.matches(self.pod, self.namespace_labels):
@@ -125,10 +128,7 @@ class PreFilterState:
             for key in {term.topology_key for term in terms}:
                 _sum_domains(self.affinity, table, key, matching)
         for term in self.required_anti:
-            matching = table.column(f"{NAME}/term/{term.key}",
-                                    lambda info, term=term: sum(1 for p in info.pods if term.matches(p.pod, None)),
-                                    evictable=True)
-            _sum_domains(self.anti, table, term.topology_key, matching)
+            _sum_domains(self.anti, table, term.topology_key, pods_matching(table, term))
 
     def update(self, info: PodInfo, node: Node, delta: int) -> None:
         """``info``'s pod added to (1) or removed from (-1) ``node`` (AddPod/RemovePod)."""

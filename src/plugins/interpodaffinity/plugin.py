@@ -43,21 +43,11 @@ from kubesched.core.framework.types import (
     QueueingHint,
 )
 
-from .filtering import NAME, REASON_AFFINITY, PreFilterState, anti_terms
-from .scoring import ScoreMap, node_score, normalize
+from .filtering import NAME, REASON_AFFINITY, PreFilterState
+from .scoring import TopologyScores, existing_terms_score, incoming_terms_score, normalize, scoring_terms
 
 PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
-
-
-def _has_scoring_terms(node_info) -> bool:
-    """The node holds a pod with required affinity or preferred terms (what
-    existing pods add to an incoming pod's score)."""
-    for info in node_info.pods_with_affinity:
-        terms = info.affinity_terms
-        if terms.required_affinity or terms.preferred_affinity or terms.preferred_anti_affinity:
-            return True
-    return False
 
 
 @frozen
@@ -112,8 +102,7 @@ class InterPodAffinity:
         table = snapshot.table if snapshot is not None and nodes is snapshot.nodes else NodeTable(list(nodes))
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
                              self._namespace_labels(pod.metadata.namespace), table)
-        pre.count_existing_anti(table.column(f"{NAME}/anti-terms", anti_terms, dtype=object),
-                                table.rows_with_required_anti_affinity())
+        pre.count_existing_anti()
         pre.count_incoming()
         if pre.empty:
             return Status.skip()
@@ -174,37 +163,37 @@ class InterPodAffinity:
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
         snapshot = self.handle.snapshot if self.handle is not None else None
-        if snapshot is None:
-            all_nodes = nodes
-        elif has_preferred:
-            all_nodes = snapshot.nodes
-        else:  # only existing pods' affinity and preferred terms can score
-            scoring = snapshot.table.column(f"{NAME}/pods-with-scoring-terms", _has_scoring_terms, dtype=bool)
-            all_nodes = [snapshot.nodes[row] for row in np.flatnonzero(scoring)]
-        preferred_affinity = self._resolved_weighted(terms.preferred_affinity)
-        preferred_anti = self._resolved_weighted(terms.preferred_anti_affinity)
-        namespace_labels = self._namespace_labels(pod.metadata.namespace)
-        hard_weight = self.args.hard_pod_affinity_weight
-        scores = ScoreMap()
-        for node_info in all_nodes:
-            existing = node_info.pods if has_preferred else node_info.pods_with_affinity
-            node = node_info.node
-            for info in existing:
-                scores.existing_pod(pod, preferred_affinity, preferred_anti, namespace_labels, info, node, hard_weight)
-        result = scores.result()
-        if not result:
+        table = snapshot.table if snapshot is not None else NodeTable(list(nodes))
+        scores = TopologyScores(table)
+        incoming_terms_score(scores, self._resolved_weighted(terms.preferred_affinity), 1)
+        incoming_terms_score(scores, self._resolved_weighted(terms.preferred_anti_affinity), -1)
+        existing_terms_score(scores, pod, self._namespace_labels(pod.metadata.namespace),
+                             table.merged(f"{NAME}/scoring-terms", scoring_terms), self.args.hard_pod_affinity_weight)
+        if not scores.touched:
             return Status.skip()
-        state.write(PRE_SCORE_KEY, result)
+        state.write(PRE_SCORE_KEY, scores)
         return None
 
     @hookimpl
     def score(self, state, pod, node_info):
         scores = state.get(PRE_SCORE_KEY)
-        return node_score(scores, node_info.node.metadata.labels) if scores else 0
+        return scores.node(node_info.node.metadata.labels) if scores is not None else 0
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        scores = state.get(PRE_SCORE_KEY)
+        rows = np.asarray(rows, dtype=np.intp)
+        if scores is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        if table is not scores.table:  # another table's domain ids: score node by node
+            infos = table.infos
+            return np.fromiter((scores.node(infos[r].node.metadata.labels) for r in rows), dtype=np.int64,
+                               count=len(rows))
+        return scores.rows(rows)
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):
-        if state.get(PRE_SCORE_KEY):
+        if state.get(PRE_SCORE_KEY) is not None:
             normalize(scores)
         return None
 

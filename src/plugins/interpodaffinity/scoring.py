@@ -1,77 +1,132 @@
-"""InterPodAffinity's PreScore map and NormalizeScore (upstream interpodaffinity/scoring.go).
+"""InterPodAffinity's PreScore sums, Score and NormalizeScore (upstream interpodaffinity/scoring.go).
 
-PreScore sums, per topology key and value, the weights of every preferred
-term that holds between the incoming pod and an existing pod (both
-directions: the incoming pod's preferred terms over existing pods, existing
-pods' preferred terms and - weighted by ``hardPodAffinityWeight`` - required
-affinity terms over the incoming pod); anti-affinity terms subtract.  A
-node's score is the sum over its labels; NormalizeScore maps the range
-min..max to 0..100.
+PreScore sums, per topology domain, the weights of every term that holds
+between the incoming pod and an existing pod, both directions: the incoming
+pod's preferred terms over the existing pods, and the existing pods'
+preferred terms and - weighted by ``hardPodAffinityWeight`` - required
+affinity terms over the incoming pod; anti-affinity terms subtract.  A node's
+score is the sum over its domains; NormalizeScore maps the range min..max to
+0..100.
+
+As in Filter, the existing pods are not walked one by one: the distinct
+scoring terms of the existing pods are matched once against the incoming
+pod, and per-node columns count the pods carrying each term or matching each
+of the incoming pod's terms (upstream skips nodes without labels; so do the
+sums here).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Iterable
-
 import numpy as np
 
-from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.api.core_v1 import Pod
 from kubesched.core.framework.affinity import AffinityTerm, WeightedAffinityTerm
-from kubesched.core.framework.nodeinfo import PodInfo
+from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
+from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.types import MAX_NODE_SCORE
 
-#: topology key -> topology value -> score
-TopologyScore = dict[str, dict[str, int]]
+from .filtering import NAME, pods_matching
+
+REQUIRED, PREFERRED, PREFERRED_ANTI = "required", "preferred", "preferred-anti"
+
+#: an existing pod's scoring term: (key, term, kind, weight); a required term's weight is hardPodAffinityWeight
+ScoringTerm = tuple[str, AffinityTerm, str, int]
 
 
-class ScoreMap:
-    """Accumulates term weights per topology pair of the existing pods' nodes."""
+def _pod_scoring_terms(info: PodInfo) -> list[ScoringTerm]:
+    terms = info.affinity_terms
+    found = [(f"{REQUIRED}/{t.key}", t, REQUIRED, 0) for t in terms.required_affinity]
+    found += [(f"{PREFERRED}/{w.weight}/{w.term.key}", w.term, PREFERRED, w.weight) for w in terms.preferred_affinity]
+    found += [(f"{PREFERRED_ANTI}/{w.weight}/{w.term.key}", w.term, PREFERRED_ANTI, w.weight)
+              for w in terms.preferred_anti_affinity]
+    return found
 
-    def __init__(self):
-        self.scores: TopologyScore = defaultdict(lambda: defaultdict(int))
 
-    def term(self, term: AffinityTerm, weight: int, pod: Pod, namespace_labels: dict[str, str] | None,
-             node: Node, sign: int) -> None:
-        if term.matches(pod, namespace_labels):
-            value = node.metadata.labels.get(term.topology_key)
-            if value is not None:
-                self.scores[term.topology_key][value] += weight * sign
+def scoring_terms(node_info: NodeInfo) -> dict[str, ScoringTerm]:
+    """The distinct scoring terms of the node's pods, by key (none on a node without labels)."""
+    if node_info.node is None or not node_info.node.metadata.labels:
+        return {}
+    return {entry[0]: entry for info in node_info.pods_with_affinity for entry in _pod_scoring_terms(info)}
 
-    def terms(self, terms: Iterable[WeightedAffinityTerm], pod: Pod, namespace_labels: dict[str, str] | None,
-              node: Node, sign: int) -> None:
-        for weighted in terms:
-            self.term(weighted.term, weighted.weight, pod, namespace_labels, node, sign)
 
-    def existing_pod(self, incoming: Pod, preferred_affinity: tuple[WeightedAffinityTerm, ...],
-                     preferred_anti: tuple[WeightedAffinityTerm, ...], namespace_labels: dict[str, str],
-                     existing: PodInfo, node: Node, hard_weight: int) -> None:
-        """Everything one existing pod on ``node`` contributes (upstream ``processExistingPod``)."""
-        if not node.metadata.labels:
+class TopologyScores:
+    """Term weights summed per topology domain: for each topology key, an
+    int64 array indexed by the NodeTable's domain ids of that key."""
+
+    def __init__(self, table: NodeTable):
+        self.table = table
+        self.per_key: dict[str, np.ndarray] = {}
+        self.touched = False
+
+    def add(self, key: str, per_row: np.ndarray, weight: int) -> None:
+        """Add ``weight`` times ``per_row`` (a count per row) to the domains of ``key``."""
+        table = self.table
+        ids = table.domain_ids(key)
+        counted = (ids >= 0) & (per_row > 0) & table.column("labelled", lambda info: bool(info.node.metadata.labels),
+                                                             dtype=bool)
+        if not counted.any():
             return
-        pod = existing.pod
-        self.terms(preferred_affinity, pod, None, node, 1)
-        self.terms(preferred_anti, pod, None, node, -1)
-        theirs = existing.affinity_terms
-        if hard_weight > 0:
-            for term in theirs.required_affinity:
-                self.term(term, hard_weight, incoming, namespace_labels, node, 1)
-        self.terms(theirs.preferred_affinity, incoming, namespace_labels, node, 1)
-        self.terms(theirs.preferred_anti_affinity, incoming, namespace_labels, node, -1)
+        self.touched = True
+        sums = np.bincount(ids[counted], weights=per_row[counted], minlength=table.domain_count(key))
+        current = self.per_key.get(key)
+        weighted = (sums * weight).astype(np.int64)
+        self.per_key[key] = weighted if current is None else current + weighted
 
-    def result(self) -> TopologyScore:
-        """The non-empty part, as plain dicts."""
-        return {key: dict(values) for key, values in self.scores.items() if values}
+    def pairs(self) -> dict[str, dict[str, int]]:
+        """The non-zero sums as ``{topology key: {value: score}}`` (upstream's ``topologyToScore``)."""
+        result: dict[str, dict[str, int]] = {}
+        for key, per_domain in self.per_key.items():
+            values = self.table.domain_values(key)
+            found = {values[domain]: int(per_domain[domain]) for domain in np.flatnonzero(per_domain)}
+            if found:
+                result[key] = found
+        return result
+
+    def node(self, labels: dict[str, str]) -> int:
+        """The score of a node with ``labels``: the sum over its domains."""
+        total = 0
+        for key, per_domain in self.per_key.items():
+            value = labels.get(key)
+            if value is not None:
+                domain = self.table.domain_id(key, value)
+                if 0 <= domain < len(per_domain):
+                    total += int(per_domain[domain])
+        return total
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """The scores of the NodeTable ``rows`` (int64 array)."""
+        total = np.zeros(len(rows), dtype=np.int64)
+        for key, per_domain in self.per_key.items():
+            ids = self.table.domain_ids(key)[rows]
+            total += np.append(per_domain, 0)[np.where(ids >= 0, np.minimum(ids, len(per_domain)), len(per_domain))]
+        return total
 
 
-def node_score(scores: TopologyScore, labels: dict[str, str]) -> int:
-    """The sum over the node's topology pairs."""
-    total = 0
-    for key, values in scores.items():
-        value = labels.get(key)
-        if value is not None:
-            total += values.get(value, 0)
-    return total
+def existing_terms_score(scores: TopologyScores, incoming: Pod, namespace_labels: dict[str, str],
+                         distinct: dict[str, ScoringTerm], hard_weight: int) -> None:
+    """The existing pods' required affinity (at ``hard_weight``) and preferred
+    terms that select ``incoming``; ``distinct`` holds (at least) every
+    :func:`scoring_terms` of the nodes."""
+    table = scores.table
+    for key, term, kind, weight in distinct.values():
+        if kind == REQUIRED:
+            if hard_weight <= 0:
+                continue
+            weight = hard_weight
+        if not term.matches(incoming, namespace_labels):
+            continue
+        per_row = table.column(f"{NAME}/scoring/{key}", lambda info, key=key: sum(
+            1 for pod_info in info.pods_with_affinity for entry in _pod_scoring_terms(pod_info) if entry[0] == key),
+            evictable=True)
+        scores.add(term.topology_key, per_row, -weight if kind == PREFERRED_ANTI else weight)
+
+
+def incoming_terms_score(scores: TopologyScores, terms: tuple[WeightedAffinityTerm, ...], sign: int) -> None:
+    """The incoming pod's preferred terms over every existing pod (namespaces resolved)."""
+    table = scores.table
+    for weighted in terms:
+        term = weighted.term
+        scores.add(term.topology_key, pods_matching(table, term), sign * weighted.weight)
 
 
 def normalize(scores: np.ndarray) -> None:
