@@ -97,9 +97,15 @@ class NodeAffinity:
 
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
-        infos = table.infos
-        return np.fromiter((self._matches(state, pod, infos[r].node) is None for r in rows), dtype=bool,
-                           count=len(rows))
+        rows = np.asarray(rows, dtype=np.intp)
+        passes = table.matching_node_affinity(state.get(FILTER_KEY) or RequiredNodeAffinity(pod))[rows]
+        if self.added_required is not None:
+            added = self.added_required
+            # keyed by the selector itself: profiles with different addedAffinity share the snapshot
+            passes = passes & table.column(f"NodeAffinity/addedAffinity/{added!r}",
+                                           lambda info: selector_matches(added, info.node), dtype=bool,
+                                           evictable=True)[rows]
+        return passes
 
     def _preferred_terms(self, pod):
         affinity = pod.spec.affinity

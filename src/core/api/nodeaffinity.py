@@ -86,6 +86,11 @@ class RequiredNodeAffinity:
         """No nodeSelector and no required node affinity: every node matches."""
         return not self.node_selector and self.required is None
 
+    @property
+    def key(self) -> str:
+        """A canonical text of the constraints (equal constraints, equal keys), for caches."""
+        return repr((sorted(self.node_selector.items()), self.required))
+
     def matches(self, node: Node) -> bool:
         labels = node.metadata.labels
         for key, value in self.node_selector.items():

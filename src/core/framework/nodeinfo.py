@@ -79,6 +79,16 @@ def ports_conflict(used: Iterable[tuple[str, str, int]], wanted: Iterable[tuple[
     return False
 
 
+def _pop_by_uid(infos: list[PodInfo], uid: str) -> PodInfo | None:
+    """Remove and return the PodInfo of pod ``uid`` from ``infos`` (searched from
+    the end: the pod removed is most often the one added last, as when an
+    assumed pod's binding is confirmed), or None."""
+    for index in range(len(infos) - 1, -1, -1):
+        if infos[index].pod.metadata.uid == uid:
+            return infos.pop(index)
+    return None
+
+
 class NodeInfo:
     """Node-level aggregate information.
 
@@ -140,16 +150,12 @@ class NodeInfo:
     def remove_pod(self, pod: Pod) -> bool:
         """Stop accounting for the pod with ``pod``'s UID; False if it was not here."""
         uid = pod.metadata.uid
-        for index, info in enumerate(self.pods):  # noqa: B007 - index is used after the loop
-            if info.pod.metadata.uid == uid:
-                break
-        else:
+        info = _pop_by_uid(self.pods, uid)
+        if info is None:
             return False
-        del self.pods[index]
         if self.pods_with_affinity:
-            self.pods_with_affinity = [p for p in self.pods_with_affinity if p.pod.metadata.uid != uid]
-            self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity
-                                                     if p.pod.metadata.uid != uid]
+            _pop_by_uid(self.pods_with_affinity, uid)
+            _pop_by_uid(self.pods_with_required_anti_affinity, uid)
         requested = self.requested
         for name, amount in info.requests.items():
             requested[name] = requested.get(name, 0) - amount

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ..api.nodeaffinity import RequiredNodeAffinity
 from .nodeinfo import NodeInfo
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps.
@@ -36,6 +37,9 @@ class NodeTable:
         self.infos = infos
         #: the node names, row by row (an object array: ``names[rows]`` picks many at once)
         self.names = np.array([info.name for info in infos], dtype=object)
+        #: the NodeInfos as an object array (``info_array[rows]`` picks many at once)
+        self.info_array = np.empty(len(infos), dtype=object)
+        self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._evictable: dict[str, None] = {}
         self._domains: dict[str, dict[str, int]] = {}
@@ -74,6 +78,12 @@ class NodeTable:
             self._merged[key] = (extract, union)
             return union
         return entry[1]
+
+    def matching_node_affinity(self, required: RequiredNodeAffinity) -> np.ndarray:
+        """Per row, whether the node matches a pod's nodeSelector and required
+        node affinity (an evictable column per distinct constraint)."""
+        return self.column("node-affinity/" + required.key, lambda info: required.matches(info.node), dtype=bool,
+                           evictable=True)
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology

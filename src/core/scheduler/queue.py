@@ -54,6 +54,7 @@ class QueuedPodInfo:
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
         "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry", "popped_at",
+        "_group",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -69,6 +70,8 @@ class QueuedPodInfo:
         self._entry: _Entry | None = None
         self.backoff_expiry = 0.0
         self.popped_at = 0
+        #: in the unschedulable pool: (profile, gating plugin, rejectors, pending plugins), see PriorityQueue.move_all
+        self._group: tuple | None = None
 
     @property
     def pod(self) -> Pod:
@@ -187,6 +190,9 @@ class SchedulingQueue:
         self._active: list[_Entry] = []
         self._backoff: list[_Entry] = []
         self._unschedulable: dict[str, QueuedPodInfo] = {}
+        #: the same pods grouped by who holds them (profile, gating plugin, rejectors, pending plugins), so
+        #: that an event none of a group's plugins registered for skips the whole group
+        self._unschedulable_groups: dict[tuple, dict[str, QueuedPodInfo]] = {}
         self._pods: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         #: (sequence number, event, old, new) of cluster events seen while pods were in flight
@@ -269,6 +275,9 @@ class SchedulingQueue:
         self._detach(info)
         info.where = UNSCHEDULABLE
         self._unschedulable[info.uid] = info
+        info._group = (self._profile_of(info.pod), info.gating_plugin, frozenset(info.unschedulable_plugins),
+                       frozenset(info.pending_plugins))
+        self._unschedulable_groups.setdefault(info._group, {})[info.uid] = info
         self._arm_flush_timer()
 
     def _detach(self, info: QueuedPodInfo) -> None:
@@ -277,6 +286,12 @@ class SchedulingQueue:
             info._entry = None
         if info.where == UNSCHEDULABLE:
             self._unschedulable.pop(info.uid, None)
+            members = self._unschedulable_groups.get(info._group)
+            if members is not None:
+                members.pop(info.uid, None)
+                if not members:
+                    del self._unschedulable_groups[info._group]
+            info._group = None
         info.where = ""
 
     # --- the scheduling loop's side ------------------------------------------------------
@@ -438,12 +453,21 @@ class SchedulingQueue:
             self._in_flight_events.append((self._event_seq, event, old, new))
         moved = 0
         registered: dict[str, list] = {}
-        for info in list(self._unschedulable.values()):
-            if precheck is not None and not precheck(info.pod):
-                continue
-            if self._hint(info, event, old, new, registered):
-                self._move(info)
-                moved += 1
+        for (profile, gating, rejectors, pending), members in list(self._unschedulable_groups.items()):
+            if gating or rejectors or pending:
+                candidates = registered.get(profile)
+                if candidates is None:
+                    candidates = registered[profile] = [(plugin, r.hint) for plugin, r in self._hints.get(profile, ())
+                                                        if r.event.matches(event)]
+                holders = {gating} if gating else rejectors | pending
+                if not any(plugin in holders for plugin, _ in candidates):
+                    continue  # no plugin holding these pods registered for the event
+            for info in list(members.values()):
+                if precheck is not None and not precheck(info.pod):
+                    continue
+                if self._hint(info, event, old, new, registered):
+                    self._move(info)
+                    moved += 1
         return moved
 
     # --- timers --------------------------------------------------------------------------

@@ -397,7 +397,7 @@ class Scheduler:
         feasible = self.find_nodes_that_fit(fwk, state, info)
         if len(feasible) == 1:
             return self.snapshot.nodes[feasible[0]].name
-        nodes = [self.snapshot.nodes[row] for row in feasible]
+        nodes = self.snapshot.table.info_array[feasible].tolist()
         status = fwk.run_pre_score(state, pod, nodes)
         if status is not None:
             raise _CycleError(status)

@@ -74,6 +74,10 @@ class NodeResourcesBalancedAllocation:
             present.append(has)
         if not fractions:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
+        if len(fractions) == 2:  # the default (cpu, memory): |f1 - f2| / 2 where both count, else 0
+            both = present[0] & present[1]
+            std = np.where(both, np.abs(fractions[0] - fractions[1]) / 2, 0.0)
+            return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         f = np.vstack(fractions)
         p = np.vstack(present)
         count = p.sum(axis=0)

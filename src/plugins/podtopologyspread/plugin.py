@@ -248,7 +248,7 @@ class PodTopologySpread:
             mask = keyed
             if constraint.honor_node_affinity and not required.is_empty:
                 if by_affinity is None:
-                    by_affinity = np.fromiter((required.matches(i.node) for i in infos), dtype=bool, count=len(infos))
+                    by_affinity = table.matching_node_affinity(required)
                 mask = mask & by_affinity
             if constraint.honor_node_taints:
                 if by_taints is None:
