@@ -1,16 +1,14 @@
-"""The scheduler: event handlers, the scheduling cycle and the binding cycle.
+"""The scheduler and its scheduling cycle (upstream ``pkg/scheduler``'s
+``scheduler.go`` and ``schedule_one.go``).
 
-Mirrors upstream's ``pkg/scheduler`` (``eventhandlers.go``, ``schedule_one.go``):
-
-- informer handlers feed the cache (nodes, bound pods) and the queue
-  (pending pods of our profiles), and turn changes into cluster events that
-  move unschedulable pods;
-- :meth:`Scheduler.schedule_one` pops one pod and runs its profile's
-  scheduling cycle: snapshot, PreFilter, Filter (nominated node first,
-  percentageOfNodesToScore, rotating start index), PostFilter when nothing
-  fits, PreScore/Score/NormalizeScore, host selection, assume, Reserve, Permit;
-- the binding cycle (wait on Permit, PreBind, Bind, PostBind) follows; any
-  failure unreserves in reverse order, forgets the assumed pod and requeues it.
+:class:`Scheduler` builds a framework per profile, the queue and the cache,
+and is put together from three parts, one module each as upstream keeps
+them: its informer handlers (:mod:`.event_handlers`), the scheduling cycle
+here - :meth:`Scheduler.schedule_one` pops one pod and runs its profile's
+snapshot, PreFilter, Filter (nominated node first, percentageOfNodesToScore,
+rotating start index), PostFilter when nothing fits,
+PreScore/Score/NormalizeScore, host selection, assume, Reserve, Permit - and
+the binding cycle (:mod:`.binding_cycle`).
 
 The scheduler never waits itself: Permit waits are timers on the clock and a
 driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
@@ -21,7 +19,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Callable
 
 import attrs
 import numpy as np
@@ -31,9 +28,8 @@ from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from kubesched.core.observability import metrics
 from kubesched.core.observability.events import EventRecorder
 
-from ..api import RESOURCES
-from ..api.core_v1 import Node, Pod, PodCondition
-from ..clock import Clock, Timer
+from ..api.core_v1 import Pod, PodCondition
+from ..clock import Clock
 from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
@@ -45,13 +41,11 @@ from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.status import Code, Status
 from ..framework.types import (
-    ASSIGNED_POD,
-    NODE,
-    ActionType,
-    ClusterEvent,
     PostFilterResult,
 )
+from .binding_cycle import BindingCycle, BindingWait, WaitingPod
 from .cache import Cache
+from .event_handlers import EventHandlers
 from .queue import QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -93,66 +87,7 @@ class SchedulingStats:
     cycles: int = 0
 
 
-class WaitingPod:
-    """A pod that a Permit plugin told to wait.  ``allow(plugin)`` /
-    ``reject(plugin, message)``; when every waiting plugin allowed, the
-    binding cycle runs; a timeout rejects it."""
-
-    def __init__(self, scheduler: "Scheduler", pod: Pod, waits: dict[str, float],
-                 resume: Callable[[Status | None], None]):
-        self.pod = pod
-        self._scheduler = scheduler
-        self._resume = resume
-        self.pending: dict[str, Timer] = {}
-        self.started = scheduler.clock.now()
-        for plugin, timeout in waits.items():
-            self.pending[plugin] = scheduler.clock.call_later(
-                timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
-            )
-
-    def allow(self, plugin: str) -> None:
-        timer = self.pending.pop(plugin, None)
-        if timer is not None:
-            timer.cancel()
-        if not self.pending:
-            self._finish(None)
-
-    def reject(self, plugin: str, message: str) -> None:
-        self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
-
-    def preempt(self, plugin: str, message: str) -> None:
-        """Preemption took the pod's place: it fails with an Error status, so it
-        is retried after backoff rather than parked as unschedulable (upstream
-        ``WaitingPod.Preempt``)."""
-        self._stop(Status(Code.ERROR, (message,), plugin))
-
-    def _stop(self, status: Status) -> None:
-        for timer in self.pending.values():
-            timer.cancel()
-        self.pending.clear()
-        self._finish(status)
-
-    def _finish(self, status: Status | None) -> None:
-        result = "Success" if status is None else status.code.name.title().replace("_", "")
-        metrics.PERMIT_WAIT_DURATION.labels(result).observe(self._scheduler.clock.now() - self.started)
-        self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
-        self._resume(status)
-
-
-@attrs.define
-class BindingWait:
-    """A binding cycle parked at a PreBind plugin's :class:`PreBindWait`:
-    the poll ``timer`` and what the cycle needs to go on or fail."""
-
-    timer: Timer
-    fwk: Framework
-    state: CycleState
-    info: QueuedPodInfo
-    assumed: Pod
-    node_name: str
-
-
-class Scheduler:
+class Scheduler(EventHandlers, BindingCycle):
     """kube-scheduler over a :class:`ClusterClient`.
 
     ``config`` is a loaded :class:`KubeSchedulerConfiguration`; ``registry``
@@ -227,84 +162,6 @@ class Scheduler:
         if self._dra is None:
             self._dra = DRAManager(self.informers)
         return self._dra
-
-    # --- event handlers ------------------------------------------------------------------
-
-    def responsible_for(self, pod: Pod) -> bool:
-        return pod.spec.scheduler_name in self.profiles
-
-    def _register_handlers(self) -> None:
-        inf = self.informers
-        inf.add_handlers("Node", self._on_node_add, self._on_node_update, self._on_node_delete)
-        inf.add_handlers("Pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)
-        kinds = {
-            registered.event.resource
-            for fw in self.profiles.values()
-            for _, registered in fw.events_to_register()
-        }
-        for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
-            inf.add_handlers(
-                kind,
-                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.ADD), None, obj),
-                lambda old, new, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.UPDATE), old, new),
-                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.DELETE), obj, None),
-            )
-
-    def _on_node_add(self, node: Node) -> None:
-        self.cache.add_node(node)
-        self.queue.move_all(ClusterEvent(NODE, ActionType.ADD), None, node)
-
-    def _on_node_update(self, old: Node, new: Node) -> None:
-        self.cache.update_node(old, new)
-        action = node_update_action(old, new)
-        if action:
-            self.queue.move_all(ClusterEvent(NODE, action), old, new)
-
-    def _on_node_delete(self, node: Node) -> None:
-        self.cache.remove_node(node)
-
-    def _on_pod_add(self, pod: Pod) -> None:
-        if pod.spec.node_name:
-            if not pod.terminal:
-                self.cache.add_pod(pod)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
-        elif self.responsible_for(pod) and not pod.terminal:
-            self.queue.add(pod)
-
-    def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        if new.spec.node_name:
-            if not old.spec.node_name:
-                self.queue.delete(old)
-            if new.terminal:
-                self.cache.remove_pod(new)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
-                return
-            if old.spec.node_name:
-                self.cache.update_pod(old, new)
-                action = assigned_pod_update_action(old, new)
-                if action:
-                    self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
-            else:
-                # a binding landed: upstream's AssignedPodAdd, which has no old object
-                self.cache.add_pod(new)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, new)
-        elif self.responsible_for(new):
-            if new.terminal:
-                self.queue.delete(new)
-                return
-            self.queue.update(old, new)
-            if new not in self.queue and not self.cache.is_assumed(new):
-                self.queue.add(new)
-
-    def _on_pod_delete(self, pod: Pod) -> None:
-        if pod.spec.node_name:
-            self.cache.remove_pod(pod)
-            self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
-            return
-        self.queue.delete(pod)
-        waiting = self.waiting_pods.get(pod.metadata.uid)
-        if waiting is not None:
-            waiting.reject("", "pod was deleted")
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -490,10 +347,6 @@ class Scheduler:
 
     # --- failure -------------------------------------------------------------------------
 
-    def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
-        fwk.run_unreserve(state, assumed, node_name)
-        self.cache.forget_pod(assumed)
-
     def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
         """A failure after a node was chosen (Reserve, Permit, binding): the pod's
         nomination is cleared, as upstream's ``clearNominatedNode``."""
@@ -553,92 +406,6 @@ class Scheduler:
         except ApiError:
             pass
 
-    # --- binding cycle -------------------------------------------------------------------
-
-    def binding_cycle(
-        self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
-        permit: Status | None,
-    ) -> None:
-        """Wait-on-Permit result, PreBind, Bind, PostBind; on failure Unreserve,
-        forget the assumed pod, requeue it and tell the queue resources were freed."""
-        if permit is not None:
-            self._binding_failed(fwk, state, info, assumed, node_name, permit)
-            return
-        self.queue.done(assumed)
-        self._pre_bind_from(fwk, state, info, assumed, node_name, 0)
-
-    def _pre_bind_from(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
-                       node_name: str, start: int) -> None:
-        """PreBind plugins from ``start`` on; a :class:`PreBindWait` parks the
-        binding cycle in :attr:`binding_waits` and polls on the clock."""
-        status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
-        if wait is not None:
-            deadline = self.clock.now() + wait.timeout
-
-            def poll() -> None:
-                if self.binding_waits.pop(assumed.metadata.uid, None) is None:
-                    return  # aborted meanwhile
-                answer = wait.check()
-                if answer is not None and answer.code == Code.WAIT:
-                    if self.clock.now() >= deadline:
-                        self._binding_failed(fwk, state, info, assumed, node_name, Status(
-                            Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
-                        return
-                    self.binding_waits[assumed.metadata.uid] = BindingWait(
-                        self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
-                    return
-                failed = fwk.pre_bind_status(index, answer)
-                if failed is not None:
-                    self._binding_failed(fwk, state, info, assumed, node_name, failed)
-                else:
-                    self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
-
-            self.binding_waits[assumed.metadata.uid] = BindingWait(
-                self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
-            return
-        if status is None:
-            status = fwk.run_bind(state, assumed, node_name)
-            if status is not None and status.code == Code.SKIP:
-                status = Status(Code.ERROR, ("no bind plugin bound the pod",))
-        if status is not None:
-            self._binding_failed(fwk, state, info, assumed, node_name, status)
-            return
-        self.cache.finish_binding(assumed)
-        self.stats.bound += 1
-        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
-        started = self.attempt_started.pop(assumed.metadata.uid, None)
-        if started is not None:
-            metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
-        first = info.initial_attempt_timestamp if info.initial_attempt_timestamp is not None else info.timestamp
-        metrics.observe_bound(info.attempts, self.clock.now() - first)
-        fwk.handle.recorder.event(
-            assumed, "Normal", "Scheduled", "Binding",
-            f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
-        )
-        fwk.run_post_bind(state, assumed, node_name)
-
-    def abort_binding_waits(self, message: str) -> int:
-        """Fail every binding cycle parked at a PreBind wait (Unreserve, forget,
-        requeue), e.g. on shutdown; returns how many there were."""
-        aborted = 0
-        for uid in list(self.binding_waits):
-            wait = self.binding_waits.pop(uid)
-            wait.timer.cancel()
-            self._binding_failed(wait.fwk, wait.state, wait.info, wait.assumed, wait.node_name,
-                                 Status(Code.ERROR, (message,)))
-            aborted += 1
-        return aborted
-
-    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
-        self.stats.binding_failures += 1
-        self._undo_assume(fwk, state, assumed, node_name)
-        self._fail_status(fwk, info, status)
-        # after the pod is back in the queue, so that the room it frees does not count as news for itself
-        uid = assumed.metadata.uid
-        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
-                            precheck=lambda pod: pod.metadata.uid != uid)
-
-
 def one_node_fit_message(pod: Pod, status: Status) -> str:
     """A rejection after the node was chosen (Reserve, Permit, waiting on Permit,
     PreBind) reads as a FitError over that one node, as upstream:
@@ -653,29 +420,4 @@ class _CycleError(Exception):
         super().__init__(status.message())
         self.status = status
 
-
-def node_update_action(old: Node, new: Node) -> ActionType:
-    """Which Node update bits changed (upstream ``nodeSchedulingPropertiesChange``)."""
-    action = ActionType(0)
-    if old.allocatable != new.allocatable:
-        action |= ActionType.UPDATE_NODE_ALLOCATABLE
-    if old.metadata.labels != new.metadata.labels:
-        action |= ActionType.UPDATE_NODE_LABEL
-    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
-        action |= ActionType.UPDATE_NODE_TAINT
-    if old.status.conditions != new.status.conditions:
-        action |= ActionType.UPDATE_NODE_CONDITION
-    if old.metadata.annotations != new.metadata.annotations:
-        action |= ActionType.UPDATE_NODE_ANNOTATION
-    return action
-
-
-def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
-    """Which assigned-Pod update bits changed (labels, scale-down of requests)."""
-    action = ActionType(0)
-    if old.metadata.labels != new.metadata.labels:
-        action |= ActionType.UPDATE_POD_LABEL
-    if old.spec.containers != new.spec.containers:
-        action |= ActionType.UPDATE_POD_SCALE_DOWN
-    return action
 

@@ -1,0 +1,196 @@
+"""The binding cycle: waiting on Permit, PreBind (with waits), Bind, PostBind
+(upstream ``schedule_one.go``'s ``bindingCycle`` and the framework's waiting pods).
+
+Any failure unreserves in reverse order, forgets the assumed pod, requeues
+it and tells the queue that the room it held is free again.  The scheduler
+never blocks: a Permit wait (:class:`WaitingPod`) and a PreBind wait
+(:class:`BindingWait`) are timers on the clock.  :class:`BindingCycle` is a
+part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Callable
+
+import attrs
+
+from kubesched.core.observability import metrics
+
+from ..api.core_v1 import Pod
+from ..clock import Clock, Timer
+from ..framework.cycle_state import CycleState
+from ..framework.runtime import Framework
+from ..framework.status import Code, Status
+from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent
+from .queue import QueuedPodInfo
+
+if TYPE_CHECKING:
+    from .cache import Cache
+    from .queue import SchedulingQueue
+    from .scheduler import Scheduler, SchedulingStats
+
+log = logging.getLogger(__name__)
+
+
+class WaitingPod:
+    """A pod that a Permit plugin told to wait.  ``allow(plugin)`` /
+    ``reject(plugin, message)``; when every waiting plugin allowed, the
+    binding cycle runs; a timeout rejects it."""
+
+    def __init__(self, scheduler: "Scheduler", pod: Pod, waits: dict[str, float],
+                 resume: Callable[[Status | None], None]):
+        self.pod = pod
+        self._scheduler = scheduler
+        self._resume = resume
+        self.pending: dict[str, Timer] = {}
+        self.started = scheduler.clock.now()
+        for plugin, timeout in waits.items():
+            self.pending[plugin] = scheduler.clock.call_later(
+                timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
+            )
+
+    def allow(self, plugin: str) -> None:
+        timer = self.pending.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
+        if not self.pending:
+            self._finish(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def preempt(self, plugin: str, message: str) -> None:
+        """Preemption took the pod's place: it fails with an Error status, so it
+        is retried after backoff rather than parked as unschedulable (upstream
+        ``WaitingPod.Preempt``)."""
+        self._stop(Status(Code.ERROR, (message,), plugin))
+
+    def _stop(self, status: Status) -> None:
+        for timer in self.pending.values():
+            timer.cancel()
+        self.pending.clear()
+        self._finish(status)
+
+    def _finish(self, status: Status | None) -> None:
+        result = "Success" if status is None else status.code.name.title().replace("_", "")
+        metrics.PERMIT_WAIT_DURATION.labels(result).observe(self._scheduler.clock.now() - self.started)
+        self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
+        self._resume(status)
+
+
+@attrs.define
+class BindingWait:
+    """A binding cycle parked at a PreBind plugin's :class:`PreBindWait`:
+    the poll ``timer`` and what the cycle needs to go on or fail."""
+
+    timer: Timer
+    fwk: Framework
+    state: CycleState
+    info: QueuedPodInfo
+    assumed: Pod
+    node_name: str
+
+
+class BindingCycle:
+    """The binding cycle of the :class:`Scheduler` (a part of it: it uses the
+    scheduler's cache, queue, clock, stats and failure handling)."""
+
+    cache: Cache
+    queue: SchedulingQueue
+    clock: Clock
+    stats: SchedulingStats
+    attempt_started: dict[str, float]
+    binding_waits: dict[str, BindingWait]
+
+    def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
+        """Unreserve and forget the assumed pod."""
+        fwk.run_unreserve(state, assumed, node_name)
+        self.cache.forget_pod(assumed)
+
+    if TYPE_CHECKING:  # the scheduling cycle's failure handling, in scheduler.py
+        def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None: ...
+
+    def binding_cycle(
+        self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+        permit: Status | None,
+    ) -> None:
+        """Wait-on-Permit result, PreBind, Bind, PostBind; on failure Unreserve,
+        forget the assumed pod, requeue it and tell the queue resources were freed."""
+        if permit is not None:
+            self._binding_failed(fwk, state, info, assumed, node_name, permit)
+            return
+        self.queue.done(assumed)
+        self._pre_bind_from(fwk, state, info, assumed, node_name, 0)
+
+    def _pre_bind_from(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
+                       node_name: str, start: int) -> None:
+        """PreBind plugins from ``start`` on; a :class:`PreBindWait` parks the
+        binding cycle in :attr:`binding_waits` and polls on the clock."""
+        status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
+        if wait is not None:
+            deadline = self.clock.now() + wait.timeout
+
+            def poll() -> None:
+                if self.binding_waits.pop(assumed.metadata.uid, None) is None:
+                    return  # aborted meanwhile
+                answer = wait.check()
+                if answer is not None and answer.code == Code.WAIT:
+                    if self.clock.now() >= deadline:
+                        self._binding_failed(fwk, state, info, assumed, node_name, Status(
+                            Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
+                        return
+                    self.binding_waits[assumed.metadata.uid] = BindingWait(
+                        self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+                    return
+                failed = fwk.pre_bind_status(index, answer)
+                if failed is not None:
+                    self._binding_failed(fwk, state, info, assumed, node_name, failed)
+                else:
+                    self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
+
+            self.binding_waits[assumed.metadata.uid] = BindingWait(
+                self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+            return
+        if status is None:
+            status = fwk.run_bind(state, assumed, node_name)
+            if status is not None and status.code == Code.SKIP:
+                status = Status(Code.ERROR, ("no bind plugin bound the pod",))
+        if status is not None:
+            self._binding_failed(fwk, state, info, assumed, node_name, status)
+            return
+        self.cache.finish_binding(assumed)
+        self.stats.bound += 1
+        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
+        started = self.attempt_started.pop(assumed.metadata.uid, None)
+        if started is not None:
+            metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
+        first = info.initial_attempt_timestamp if info.initial_attempt_timestamp is not None else info.timestamp
+        metrics.observe_bound(info.attempts, self.clock.now() - first)
+        fwk.handle.recorder.event(
+            assumed, "Normal", "Scheduled", "Binding",
+            f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
+        )
+        fwk.run_post_bind(state, assumed, node_name)
+
+    def abort_binding_waits(self, message: str) -> int:
+        """Fail every binding cycle parked at a PreBind wait (Unreserve, forget,
+        requeue), e.g. on shutdown; returns how many there were."""
+        aborted = 0
+        for uid in list(self.binding_waits):
+            wait = self.binding_waits.pop(uid)
+            wait.timer.cancel()
+            self._binding_failed(wait.fwk, wait.state, wait.info, wait.assumed, wait.node_name,
+                                 Status(Code.ERROR, (message,)))
+            aborted += 1
+        return aborted
+
+    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+        self.stats.binding_failures += 1
+        self._undo_assume(fwk, state, assumed, node_name)
+        self._fail_status(fwk, info, status)
+        # after the pod is back in the queue, so that the room it frees does not count as news for itself
+        uid = assumed.metadata.uid
+        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
+                            precheck=lambda pod: pod.metadata.uid != uid)

@@ -1,0 +1,137 @@
+"""The scheduler's informer handlers (upstream ``pkg/scheduler/eventhandlers.go``).
+
+Nodes and bound pods feed the cache; pending pods of the scheduler's
+profiles feed the queue; every change that may help unschedulable pods
+becomes a cluster event (``AssignedPod``/``Node`` with the update bits that
+changed, or the kind a plugin registered for) that the queue turns into
+moves by the plugins' queueing hints.  :class:`EventHandlers` is a part of
+:class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..api import RESOURCES
+from ..api.core_v1 import Node, Pod
+from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
+
+if TYPE_CHECKING:
+    from ..cluster.informer import Informers
+    from ..framework.runtime import Framework
+    from .binding_cycle import WaitingPod
+    from .cache import Cache
+    from .queue import SchedulingQueue
+
+
+class EventHandlers:
+    """The informer handlers of the :class:`Scheduler` (a part of it: it uses
+    the scheduler's cache, queue, profiles, informers and waiting pods)."""
+
+    cache: Cache
+    queue: SchedulingQueue
+    informers: Informers
+    profiles: dict[str, Framework]
+    waiting_pods: dict[str, WaitingPod]
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.spec.scheduler_name in self.profiles
+
+    def _register_handlers(self) -> None:
+        inf = self.informers
+        inf.add_handlers("Node", self._on_node_add, self._on_node_update, self._on_node_delete)
+        inf.add_handlers("Pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        kinds = {
+            registered.event.resource
+            for fw in self.profiles.values()
+            for _, registered in fw.events_to_register()
+        }
+        for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
+            inf.add_handlers(
+                kind,
+                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.ADD), None, obj),
+                lambda old, new, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.UPDATE), old, new),
+                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.DELETE), obj, None),
+            )
+
+    def _on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all(ClusterEvent(NODE, ActionType.ADD), None, node)
+
+    def _on_node_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(old, new)
+        action = node_update_action(old, new)
+        if action:
+            self.queue.move_all(ClusterEvent(NODE, action), old, new)
+
+    def _on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node)
+
+    def _on_pod_add(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            if not pod.terminal:
+                self.cache.add_pod(pod)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
+        elif self.responsible_for(pod) and not pod.terminal:
+            self.queue.add(pod)
+
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        if new.spec.node_name:
+            if not old.spec.node_name:
+                self.queue.delete(old)
+            if new.terminal:
+                self.cache.remove_pod(new)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
+                return
+            if old.spec.node_name:
+                self.cache.update_pod(old, new)
+                action = assigned_pod_update_action(old, new)
+                if action:
+                    self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
+            else:
+                # a binding landed: upstream's AssignedPodAdd, which has no old object
+                self.cache.add_pod(new)
+                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, new)
+        elif self.responsible_for(new):
+            if new.terminal:
+                self.queue.delete(new)
+                return
+            self.queue.update(old, new)
+            if new not in self.queue and not self.cache.is_assumed(new):
+                self.queue.add(new)
+
+    def _on_pod_delete(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
+            return
+        self.queue.delete(pod)
+        waiting = self.waiting_pods.get(pod.metadata.uid)
+        if waiting is not None:
+            waiting.reject("", "pod was deleted")
+
+
+def node_update_action(old: Node, new: Node) -> ActionType:
+    """Which Node update bits changed (upstream ``nodeSchedulingPropertiesChange``)."""
+    action = ActionType(0)
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.status.conditions != new.status.conditions:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if old.metadata.annotations != new.metadata.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
+    """Which assigned-Pod update bits changed (labels, scale-down of requests)."""
+    action = ActionType(0)
+    if old.metadata.labels != new.metadata.labels:
+        action |= ActionType.UPDATE_POD_LABEL
+    if old.spec.containers != new.spec.containers:
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    return action
