@@ -39,12 +39,7 @@ class TaintToleration:
 
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
-        tainted = table.column("taints/hard", lambda info: any(is_hard(t) for t in info.node.spec.taints), bool)[rows]
-        ok = ~tainted
-        for i in np.flatnonzero(tainted):
-            taints = table.infos[rows[i]].node.spec.taints
-            ok[i] = find_untolerated_taint(taints, pod.spec.tolerations, is_hard) is None
-        return ok
+        return table.tolerating(pod.spec.tolerations)[np.asarray(rows, dtype=np.intp)]
 
     @hookimpl
     def pre_score(self, state, pod, nodes):

@@ -12,7 +12,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ..api.core_v1 import Toleration
 from ..api.nodeaffinity import RequiredNodeAffinity
+from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps.
@@ -84,6 +86,16 @@ class NodeTable:
         node affinity (an evictable column per distinct constraint)."""
         return self.column("node-affinity/" + required.key, lambda info: required.matches(info.node), dtype=bool,
                            evictable=True)
+
+    def tolerating(self, tolerations: tuple[Toleration, ...]) -> np.ndarray:
+        """Per row, whether the node has no NoSchedule/NoExecute taint that
+        ``tolerations`` leave untolerated (an evictable column per distinct
+        tolerations; a node without such taints costs nothing)."""
+        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.node.spec.taints), dtype=bool)
+        if not tolerations:
+            return ~tainted
+        return self.column("tolerated/" + repr(tolerations), lambda info: find_untolerated_taint(
+            info.node.spec.taints, tolerations, is_hard) is None, dtype=bool, evictable=True)
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology

@@ -37,7 +37,6 @@ from attrs import frozen
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
-from kubesched.core.api.taints import find_untolerated_taint, is_hard
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.snapshot import NodeTable
@@ -241,7 +240,6 @@ class PodTopologySpread:
                   keyed: np.ndarray) -> list[np.ndarray]:
         """Per constraint, the rows that count as its domains: ``keyed`` and
         passing its node inclusion policies."""
-        infos = table.infos
         by_affinity = by_taints = None
         result = []
         for constraint in constraints:
@@ -252,9 +250,7 @@ class PodTopologySpread:
                 mask = mask & by_affinity
             if constraint.honor_node_taints:
                 if by_taints is None:
-                    tolerations = pod.spec.tolerations
-                    by_taints = np.fromiter((find_untolerated_taint(i.node.spec.taints, tolerations, is_hard) is None
-                                             for i in infos), dtype=bool, count=len(infos))
+                    by_taints = table.tolerating(pod.spec.tolerations)
                 mask = mask & by_taints
             result.append(mask)
         return result
