@@ -322,7 +322,7 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
     except FitError:
         return {}
     nodes = [scheduler.snapshot.nodes[row] for row in rows]
-    status = framework.run_pre_score(state, pending_pod, nodes)
+    status = framework.run_pre_score(state, pending_pod, nodes, np.asarray(rows))
     if status is not None:
         raise RuntimeError(status.message())
     _, per_plugin = framework.run_score(state, pending_pod, scheduler.snapshot.table, np.asarray(rows), nodes)

@@ -9,6 +9,12 @@ class StateNotFound(KeyError):
     """Raised by :meth:`CycleState.read` for a key nobody wrote ("not found" upstream)."""
 
 
+#: Where the framework leaves the feasible nodes' snapshot NodeTable rows (an int
+#: array, in the order of the ``nodes`` PreScore gets), for PreScore plugins
+#: that work on NodeTable columns.
+FEASIBLE_ROWS_KEY = "FeasibleRows"
+
+
 class CycleState:
     """A key -> value store that lives for one pod's scheduling (and binding) cycle.
 

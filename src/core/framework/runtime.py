@@ -17,7 +17,7 @@ import numpy as np
 import pluggy
 
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
-from .cycle_state import CycleState
+from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
 from .diagnosis import Diagnosis
 from .handle import Handle
 from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
@@ -513,7 +513,14 @@ class Framework:
             rejector = rejector or name
         return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
-    def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo]) -> Status | None:
+    def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo],
+                      rows: np.ndarray | None = None) -> Status | None:
+        """PreScore over the feasible ``nodes`` (their snapshot NodeTable
+        ``rows``, when given, are left in the state under
+        :data:`FEASIBLE_ROWS_KEY`).  Skip marks the plugin's Score skipped;
+        any other failure is an Error status naming the plugin."""
+        if rows is not None:
+            state.write(FEASIBLE_ROWS_KEY, rows)
         for name, method in self.pre_score_plugins:
             status = method(state, pod, nodes)
             if status is None or status.is_success():

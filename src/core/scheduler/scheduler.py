@@ -255,7 +255,7 @@ class Scheduler(EventHandlers, BindingCycle):
         if len(feasible) == 1:
             return self.snapshot.nodes[feasible[0]].name
         nodes = self.snapshot.table.info_array[feasible].tolist()
-        status = fwk.run_pre_score(state, pod, nodes)
+        status = fwk.run_pre_score(state, pod, nodes, feasible)
         if status is not None:
             raise _CycleError(status)
         try:

@@ -37,6 +37,7 @@ from attrs import frozen
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
+from kubesched.core.framework.cycle_state import FEASIBLE_ROWS_KEY
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.snapshot import NodeTable
@@ -352,8 +353,10 @@ class PodTopologySpread:
         if not constraints:
             return Status.skip()
         table = self._table(all_nodes)
-        index = snapshot.index if snapshot is not None else {info.name: row for row, info in enumerate(all_nodes)}
-        feasible = np.fromiter((index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
+        feasible = state.get(FEASIBLE_ROWS_KEY)
+        if feasible is None or snapshot is None or len(feasible) != len(nodes):
+            index = snapshot.index if snapshot is not None else {info.name: row for row, info in enumerate(all_nodes)}
+            feasible = np.fromiter((index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
         keyed = self._keyed(table, constraints) if require_all else np.ones(len(table), dtype=bool)
         ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
@@ -435,7 +438,10 @@ class PodTopologySpread:
         pre = state.get(PRE_SCORE_KEY)
         if pre is None:
             return None
-        counted = np.array([name not in pre.ignored for name in node_names], dtype=bool)
+        if pre.ignored:
+            counted = np.array([name not in pre.ignored for name in node_names], dtype=bool)
+        else:
+            counted = np.ones(len(node_names), dtype=bool)
         if not counted.any():
             scores[:] = 0
             return None
