@@ -42,6 +42,9 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 #: EventsToRegister only for these).
 ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
+#: The fewest rows find_feasible_rows judges at once.
+MIN_FILTER_CHUNK = 256
+
 
 class Framework:
     """The plugins of one profile.
@@ -350,25 +353,54 @@ class Framework:
         """The first ``to_find`` of ``rows`` (snapshot rows, in the order given:
         the caller rotates them) that pass every Filter plugin, as upstream's
         ``findNodesThatPassFilters`` asks ``RunFilterPluginsWithNominatedPods``
-        of each node.  Batch filters (``filter_batch``) judge all rows at once;
-        per-node filters, and nodes with ``nominated`` pods to respect (node name
-        -> pods of equal or higher priority nominated there), run one by one.
-        Returns ``(feasible rows, rows processed)``.  Raises :class:`FilterError`
-        when a plugin fails with an Error."""
+        of each node until it has found enough.  The rows are judged in chunks
+        (twice ``to_find``, then doubling): batch filters (``filter_batch``)
+        judge a chunk at once; per-node filters, and nodes with ``nominated``
+        pods to respect (node name -> pods of equal or higher priority
+        nominated there), run one by one.  Returns ``(feasible rows, rows
+        processed)``.  Raises :class:`FilterError` when a plugin fails with an
+        Error."""
         count = len(rows)
         skip = state.skip_filter_plugins
-        mask = np.ones(count, dtype=bool)
-        per_node = []
+        batches, per_node = [], []
         for name, method in self.filter_plugins:
             if name in skip:
                 continue
             batch = self.filter_batch.get(name)
-            answer = batch(state, pod, snapshot.table, rows) if batch is not None else None
-            if answer is not None:
-                mask &= np.asarray(answer, dtype=bool)
+            if batch is not None:
+                batches.append((batch, method))
             else:
                 per_node.append(method)
         nominated_rows = {snapshot.index[name] for name in nominated if name in snapshot.index}
+        found: list[np.ndarray] = []
+        found_count = 0
+        start, size = 0, max(2 * to_find, MIN_FILTER_CHUNK)
+        while start < count:
+            chunk = rows[start:start + size]
+            feasible, processed = self._feasible_in_chunk(state, pod, snapshot, chunk, to_find - found_count,
+                                                          batches, per_node, nominated, nominated_rows)
+            found.append(feasible)
+            found_count += len(feasible)
+            if found_count >= to_find:
+                return np.concatenate(found), start + processed
+            start += len(chunk)
+            size *= 2
+        return (np.concatenate(found) if found else rows[:0]), count
+
+    def _feasible_in_chunk(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, to_find: int,
+                           batches: list, per_node: list, nominated: Mapping[str, list[PodInfo]],
+                           nominated_rows: set[int]) -> tuple[np.ndarray, int]:
+        """:meth:`find_feasible_rows` over one chunk of rows.  A batch filter
+        that declines (None) moves to ``per_node`` for the rest of the cycle."""
+        count = len(rows)
+        mask = np.ones(count, dtype=bool)
+        for batch, method in list(batches):
+            answer = batch(state, pod, snapshot.table, rows)
+            if answer is None:
+                batches.remove((batch, method))
+                per_node.append(method)
+            else:
+                mask &= np.asarray(answer, dtype=bool)
         if not per_node:
             if nominated_rows:
                 self._filter_nominated_rows(state, pod, snapshot, rows, mask, nominated_rows, nominated, to_find)
