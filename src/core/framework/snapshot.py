@@ -94,8 +94,8 @@ class NodeTable:
         tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.node.spec.taints), dtype=bool)
         if not tolerations:
             return ~tainted
-        return self.column("tolerated/" + repr(tolerations), lambda info: find_untolerated_taint(
-            info.node.spec.taints, tolerations, is_hard) is None, dtype=bool, evictable=True)
+        return self.column("tolerated/" + repr(tolerations), lambda info: not info.node.spec.taints or (
+            find_untolerated_taint(info.node.spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True)
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology

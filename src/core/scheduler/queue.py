@@ -70,7 +70,7 @@ class QueuedPodInfo:
         self._entry: _Entry | None = None
         self.backoff_expiry = 0.0
         self.popped_at = 0
-        #: in the unschedulable pool: (profile, gating plugin, rejectors, pending plugins), see PriorityQueue.move_all
+        #: in the unschedulable pool: (profile, gating plugin, rejectors, pending plugins), see SchedulingQueue.move_all
         self._group: tuple | None = None
 
     @property
