@@ -25,17 +25,15 @@ import uuid
 from typing import Any, Callable
 
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
-from kubesched.core.controller.base import ControllerContext
 from kubesched.core.observability import metrics
 from kubesched.core.observability.health import HealthServer
 
-from .controllers import build_controller_manager
 from .core.clock import RealClock
 from .core.cluster.client import ApiError, ClusterClient
 from .core.cluster.informer import Informers
 from .core.framework.config import KubeSchedulerConfiguration, parse_duration
 from .core.framework.registry import Registry
-from .core.scheduler.scheduler import Scheduler
+from .harness import Harness
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +89,11 @@ class Daemon:
         self.embedded = embedded
         self.informers = Informers(cluster)
         self.clock = _WakingClock(self.informers.wakeup)
-        self.scheduler = Scheduler(cluster, config, registry or Registry.discover(), self.clock, seed=seed,
-                                   informers=self.informers)
+        self.harness = Harness(cluster, self.clock, config, registry or Registry.discover(), seed=seed,
+                               embedded=embedded, informers=self.informers)
+        self.scheduler = self.harness.scheduler
         self.scheduler.queue.on_activate = self.informers.wakeup.set
-        self.controllers = build_controller_manager(
-            ControllerContext(cluster, self.informers, self.clock, embedded=embedded))
+        self.controllers = self.harness.controllers
         self.elector: LeaderElector | None = None
         election = config.leader_election
         if election.leader_elect and not embedded:

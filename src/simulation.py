@@ -17,20 +17,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
-from kubesched.core.controller.base import ControllerContext
 
-from .controllers import build_controller_manager
 from .core.api import resource_of
 from .core.api.convert import parse_time
 from .core.api.core_v1 import Pod
 from .core.clock import FakeClock
 from .core.cluster.client import ApiError, ClusterClient, NotFound
-from .core.cluster.informer import Informers
 from .core.cluster.memory import MemoryCluster
 from .core.framework.config import KubeSchedulerConfiguration, load_config
 from .core.framework.registry import Registry
-from .core.scheduler.runner import run_simulation
-from .core.scheduler.scheduler import Scheduler
+from .harness import Harness
 from .plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
@@ -64,12 +60,10 @@ class Simulation:
         if not isinstance(config, KubeSchedulerConfiguration):
             config = load_config(config, DEFAULT_PLUGINS)
         self.config = config
-        self.scheduler = Scheduler(self.cluster, config, self.registry, self.clock, seed=seed)
-        self.controllers = build_controller_manager(
-            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True,
-                              options=controller_options or {}))
-        self.loops: list[Any] = [self.scheduler, self.controllers]
-        self._started = False
+        self.harness = Harness(self.cluster, self.clock, config, self.registry, seed=seed,
+                               controller_options=controller_options)
+        self.scheduler = self.harness.scheduler
+        self.controllers = self.harness.controllers
         #: objects applied or deleted by timed changes (:meth:`change_at`) so far
         self.changes = 0
         self._pending_changes = 0
@@ -118,22 +112,17 @@ class Simulation:
             self.changes += 1
 
     def start(self) -> None:
-        if not self._started:
-            self.scheduler.start()
-            self.controllers.start()
-            self._started = True
+        """List and watch the cluster (once)."""
+        self.harness.start()
 
     def run(self, until: float | None = None) -> None:
         """Run until nothing more can happen, or until simulated time ``until``
         (seconds since the epoch), jumping the clock over every wait."""
-        self.start()
-        run_simulation(self.loops, self.clock, until, progress=self.progress,
-                       waiting=lambda: bool(self.scheduler.binding_waits),
-                       expecting=lambda: self._pending_changes > 0)
+        self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0)
 
     def progress(self) -> int:
         """Grows with useful work: pods bound, successful controller syncs and timed changes."""
-        return self.scheduler.stats.bound + self.controllers.synced + self.changes
+        return self.harness.progress() + self.changes
 
     def run_for(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time from now."""

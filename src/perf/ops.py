@@ -63,11 +63,11 @@ from typing import Any, Callable
 import attrs
 import yaml
 
-from kubesched.core.controller.base import ControllerContext, ControllerManager
+from kubesched.core.controller.base import ControllerManager
 from kubesched.core.quantity import QuantityError, parse_resource_list
 from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 
-from ..controllers import CONTROLLERS, build_controller_manager
+from ..controllers import CONTROLLERS
 from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
 from ..core.api.core_v1 import (
     CLAIM_BOUND,
@@ -84,11 +84,11 @@ from ..core.api.meta import ObjectMeta, ObjectReference
 from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
 from ..core.clock import Clock, RealClock
 from ..core.cluster.client import AlreadyExists, ApiError, NotFound
-from ..core.cluster.informer import Informers
 from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
+from ..harness import Harness
 from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
@@ -364,6 +364,7 @@ class WorkloadExecutor:
         self.clock = clock or RealClock()
         self._never = threading.Event()  # an idle wait has nothing to be woken by but time
         self.cluster: MemoryCluster | None = None
+        self.harness: Harness | None = None
         self.scheduler: Scheduler | None = None
         self.controllers: ControllerManager | None = None
         self.tracker: PodTracker | None = None
@@ -395,12 +396,12 @@ class WorkloadExecutor:
         self.config = self._load_scheduler_config()
         self.cluster = MemoryCluster(self.clock, seed=self.seed)
         try:
-            self.scheduler = Scheduler(self.cluster, self.config, self._registry(), self.clock, seed=self.seed)
+            self.harness = Harness(self.cluster, self.clock, self.config, self._registry(), seed=self.seed,
+                                   controllers=[name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
-        self.controllers = build_controller_manager(
-            ControllerContext(self.cluster, Informers(self.cluster), self.clock, embedded=True),
-            [name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
+        self.scheduler = self.harness.scheduler
+        self.controllers = self.harness.controllers
         preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
@@ -513,8 +514,7 @@ class WorkloadExecutor:
         if self.scheduler is None:
             self.check()
         self.tracker = PodTracker(self.cluster)
-        self.scheduler.start()
-        self.controllers.start()
+        self.harness.start()
         try:
             for position, (op, fields) in enumerate(self.ops):
                 self._status = f"op {position + 1}/{len(self.ops)} {op.opcode}"
@@ -532,7 +532,6 @@ class WorkloadExecutor:
             for task in self._background:
                 task.cancel()
             self.tracker.stop()
-            self.scheduler.informers.stop()
             self.controllers.stop()
 
     # -- the loop --
@@ -544,14 +543,9 @@ class WorkloadExecutor:
         scheduler with no timer that could change anything means the wait can
         never end: :class:`WorkloadFailed`.  ``deadline`` (seconds since the
         epoch; default now + :data:`WAIT_TIMEOUT`) bounds the wait."""
-        scheduler = self.scheduler
+        harness = self.harness
         clock = self.clock
-        controllers = self.controllers
-        schedule = scheduler.step
-
-        def step() -> bool:
-            return controllers.step() | schedule()
-
+        step = harness.step
         now_fn = self.clock.now
         if deadline is None and not until_time:
             deadline = now_fn() + WAIT_TIMEOUT
@@ -573,7 +567,7 @@ class WorkloadExecutor:
                 continue
             if done():
                 return
-            if scheduler.informers.pending() or controllers.informers.pending():
+            if harness.pending():
                 continue
             wake = [IDLE_SLEEP + now]
             if deadline is not None:

@@ -51,6 +51,7 @@ from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
+from ..harness import Harness
 from ..plugins import DEFAULT_PLUGINS
 from ..simulation import DEFAULT_START
 from .fragmentation import Workload, node_fragmentation
@@ -192,13 +193,15 @@ def replay(
         config = load_config(config, DEFAULT_PLUGINS)
     clock = FakeClock(DEFAULT_START)
     cluster = MemoryCluster(clock, seed=info.seed)
-    scheduler = Scheduler(cluster, config, registry or Registry.discover(), clock, seed=info.seed)
+    # the paper's protocol: pods are placed once each, nothing else acts on the cluster (no controllers)
+    harness = Harness(cluster, clock, config, registry or Registry.discover(), seed=info.seed, controllers=())
+    scheduler = harness.scheduler
     for obj in objects:
         cluster.create(obj)
     if tie_break == "ranked":
         scheduler.node_rank = node_ranks([o.metadata.name for o in objects if isinstance(o, Node)], info.seed)
-    scheduler.start()
-    _settle(scheduler, clock)
+    harness.start()
+    _settle(harness, clock)
     scheduler.cache.update_snapshot(scheduler.snapshot)
     table = scheduler.snapshot.table
     gpus = NodeGpus(scheduler.dra_manager(), driver=info.driver)
@@ -239,7 +242,7 @@ def replay(
         arrived_milli += sum(claim_demand(c, info.driver) for c in mine)
         before = scheduler.stats.bound
         pod = cluster.create(obj)
-        _settle(scheduler, clock)
+        _settle(harness, clock)
         done += 1
         if scheduler.stats.bound > before:
             bound += 1
@@ -261,7 +264,7 @@ def replay(
             next_sample += HEATMAP_STEP
         if progress is not None and done % 100 == 0:
             progress(done, total_pods)
-    _settle(scheduler, clock)
+    _settle(harness, clock)
     data = np.array(records) if records else np.zeros((0, 3))
     up_to = int(round(data[-1, 0])) if len(data) else 0
     return ReplayResult(
@@ -290,11 +293,12 @@ def _cpu_left(scheduler: Scheduler, node_name: str) -> int:
     return info.allocatable.get("cpu", 0) - info.requested.get("cpu", 0)
 
 
-def _settle(scheduler: Scheduler, clock: FakeClock) -> None:
+def _settle(harness: Harness, clock: FakeClock) -> None:
     """Let the scheduler finish what it can; move the clock only for pods that
     wait at Permit or PreBind."""
+    scheduler = harness.scheduler
     while True:
-        while scheduler.step():
+        while harness.step():
             pass
         if not scheduler.waiting_pods and not scheduler.binding_waits:
             return

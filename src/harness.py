@@ -1,0 +1,84 @@
+"""The scheduler and the controllers over one cluster, one clock and one set of informers.
+
+Every way of running kubesched puts the same pieces together and differs
+only in the clock, the cluster and when to stop: ``kubesched simulate`` and
+the tests (:mod:`kubesched.simulation`: MemoryCluster, fake clock, run to
+quiescence), ``kubesched run`` (:mod:`kubesched.daemon`: a real or embedded
+cluster, the wall clock, leader election, until stopped), scheduler_perf
+(:mod:`kubesched.perf`: MemoryCluster, the wall clock, until each op's
+condition) and trace replay (:mod:`kubesched.trace`: MemoryCluster, fake
+clock, pod by pod).  :class:`Harness` is that wiring, as kube-scheduler and
+kube-controller-manager share one informer factory per process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from kubesched.core.controller.base import ControllerContext
+
+from .controllers import build_controller_manager
+from .core.clock import Clock, FakeClock
+from .core.cluster.client import ClusterClient
+from .core.cluster.informer import Informers
+from .core.framework.config import KubeSchedulerConfiguration
+from .core.framework.registry import Registry
+from .core.scheduler.runner import run_simulation
+from .core.scheduler.scheduler import Scheduler
+
+
+class Harness:
+    """The :class:`Scheduler` and a controller manager sharing ``informers``.
+
+    ``controllers``: the controller names to run (None: every one that
+    applies; ``()``: none); ``embedded``: the cluster is kubesched's own (the
+    embedded-only controllers run); ``controller_options``: per-controller
+    settings by name; ``seed``: tie-breaking; ``informers``: the set to share
+    (default: a new one over ``cluster``; the daemon's clock wakes on it).  Raises ``ConfigError`` for a
+    bad scheduler configuration and ``KeyError`` for an unknown controller.
+    Call :meth:`start` once, then :meth:`step` (or :meth:`run_to_quiescence`
+    on a fake clock) from one thread.
+    """
+
+    def __init__(self, cluster: ClusterClient, clock: Clock, config: KubeSchedulerConfiguration, registry: Registry,
+                 *, seed: int = 0, embedded: bool = True, controllers: Iterable[str] | None = None,
+                 controller_options: dict[str, Any] | None = None, informers: Informers | None = None):
+        self.cluster = cluster
+        self.clock = clock
+        self.informers = informers or Informers(cluster)
+        self.scheduler = Scheduler(cluster, config, registry, clock, seed=seed, informers=self.informers)
+        self.controllers = build_controller_manager(
+            ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {}),
+            None if controllers is None else list(controllers))
+        self._started = False
+
+    def start(self) -> None:
+        """List and watch the cluster once (the objects arrive as adds)."""
+        if not self._started:
+            self.informers.start()
+            self.informers.pump()
+            self._started = True
+
+    def step(self) -> bool:
+        """One round: deliver events, run the controllers' ready work, schedule
+        one pod.  False when there was nothing to do."""
+        return self.controllers.step() | self.scheduler.step()
+
+    def pending(self) -> bool:
+        """Watch events are waiting to be delivered."""
+        return self.informers.pending()
+
+    def progress(self) -> int:
+        """Grows with useful work: pods bound and successful controller syncs."""
+        return self.scheduler.stats.bound + self.controllers.synced
+
+    def run_to_quiescence(self, until: float | None = None, progress: Callable[[], int] | None = None,
+                          expecting: Callable[[], bool] = lambda: False) -> None:
+        """On a fake clock: step until idle, jump to the next timer, and again,
+        until nothing more can happen or simulated time ``until`` (see
+        :func:`~kubesched.core.scheduler.runner.run_simulation`)."""
+        if not isinstance(self.clock, FakeClock):
+            raise TypeError("run_to_quiescence needs a FakeClock")
+        self.start()
+        run_simulation([self], self.clock, until, progress=progress or self.progress,
+                       waiting=lambda: bool(self.scheduler.binding_waits), expecting=expecting)
