@@ -453,3 +453,19 @@ def test_profiles_sharing_a_custom_queue_sort_are_fine():
     sim = simulation(config({"schedulerName": "a", "plugins": queue_sort},
                             {"schedulerName": "b", "plugins": queue_sort}), MyFilter, MyScore, OtherSort)
     assert {fw.queue_sort_name for fw in sim.scheduler.profiles.values()} == {"OtherSort"}
+
+
+def test_upstreams_own_config_with_podtopologyspread_args_loads_unchanged():
+    from pathlib import Path
+
+    from kubesched.core.clock import FakeClock
+    from kubesched.core.cluster.memory import MemoryCluster
+    from kubesched.core.framework.registry import Registry
+    from kubesched.core.scheduler.scheduler import Scheduler
+
+    path = Path(__file__).resolve().parents[2] / "data/scheduler_perf/batching/scheduler-config-no-topology.yaml"
+    loaded = load_config(path, DEFAULT_PLUGINS)
+    clock = FakeClock()
+    scheduler = Scheduler(MemoryCluster(clock), loaded, Registry.discover(), clock)
+    spread = scheduler.profiles["default-scheduler"].plugins["PodTopologySpread"]
+    assert spread.defaults == () and not spread.system_defaulted
