@@ -52,7 +52,7 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "updateAny": ("opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond", "subresources"),
 }
 
-#: The subresources an ``updateAny`` op may name (upstream passes them to Update as they are).
+#: The subresources kubesched honours in an ``updateAny`` op (others make the workload unsupported).
 UPDATE_SUBRESOURCES = ("resize",)
 
 #: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).

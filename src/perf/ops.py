@@ -89,7 +89,7 @@ from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, loa
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
 from ..harness import Harness
-from .config import THROUGHPUT_METRIC, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
+from .config import THROUGHPUT_METRIC, UPDATE_SUBRESOURCES, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
 from .report import DataItem
 from .template import TemplateError, load_template
 from .throughput import ThroughputCollector, summarize
@@ -276,6 +276,8 @@ def updated_object(current: Any, template: Any, subresources: tuple[str, ...] = 
     added tolerations and removed scheduling gates; with the ``resize``
     subresource only its containers' resources change.  Raises ValueError
     with the API server's message for a pod change it forbids."""
+    if "resize" in subresources and not isinstance(current, Pod):
+        raise ValueError(f"the resize subresource is a Pod's, not a {type(current).__name__}'s")
     if not isinstance(current, Pod):
         meta = attrs.evolve(current.metadata, labels=dict(template.metadata.labels),
                             annotations=dict(template.metadata.annotations))
@@ -426,14 +428,16 @@ class WorkloadExecutor:
             node_allocatable_strategy(fields.get("nodeAllocatableStrategy"))
             self._node_source(op, fields).document(0, max(fields.get("count", 0), 1))
         elif code == "createPods":
-            volumes = self._volume_sources(fields)
-            if volumes is not None:
-                volumes[0].object(), volumes[1].object()
-            if "signatureBatchSize" in fields:
-                raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
-            source = self._pod_source(op, fields)
-            count = max(fields.get("count", 0), 1)
-            self._check_pod(code, source.document(0, count), source.object(0, count), preemption)
+            self._check_create_pods(op, fields, preemption)
+        elif code == "createPodSets":
+            self._check_create_pods(op, fields["createPodsOp"], preemption)
+        elif code == "updateAny":
+            unknown = [name for name in fields.get("subresources") or () if name not in UPDATE_SUBRESOURCES]
+            if unknown:
+                raise Unsupported(f"unsupported op: updateAny with subresources {unknown} (kubesched updates "
+                                  f"through {', '.join(UPDATE_SUBRESOURCES)} only)")
+            source = ObjectSource(self.case.path(fields["templatePath"]), None)
+            self._check_kind(code, source.document(0, max(fields.get("count", 1), 1)), source.where)
         elif code == "createAny":
             source = ObjectSource(self.case.path(fields["templatePath"]), None, fields.get("templateParams"))
             self._check_kind(code, source.document(0, max(fields.get("count", 1), 1)), source.where)
@@ -445,6 +449,16 @@ class WorkloadExecutor:
                     self._check_pod(code, doc, source.object(), preemption)
         elif code == "createNamespaces" and "namespaceTemplatePath" in fields:
             ObjectSource(self.case.path(fields["namespaceTemplatePath"]), "Namespace", expand=False).object()
+
+    def _check_create_pods(self, op: Op, fields: dict[str, Any], preemption: bool) -> None:
+        volumes = self._volume_sources(fields)
+        if volumes is not None:
+            volumes[0].object(), volumes[1].object()
+        if "signatureBatchSize" in fields:
+            raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
+        source = self._pod_source(op, fields)
+        count = max(fields.get("count", 0), 1)
+        self._check_pod("createPods", source.document(0, count), source.object(0, count), preemption)
 
     def _check_kind(self, code: str, doc: dict[str, Any], where: str) -> dict[str, Any]:
         kind = doc.get("kind")

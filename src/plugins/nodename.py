@@ -28,4 +28,4 @@ class NodeName:
         wanted = pod.spec.node_name
         if not wanted:
             return np.ones(len(rows), dtype=bool)
-        return np.fromiter((table.infos[r].name == wanted for r in rows), dtype=bool, count=len(rows))
+        return table.names[np.asarray(rows, dtype=np.intp)] == wanted

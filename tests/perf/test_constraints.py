@@ -71,6 +71,23 @@ def test_a_barrier_on_attempted_pods_counts_only_the_selected_unschedulable_ones
     assert len(unsched) == 20 and all(p.spec.node_name for p in unsched)
 
 
+def without_plugin(directory, plugin: str):
+    """A KubeSchedulerConfiguration file whose default profile disables ``plugin``."""
+    path = directory / "scheduler-config.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n"
+                    f"      disabled:\n      - name: {plugin}\n")
+    return path
+
+
+def labelled_pod_template(directory, spec_yaml: str):
+    """A pod template (label app: a) whose spec starts with ``spec_yaml``."""
+    path = directory / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\n  labels: {app: a}\nspec:\n"
+                    + spec_yaml + "  containers:\n  - name: c\n    image: pause\n")
+    return path
+
+
 def pod(name: str, **spec) -> object:
     return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"},
                           "spec": {"containers": [{"name": "c", "image": "pause:1",
@@ -97,17 +114,39 @@ def test_a_pod_update_that_changes_resources_needs_the_resize_subresource():
 
 
 def test_pods_whose_constraints_no_enabled_plugin_enforces_are_unsupported(tmp_path):
-    config = tmp_path / "no-affinity.yaml"
-    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                      "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    multiPoint:\n"
-                      "      disabled:\n      - name: InterPodAffinity\n")
-    pod_template = tmp_path / "pod.yaml"
-    pod_template.write_text(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\n  labels: {app: a}\nspec:\n"
-        "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
-        "      - labelSelector: {matchLabels: {app: a}}\n        topologyKey: kubernetes.io/hostname\n"
-        "  containers:\n  - name: c\n    image: pause\n")
+    config = without_plugin(tmp_path, "InterPodAffinity")
+    pod_template = labelled_pod_template(
+        tmp_path, "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                  "      - labelSelector: {matchLabels: {app: a}}\n        topologyKey: kubernetes.io/hostname\n")
     case = basic_case(schedulerConfigPath=str(config), defaultPodTemplatePath=str(pod_template))
     [result] = run(write_config(tmp_path, [case]))
     assert result.status == "unsupported"
     assert "the InterPodAffinity plugin that enforces it is not enabled" in result.reason
+
+
+def test_update_any_with_a_subresource_kubesched_does_not_honour_is_unsupported(tmp_path):
+    node_template = tmp_path / "node.yaml"
+    node_template.write_text("apiVersion: v1\nkind: Node\nmetadata:\n  name: n-{{ .Index }}\n")
+    case = basic_case(workloadTemplate=[
+        {"opcode": "createNodes", "count": 1, "nodeTemplatePath": str(node_template)},
+        {"opcode": "updateAny", "templatePath": str(node_template), "subresources": ["status"]},
+        {"opcode": "createPods", "count": 1, "collectMetrics": True},
+    ], workloads=[{"name": "w", "params": {}}])
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported" and "updateAny with subresources ['status']" in result.reason
+
+
+def test_pod_sets_whose_constraints_no_enabled_plugin_enforces_are_unsupported(tmp_path):
+    config = without_plugin(tmp_path, "PodTopologySpread")
+    pod_template = labelled_pod_template(
+        tmp_path, "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: kubernetes.io/hostname\n"
+                  "    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: a}}\n")
+    case = basic_case(schedulerConfigPath=str(config), workloadTemplate=[
+        {"opcode": "createNodes", "count": 1},
+        {"opcode": "createPodSets", "count": 2, "namespacePrefix": "ns",
+         "createPodsOp": {"opcode": "createPods", "count": 1, "podTemplatePath": str(pod_template)}},
+        {"opcode": "createPods", "count": 1, "collectMetrics": True},
+    ], workloads=[{"name": "w", "params": {}}])
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported"
+    assert "the PodTopologySpread plugin that enforces it is not enabled" in result.reason

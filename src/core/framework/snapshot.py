@@ -66,6 +66,12 @@ class NodeTable:
             return values
         return entry[1]
 
+    def per_node(self, rows: np.ndarray, judge: Callable[[NodeInfo], Any], dtype: Any = bool) -> np.ndarray:
+        """``judge`` of each row's NodeInfo, node by node (for a batch hook handed a
+        table its cycle state was not computed on)."""
+        infos = self.infos
+        return np.fromiter((judge(infos[r]) for r in rows), dtype=dtype, count=len(rows))
+
     def merged(self, key: str, extract: Callable[[NodeInfo], dict]) -> dict:
         """The union of the dicts ``extract`` gives every row (say, the distinct
         terms of the nodes' pods), built the first time ``key`` is asked for and

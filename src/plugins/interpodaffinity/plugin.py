@@ -148,8 +148,7 @@ class InterPodAffinity:
             return np.ones(len(rows), dtype=bool)
         rows = np.asarray(rows, dtype=np.intp)
         if table is not pre.table:  # another table's domain ids: judge node by node
-            infos = table.infos
-            return np.fromiter((pre.verdict(infos[r].node) is None for r in rows), dtype=bool, count=len(rows))
+            return table.per_node(rows, lambda info: pre.verdict(info.node) is None)
         return pre.passes(table, rows)
 
     # --- PreScore / Score ----------------------------------------------------------------
@@ -186,9 +185,7 @@ class InterPodAffinity:
         if scores is None:
             return np.zeros(len(rows), dtype=np.int64)
         if table is not scores.table:  # another table's domain ids: score node by node
-            infos = table.infos
-            return np.fromiter((scores.node(infos[r].node.metadata.labels) for r in rows), dtype=np.int64,
-                               count=len(rows))
+            return table.per_node(rows, lambda info: scores.node(info.node.metadata.labels), dtype=np.int64)
         return scores.rows(rows)
 
     @hookimpl

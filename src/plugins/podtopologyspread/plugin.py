@@ -328,9 +328,8 @@ class PodTopologySpread:
             return np.ones(len(rows), dtype=bool)
         rows = np.asarray(rows, dtype=np.intp)
         if table is not pre.table:  # another table's domain ids: judge node by node
-            infos, labels = table.infos, pod.metadata.labels
-            return np.fromiter((self._judge(pre, labels, infos[r].node.metadata.labels) is None for r in rows),
-                               dtype=bool, count=len(rows))
+            labels = pod.metadata.labels
+            return table.per_node(rows, lambda info: self._judge(pre, labels, info.node.metadata.labels) is None)
         passes = np.ones(len(rows), dtype=bool)
         for index, constraint in enumerate(pre.constraints):
             ids = table.domain_ids(constraint.topology_key)[rows]
@@ -424,13 +423,12 @@ class PodTopologySpread:
         rows = np.asarray(rows, dtype=np.intp)
         if pre is None:
             return np.zeros(len(rows), dtype=np.int64)
-        infos = table.infos
         if table is not pre.table:  # another table's domain ids: score node by node
-            return np.fromiter((0 if infos[r].name in pre.ignored else self._score_node(pre, infos[r]) for r in rows),
-                               dtype=np.int64, count=len(rows))
+            return table.per_node(rows, lambda info: 0 if info.name in pre.ignored else self._score_node(pre, info),
+                                  dtype=np.int64)
         scores = self._scores(pre, rows)
         if pre.ignored:
-            scores[np.fromiter((infos[r].name in pre.ignored for r in rows), dtype=bool, count=len(rows))] = 0
+            scores[np.isin(table.names[rows], list(pre.ignored))] = 0
         return scores
 
     @hookimpl
