@@ -246,8 +246,8 @@ def plugins() -> None:
     table.add_column("PLUGIN")
     table.add_column("EXTENSION POINTS")
     table.add_column("DISTRIBUTION")
-    for name in registry.names():
-        table.add_row(name, ", ".join(extension_points(registry.get(name))), registry.origin.get(name, ""))
+    for name, plugin in registry.items():
+        table.add_row(name, ", ".join(extension_points(plugin)), registry.origin.get(name, ""))
     Console().print(table)
 
 

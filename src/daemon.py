@@ -58,7 +58,7 @@ class _WakingClock(RealClock):
         super().__init__()
         self.wakeup = wakeup
 
-    def call_at(self, when: float, callback: Callable[[], None], background: bool = False):
+    def call_at(self, when: float, callback: Callable[[], object], background: bool = False):
         timer = super().call_at(when, callback, background)
         self.wakeup.set()
         return timer

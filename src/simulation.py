@@ -167,5 +167,8 @@ def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
 
 
 def parse_start_time(text: str) -> float:
-    """``--start-time`` RFC 3339 text -> seconds since the epoch."""
-    return parse_time(text)
+    """``--start-time`` RFC 3339 text -> seconds since the epoch.  Raises ValueError for bad text."""
+    stamp = parse_time(text)
+    if stamp is None:
+        raise ValueError(f"--start-time: not an RFC 3339 time: {text!r}")
+    return stamp

@@ -193,7 +193,7 @@ def csi_node(name: str, limits: dict[str, int | None] | None = None, migrated_pl
              topology_keys: dict[str, list[str]] | None = None):
     """A storage.k8s.io/v1 CSINode for node ``name``: ``limits`` maps drivers to
     attach counts (None: no limit), ``topology_keys`` drivers to their keys."""
-    drivers = {}
+    drivers: dict[str, dict[str, Any]] = {}
     for driver, count in (limits or {}).items():
         drivers[driver] = {"name": driver, "nodeID": name}
         if count is not None:
@@ -334,7 +334,7 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
 try:
     import pytest
 except ImportError:  # the builders work without pytest
-    pytest = None
+    pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
 

@@ -57,9 +57,11 @@ from kubesched.core.api.resource_v1 import (
     ResourceSlice,
 )
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
+from kubesched.core.cluster.informer import changed_object
 from kubesched.core.controller.base import Controller, ControllerContext
 from kubesched.core.dra.claims import (
     ClaimNameError,
+    allocated_results,
     claim_name,
     is_for_pod,
     is_pod_done,
@@ -248,10 +250,11 @@ class DeviceTaintEvictionController(Controller):
         ``nodeName`` or of ``resourceClaimStatuses`` can change its eviction."""
         with self._lock:
             if new is None:
-                current = self._pods.get(old.key)
-                if current is not None and current.metadata.uid == old.metadata.uid:
-                    del self._pods[old.key]
-                self._cancel(_pod_ref(old))  # gone: nothing to report
+                gone = changed_object(old, new)
+                current = self._pods.get(gone.key)
+                if current is not None and current.metadata.uid == gone.metadata.uid:
+                    del self._pods[gone.key]
+                self._cancel(_pod_ref(gone))  # gone: nothing to report
                 return
             self._pods[new.key] = new
             if old is not None and old.metadata.uid != new.metadata.uid:
@@ -272,7 +275,7 @@ class DeviceTaintEvictionController(Controller):
             self._claim_changed(old, None)
             self._claim_changed(None, new)
             return
-        claim = new if new is not None else old
+        claim = changed_object(old, new)
         if new is None or new.status.allocation is None:
             if self._claims.pop(claim.key, None) is None and new is not None:
                 return  # neither before nor now allocated
@@ -297,7 +300,7 @@ class DeviceTaintEvictionController(Controller):
             self._slice_changed(old, new)
 
     def _slice_changed(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
-        pool_id = (new if new is not None else old).pool_id
+        pool_id = changed_object(old, new).pool_id
         pool = self._pools.setdefault(pool_id, _Pool())
         before = pool.no_execute_taints()
         pool.replace(old, new)
@@ -309,7 +312,7 @@ class DeviceTaintEvictionController(Controller):
             return
         for entry in list(self._claims.values()):
             if any(r.driver == pool_id[0] and r.pool == pool_id[1] and r.device in modified
-                   for r in entry.claim.status.allocation.devices.results):
+                   for r in allocated_results(entry.claim)):
                 self._refresh_claim(entry)
 
     def handle_rule_change(self, old: DeviceTaintRule | None, new: DeviceTaintRule | None) -> None:
@@ -317,10 +320,10 @@ class DeviceTaintEvictionController(Controller):
         (new rule or new spec) and re-evaluate every allocated claim."""
         with self._lock:
             replaced = old is not None and (new is None or old.metadata.uid != new.metadata.uid)
-            if replaced:
+            if old is not None and replaced:
                 self._evicted_by_rule.pop(old.metadata.uid, None)
             if new is None:
-                self._rules.pop(old.metadata.name, None)
+                self._rules.pop(changed_object(old, new).metadata.name, None)
             else:
                 self._rules[new.metadata.name] = new
                 if old is not None and not replaced and old.spec == new.spec:
@@ -347,11 +350,11 @@ class DeviceTaintEvictionController(Controller):
         rules = list(rules)
         when: float | None = None
         reasons: set[TaintSource] = set()
-        for result in claim.status.allocation.devices.results:
+        for result in allocated_results(claim):
             sources: list[TaintSource] = []
             pool = self._pools.get((result.driver, result.pool))
             slice_, device = pool.device(result.device) if pool is not None else (None, None)
-            if device is not None:
+            if device is not None and slice_ is not None:
                 sources.extend(TaintSource(taint, slice=slice_.metadata.name, driver=result.driver, pool=result.pool,
                                            device=result.device, index=index)
                                for index, taint in enumerate(device.taints) if taint.effect == TAINT_EFFECT_NO_EXECUTE)
@@ -560,7 +563,7 @@ class DeviceTaintEvictionController(Controller):
         """Published devices (newest pool generations) and allocated devices the rule selects."""
         published = sum(1 for (driver, pool_name), pool in self._pools.items() for slice_ in pool.current
                         for device in slice_.spec.devices if rule_selects(rule, driver, pool_name, device.name))
-        allocated = sum(1 for entry in self._claims.values() for r in entry.claim.status.allocation.devices.results
+        allocated = sum(1 for entry in self._claims.values() for r in allocated_results(entry.claim)
                         if rule_selects(rule, r.driver, r.pool, r.device))
         return published, allocated
 

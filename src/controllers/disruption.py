@@ -60,8 +60,7 @@ class DisruptionController(Controller):
         #: controller UID -> the most pods seen naming it as their controller
         self._scale: dict[str, int] = {}
         self.informers.add_handlers(PDB, self._enqueue, lambda old, new: self._enqueue(new))
-        self.informers.add_handlers("Pod", self._on_pod, lambda old, new: (self._on_pod(old), self._on_pod(new)),
-                                    self._on_pod)
+        self.informers.add_handlers("Pod", self._on_pod, self._on_pod_update, self._on_pod)
 
     def _enqueue(self, pdb: PodDisruptionBudget) -> None:
         self.queue.add(namespaced_name(pdb.metadata))
@@ -72,6 +71,10 @@ class DisruptionController(Controller):
             selector = pdb.spec.selector
             if pdb.metadata.namespace == pod.metadata.namespace and selector is not None and selector.matches(labels):
                 self.queue.add(key)
+
+    def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        self._on_pod(old)
+        self._on_pod(new)
 
     def sync(self, item: Any) -> None:
         pdb: PodDisruptionBudget | None = self.informers.get(PDB, item)
@@ -161,7 +164,7 @@ class DisruptionController(Controller):
             name = pod.metadata.name
             if pod.metadata.deletion_timestamp is not None or name not in recorded:
                 continue
-            expires = parse_time(recorded[name]) + DELETION_TIMEOUT
+            expires = (parse_time(recorded[name]) or 0.0) + DELETION_TIMEOUT
             if expires <= now:
                 self.recorder.event(pod, "Warning", "NotDeleted", "Sync",
                                     f"Pod was expected by PDB {pdb.metadata.namespace}/{pdb.metadata.name} to be "

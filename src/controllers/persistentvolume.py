@@ -262,8 +262,9 @@ class PersistentVolumeController(Controller):
             volume = attrs.evolve(volume, metadata=attrs.evolve(volume.metadata, annotations=annotations),
                                   spec=attrs.evolve(volume.spec, claim_ref=None))
         else:
+            claim_ref = volume.spec.claim_ref
             volume = attrs.evolve(volume, spec=attrs.evolve(
-                volume.spec, claim_ref=attrs.evolve(volume.spec.claim_ref, uid="")))
+                volume.spec, claim_ref=attrs.evolve(claim_ref, uid="") if claim_ref is not None else None))
         self._update_volume_phase(self.cluster.update(volume), VOLUME_AVAILABLE)
 
     def _reclaim(self, volume: PersistentVolume) -> None:

@@ -23,7 +23,7 @@ class Timer:
 
     __slots__ = ("when", "callback", "cancelled", "background")
 
-    def __init__(self, when: float, callback: Callable[[], None], background: bool = False):
+    def __init__(self, when: float, callback: Callable[[], object], background: bool = False):
         self.when = when
         self.callback = callback
         self.cancelled = False
@@ -44,14 +44,14 @@ class Clock:
     def now(self) -> float:
         raise NotImplementedError
 
-    def call_at(self, when: float, callback: Callable[[], None], background: bool = False) -> Timer:
+    def call_at(self, when: float, callback: Callable[[], object], background: bool = False) -> Timer:
         """Run ``callback`` once the clock reaches ``when`` (seconds)."""
         timer = Timer(when, callback, background)
         with self._lock:
             heapq.heappush(self._timers, (when, next(self._seq), timer))
         return timer
 
-    def call_later(self, delay: float, callback: Callable[[], None], background: bool = False) -> Timer:
+    def call_later(self, delay: float, callback: Callable[[], object], background: bool = False) -> Timer:
         """Run ``callback`` after ``delay`` seconds."""
         return self.call_at(self.now() + delay, callback, background)
 

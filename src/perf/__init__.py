@@ -15,8 +15,9 @@ SchedulingThroughput collector), :mod:`.report` (results, table, JSON),
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from .config import PerfConfigError, TestCase, Workload, load_test_cases
 from .report import DataItem, WorkloadResult, data_items_document, render
@@ -41,7 +42,7 @@ def perf_command(config: str | Path, test: str | None = None, workload: str | No
         print(f"unknown output {output!r} (use table or json)", file=sys.stderr)
         return EXIT_INVALID
     progress = None
-    status = nullcontext()
+    status: AbstractContextManager[Any] = nullcontext()
     if sys.stdout.isatty():
         from rich.console import Console
 

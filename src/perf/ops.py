@@ -63,7 +63,6 @@ from typing import Any, Callable
 import attrs
 import yaml
 
-from kubesched.core.controller.base import ControllerManager
 from kubesched.core.quantity import QuantityError, parse_resource_list
 from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 
@@ -174,7 +173,7 @@ class ObjectSource:
         if self._template is not None:
             text = self._template.expand({**self.params, "Index": index, "Count": count})
         else:
-            text = self._raw_text
+            text = self._raw_text or ""
         try:
             doc = yaml.load(text, Loader=_YAML_LOADER)
         except yaml.YAMLError as err:
@@ -365,11 +364,9 @@ class WorkloadExecutor:
         # runtime state
         self.clock = clock or RealClock()
         self._never = threading.Event()  # an idle wait has nothing to be woken by but time
-        self.cluster: MemoryCluster | None = None
-        self.harness: Harness | None = None
-        self.scheduler: Scheduler | None = None
-        self.controllers: ControllerManager | None = None
-        self.tracker: PodTracker | None = None
+        self.cluster = MemoryCluster(self.clock, seed=seed)
+        self._harness: Harness | None = None
+        self._tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
         self._counter: ScheduledCounter | None = None
@@ -378,6 +375,24 @@ class WorkloadExecutor:
         self._node_names: set[str] = set()
         self._status = ""
         self._last_progress = 0.0
+
+    @property
+    def harness(self) -> Harness:
+        """The scheduler and controllers over :attr:`cluster`, built by :meth:`check`."""
+        if self._harness is None:
+            raise RuntimeError(f"{self.name}: check() builds the scheduler; call it first")
+        return self._harness
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.harness.scheduler
+
+    @property
+    def tracker(self) -> PodTracker:
+        """Pods per namespace and scheduled counts, kept while :meth:`run` runs."""
+        if self._tracker is None:
+            raise RuntimeError(f"{self.name}: the pod tracker exists only while run() runs")
+        return self._tracker
 
     # --- checking ----------------------------------------------------------------------------
 
@@ -396,14 +411,11 @@ class WorkloadExecutor:
         if unused:
             raise PerfConfigError(f"the parameters {unused} are defined on workload {self.workload.name}, but unused")
         self.config = self._load_scheduler_config()
-        self.cluster = MemoryCluster(self.clock, seed=self.seed)
         try:
-            self.harness = Harness(self.cluster, self.clock, self.config, self._registry(), seed=self.seed,
+            self._harness = Harness(self.cluster, self.clock, self.config, self._registry(), seed=self.seed,
                                    controllers=[name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
-        self.scheduler = self.harness.scheduler
-        self.controllers = self.harness.controllers
         preemption = all("DefaultPreemption" in fw.plugins for fw in self.scheduler.profiles.values())
         for op, fields in self.ops:
             self._check_op(op, fields, preemption)
@@ -462,7 +474,7 @@ class WorkloadExecutor:
 
     def _check_kind(self, code: str, doc: dict[str, Any], where: str) -> dict[str, Any]:
         kind = doc.get("kind")
-        resource = RESOURCES.get(kind)
+        resource = RESOURCES.get(kind) if isinstance(kind, str) else None
         if resource is None:
             raise Unsupported(f"unsupported op: {code} of a {kind} ({doc.get('apiVersion')}; "
                               "kubesched does not model that kind yet)")
@@ -476,7 +488,8 @@ class WorkloadExecutor:
         DynamicResources, pod (anti-)affinity without InterPodAffinity, spread
         constraints without PodTopologySpread, priorities (preemption) without
         DefaultPreemption."""
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        pod_spec = doc.get("spec")
+        spec = pod_spec if isinstance(pod_spec, dict) else {}
         if spec.get("resourceClaims") and not all("DynamicResources" in fw.plugins
                                                   for fw in self.scheduler.profiles.values()):
             raise Unsupported(f"unsupported op: {code} of pods with resourceClaims (the DynamicResources "
@@ -525,9 +538,9 @@ class WorkloadExecutor:
 
     def run(self) -> None:
         """Run every op (call :meth:`check` first).  Raises :class:`WorkloadFailed`."""
-        if self.scheduler is None:
+        if self._harness is None:
             self.check()
-        self.tracker = PodTracker(self.cluster)
+        self._tracker = PodTracker(self.cluster)
         self.harness.start()
         try:
             for position, (op, fields) in enumerate(self.ops):
@@ -546,7 +559,7 @@ class WorkloadExecutor:
             for task in self._background:
                 task.cancel()
             self.tracker.stop()
-            self.controllers.stop()
+            self.harness.controllers.stop()
 
     # -- the loop --
 
@@ -642,7 +655,8 @@ class WorkloadExecutor:
             raise WorkloadFailed("missing startCollectingMetrics operation before stopping")
         samples = self._collector.stop()
         self.measured_pods += self._collector.total
-        self.tracker.release(self._counter)
+        if self._counter is not None:
+            self.tracker.release(self._counter)
         self._collector = None
         self._counter = None
         self.samples.extend(samples)

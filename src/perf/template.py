@@ -179,7 +179,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
             raise ValueError(f"unexpected {text[pos:].strip()[:20]!r}")
-        kind = match.lastgroup
+        kind = match.lastgroup or ""
         tokens.append((kind, match.group(kind)))
         pos = match.end()
     return tokens
@@ -399,7 +399,7 @@ class _Scope:
         self.parent = parent
 
     def lookup(self, name: str) -> Any:
-        scope = self
+        scope: _Scope | None = self
         while scope is not None:
             if name in scope.vars:
                 return scope.vars[name]
@@ -407,7 +407,7 @@ class _Scope:
         return _MISSING
 
     def assign(self, name: str, value: Any) -> bool:
-        scope = self
+        scope: _Scope | None = self
         while scope is not None:
             if name in scope.vars:
                 scope.vars[name] = value

@@ -35,7 +35,7 @@ def normalized_image_name(name: str) -> str:
 
 def _image_size(name: str):
     def extract(info: NodeInfo) -> int:
-        for image in info.node.status.images:
+        for image in info.require_node().status.images:
             if name in image.names:
                 return image.size_bytes
         return -1

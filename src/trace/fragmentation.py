@@ -141,7 +141,8 @@ def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarra
     reach = gpu_pod & reachable
     zero = np.zeros(())
 
-    def quadrant(*parts: np.ndarray) -> np.ndarray:
+    def quadrant(*parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Sum over typical pods of ``values`` where ``mask`` holds, per (mask, values) part."""
         contribution = zero
         for mask, values in parts:
             contribution = contribution + np.where(mask, values, 0.0)

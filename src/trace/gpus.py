@@ -96,17 +96,17 @@ class NodeGpus:
         self.capacity = np.zeros((len(layout), width), dtype=np.int64)
         self.slot = {}
         for row, gpus in enumerate(layout):
-            for index, (device, milli) in enumerate(gpus):
+            for index, (device_id, milli) in enumerate(gpus):
                 self.capacity[row, index] = milli
-                self.slot[device] = (row, index)
+                self.slot[device_id] = (row, index)
         self.left = self.capacity.copy()
         self.count = np.array([len(g) for g in layout], dtype=np.int64)
         self.models = models
         self.versions = np.zeros(len(layout), dtype=np.int64)
         allocated = self.dra.allocated
-        for device in set(allocated.devices) | set(allocated.consumed_capacity):
-            if device in self.slot:
-                self._refresh(device)
+        for allocated_id in set(allocated.devices) | set(allocated.consumed_capacity):
+            if allocated_id in self.slot:
+                self._refresh(allocated_id)
 
     def _device_milli(self, device) -> int:
         entry = device.capacity.get(self.compute) or device.lookup_capacity(self.compute, self.driver)

@@ -246,7 +246,7 @@ def replay(
         done += 1
         if scheduler.stats.bound > before:
             bound += 1
-            node_name = scheduler.informers.get("Pod", pod.key).spec.node_name
+            node_name = harness.informers.store("Pod")[pod.key].spec.node_name
             row = row_of[node_name]
             gpus.sync(table)
             cpu_left[row] = _cpu_left(scheduler, node_name)

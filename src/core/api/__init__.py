@@ -86,6 +86,10 @@ def from_manifest(doc: dict) -> Any:
         raise ManifestError("", f"expected an object, got {doc!r}")
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
+    if not isinstance(kind, str):
+        raise ManifestError("kind", f"expected a string, got {kind!r}")
+    if not isinstance(api_version, str):
+        raise ManifestError("apiVersion", f"expected a string, got {api_version!r}")
     resource = RESOURCES.get(kind)
     if resource is None:
         raise ManifestError("kind", f"unknown kind {kind!r} (known: {', '.join(sorted(RESOURCES))})")

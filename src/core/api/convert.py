@@ -22,7 +22,7 @@ in manifest terms (``spec.containers[0].resources.requests.cpu``).
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 import cattrs
@@ -186,13 +186,14 @@ def _join(head: str, tail: str) -> str:
 
 def _unstructure_factory(cls: type):
     attrs.resolve_types(cls)
-    overrides = {}
+    hooks: dict[str, Callable[[Any], Any]] = {"quantity": format_resource_list, "time": format_time,
+                                              "microtime": format_micro_time, "bytes": _format_bytes}
+    overrides: dict[str, Any] = {}
     for f in attrs.fields(cls):
-        kind = f.metadata.get("kind")
-        hook = {"quantity": format_resource_list, "time": format_time, "microtime": format_micro_time,
-                "bytes": _format_bytes}.get(kind)
+        hook = hooks.get(f.metadata.get("kind", ""))
         overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook)
-    base = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=True, **overrides)
+    base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, converter, _cattrs_omit_if_default=True, **overrides)
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
 
     def unstructure(obj: Any) -> dict:

@@ -64,7 +64,8 @@ def _flatten(doc: Any, file: str) -> Iterator[dict]:
 
 def object_label(doc: dict) -> str:
     """``Kind/name`` (or ``Kind/generateName*``) for messages."""
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    metadata = doc.get("metadata")
+    meta = metadata if isinstance(metadata, dict) else {}
     name = meta.get("name") or (meta.get("generateName", "") + "*" if meta.get("generateName") else "")
     return f"{doc.get('kind', '?')}/{name}"
 

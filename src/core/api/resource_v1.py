@@ -105,8 +105,8 @@ converter.register_unstructure_hook(Fraction, format_exact_quantity)
 
 
 def _is_keyed_map(type_: Any) -> bool:
-    args = getattr(type_, "__args__", None)
-    return getattr(type_, "__origin__", None) is dict and bool(args) and args[1] in _KEYED_MAP_VALUES
+    args: tuple[Any, ...] = getattr(type_, "__args__", None) or ()
+    return getattr(type_, "__origin__", None) is dict and len(args) == 2 and args[1] in _KEYED_MAP_VALUES
 
 
 def _structure_keyed_map(value: Any, type_: Any) -> dict:

@@ -214,7 +214,7 @@ class _Checker:
         while isinstance(tree, lark.Tree) and len(tree.children) == 1:
             if tree.data == "literal":
                 token = tree.children[0]
-                if token.type in ("STRING_LIT", "MLSTRING_LIT"):
+                if isinstance(token, lark.Token) and token.type in ("STRING_LIT", "MLSTRING_LIT"):
                     return str(celstr(token))
                 return None
             tree = tree.children[0]

@@ -165,7 +165,7 @@ class _Evaluator(Evaluator):
             name = f"{namespace}.{tree.children[1]}"
             args = _args(tree, 2)
             if name == "cel.bind":
-                variable = _bare_ident(args[0])
+                variable = _bare_ident(args[0]) or ""  # the checker refused a cel.bind without a name
                 init = self.visit(args[1])
                 nested = self.sub_evaluator(args[2])
                 try:

@@ -69,7 +69,8 @@ def _parse(expression: str) -> lark.Tree:
     except lark.exceptions.UnexpectedInput as err:
         line, column = getattr(err, "line", "?"), getattr(err, "column", "?")
         if isinstance(err, lark.exceptions.UnexpectedCharacters):
-            what = f"token recognition error at: {expression[err.pos_in_stream:err.pos_in_stream + 1]!r}"
+            start = err.pos_in_stream or 0
+            what = f"token recognition error at: {expression[start:start + 1]!r}"
         elif isinstance(err, lark.exceptions.UnexpectedToken):
             what = "unexpected end of input" if err.token.type == "$END" else f"Syntax error: mismatched input {str(err.token)!r}"
         else:

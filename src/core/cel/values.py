@@ -114,7 +114,7 @@ class Semver:
                     raise ValueError(f"Invalid character(s) found in build meta data {item!r}")
         if "-" in rest:
             rest, _, pre = rest.partition("-")
-            items = []
+            items: list[int | str] = []
             for item in pre.split("."):
                 if not item:
                     raise ValueError("Prerelease is empty")

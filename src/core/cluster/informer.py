@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..api import object_key
 from .client import ADDED, DELETED, MODIFIED, REPLACE, ClusterClient, WatchEvent
+
+T = TypeVar("T")
 
 AddHandler = Callable[[Any], None]
 UpdateHandler = Callable[[Any, Any], None]
@@ -113,18 +115,18 @@ class Informers:
             if old is None:
                 return  # already gone (a delete seen again after a resumed watch)
             del informer.store[key]
-            for handler in informer.on_delete:
-                handler(old)
+            for on_delete in informer.on_delete:
+                on_delete(old)
             return
         informer.store[key] = event.obj
         if old is None:
-            for handler in informer.on_add:
-                handler(event.obj)
+            for on_add in informer.on_add:
+                on_add(event.obj)
         elif event.type in (ADDED, MODIFIED):
             if old.metadata.resource_version == event.obj.metadata.resource_version:
                 return
-            for handler in informer.on_update:
-                handler(old, event.obj)
+            for on_update in informer.on_update:
+                on_update(old, event.obj)
 
     def _replace(self, kind: str, informer: _KindInformer, items: list) -> None:
         """A relist: objects no longer listed are deleted, the others arrive
@@ -134,3 +136,13 @@ class Informers:
             self._deliver(WatchEvent(DELETED, kind, informer.store[key]))
         for obj in listed.values():
             self._deliver(WatchEvent(MODIFIED, kind, obj))
+
+
+def changed_object(old: T | None, new: T | None) -> T:
+    """The object a change handler's ``(old, new)`` pair is about: ``new``, or
+    ``old`` for a delete.  Raises ValueError when both are None."""
+    if new is not None:
+        return new
+    if old is None:
+        raise ValueError("a change has an old or a new object")
+    return old

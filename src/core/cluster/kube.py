@@ -402,7 +402,7 @@ class KubernetesCluster(ClusterClient):
 
     def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
         resource = RESOURCES[kind]
-        body = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid is not None:
             body["preconditions"] = {"uid": uid}
         self._call("DELETE", self._path(resource, name, namespace), body=body)

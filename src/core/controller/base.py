@@ -70,8 +70,8 @@ class Controller:
         self.recorder = EventRecorder(ctx.cluster, ctx.clock, self.name)
         self.synced = 0
 
-    def sync(self, item: Hashable) -> float | None:
-        """Do the work for ``item``.  Raise :class:`ApiError` to retry it later
+    def sync(self, item: Any) -> float | None:
+        """Do the work for ``item`` (a hashable key of the subclass's choosing).  Raise :class:`ApiError` to retry it later
         with backoff; return a number of seconds to look at it again then
         (upstream's "again after", e.g. an eviction that is not due yet)."""
         raise NotImplementedError

@@ -9,7 +9,7 @@ DeviceTaintEviction controller; mirrors upstream's
 from __future__ import annotations
 
 from kubesched.core.api.core_v1 import Pod, PodResourceClaim
-from kubesched.core.api.resource_v1 import ResourceClaim
+from kubesched.core.api.resource_v1 import DeviceRequestAllocationResult, ResourceClaim
 
 
 class ClaimNameError(Exception):
@@ -82,3 +82,9 @@ def pod_claims(pod: Pod, lookup) -> list[tuple[str, ResourceClaim]]:
             raise ClaimNameError(not_for_pod_message(pod, claim))
         found.append((pod_claim.name, claim))
     return found
+
+
+def allocated_results(claim: ResourceClaim) -> tuple[DeviceRequestAllocationResult, ...]:
+    """The devices allocated to ``claim`` (``status.allocation.devices.results``; () when unallocated)."""
+    allocation = claim.status.allocation
+    return allocation.devices.results if allocation is not None else ()

@@ -31,7 +31,7 @@ from kubesched.core.api.resource_v1 import (
     ResourceSlice,
 )
 from kubesched.core.cluster.assume_cache import AssumeCache
-from kubesched.core.cluster.informer import Informers
+from kubesched.core.cluster.informer import Informers, changed_object
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 
 #: ``listener(old, new)``: a claim's effective version changed (None: absent).
@@ -177,7 +177,7 @@ class DRAManager:
             listener(old, new)
 
     def _cached_claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        uid = (new or old).metadata.uid
+        uid = changed_object(old, new).metadata.uid
         if uid in self._in_flight:
             if new is None:  # deleted while in flight: the allocation goes with it
                 self._notify(self._in_flight.pop(uid), None)

@@ -27,7 +27,8 @@ def _attribute_to_cel(value: Any) -> Any:
         if kind in ("version", "versions"):
             if kind == "version":
                 return Semver.parse(raw)
-            return ct.ListType([Semver.parse(v) for v in raw])
+            versions: list[Any] = [Semver.parse(v) for v in raw]
+            return ct.ListType(versions)
         return _attribute_to_cel(list(raw) if isinstance(raw, tuple) else raw)
     if isinstance(value, bool):
         return ct.BoolType(value)

@@ -75,7 +75,10 @@ class WeightedAffinityTerm:
 
     @classmethod
     def of(cls, owner: Pod, weighted: WeightedPodAffinityTerm) -> "WeightedAffinityTerm":
-        return cls(weighted.weight, AffinityTerm.of(owner, weighted.pod_affinity_term))
+        term = weighted.pod_affinity_term
+        if term is None:  # the API types refuse this at load; only a hand-built term can lack it
+            raise ValueError("a weighted pod affinity term needs podAffinityTerm")
+        return cls(weighted.weight, AffinityTerm.of(owner, term))
 
 
 @frozen

@@ -125,6 +125,19 @@ class NodeInfo:
     def allocatable(self) -> dict[str, int]:
         return self.node.allocatable if self.node is not None else {}
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """The node's labels ({} while the cache knows only pods for it)."""
+        return self.node.metadata.labels if self.node is not None else {}
+
+    def require_node(self) -> Node:
+        """The Node.  Raises :class:`LookupError` ("node not found", upstream's
+        message) for an entry the cache holds only for pods; snapshot entries
+        always have their Node."""
+        if self.node is None:
+            raise LookupError("node not found")
+        return self.node
+
     def set_node(self, node: Node) -> None:
         self.node = node
         self.generation = next_generation()

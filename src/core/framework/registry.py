@@ -83,8 +83,9 @@ class Registry:
         name = name or getattr(plugin, "name", None) or plugin.__name__
         if not isinstance(plugin, type):
             raise PluginError(f"plugin {name}: expected a class, got {plugin!r}")
-        if getattr(plugin, "name", name) != name:
-            raise PluginError(f"plugin {name}: its class says name = {plugin.name!r}")
+        declared = getattr(plugin, "name", name)
+        if declared != name:
+            raise PluginError(f"plugin {name}: its class says name = {declared!r}")
         existing = self._plugins.get(name)
         if existing is not None and existing is not plugin:
             raise PluginError(f"plugin {name} is registered twice ({self.origin.get(name)} and {origin})")
@@ -96,6 +97,10 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._plugins)
+
+    def items(self) -> list[tuple[str, type]]:
+        """(name, plugin class) pairs, by name."""
+        return sorted(self._plugins.items())
 
     def __contains__(self, name: str) -> bool:
         return name in self._plugins

@@ -90,18 +90,18 @@ class NodeTable:
     def matching_node_affinity(self, required: RequiredNodeAffinity) -> np.ndarray:
         """Per row, whether the node matches a pod's nodeSelector and required
         node affinity (an evictable column per distinct constraint)."""
-        return self.column("node-affinity/" + required.key, lambda info: required.matches(info.node), dtype=bool,
+        return self.column("node-affinity/" + required.key, lambda info: required.matches(info.require_node()), dtype=bool,
                            evictable=True)
 
     def tolerating(self, tolerations: tuple[Toleration, ...]) -> np.ndarray:
         """Per row, whether the node has no NoSchedule/NoExecute taint that
         ``tolerations`` leave untolerated (an evictable column per distinct
         tolerations; a node without such taints costs nothing)."""
-        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.node.spec.taints), dtype=bool)
+        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.require_node().spec.taints), dtype=bool)
         if not tolerations:
             return ~tainted
-        return self.column("tolerated/" + repr(tolerations), lambda info: not info.node.spec.taints or (
-            find_untolerated_taint(info.node.spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True)
+        return self.column("tolerated/" + repr(tolerations), lambda info: not info.require_node().spec.taints or (
+            find_untolerated_taint(info.require_node().spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True)
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology
@@ -111,7 +111,7 @@ class NodeTable:
         ids = self._domains.setdefault(key, {})
 
         def extract(info: NodeInfo) -> int:
-            value = info.node.metadata.labels.get(key)
+            value = info.labels.get(key)
             if value is None:
                 return -1
             return ids.setdefault(value, len(ids))

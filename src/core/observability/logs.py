@@ -57,7 +57,7 @@ class TextFormatter(logging.Formatter):
         stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created)) + f".{int(record.created % 1 * 1e6):06d}"
         letter = self.LETTERS.get(record.levelno, "I")
         pairs = "".join(f" {k}={json.dumps(v, default=str)}" for k, v in record_pairs(record).items())
-        line = f"{letter}{stamp} {record.thread % 100000:>7} {record.filename}:{record.lineno}] {record.getMessage()}{pairs}"
+        line = f"{letter}{stamp} {(record.thread or 0) % 100000:>7} {record.filename}:{record.lineno}] {record.getMessage()}{pairs}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line

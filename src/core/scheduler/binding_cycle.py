@@ -10,6 +10,7 @@ part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Callable
@@ -47,9 +48,8 @@ class WaitingPod:
         self.pending: dict[str, Timer] = {}
         self.started = scheduler.clock.now()
         for plugin, timeout in waits.items():
-            self.pending[plugin] = scheduler.clock.call_later(
-                timeout, lambda p=plugin, t=timeout: self.reject(p, f"rejected due to timeout after waiting {t:g}s at plugin {p}")
-            )
+            message = f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}"
+            self.pending[plugin] = scheduler.clock.call_later(timeout, functools.partial(self.reject, plugin, message))
 
     def allow(self, plugin: str) -> None:
         timer = self.pending.pop(plugin, None)

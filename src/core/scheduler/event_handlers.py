@@ -10,10 +10,11 @@ moves by the plugins' queueing hints.  :class:`EventHandlers` is a part of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod
+from ..cluster.informer import AddHandler, DeleteHandler, UpdateHandler
 from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 
 if TYPE_CHECKING:
@@ -47,12 +48,21 @@ class EventHandlers:
             for _, registered in fw.events_to_register()
         }
         for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
-            inf.add_handlers(
-                kind,
-                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.ADD), None, obj),
-                lambda old, new, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.UPDATE), old, new),
-                lambda obj, k=kind: self.queue.move_all(ClusterEvent(k, ActionType.DELETE), obj, None),
-            )
+            inf.add_handlers(kind, *self._queue_movers(kind))
+
+    def _queue_movers(self, kind: str) -> tuple[AddHandler, UpdateHandler, DeleteHandler]:
+        """Informer handlers for a kind some plugin registered events for: each
+        change moves the unschedulable pods whose hints say it may help."""
+        def on_add(obj: Any) -> None:
+            self.queue.move_all(ClusterEvent(kind, ActionType.ADD), None, obj)
+
+        def on_update(old: Any, new: Any) -> None:
+            self.queue.move_all(ClusterEvent(kind, ActionType.UPDATE), old, new)
+
+        def on_delete(obj: Any) -> None:
+            self.queue.move_all(ClusterEvent(kind, ActionType.DELETE), obj, None)
+
+        return on_add, on_update, on_delete
 
     def _on_node_add(self, node: Node) -> None:
         self.cache.add_node(node)

@@ -286,11 +286,12 @@ class SchedulingQueue:
             info._entry = None
         if info.where == UNSCHEDULABLE:
             self._unschedulable.pop(info.uid, None)
-            members = self._unschedulable_groups.get(info._group)
-            if members is not None:
+            group = info._group
+            members = self._unschedulable_groups.get(group) if group is not None else None
+            if group is not None and members is not None:
                 members.pop(info.uid, None)
                 if not members:
-                    del self._unschedulable_groups[info._group]
+                    del self._unschedulable_groups[group]
             info._group = None
         info.where = ""
 

@@ -124,7 +124,6 @@ class Scheduler(EventHandlers, BindingCycle):
         #: Not upstream; simulators that replay a paper's protocol need it.
         self.node_rank: dict[str, int] | None = None
         self.profiles: dict[str, Framework] = {}
-        self.queue: SchedulingQueue | None = None
         self._dra: DRAManager | None = None
         for profile in config.profiles:
             handle = Handle(
@@ -272,13 +271,12 @@ class Scheduler(EventHandlers, BindingCycle):
         if len(best) == 1:
             return int(best[0])
         if self.node_rank is not None:
-            ranks = self._row_ranks()[np.asarray(rows)[best]]
+            ranks = self._row_ranks(self.node_rank)[np.asarray(rows)[best]]
             return int(best[np.argmin(ranks)])
         return int(best[self.rng.randrange(len(best))])
 
-    def _row_ranks(self) -> np.ndarray:
-        """:attr:`node_rank` per snapshot row (nodes without a rank last)."""
-        rank = self.node_rank
+    def _row_ranks(self, rank: dict[str, int]) -> np.ndarray:
+        """``rank`` (:attr:`node_rank`) per snapshot row (nodes without a rank last)."""
         return self.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> np.ndarray:

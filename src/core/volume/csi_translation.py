@@ -125,9 +125,10 @@ def translate_pv(pv: PersistentVolume) -> PersistentVolume:
     if plugin is None:
         return pv
     source = getattr(pv.spec, plugin.source)
+    in_tree_source_cleared: dict[str, Any] = {plugin.source: None}
     spec = attrs.evolve(pv.spec, csi=CSIPersistentVolumeSource(driver=plugin.driver,
                                                                 volume_handle=plugin.handle(source)),
-                        **{plugin.source: None})
+                        **in_tree_source_cleared)
     spec = attrs.evolve(spec, node_affinity=_translated_affinity(pv, plugin.topology_key))
     return attrs.evolve(pv, spec=spec)
 

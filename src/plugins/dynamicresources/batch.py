@@ -21,7 +21,7 @@ and the per-node Filter runs, so both always agree.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -85,10 +85,10 @@ class DeviceColumns:
         groups: dict = {}
         self.group = np.fromiter((groups.setdefault(_content(c), len(groups)) for c in candidates),
                                  dtype=np.int64, count=count)
-        self.representatives = [None] * len(groups)
+        first_of_group: dict[int, Any] = {}
         for d, candidate in enumerate(candidates):
-            if self.representatives[self.group[d]] is None:
-                self.representatives[self.group[d]] = candidate
+            first_of_group.setdefault(int(self.group[d]), candidate)
+        self.representatives = [first_of_group[g] for g in range(len(groups))]
         self.fits_whole = np.fromiter((c.fits_whole for c in candidates), dtype=bool, count=count)
         names = sorted({name for c in candidates for name in c.device.capacity})
         self.value: dict[str, np.ndarray] = {}
@@ -99,7 +99,7 @@ class DeviceColumns:
             for d, candidate in enumerate(candidates):
                 entry = candidate.device.capacity.get(name)
                 if entry is not None:
-                    values[d] = _scaled(entry.value)
+                    values[d] = _scaled(entry.value) or 0  # build() left out devices whose amounts do not scale
                     has[d] = True
             self.value[name], self.has[name] = values, has
         self.exclusive = np.zeros(count, dtype=bool)
@@ -188,8 +188,7 @@ class DeviceColumns:
             return self._requests[key]
         representatives = self.representatives
         try:
-            selected = np.fromiter((self.allocator.matches(spec, c) for c in representatives), dtype=bool,
-                                   count=len(representatives))
+            selected = np.array([self.allocator.matches(spec, c) for c in representatives], dtype=bool)
         except AllocationError:
             return None  # the per-node Filter raises it where upstream would
         possible = np.ones(len(representatives), dtype=bool)

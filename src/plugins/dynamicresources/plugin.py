@@ -136,6 +136,8 @@ class _State:
     def writable_allocated(self) -> AllocatedState:
         """``allocated``, copied first if it is still shared (copy on write)."""
         self.feasible = None
+        if self.allocated is None or self.allocator is None:
+            raise RuntimeError("writable_allocated() needs a state with claims to allocate")
         if not self.owns_allocated:
             self.allocated = self.allocated.copy()
             self.allocator = self.allocator.with_allocated(self.allocated)

@@ -19,6 +19,7 @@ few array lookups.
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 import numpy as np
@@ -111,9 +112,8 @@ class PreFilterState:
         for key, term in distinct.items():
             if not term.matches(self.pod, self.namespace_labels):
                 continue
-            per_row = table.column(f"{NAME}/existing-anti/{key}", lambda info, key=key: sum(
-                1 for pod_info in info.pods_with_required_anti_affinity
-                for t in pod_info.affinity_terms.required_anti_affinity if t.key == key), evictable=True)
+            per_row = table.column(f"{NAME}/existing-anti/{key}", functools.partial(_anti_affinity_terms, key),
+                                   evictable=True)
             _sum_domains(self.existing_anti, table, term.topology_key, per_row)
 
     def count_incoming(self) -> None:
@@ -217,3 +217,9 @@ class PreFilterState:
 
 def _any(counts: DomainCounts) -> bool:
     return any(bool((per_domain > 0).any()) for per_domain in counts.values())
+
+
+def _anti_affinity_terms(key: str, info: NodeInfo) -> int:
+    """How many required anti-affinity terms with ``key`` the pods on ``info`` carry."""
+    return sum(1 for pod_info in info.pods_with_required_anti_affinity
+               for term in pod_info.affinity_terms.required_anti_affinity if term.key == key)

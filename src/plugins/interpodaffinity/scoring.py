@@ -17,6 +17,8 @@ sums here).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kubesched.core.api.core_v1 import Pod
@@ -62,7 +64,7 @@ class TopologyScores:
         """Add ``weight`` times ``per_row`` (a count per row) to the domains of ``key``."""
         table = self.table
         ids = table.domain_ids(key)
-        counted = (ids >= 0) & (per_row > 0) & table.column("labelled", lambda info: bool(info.node.metadata.labels),
+        counted = (ids >= 0) & (per_row > 0) & table.column("labelled", lambda info: bool(info.labels),
                                                              dtype=bool)
         if not counted.any():
             return
@@ -115,9 +117,7 @@ def existing_terms_score(scores: TopologyScores, incoming: Pod, namespace_labels
             weight = hard_weight
         if not term.matches(incoming, namespace_labels):
             continue
-        per_row = table.column(f"{NAME}/scoring/{key}", lambda info, key=key: sum(
-            1 for pod_info in info.pods_with_affinity for entry in _pod_scoring_terms(pod_info) if entry[0] == key),
-            evictable=True)
+        per_row = table.column(f"{NAME}/scoring/{key}", functools.partial(_scoring_terms, key), evictable=True)
         scores.add(term.topology_key, per_row, -weight if kind == PREFERRED_ANTI else weight)
 
 
@@ -139,3 +139,8 @@ def normalize(scores: np.ndarray) -> None:
         scores[:] = 0
         return
     scores[:] = (MAX_NODE_SCORE * ((scores - lowest) / spread)).astype(np.int64)
+
+
+def _scoring_terms(key: str, info: NodeInfo) -> int:
+    """How many scoring terms with ``key`` the pods on ``info`` carry."""
+    return sum(1 for pod_info in info.pods_with_affinity for entry in _pod_scoring_terms(pod_info) if entry[0] == key)

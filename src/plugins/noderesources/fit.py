@@ -118,7 +118,7 @@ class NodeResourcesFit:
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = strategy.resources
-        if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
 
     # --- Filter --------------------------------------------------------------------------

@@ -395,7 +395,7 @@ class PodTopologySpread:
     @staticmethod
     def _score_node(pre: PreScoreState, node_info: NodeInfo) -> int:
         """Score of one node (what :meth:`_scores` gives its row)."""
-        labels = node_info.node.metadata.labels
+        labels = node_info.labels
         total = 0.0
         for index, constraint in enumerate(pre.constraints):
             value = labels.get(constraint.topology_key)

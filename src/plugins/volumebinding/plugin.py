@@ -184,7 +184,7 @@ class VolumeBinding:
     def _class_score(self, by_class: dict[str, list[int]]) -> int:
         """Upstream's volume capacity scorer: each class's utilization through
         the shape (over-full or capacity 0 counts as 100 %), averaged, rounded."""
-        if not by_class:
+        if not by_class or self.shape is None:
             return 0
         utilizations = [MAX_UTILIZATION if capacity == 0 or requested > capacity
                         else requested * MAX_UTILIZATION // capacity

@@ -35,7 +35,7 @@ import copy
 import functools
 import uuid
 from fractions import Fraction
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.meta import namespaced_name
@@ -51,10 +51,11 @@ from kubesched.core.api.resource_v1 import (
     DeviceClass,
     DeviceRequestAllocationResult,
     DeviceTaintRule,
+    OpaqueDeviceConfiguration,
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
+from kubesched.core.cel import CelCompileError, CelRuntimeError, CompiledSelector, compile
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
@@ -122,11 +123,12 @@ class _RequestSpec:
                 raise AllocationError(
                     f"{self.label}, selector #{index}: CEL expression empty (unsupported selector type?)"
                 )
-        self.device_class = classes.get(request.device_class_name)
-        if self.device_class is None:
+        device_class = classes.get(request.device_class_name)
+        if device_class is None:
             raise AllocationError(f"{self.label}: could not retrieve device class {request.device_class_name}")
-        class_prefix = f"class {self.device_class.metadata.name}"
-        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(self.device_class.spec.selectors)]
+        self.device_class: DeviceClass = device_class
+        class_prefix = f"class {device_class.metadata.name}"
+        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(device_class.spec.selectors)]
         self.selectors += [_compiled(f"claim {claim_name}", i, s) for i, s in enumerate(request.selectors)]
         self.all_mode = request.allocation_mode == ALLOCATION_MODE_ALL
         self.count = request.count
@@ -144,7 +146,7 @@ class _RequestSpec:
         return self.name if self.parent is not None else None
 
 
-def _compiled(prefix: str, index: int, selector) -> tuple[str, int, object]:
+def _compiled(prefix: str, index: int, selector) -> tuple[str, int, CompiledSelector | CelCompileError]:
     try:
         return (prefix, index, compile(selector.expression or ""))
     except CelCompileError as err:
@@ -217,7 +219,7 @@ class _NodeView:
                 for resource_slice in pool.slices:
                     self.candidates.extend(_slice_candidates(resource_slice))
 
-    def ordered(self, key: Callable[[DeviceID], object]) -> _NodeView:
+    def ordered(self, key: Callable[[DeviceID], Any]) -> _NodeView:
         """This view with its candidates sorted by ``key(device ID)`` (stable)."""
         return _NodeView(self.pools, sorted(self.candidates, key=lambda candidate: key(candidate.id)))
 
@@ -707,7 +709,7 @@ class _Search:
         the claim's configs for requests that were allocated; configs covering
         every request name none (= all)."""
         chosen = self._chosen(claim)
-        entries: list[tuple[str, list[str], object]] = []
+        entries: list[tuple[str, list[str], OpaqueDeviceConfiguration | None]] = []
         by_class: dict[str, range] = {}
         for spec in chosen:
             class_name = spec.device_class.metadata.name
@@ -719,10 +721,10 @@ class _Search:
             for config in spec.device_class.spec.config:
                 entries.append((ALLOCATION_CONFIG_SOURCE_CLASS, [spec.full_name], config.opaque))
             by_class[class_name] = range(first, len(entries))
-        for config in self.claims[claim].claim.spec.devices.config:
-            wanted = set(config.requests)
+        for claim_config in self.claims[claim].claim.spec.devices.config:
+            wanted = set(claim_config.requests)
             if not wanted or any(spec.base in wanted or spec.full_name in wanted for spec in chosen):
-                entries.append((ALLOCATION_CONFIG_SOURCE_CLAIM, list(config.requests), config.opaque))
+                entries.append((ALLOCATION_CONFIG_SOURCE_CLAIM, list(claim_config.requests), claim_config.opaque))
         out = []
         for source, requests, opaque in entries:
             names = set(requests)

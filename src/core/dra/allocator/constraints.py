@@ -35,7 +35,7 @@ class AttributeConstraint:
     def __init__(self, constraint: DeviceConstraint):
         self.requests = frozenset(constraint.requests)
         self.distinct = constraint.match_attribute is None
-        self.attribute = constraint.distinct_attribute if self.distinct else constraint.match_attribute
+        self.attribute = (constraint.distinct_attribute if self.distinct else constraint.match_attribute) or ""
         self._values: list[DeviceAttribute] = []
 
     def add(self, request: str, subrequest: str | None, driver: str, device: Device) -> bool:

@@ -25,6 +25,7 @@ Mirrors upstream's ``GatherPools`` (dynamic-resource-allocation
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import defaultdict
 from fractions import Fraction
@@ -57,8 +58,11 @@ class SliceMemo(Generic[T]):
         if entry is not None and entry[0]() is resource_slice:
             return entry[1]
         value = self._build(resource_slice)
-        self._entries[key] = (weakref.ref(resource_slice, lambda _, key=key: self._entries.pop(key, None)), value)
+        self._entries[key] = (weakref.ref(resource_slice, functools.partial(self._forget, key)), value)
         return value
+
+    def _forget(self, key: int, _: weakref.ref) -> None:
+        self._entries.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._entries)
