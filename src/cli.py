@@ -123,7 +123,7 @@ def _print_placements(sim: Simulation) -> None:
             continue
         pending += 1
         condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        queued = sim.scheduler.queue.get(pod)
+        queued = sim.scheduler.queued(pod)
         if condition is not None:
             reason = f"{condition.reason}: {condition.message}"
         elif queued is not None and queued.gating_status is not None:
@@ -134,7 +134,7 @@ def _print_placements(sim: Simulation) -> None:
     console.print(table)
     _print_preemptions(sim, console)
     console.print(
-        f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache.node_count()} node(s); "
+        f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache_sizes()['nodes']} node(s); "
         f"{sim.scheduler.stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated",
         soft_wrap=True,
     )

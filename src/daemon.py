@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Callable
 
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
 from kubesched.core.observability import metrics
@@ -92,7 +92,7 @@ class Daemon:
         self.harness = Harness(cluster, self.clock, config, registry or Registry.discover(), seed=seed,
                                embedded=embedded, informers=self.informers)
         self.scheduler = self.harness.scheduler
-        self.scheduler.queue.on_activate = self.informers.wakeup.set
+        self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers
         self.elector: LeaderElector | None = None
         election = config.leader_election
@@ -167,8 +167,8 @@ class Daemon:
                 continue
             self.informers.pump()
             self.ready.set()
-            log.info("caches synced", extra={"nodes": self.scheduler.cache.node_count(),
-                                             "pending": len(self.scheduler.queue.pending_pods())})
+            log.info("caches synced", extra={"nodes": self.scheduler.cache_sizes()["nodes"],
+                                             "pending": len(self.scheduler.pending_pods())})
             if self.elector is not None:
                 self._elector_thread = threading.Thread(target=self.elector.run, args=(self._elector_stop,),
                                                         name="leader-elector", daemon=True)
@@ -235,7 +235,4 @@ class Daemon:
         """Fail every binding cycle that has not finished (pods waiting at
         Permit or at a PreBind wait): Unreserve, forget the assumed pod,
         requeue it.  Returns how many there were."""
-        waiting: list[Any] = list(self.scheduler.waiting_pods.values())
-        for pod in waiting:
-            pod.reject("", message)
-        return len(waiting) + self.scheduler.abort_binding_waits(message)
+        return self.scheduler.abort_in_flight(message)

@@ -81,4 +81,4 @@ class Harness:
             raise TypeError("run_to_quiescence needs a FakeClock")
         self.start()
         run_simulation([self], self.clock, until, progress=progress or self.progress,
-                       waiting=lambda: bool(self.scheduler.binding_waits), expecting=expecting)
+                       waiting=lambda: self.scheduler.pre_bind_waits() > 0, expecting=expecting)

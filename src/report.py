@@ -170,9 +170,8 @@ def html_summary(sim, title: str = "kubesched simulation") -> str:
         reason = f"{condition.reason}: {condition.message}" if condition is not None else "Pending"
         waiting.append(f'<tr><td>{html.escape(pod.key)}</td><td class="pending">{html.escape(reason)}</td></tr>')
     nodes = []
-    for name, info in sorted(sim.scheduler.cache.nodes.items()):
-        if info.node is None:
-            continue
+    for info in sim.scheduler.node_infos():
+        name = info.name
         allocatable, requested = info.allocatable, info.requested
         nodes.append(
             f"<tr><td>{html.escape(name)}</td><td>{len(info.pods)}</td>"

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-import numpy as np
-
 from .core.api import from_manifest
 
 
@@ -306,27 +304,9 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
     feasible node for ``pending_pod`` in ``sim``'s current state, without
     scheduling it: ``{node: {plugin: score}}`` (empty when no node fits).
     The pod (and its claims) must exist in the cluster."""
-    from kubesched.core.framework.diagnosis import FitError
-
-    from .core.framework.cycle_state import CycleState
-    from .core.scheduler.queue import QueuedPodInfo
-
     sim.start()
-    scheduler = sim.scheduler
-    scheduler.informers.pump()
-    framework = scheduler.profiles[pending_pod.spec.scheduler_name or "default-scheduler"]
-    state = CycleState()
-    scheduler.cache.update_snapshot(scheduler.snapshot)
-    try:
-        rows = scheduler.find_nodes_that_fit(framework, state, QueuedPodInfo(pending_pod, sim.clock.now()))
-    except FitError:
-        return {}
-    nodes = [scheduler.snapshot.nodes[row] for row in rows]
-    status = framework.run_pre_score(state, pending_pod, nodes, np.asarray(rows))
-    if status is not None:
-        raise RuntimeError(status.message())
-    _, per_plugin = framework.run_score(state, pending_pod, scheduler.snapshot.table, np.asarray(rows), nodes)
-    return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
+    sim.harness.informers.pump()
+    return sim.scheduler.score_nodes(pending_pod)
 
 
 # --- the pytest plugin (entry point pytest11) ------------------------------------------------

@@ -202,8 +202,7 @@ def replay(
         scheduler.node_rank = node_ranks([o.metadata.name for o in objects if isinstance(o, Node)], info.seed)
     harness.start()
     _settle(harness, clock)
-    scheduler.cache.update_snapshot(scheduler.snapshot)
-    table = scheduler.snapshot.table
+    table = scheduler.current_snapshot().table
     gpus = NodeGpus(scheduler.dra_manager(), driver=info.driver)
     gpus.sync(table)
     capacity = int(gpus.capacity.sum())
@@ -289,7 +288,9 @@ def node_ranks(names: list[str], seed: int) -> dict[str, int]:
 
 def _cpu_left(scheduler: Scheduler, node_name: str) -> int:
     """Milli-CPU of the node not requested by its pods (bound and assumed)."""
-    info = scheduler.cache.nodes[node_name]
+    info = scheduler.node_info(node_name)
+    if info is None:
+        raise KeyError(f"node {node_name} is not in the scheduler's cache")
     return info.allocatable.get("cpu", 0) - info.requested.get("cpu", 0)
 
 
@@ -300,7 +301,7 @@ def _settle(harness: Harness, clock: FakeClock) -> None:
     while True:
         while harness.step():
             pass
-        if not scheduler.waiting_pods and not scheduler.binding_waits:
+        if not scheduler.in_flight():
             return
         deadline = clock.next_deadline(include_background=False)
         if deadline is None:

@@ -134,6 +134,10 @@ def test_error_names_file_object_and_field_path(tmp_path):
          "Deployment/d", "kind", "unknown kind 'Deployment'"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {labels: {a: b}}\n",
          "Pod/", "metadata.name", "name or generateName is required"),
+        ("apiVersion: v1\nkind: [Pod]\nmetadata: {name: p}\n",
+         "['Pod']/p", "kind", "expected a string, got ['Pod']"),
+        ("apiVersion: {a: 1}\nkind: Pod\nmetadata: {name: p}\n",
+         "Pod/p", "apiVersion", "expected a string, got {'a': 1}"),
     ],
 )
 def test_field_errors(tmp_path, text, obj, field, problem):

@@ -109,15 +109,12 @@ def observe_bound(attempts: int, sli_seconds: float) -> None:
 def refresh(scheduler: Any) -> None:
     """Set the gauges from ``scheduler`` (a :class:`~kubesched.core.scheduler.scheduler.Scheduler`).
     Call from the thread that runs the scheduler: it reads the queue and cache."""
-    for queue, count in scheduler.queue.pending_counts().items():
+    for queue, count in scheduler.pending_counts().items():
         PENDING_PODS.labels(queue).set(count)
-    cache = scheduler.cache
-    assumed = len(cache.assumed_pods())
-    CACHE_SIZE.labels("nodes").set(cache.node_count())
-    CACHE_SIZE.labels("pods").set(cache.pod_count() - assumed)
-    CACHE_SIZE.labels("assumed_pods").set(assumed)
+    for kind, count in scheduler.cache_sizes().items():
+        CACHE_SIZE.labels(kind).set(count)
     counts: collections.Counter = collections.Counter()
-    for info in scheduler.queue.pending_pods():
+    for info in scheduler.pending_pods():
         for plugin in info.unschedulable_plugins:
             counts[(plugin, info.pod.spec.scheduler_name)] += 1
     for labels in _unschedulable_labels - set(counts):

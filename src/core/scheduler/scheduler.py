@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from typing import Callable
 
 import attrs
 import numpy as np
@@ -35,7 +36,7 @@ from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
-from ..framework.nodeinfo import PodInfo
+from ..framework.nodeinfo import NodeInfo, PodInfo
 from ..framework.registry import Registry
 from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.snapshot import Snapshot
@@ -161,6 +162,80 @@ class Scheduler(EventHandlers, BindingCycle):
         if self._dra is None:
             self._dra = DRAManager(self.informers)
         return self._dra
+
+    # --- what drivers, reports and metrics read ------------------------------------------
+
+    def node_infos(self) -> list[NodeInfo]:
+        """The scheduler's view of every known node (bound and assumed pods,
+        requested resources), by node name; entries without a Node left out."""
+        return [info for _, info in sorted(self.cache.nodes.items()) if info.node is not None]
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        """The scheduler's view of node ``name`` (None when it does not know the node)."""
+        info = self.cache.nodes.get(name)
+        return info if info is not None and info.node is not None else None
+
+    def cache_sizes(self) -> dict[str, int]:
+        """Upstream's scheduler_cache_size: ``nodes``, ``pods`` (bound) and ``assumed_pods``."""
+        assumed = len(self.cache.assumed_pods())
+        return {"nodes": self.cache.node_count(), "pods": self.cache.pod_count() - assumed, "assumed_pods": assumed}
+
+    def current_snapshot(self) -> Snapshot:
+        """The snapshot brought up to date with the cache, as a scheduling cycle starts with it."""
+        self.cache.update_snapshot(self.snapshot)
+        return self.snapshot
+
+    def queued(self, pod: Pod) -> QueuedPodInfo | None:
+        """The queue's entry for ``pod`` (attempts, gating plugin, unschedulable plugins), or None."""
+        return self.queue.get(pod)
+
+    def pending_pods(self) -> list[QueuedPodInfo]:
+        """Every pod in the scheduling queue (activeQ, backoffQ, unschedulable pods)."""
+        return self.queue.pending_pods()
+
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue (``active``, ``backoff``, ``unschedulable``, ``gated``): upstream's scheduler_pending_pods."""
+        return self.queue.pending_counts()
+
+    def on_activate(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever a pod becomes active (a daemon wakes its loop with it)."""
+        self.queue.on_activate = callback
+
+    def in_flight(self) -> int:
+        """Binding cycles not finished: pods waiting at Permit or at a PreBind wait."""
+        return len(self.waiting_pods) + len(self.binding_waits)
+
+    def pre_bind_waits(self) -> int:
+        """Binding cycles parked at a PreBind wait (polling a condition on the clock)."""
+        return len(self.binding_waits)
+
+    def abort_in_flight(self, message: str) -> int:
+        """Fail every binding cycle that has not finished (Permit waits are
+        rejected, PreBind waits aborted): Unreserve, forget the assumed pod,
+        requeue it.  Returns how many there were."""
+        waiting = list(self.waiting_pods.values())
+        for pod in waiting:
+            pod.reject("", message)
+        return len(waiting) + self.abort_binding_waits(message)
+
+    def score_nodes(self, pod: Pod) -> dict[str, dict[str, int]]:
+        """What each Score plugin (weighted, after NormalizeScore) gives every
+        feasible node for ``pod`` in the current state, without scheduling it:
+        ``{node: {plugin: score}}`` (empty when no node fits).  Raises
+        :class:`FilterError`/:class:`ScoreError` as a cycle would."""
+        framework = self.profiles[pod.spec.scheduler_name or "default-scheduler"]
+        state = CycleState()
+        snapshot = self.current_snapshot()
+        try:
+            rows = self.find_nodes_that_fit(framework, state, QueuedPodInfo(pod, self.clock.now()))
+        except FitError:
+            return {}
+        nodes = [snapshot.nodes[row] for row in rows]
+        status = framework.run_pre_score(state, pod, nodes, np.asarray(rows))
+        if status is not None:
+            raise ScoreError(status)
+        _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes)
+        return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
 
     # --- the loop ------------------------------------------------------------------------
 
