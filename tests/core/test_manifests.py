@@ -186,3 +186,60 @@ def test_to_manifest_writes_camel_case_and_omits_defaults():
     assert list(doc)[:2] == ["apiVersion", "kind"]
     assert doc["spec"]["priorityClassName"] == "high"
     assert "nodeName" not in doc["spec"] and "status" not in doc
+
+
+# --- output as the API server writes it ----------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _leaf_paths(doc, prefix=""):
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaf_paths(value, f"{prefix}.{key}")
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            yield from _leaf_paths(value, f"{prefix}[{index}]")
+    else:
+        yield prefix
+
+
+def _modelled_documents():
+    from kubesched.core.api import RESOURCES
+
+    files = [*REPO.glob("examples/**/*.yaml"), *REPO.glob("data/dra-examples/**/*.yaml")]
+    for path in sorted(files):
+        text = path.read_text()
+        if "{{" in text or "configs" in path.parts:
+            continue  # templates and scheduler configurations
+        for doc in yaml.safe_load_all(text):
+            items = doc if isinstance(doc, list) else doc.get("items", []) if isinstance(doc, dict) and doc.get(
+                "kind") == "List" else [doc]
+            for item in items:
+                if isinstance(item, dict) and item.get("kind") in RESOURCES:
+                    yield path, item
+
+
+def test_every_example_manifest_keeps_every_field_through_load_and_output():
+    documents = list(_modelled_documents())
+    assert len(documents) > 100
+    lost = {}
+    for path, doc in documents:
+        missing = set(_leaf_paths(doc)) - set(_leaf_paths(to_manifest(from_manifest(doc))))
+        if missing:
+            lost[f"{path.relative_to(REPO)}: {doc['kind']}/{doc['metadata'].get('name')}"] = sorted(missing)[:3]
+    assert not lost, lost
+
+
+def test_defaults_that_are_not_zero_are_written_as_the_api_server_does():
+    event = to_manifest(from_manifest({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "d"},
+                                       "reason": "Scheduled"}))
+    assert (event["type"], event["count"]) == ("Normal", 1)
+    resource_slice = to_manifest(from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+        "spec": {"driver": "d.example.com", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1}}}))
+    assert resource_slice["spec"]["pool"] == {"name": "p", "generation": 0, "resourceSliceCount": 1}
+    # a sub-object that holds only fields kubesched does not model is still written
+    container = to_manifest(from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}}))["spec"]["containers"][0]
+    assert container["resources"] == {"claims": [{"name": "gpu"}]}

@@ -184,6 +184,22 @@ def _join(head: str, tail: str) -> str:
     return f"{head}.{tail}" if head else tail
 
 
+def _always_written(field: attrs.Attribute) -> bool:
+    """Whether the API server writes the field whatever its value: a default
+    that Go's ``omitempty`` would keep (``type: Normal``, ``count: 1``,
+    ``allocationMode: ExactCount``), or a field Go declares without omitempty
+    (``metadata={"always": True}``, e.g. a pool's ``generation``).  Other
+    fields are left out when they equal their zero default."""
+    default = field.default
+    return field.metadata.get("always", False) or (isinstance(default, (str, int, float, tuple)) and bool(default))
+
+
+def _is_struct_default(field: attrs.Attribute) -> bool:
+    """A sub-object field whose default is an empty instance: written unless
+    it comes out empty (its equality ignores the unmodelled fields it keeps)."""
+    return attrs.has(type(field.default))
+
+
 def _unstructure_factory(cls: type):
     attrs.resolve_types(cls)
     hooks: dict[str, Callable[[Any], Any]] = {"quantity": format_resource_list, "time": format_time,
@@ -191,13 +207,18 @@ def _unstructure_factory(cls: type):
     overrides: dict[str, Any] = {}
     for f in attrs.fields(cls):
         hook = hooks.get(f.metadata.get("kind", ""))
-        overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook)
+        keep = _always_written(f) or _is_struct_default(f)
+        overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook, omit_if_default=False if keep else None)
     base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
         cls, converter, _cattrs_omit_if_default=True, **overrides)
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
+    structs = [manifest_key(f) for f in attrs.fields(cls) if _is_struct_default(f)]
 
     def unstructure(obj: Any) -> dict:
         data = base(obj)
+        for key in structs:
+            if data.get(key) == {}:
+                del data[key]
         if has_extra:
             extra = data.pop(EXTRA, None)
             if extra:

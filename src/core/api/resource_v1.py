@@ -348,11 +348,6 @@ class ExactDeviceRequest:
             raise ManifestError("deviceClassName", "Required value")
         _check_request_common(self.selectors, self.allocation_mode, self.count, self.tolerations)
 
-    @property
-    def minimum_devices(self) -> int:
-        """Devices this request needs at least (1 for mode All)."""
-        return self.count if self.allocation_mode == ALLOCATION_MODE_EXACT_COUNT else 1
-
 
 @frozen
 class DeviceSubRequest:
@@ -376,10 +371,6 @@ class DeviceSubRequest:
             raise ManifestError("deviceClassName", "Required value")
         _check_request_common(self.selectors, self.allocation_mode, self.count, self.tolerations)
 
-    @property
-    def minimum_devices(self) -> int:
-        return self.count if self.allocation_mode == ALLOCATION_MODE_EXACT_COUNT else 1
-
 
 @frozen
 class DeviceRequest:
@@ -401,13 +392,6 @@ class DeviceRequest:
             if sub.name in seen:
                 raise ManifestError(f"firstAvailable[{index}].name", f"Duplicate value: {sub.name!r}")
             seen.add(sub.name)
-
-    @property
-    def minimum_devices(self) -> int:
-        """Devices needed at least whichever alternative is chosen."""
-        if self.exactly is not None:
-            return self.exactly.minimum_devices
-        return min(sub.minimum_devices for sub in self.first_available)
 
     @property
     def reference_names(self) -> tuple[str, ...]:
@@ -459,13 +443,6 @@ class DeviceClaim:
             if request.name in names:
                 raise ManifestError(f"requests[{index}].name", f"Duplicate value: {request.name!r}")
             names.update(request.reference_names)
-        total = sum(request.minimum_devices for request in self.requests)
-        if total > ALLOCATION_RESULTS_MAX_SIZE:
-            raise ManifestError(
-                "requests",
-                f"Invalid value: the requests need at least {total} devices, "
-                f"more than the {ALLOCATION_RESULTS_MAX_SIZE} results an allocation can hold",
-            )
         for kind, entries in (("constraints", self.constraints), ("config", self.config)):
             for index, entry in enumerate(entries):
                 for position, ref in enumerate(entry.requests):
@@ -627,8 +604,8 @@ class ResourcePool:
     pool at that generation)."""
 
     name: str = ""
-    generation: int = 0
-    resource_slice_count: int = 0
+    generation: int = field(default=0, metadata={"always": True})
+    resource_slice_count: int = field(default=0, metadata={"always": True})
 
     def __attrs_post_init__(self):
         if not self.name:

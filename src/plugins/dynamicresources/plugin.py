@@ -49,6 +49,7 @@ from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator.allocator import (
     AllocatedState,
     AllocationError,
+    INVALID_POOLS,
     AllocationTimeout,
     Allocator,
 )
@@ -288,7 +289,10 @@ class DynamicResources:
         return {claim.key: result for claim, result in zip(to_allocate, results)}
 
     def _check_classes(self, request) -> Status | None:
-        """Upstream ``validateDeviceClass`` for a request or each of its subrequests."""
+        """Upstream ``validateDeviceClass`` for a request, or for the subrequests
+        of a ``firstAvailable`` request: an alternative whose class does not
+        exist is passed over by the allocator, so only all of them missing is
+        UnschedulableAndUnresolvable."""
         if request.exactly is not None:
             wanted = [(request.name, request.exactly.device_class_name)]
         else:
@@ -296,10 +300,11 @@ class DynamicResources:
         for name, class_name in wanted:
             if not class_name:
                 return Status(Code.ERROR, (f"request {name}: unsupported request type",))
-            if self.dra.device_class(class_name) is None:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                              (f"request {name}: device class {class_name} does not exist",))
-        return None
+        missing = [(name, class_name) for name, class_name in wanted if self.dra.device_class(class_name) is None]
+        if not missing or len(missing) < len(wanted):
+            return None
+        name, class_name = missing[0]
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"request {name}: device class {class_name} does not exist",))
 
     @hookimpl
     def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
@@ -385,6 +390,8 @@ class DynamicResources:
         except AllocationError as err:
             return Status(Code.ERROR, (str(err),), error=err)
         if results is None or len(results) != len(to_allocate):
+            if data.allocator.has_invalid_pools(node):
+                return Status(Code.UNSCHEDULABLE, (INVALID_POOLS,))
             # Unschedulable (not ...AndUnresolvable): preemption may free devices (upstream DRAPreemption)
             return Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
         data.node_allocations.set(node.metadata.name, {claim.key: result for claim, result in zip(to_allocate, results)})

@@ -162,6 +162,12 @@ def test_duplicate_device_names_make_the_pool_invalid():
     assert allocate(slices, [claim()]) is None
 
 
+def test_a_node_with_an_invalid_pool_says_so():
+    slices = [one_device("slice-1", count=2), one_device("slice-1-2", count=2)]
+    assert allocator(slices).has_invalid_pools(node())
+    assert not allocator([one_device()]).has_invalid_pools(node())
+
+
 def test_invalid_pool_is_fine_when_another_pool_has_devices():
     slices = [one_device("slice-1", count=2), one_device("slice-2", count=2),
               resource_slice("slice-3", "pool-2", devices=[device("device-2")])]
@@ -709,6 +715,27 @@ def test_missing_device_class(present):
     assert str(err.value) == "claim default/claim-0, request req-0: could not retrieve device class class-x"
 
 
+def test_first_available_passes_over_an_alternative_whose_class_does_not_exist():
+    # upstream's SteadyStateClusterResourceClaimTemplateFirstAvailable: sub-0 names no-such-class
+    c = claim("claim-0", first_available("req-0", subrequest("sub-0", "no-such-class"), subrequest("sub-1")))
+    assert allocate([one_device()], [c]) == [allocation(on_node(), result("req-0/sub-1", DRIVER_A, "pool-1", "device-1"))]
+
+
+def test_first_available_without_any_existing_class():
+    c = claim("claim-0", first_available("req-0", subrequest("sub-0", "class-x"), subrequest("sub-1", "class-y")))
+    with pytest.raises(AllocationError) as err:
+        allocate([one_device()], [c])
+    assert str(err.value) == "claim default/claim-0, request sub-0: could not retrieve device class class-x"
+
+
+def test_requests_past_32_devices_load_and_fail_at_allocation():
+    # the API server accepts 20 + 20 (each count is within 32); the allocator refuses the claim
+    c = claim("claim-0", request("req-0", CLASS_A, 20), request("req-1", CLASS_A, 20))
+    with pytest.raises(AllocationError) as err:
+        allocate([resource_slice("slice-1", devices=devices(40))], [c])
+    assert str(err.value) == "claim default/claim-0: number of requested devices 40 exceeds the claim limit of 32"
+
+
 def test_selector_without_cel():
     c = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                        "metadata": {"name": "claim-0", "namespace": "default"},
@@ -764,7 +791,7 @@ def test_more_than_32_devices_for_one_claim_is_an_error():
     with pytest.raises(AllocationError) as err:
         allocate(slices, [claim("claim-0", all_request())])
     assert str(err.value) == "claim default/claim-0: number of requested devices 33 exceeds the claim limit of 32"
-    # (Counts above the limit are rejected when a claim is loaded, see test_resource_api.)
+    # (A single count above the limit is rejected when a claim is loaded, see test_resource_api.)
 
 
 def test_subrequest_over_the_limit_falls_back():

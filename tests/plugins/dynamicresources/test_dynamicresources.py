@@ -334,3 +334,40 @@ def test_preemption_does_not_evict_pods_whose_devices_would_not_help():
     sim.run()
     assert not sim.pod("urgent").spec.node_name
     assert sim.pod("low").spec.node_name == "n1" and not sim.events("Preempted")
+
+
+# --- what upstream's allocator says when a claim cannot be served ------------------------------
+
+
+def test_a_first_available_alternative_with_a_missing_class_is_passed_over():
+    alternatives = from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "first-available", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+            {"name": "sub-0", "deviceClassName": "no-such-class"},
+            {"name": "sub-1", "deviceClassName": DRIVER}]}]}}}})
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1"), alternatives, gpu_pod("p", "first-available"))
+    assert sim.pod("p").spec.node_name == "n1"
+    assert devices(claim_of(sim, "p")) == [("gpu/sub-1", DRIVER, "n1", "gpu-0")]
+
+
+def test_a_claim_past_32_devices_loads_and_its_pod_stays_pending_with_the_allocators_reason():
+    big = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"name": "big", "namespace": "default"},
+                         "spec": {"devices": {"requests": [
+                             {"name": f"r{i}", "exactly": {"deviceClassName": DRIVER, "count": 20}} for i in range(2)]}}})
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=40), big, gpu_pod("p", claim_name="big"))
+    p = sim.pod("p")
+    assert not p.spec.node_name
+    assert "claim default/big: number of requested devices 40 exceeds the claim limit of 32" in condition(p).message
+
+
+def test_a_node_whose_pool_is_invalid_says_so():
+    # a confused driver publishes the same devices in two slices of one pool
+    twice = [attrs.evolve(gpu_slice("n1"), metadata=attrs.evolve(gpu_slice("n1").metadata, name=f"n1-gpus-{i}"))
+             for i in range(2)]
+    twice = [attrs.evolve(s, spec=attrs.evolve(s.spec, pool=attrs.evolve(s.spec.pool, resource_slice_count=2)))
+             for s in twice]
+    sim = sim_with(node("n1"), device_class(), *twice, template(), gpu_pod("p"))
+    assert condition(sim.pod("p")).message.startswith(
+        "0/1 nodes are available: 1 invalid resource pools were encountered.")

@@ -87,6 +87,16 @@ class AllocationError(Exception):
     CEL runtime error: no such key: x. consider using ...``."""
 
 
+class MissingDeviceClass(AllocationError):
+    """A request names a DeviceClass that does not exist.  For a subrequest of
+    ``firstAvailable`` it only rules that subrequest out."""
+
+
+#: Why allocation failed on a node where some pool is invalid (upstream's ErrFailedAllocationOnNode):
+#: per node, Unschedulable there.
+INVALID_POOLS = "invalid resource pools were encountered"
+
+
 class AllocationTimeout(TimeoutError):
     """The ``deadline`` callback of :meth:`Allocator.allocate` asked to stop
     (upstream: the Filter timeout cancelled the context)."""
@@ -125,7 +135,7 @@ class _RequestSpec:
                 )
         device_class = classes.get(request.device_class_name)
         if device_class is None:
-            raise AllocationError(f"{self.label}: could not retrieve device class {request.device_class_name}")
+            raise MissingDeviceClass(f"{self.label}: could not retrieve device class {request.device_class_name}")
         self.device_class: DeviceClass = device_class
         class_prefix = f"class {device_class.metadata.name}"
         self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(device_class.spec.selectors)]
@@ -170,11 +180,27 @@ class _ClaimSpec:
                 if request.exactly is not None:
                     self.requests.append(_RequestSpec(self.name, request.name, None, request.exactly, classes))
                 else:
-                    self.requests.append([_RequestSpec(self.name, sub.name, request.name, sub, classes)
-                                          for sub in request.first_available])
+                    self.requests.append(_subrequests(self.name, request, classes))
             except AllocationError as err:
                 self.requests.append(err)
         self.constraints = devices.constraints
+
+
+def _subrequests(claim_name: str, request, classes: Mapping[str, DeviceClass]) -> list[_RequestSpec]:
+    """The ``firstAvailable`` alternatives that can be tried, in order: one whose
+    DeviceClass does not exist cannot be satisfied and is passed over.  Raises
+    :class:`MissingDeviceClass` (the first one's) when no alternative has its
+    class, :class:`AllocationError` for any other problem of an alternative."""
+    specs: list[_RequestSpec] = []
+    missing: MissingDeviceClass | None = None
+    for sub in request.first_available:
+        try:
+            specs.append(_RequestSpec(claim_name, sub.name, request.name, sub, classes))
+        except MissingDeviceClass as err:
+            missing = missing or err
+    if not specs and missing is not None:
+        raise missing
+    return specs
 
 
 # --- per-node candidates ---------------------------------------------------------------
@@ -324,6 +350,11 @@ class Allocator:
             return search.run()
         finally:
             self.search_steps += search.steps
+
+    def has_invalid_pools(self, node: Node) -> bool:
+        """Whether an invalid pool (duplicate device names, unknown counter sets,
+        ...) targets ``node``: a failed allocation there reports :data:`INVALID_POOLS`."""
+        return any(pool.invalid for pool in self.node_view(node).pools)
 
     def node_view(self, node: Node) -> _NodeView:
         """The pools of ``node`` and its candidate devices, in allocation order
