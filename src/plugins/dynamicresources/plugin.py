@@ -47,9 +47,9 @@ from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
 from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator.allocator import (
+    INVALID_POOLS,
     AllocatedState,
     AllocationError,
-    INVALID_POOLS,
     AllocationTimeout,
     Allocator,
 )
