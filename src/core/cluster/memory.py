@@ -200,7 +200,10 @@ class MemoryCluster(ClusterClient):
 
     def apply(self, obj: Any) -> Any:
         """Create ``obj``, or replace the stored object of that name (metadata,
-        spec and status) keeping its uid: what ``--at OFFSET=FILE`` does."""
+        spec and status) keeping its uid: what ``--at OFFSET=FILE`` does.  Status
+        fields the manifest leaves unset keep their stored values (as a
+        server-side apply by another field manager would), so a change can set
+        a claim's ``status.devices`` conditions without restating its allocation."""
         kind = resource_of(obj).kind
         namespace = obj.metadata.namespace or ("default" if resource_of(obj).namespaced else "")
         with self._lock:
@@ -210,6 +213,9 @@ class MemoryCluster(ClusterClient):
                 return self.create(obj)
             meta = attrs.evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
                                 creation_timestamp=current.metadata.creation_timestamp, resource_version="")
+            status = getattr(obj, "status", None)
+            if status is not None and attrs.has(type(status)):
+                obj = attrs.evolve(obj, status=_keep_unset(status, current.status))
             return self._store_update(kind, self._default_device_taints(attrs.evolve(obj, metadata=meta), current))
 
     # --- internals -----------------------------------------------------------------------
@@ -424,3 +430,17 @@ def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:
     """The global default PriorityClass (the lowest value if several, as upstream)."""
     defaults = [pc for pc in classes if pc.global_default]
     return min(defaults, key=lambda pc: pc.value) if defaults else None
+
+
+def _keep_unset(given: Any, stored: Any) -> Any:
+    """``given`` with every field it leaves at its default taken from ``stored``."""
+    kept = {}
+    for field in attrs.fields(type(given)):
+        if not field.init:
+            continue
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]  # attrs.Factory is a class at run time
+            default = default.factory()
+        if getattr(given, field.name) == default:
+            kept[field.alias or field.name] = getattr(stored, field.name)
+    return attrs.evolve(given, **kept) if kept else given

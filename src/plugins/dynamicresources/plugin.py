@@ -53,7 +53,7 @@ from kubesched.core.dra.allocator.allocator import (
     AllocationTimeout,
     Allocator,
 )
-from kubesched.core.dra.claims import ClaimNameError, claim_name, is_reserved_for_pod, pod_claims
+from kubesched.core.dra.claims import ClaimNameError, allocated_results, claim_name, is_reserved_for_pod, pod_claims
 from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
@@ -65,6 +65,7 @@ from kubesched.core.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    PreBindWait,
     QueueingHint,
 )
 
@@ -76,6 +77,9 @@ STATE_KEY = NAME
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
+#: PreBind polls the binding conditions this often (seconds), as upstream
+BINDING_POLL_INTERVAL = 5.0
+BINDING_TIMED_OUT = "binding timeout: the binding conditions of the allocated devices were not met in time"
 _CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
 
 
@@ -83,22 +87,33 @@ _CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
 class DynamicResourcesArgs:
     """Upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration, default
     10s; 0 disables it) bounds how long Filter may search for an allocation on
-    one node, measured on the scheduler's clock."""
+    one node; ``bindingTimeout`` (default 10m, at least 1s) how long PreBind
+    waits for the binding conditions of the pod's devices.  Both are measured
+    on the scheduler's clock."""
 
     STRICT: ClassVar[bool] = True
     filter_timeout: str = "10s"
+    binding_timeout: str = "10m"
 
     @property
     def filter_timeout_seconds(self) -> float:
         return parse_duration(self.filter_timeout, "filterTimeout")
 
+    @property
+    def binding_timeout_seconds(self) -> float:
+        return parse_duration(self.binding_timeout, "bindingTimeout")
+
     def __attrs_post_init__(self):
-        try:
-            seconds = self.filter_timeout_seconds
-        except ConfigError as err:
-            raise ManifestError("filterTimeout", str(err).partition(": ")[2]) from None
-        if seconds < 0:
-            raise ManifestError("filterTimeout", "must be zero or positive")
+        for name, seconds_of in (("filterTimeout", lambda: self.filter_timeout_seconds),
+                                 ("bindingTimeout", lambda: self.binding_timeout_seconds)):
+            try:
+                seconds = seconds_of()
+            except ConfigError as err:
+                raise ManifestError(name, str(err).partition(": ")[2]) from None
+            if name == "filterTimeout" and seconds < 0:
+                raise ManifestError(name, "must be zero or positive")
+            if name == "bindingTimeout" and seconds < 1:
+                raise ManifestError(name, "must be at least 1s")
 
 
 @attrs.define
@@ -156,6 +171,7 @@ class DynamicResources:
         self.handle = handle
         self.dra = handle.dra
         self.filter_timeout = args.filter_timeout_seconds
+        self.binding_timeout = args.binding_timeout_seconds
         self.selectors = SelectorCache()
         #: devices taken by allocated and in-flight claims (the DRA manager's, kept current)
         self.allocated = self.dra.allocated
@@ -542,11 +558,16 @@ class DynamicResources:
                     pass  # upstream only logs: the claim controller drops stale reservations
 
     def _drop_reservation(self, claim: ResourceClaim, pod) -> None:
-        """Remove ``pod`` from ``reservedFor`` (upstream: a strategic-merge patch with a UID precondition)."""
+        """Remove ``pod`` from ``reservedFor`` (upstream: a strategic-merge patch
+        with a UID precondition).  A claim whose devices have binding conditions
+        and that no other pod uses is deallocated too (allocation and device
+        status cleared): binding failed or timed out, so the devices go back."""
         def attempt(current: ResourceClaim) -> ResourceClaim:
             kept = tuple(ref for ref in current.status.reserved_for if ref.uid != pod.metadata.uid)
-            return self.handle.cluster.update_status(attrs.evolve(current, status=attrs.evolve(
-                current.status, reserved_for=kept)))
+            status = attrs.evolve(current.status, reserved_for=kept)
+            if not kept and binding_conditions(current):
+                status = attrs.evolve(status, allocation=None, devices=())
+            return self.handle.cluster.update_status(attrs.evolve(current, status=status))
 
         retry_on_conflict(self.handle.cluster, claim, attempt)
 
@@ -564,7 +585,33 @@ class DynamicResources:
                 data.claims[index] = self._bind_claim(data, index, pod)
             except (ApiError, _BindError) as err:
                 return Status(Code.ERROR, (str(err),), error=err)
-        return None
+        waiting = [claim for claim in data.claims if binding_conditions(claim)]
+        if not waiting:
+            return None
+        self.handle.recorder.event(pod, "Normal", "BindingConditionsPending", "Scheduling",
+                                   f"waiting for binding conditions of devices on node {node_name}")
+        return PreBindWait(lambda: self._binding_state([c.key for c in waiting]), self.binding_timeout,
+                           BINDING_POLL_INTERVAL, BINDING_TIMED_OUT)
+
+    def _binding_state(self, claim_keys: list[str]) -> Status | None:
+        """None once every binding condition of every device is True in the
+        claims' ``status.devices``; an Error naming the device when one of its
+        binding failure conditions is True; Wait otherwise."""
+        pending = False
+        for key in claim_keys:
+            namespace, _, name = key.partition("/")
+            claim = self.dra.get_claim(namespace, name)
+            if claim is None or claim.status.allocation is None:
+                return Status(Code.ERROR, (f"claim {key} lost its allocation while waiting for binding conditions",))
+            conditions = device_conditions(claim)
+            for result, wanted, failures in binding_conditions(claim):
+                true = conditions.get((result.driver, result.pool, result.device), set())
+                failed = sorted(true & set(failures))
+                if failed:
+                    return Status(Code.ERROR, (f"claim {key}: device {result.driver}/{result.pool}/{result.device}: "
+                                               f"binding failure condition {failed[0]} is true",))
+                pending = pending or not set(wanted) <= true
+        return Status(Code.WAIT) if pending else None
 
     def _bind_claim(self, data: _State, index: int, pod) -> ResourceClaim:
         """Upstream ``bindClaim``: finalizer (a normal update), then allocation and
@@ -602,6 +649,19 @@ class DynamicResources:
                 pass  # the watch already brought a newer version
             self.dra.remove_claim_pending_allocation(claim.metadata.uid)
         return updated
+
+
+def binding_conditions(claim: ResourceClaim) -> list[tuple[Any, tuple[str, ...], tuple[str, ...]]]:
+    """(allocation result, binding conditions, binding failure conditions) of
+    each allocated device of ``claim`` that has binding conditions (KEP-5007)."""
+    return [(result, result.binding_conditions, result.binding_failure_conditions)
+            for result in allocated_results(claim) if result.binding_conditions]
+
+
+def device_conditions(claim: ResourceClaim) -> dict[tuple[str, str, str], set[str]]:
+    """(driver, pool, device) -> the condition types that are True in the claim's ``status.devices``."""
+    return {(entry.driver, entry.pool, entry.device): {c.type for c in entry.conditions if c.status == "True"}
+            for entry in claim.status.devices}
 
 
 class _BindError(Exception):

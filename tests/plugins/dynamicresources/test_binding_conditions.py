@@ -1,0 +1,108 @@
+"""Binding conditions (KEP-5007): PreBind waits until the driver reports the
+allocated devices ready, fails on a binding failure condition or after
+DynamicResourcesArgs.bindingTimeout, and the pod is then retried."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from kubesched.core.api import ManifestError, from_manifest
+from kubesched.core.api.meta import Condition
+from kubesched.core.api.resource_v1 import AllocatedDeviceStatus
+from kubesched.plugins.dynamicresources.plugin import BINDING_TIMED_OUT, DynamicResourcesArgs
+from kubesched.simulation import Simulation
+from kubesched.testing import node, pod
+
+DRIVER = "fabric.example.com"
+
+
+def fabric_slice(node_name: str):
+    return from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                          "metadata": {"name": f"{node_name}-fabric"},
+                          "spec": {"driver": DRIVER, "nodeName": node_name,
+                                   "pool": {"name": node_name, "resourceSliceCount": 1},
+                                   "devices": [{"name": "gpu-0", "bindsToNode": True,
+                                                "bindingConditions": ["DeviceAttached"],
+                                                "bindingFailureConditions": ["AttachmentFailed"]}]}})
+
+
+def objects():
+    return [
+        node("n1"), node("n2"),
+        from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+                       "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}),
+        fabric_slice("n1"),
+        from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                       "metadata": {"name": "fabric-gpu", "namespace": "default"},
+                       "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}),
+        pod("trainer", resourceClaims=[{"name": "gpu", "resourceClaimName": "fabric-gpu"}]),
+    ]
+
+
+def simulation(binding_timeout: str = "10m") -> Simulation:
+    sim = Simulation({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                      "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+                          {"name": "DynamicResources", "args": {"bindingTimeout": binding_timeout}}]}]})
+    sim.create(objects())
+    return sim
+
+
+def claim(sim):
+    return sim.get("ResourceClaim", "default/fabric-gpu")
+
+
+def report(sim, condition: str) -> None:
+    """What the driver does: set ``condition`` True on the allocated device in the claim's status."""
+    current = claim(sim)
+    (result,) = current.status.allocation.devices.results
+    entry = AllocatedDeviceStatus(driver=result.driver, pool=result.pool, device=result.device,
+                                  conditions=(Condition(type=condition, status="True", reason="Driver",
+                                                        last_transition_time=sim.clock.now()),))
+    sim.cluster.update_status(attrs.evolve(current, status=attrs.evolve(current.status, devices=(entry,))))
+
+
+def test_the_pod_waits_in_prebind_and_binds_when_the_device_is_attached():
+    sim = simulation()
+    sim.run_for(30)
+    assert not sim.pod("trainer").spec.node_name
+    assert [e.reason for e in sim.events("BindingConditionsPending")] == ["BindingConditionsPending"]
+    allocation = claim(sim).status.allocation
+    assert allocation.allocation_timestamp is not None
+    assert [r.binding_conditions for r in allocation.devices.results] == [("DeviceAttached",)]
+    assert [ref.name for ref in claim(sim).status.reserved_for] == ["trainer"]
+    report(sim, "DeviceAttached")
+    sim.run_for(10)
+    assert sim.pod("trainer").spec.node_name == "n1"
+
+
+def test_a_binding_failure_deallocates_and_the_pod_is_retried_elsewhere():
+    sim = simulation()
+    sim.run_for(10)
+    report(sim, "AttachmentFailed")
+    # the driver also takes the broken device out and another node's device appears
+    sim.cluster.delete("ResourceSlice", "n1-fabric")
+    sim.cluster.create(fabric_slice("n2"))
+    sim.run_for(12)
+    failed = [e.message for e in sim.events("FailedScheduling")]
+    assert any("binding failure condition AttachmentFailed is true" in m for m in failed), failed
+    allocation = claim(sim).status.allocation
+    assert allocation is not None and [r.pool for r in allocation.devices.results] == ["n2"]
+    assert claim(sim).status.devices == ()  # the failed device's status went with the old allocation
+    report(sim, "DeviceAttached")
+    sim.run_for(10)
+    assert sim.pod("trainer").spec.node_name == "n2"
+
+
+def test_the_binding_timeout_deallocates_and_retries():
+    sim = simulation(binding_timeout="20s")
+    sim.run_for(22)
+    failed = [e.message for e in sim.events("FailedScheduling")]
+    assert any(BINDING_TIMED_OUT in m for m in failed), failed
+    assert not sim.pod("trainer").spec.node_name
+
+
+def test_binding_timeout_must_be_a_duration_of_at_least_a_second():
+    with pytest.raises(ManifestError, match="at least 1s"):
+        DynamicResourcesArgs(binding_timeout="500ms")
+    assert DynamicResourcesArgs().binding_timeout_seconds == 600
