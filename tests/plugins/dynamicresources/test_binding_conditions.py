@@ -4,6 +4,8 @@ DynamicResourcesArgs.bindingTimeout, and the pod is then retried."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
@@ -106,3 +108,32 @@ def test_binding_timeout_must_be_a_duration_of_at_least_a_second():
     with pytest.raises(ManifestError, match="at least 1s"):
         DynamicResourcesArgs(binding_timeout="500ms")
     assert DynamicResourcesArgs().binding_timeout_seconds == 600
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "binding-conditions"
+
+
+def test_example_attached_binds_after_the_condition_turns_true():
+    sim = Simulation.from_paths([EXAMPLE / "cluster"])
+    sim.change_at(20, [EXAMPLE / "attached-a.yaml"])
+    sim.run()
+    assert sim.pod("default/trainer").spec.node_name == "node-a"
+    assert sim.clock.now() - sim.start_time == 25  # the first poll after the driver's report
+
+
+def test_example_failed_attachment_is_retried_on_the_other_node():
+    sim = Simulation.from_paths([EXAMPLE / "cluster"])
+    sim.change_at(20, [EXAMPLE / "failed-a.yaml"])
+    sim.change_at(20, [EXAMPLE / "node-a-fabric.yaml"], delete=True)
+    sim.change_at(60, [EXAMPLE / "attached-b.yaml"])
+    sim.run()
+    assert sim.pod("default/trainer").spec.node_name == "node-b"
+
+
+def test_example_binding_timeout_keeps_the_pod_pending_with_the_reason():
+    sim = Simulation.from_paths([EXAMPLE / "cluster"], config=EXAMPLE / "binding-timeout.yaml")
+    sim.run_for(100)
+    p = sim.pod("default/trainer")
+    assert not p.spec.node_name
+    (scheduled,) = [c for c in p.status.conditions if c.type == "PodScheduled"]
+    assert BINDING_TIMED_OUT in scheduled.message
