@@ -50,6 +50,9 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "allocResourceClaims": ("opcode", "namespace"),
     "createPodSets": ("opcode", "count", "countParam", "namespacePrefix", "createPodsOp"),
     "updateAny": ("opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond", "subresources"),
+    "updateDeviceConditions": ("opcode", "namespace", "conditionType", "ConditionTypeParam", "conditionStatus",
+                               "ConditionStatusParam", "duration", "durationParam"),
+    "checkPodScheduled": ("opcode", "namespace", "scheduled", "ScheduledParam", "duration", "durationParam"),
 }
 
 #: The subresources kubesched honours in an ``updateAny`` op (others make the workload unsupported).
@@ -58,7 +61,7 @@ UPDATE_SUBRESOURCES = ("resize",)
 #: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).
 KNOWN_UNSUPPORTED_OPS = (
     "createResourceClaims",
-    "updateDeviceConditions", "checkPodScheduled", "createPodGroups",
+    "createPodGroups",
     "waitForPodGroups", "startCollectingProfile", "stopCollectingProfile",
 )
 
@@ -435,7 +438,9 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
     ``params`` (``countParam`` -> ``count``, ``durationParam`` -> ``duration``
     in seconds, ``steadyStateParam`` -> ``steadyState``,
     ``countMultiplierParam`` multiplies ``count``, ``signatureBatchSizeParam``
-    -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``) and ``templateParams`` values ``$name``
+    -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``, ``ConditionTypeParam``,
+    ``ConditionStatusParam`` and ``ScheduledParam`` -> ``conditionType``, ``conditionStatus``, ``scheduled``)
+    and ``templateParams`` values ``$name``
     resolved; a ``createPodSets`` op's ``createPodsOp`` is resolved in turn.
     ``duration`` becomes float seconds."""
     fields = dict(op.fields)
@@ -454,13 +459,21 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
         fields["duration"] = _duration(fields["duration"], f"{where}: duration")
     if "steadyStateParam" in fields:
         fields["steadyState"] = params.boolean(fields.pop("steadyStateParam"))
+    if "ConditionTypeParam" in fields:
+        fields["conditionType"] = params.string(fields.pop("ConditionTypeParam"))
+    if "ConditionStatusParam" in fields:
+        fields["conditionStatus"] = params.string(fields.pop("ConditionStatusParam"))
+    if "ScheduledParam" in fields:
+        fields["scheduled"] = params.boolean(fields.pop("ScheduledParam"))
     if "templateParams" in fields:
         fields["templateParams"] = {
             key: params.any(value) if isinstance(value, str) and value.startswith("$") else value
             for key, value in fields["templateParams"].items()
         }
     if op.opcode == "createPods":
-        if fields.get("steadyState") and fields.get("duration", 0) <= 0:
+        # steadyState without any duration (upstream's DRABindingConditions tests): the pods are
+        # created once and not waited for; a duration that is given must be positive
+        if fields.get("steadyState") and "duration" in fields and fields["duration"] <= 0:
             raise PerfConfigError(f"{where}: when creating pods in a steady state, the test duration must be > 0")
         if fields.get("steadyState") and fields.get("skipWaitToCompletion"):
             raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")

@@ -79,11 +79,13 @@ from ..core.api.core_v1 import (
     Pod,
     Volume,
 )
-from ..core.api.meta import ObjectMeta, ObjectReference
+from ..core.api.meta import Condition, ObjectMeta, ObjectReference
+from ..core.api.resource_v1 import AllocatedDeviceStatus
 from ..core.api.storage_v1 import CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources
 from ..core.clock import Clock, RealClock
-from ..core.cluster.client import AlreadyExists, ApiError, NotFound
+from ..core.cluster.client import AlreadyExists, ApiError, Conflict, NotFound
 from ..core.cluster.memory import MemoryCluster
+from ..core.dra.claims import allocated_results
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
@@ -96,6 +98,10 @@ from .tracker import PodTracker, ScheduledCounter, labels_match
 
 #: How long an op waits for pods before giving up (upstream: 10 minutes), seconds.
 WAIT_TIMEOUT = 600.0
+#: The binding condition and binding failure condition of createResourceDriver's devices
+#: under the DRADeviceBindingConditions gate (the condition types upstream's tests report).
+DEVICE_ATTACHED = "DeviceAttached"
+ATTACHMENT_FAILED = "AttachmentFailed"
 
 #: Longest single sleep while the scheduler is idle, seconds (keeps progress output alive).
 IDLE_SLEEP = 0.25
@@ -764,8 +770,14 @@ class WorkloadExecutor:
         if collect and self._collector is not None:
             raise WorkloadFailed("metrics collection is overlapping: a second collector was started "
                                  "before the previous one stopped")
-        if fields.get("steadyState"):
+        if fields.get("steadyState") and "duration" in fields:
             self._steady_state(source, namespace, count, fields["duration"], collect)
+            return
+        if fields.get("steadyState"):  # without a duration: create them and go on (see resolve_op)
+            self._create_pods(source, namespace, count)
+            if collect:
+                self._start_collecting([namespace], None)
+            self.namespaces[namespace] += count
             return
         self._create_pods(source, namespace, count, volumes=self._volume_sources(fields))
         if collect:
@@ -1043,9 +1055,15 @@ class WorkloadExecutor:
         """Upstream's test driver: one ResourceSlice per node whose name matches
         the ``nodes`` glob, named after the node, with ``maxClaimsPerNode``
         devices ``instance-<i>`` (model A100, family GPU, driverVersion 1.2.3,
-        ``dra.example.com/numa`` i, memory 1Gi)."""
+        ``dra.example.com/numa`` i, memory 1Gi).  With the DRADeviceBindingConditions
+        gate the devices need attaching first: binding condition
+        :data:`DEVICE_ATTACHED`, binding failure condition :data:`ATTACHMENT_FAILED`
+        (what ``updateDeviceConditions`` reports)."""
         driver = fields["driverName"]
         count = fields.get("maxClaimsPerNode", 0)
+        gates = {**self.case.feature_gates, **self.workload.feature_gates}
+        binding = {"bindsToNode": True, "bindingConditions": [DEVICE_ATTACHED],
+                   "bindingFailureConditions": [ATTACHMENT_FAILED]} if gates.get("DRADeviceBindingConditions") else {}
         for node in sorted(self.cluster.list("Node").items, key=lambda n: n.metadata.name):
             if not fnmatch.fnmatchcase(node.metadata.name, fields["nodes"]):
                 continue
@@ -1055,12 +1073,63 @@ class WorkloadExecutor:
                 "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
                                "driverVersion": {"version": "1.2.3"}, "dra.example.com/numa": {"int": i}},
                 "capacity": {"memory": {"value": "1Gi"}},
+                **binding,
             } for i in range(count)]
             self.cluster.create(from_manifest({
                 "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
                 "spec": {"driver": driver, "nodeName": name, "pool": {"name": name, "resourceSliceCount": 1},
                          "devices": devices},
             }))
+
+    def _op_updateDeviceConditions(self, op: Op, fields: dict[str, Any]) -> None:
+        """Play the driver of devices with binding conditions for ``duration``:
+        whenever a claim of ``namespace`` is allocated devices that have binding
+        conditions, set ``conditionType`` to ``conditionStatus`` for each of them
+        in the claim's ``status.devices``.  (kubesched's reading of upstream's
+        op: it runs for the whole duration, as claims a failure deallocated are
+        allocated again and reported again.)"""
+        namespace = fields["namespace"]
+        condition = Condition(type=fields["conditionType"], status=fields["conditionStatus"], reason="SchedulerPerf")
+        end = self.clock.now() + fields.get("duration", 0.0)
+
+        def report() -> None:
+            for claim in self.cluster.list("ResourceClaim", namespace).items:
+                wanted = {(r.driver, r.pool, r.device) for r in allocated_results(claim) if r.binding_conditions}
+                reported = {(d.driver, d.pool, d.device) for d in claim.status.devices
+                            if any(c.type == condition.type for c in d.conditions)}
+                if wanted - reported:
+                    stamped = attrs.evolve(condition, last_transition_time=self.clock.now())
+                    devices = tuple(AllocatedDeviceStatus(driver=d, pool=p, device=n, conditions=(stamped,))
+                                    for d, p, n in sorted(wanted))
+                    try:
+                        self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(claim.status, devices=devices)))
+                    except Conflict:
+                        pass  # the scheduler changed it meanwhile: looked at again on the next step
+
+        report()
+        self._loop(lambda: self.clock.now() >= end, "updateDeviceConditions", deadline=end, on_step=report,
+                   until_time=True)
+
+    def _op_checkPodScheduled(self, op: Op, fields: dict[str, Any]) -> None:
+        """``scheduled`` true: every pod of ``namespace`` must be scheduled within
+        ``duration``; false: none may be, for all of ``duration``."""
+        namespace = fields["namespace"]
+        end = self.clock.now() + fields.get("duration", 0.0)
+        pods = lambda: self.cluster.list("Pod", namespace).items  # noqa: E731
+        if fields.get("scheduled"):
+            self._loop(lambda: all(p.spec.node_name for p in pods()) or self.clock.now() >= end,
+                       f"the pods of namespace {namespace} to be scheduled", deadline=end, until_time=True)
+            waiting = [p.key for p in pods() if not p.spec.node_name]
+            if waiting:
+                raise WorkloadFailed(f"checkPodScheduled: {len(waiting)} pod(s) of namespace {namespace} not "
+                                     f"scheduled within {fields.get('duration', 0.0):g}s{self._pending_hint(namespace)}")
+            return
+        self._loop(lambda: any(p.spec.node_name for p in pods()) or self.clock.now() >= end,
+                   f"{fields.get('duration', 0.0):g}s", deadline=end, until_time=True)
+        bound = [p.key for p in pods() if p.spec.node_name]
+        if bound:
+            raise WorkloadFailed(f"checkPodScheduled: pod {bound[0]} was scheduled, expected none of namespace "
+                                 f"{namespace} to be")
 
     def _op_allocResourceClaims(self, op: Op, fields: dict[str, Any]) -> None:
         """Allocate every unallocated claim of ``namespace`` (all when empty) on a

@@ -122,8 +122,8 @@ def test_missing_or_unparsable_file(tmp_path):
 
 def test_ops_kubesched_does_not_run_keep_their_fields(tmp_path):
     case = basic_case()
-    case["workloadTemplate"].insert(1, {"opcode": "updateDeviceConditions", "namespace": "d",
-                                        "conditionTypeParam": "$claims"})
+    case["workloadTemplate"].insert(1, {"opcode": "waitForPodGroups", "namespace": "d",
+                                        "countParam": "$claims"})
     case["workloads"][0]["params"]["claims"] = 2
     loaded = load_test_cases(write_config(tmp_path, [case]))[0]
     op = loaded.ops[1]

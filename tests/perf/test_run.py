@@ -89,11 +89,21 @@ def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     assert steady.status == "ok" and steady.measured_pods > 10
 
 
-def test_binding_conditions_workloads_are_reported_unsupported():
-    [result] = run(DATA / "dra/performance-config.yaml", test="DRABindingConditionsTest",
-                   workload="fast_AttachmentSuccess")
-    assert result.status == "unsupported"
-    assert result.reason.startswith("unsupported op: ")
+@pytest.mark.parametrize("test,workload,scheduled", [
+    ("DRABindingConditionsTest", "fast_AttachmentSuccess", 1),
+    ("DRABindingConditionsTest", "fast_AttachmentFailed", 0),
+    ("DRABindingConditionsTest", "multiple_pods_AttachmentSuccess", 5),
+    ("DRABindingConditionsTest", "multiple_pods_AttachmentFailed", 0),
+    ("DRABindingConditionsWithSharedResourceClaimTest", "multiple_pods_AttachmentSuccess", 5),
+    ("DRABindingConditionsWithSharedResourceClaimTest", "multiple_pods_AttachmentFailed", 0),
+])
+def test_binding_conditions_workloads_bind_only_attached_devices(test, workload, scheduled):
+    executor = executor_for(DATA / "dra/performance-config.yaml", test, workload, fake_clock=True)
+    pods = executor.cluster.list("Pod", "test").items
+    assert sum(1 for p in pods if p.spec.node_name) == scheduled
+    events = {e.reason for e in executor.cluster.list("Event", "test").items}
+    assert "BindingConditionsPending" in events
+    assert ("FailedScheduling" in events) == (scheduled == 0)  # the failure condition failed PreBind
 
 
 def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
@@ -201,10 +211,11 @@ def test_pods_with_priority_need_default_preemption(tmp_path):
 def test_perf_command_exit_codes(tmp_path, capsys):
     assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
     assert json.loads(capsys.readouterr().out)["dataItems"]
-    assert perf_command(DATA / "dra/performance-config.yaml", "DRABindingConditionsTest", "fast_AttachmentSuccess", "json") == 1
+    gangs = DATA / "podgroup/gangscheduling/performance-config.yaml"
+    assert perf_command(gangs, "GangScheduling", "10Nodes_3Gangs", "json") == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
-    assert "DRABindingConditionsTest/fast_AttachmentSuccess: unsupported: unsupported op: " in captured.err
+    assert "GangScheduling/10Nodes_3Gangs: unsupported: unsupported op: createPodGroups" in captured.err
     assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
     assert "cannot read" in capsys.readouterr().err
     assert perf_command(MISC, "NoSuchTest", None, "table") == 2

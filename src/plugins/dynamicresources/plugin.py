@@ -58,6 +58,7 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.resources import is_extended_resource, pod_requests
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -77,6 +78,8 @@ STATE_KEY = NAME
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
+#: The extended resource name every DeviceClass stands for (KEP-5004), before the class name
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 #: PreBind polls the binding conditions this often (seconds), as upstream
 BINDING_POLL_INTERVAL = 5.0
 BINDING_TIMED_OUT = "binding timeout: the binding conditions of the allocated devices were not met in time"
@@ -259,6 +262,9 @@ class DynamicResources:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
+        unsupported = self._device_backed_extended_resource(pod, nodes)
+        if unsupported is not None:
+            return unsupported
         if not pod.spec.resource_claims:
             return Status(Code.SKIP)
         data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
@@ -303,6 +309,33 @@ class DynamicResources:
         if results is None or len(results) != len(to_allocate):
             return None
         return {claim.key: result for claim, result in zip(to_allocate, results)}
+
+    def _device_backed_extended_resource(self, pod, nodes) -> Status | None:
+        """Refuse, naming it, an extended resource that only devices can serve:
+        a DeviceClass maps it (``extendedResourceName``, or the implicit
+        ``deviceclass.resource.kubernetes.io/<class>``) and no node advertises it
+        in allocatable.  kube-scheduler 1.36 (DRAExtendedResource) would
+        allocate devices for it; kubesched does not yet, and says so rather
+        than report "Insufficient"."""
+        wanted = [name for name in pod_requests(pod)
+                  if is_extended_resource(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)]
+        if not wanted:
+            return None
+        for name in wanted:
+            device_class = self._extended_resource_class(name)
+            if device_class is None or any(info.allocatable.get(name, 0) > 0 for info in nodes):
+                continue
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
+                f"extended resource {name} is backed by DeviceClass {device_class} (DRAExtendedResource), "
+                "which kubesched does not allocate devices for yet",))
+        return None
+
+    def _extended_resource_class(self, name: str) -> str | None:
+        if name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX):
+            class_name = name[len(IMPLICIT_EXTENDED_RESOURCE_PREFIX):]
+            return class_name if self.dra.device_class(class_name) is not None else None
+        return next((class_name for class_name, device_class in sorted(self.dra.device_classes().items())
+                     if device_class.spec.extended_resource_name == name), None)
 
     def _check_classes(self, request) -> Status | None:
         """Upstream ``validateDeviceClass`` for a request, or for the subrequests

@@ -23,7 +23,7 @@ from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
+from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource, pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -46,7 +46,6 @@ from .resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
     allocatable_and_requested,
-    is_extended_resource,
     resources_or_default,
     weighted_average,
 )

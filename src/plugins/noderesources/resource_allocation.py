@@ -32,15 +32,6 @@ def is_scalar_resource(name: str) -> bool:
     return name not in NATIVE_RESOURCES
 
 
-def is_extended_resource(name: str) -> bool:
-    """A resource outside the ``kubernetes.io/`` namespace with a domain prefix."""
-    return (
-        "/" in name
-        and not name.startswith("requests.")
-        and not name.split("/", 1)[0].endswith("kubernetes.io")
-    )
-
-
 @frozen
 class ResourceSpec:
     """A resource to score and its weight (1-100; 0 or unset means 1, as upstream's v1 defaulting)."""

@@ -371,3 +371,17 @@ def test_a_node_whose_pool_is_invalid_says_so():
     sim = sim_with(node("n1"), device_class(), *twice, template(), gpu_pod("p"))
     assert condition(sim.pod("p")).message.startswith(
         "0/1 nodes are available: 1 invalid resource pools were encountered.")
+
+
+def test_an_extended_resource_only_devices_could_serve_is_refused_by_name():
+    gpu_class = attrs.evolve(device_class(), spec=attrs.evolve(device_class().spec,
+                                                                extended_resource_name="example.com/gpu"))
+    wants = pod("p", extra_resources={"example.com/gpu": "2"})
+    sim = sim_with(node("n1"), gpu_class, gpu_slice("n1"), wants)
+    assert condition(sim.pod("p")).message.startswith(
+        "0/1 nodes are available: extended resource example.com/gpu is backed by DeviceClass gpu.example.com "
+        "(DRAExtendedResource), which kubesched does not allocate devices for yet.")
+    # a node that advertises the resource serves it the classic way
+    classic = node("n2", extra_resources={"example.com/gpu": "4"})
+    sim = sim_with(node("n1"), classic, gpu_class, gpu_slice("n1"), pod("p", extra_resources={"example.com/gpu": "2"}))
+    assert sim.pod("p").spec.node_name == "n2"
