@@ -48,6 +48,9 @@ def test_simulate_yaml_is_the_final_state_in_kubernetes_shape():
     assert gated["reason"] == "SchedulingGated"
     reasons = [d["reason"] for d in docs if d["kind"] == "Event"]
     assert reasons.count("Scheduled") == 9 and "FailedScheduling" in reasons
+    # written as the API server writes them: non-zero defaults are kept
+    assert {(d["type"], d["count"]) for d in docs if d["kind"] == "Event" and d["reason"] == "Scheduled"} == {
+        ("Normal", 1)}
     # container fields kubesched does not model are written back unchanged
     assert pods["shop/web-1"]["spec"]["containers"][0]["image"] == "nginx:1.27"
 
