@@ -74,7 +74,8 @@ def simulate(
     at: List[str] = typer.Option(
         [], "--at", metavar="OFFSET=FILE",
         help="At simulated time --start-time + OFFSET (90s, 5m, 1h30m) create the objects in FILE, or replace "
-             "the stored ones of the same name (metadata, spec, status; uid kept). Repeatable."),
+             "the stored ones of the same name (metadata, spec, status; uid kept; status fields the file "
+             "leaves out keep their values). Repeatable."),
     delete_at: List[str] = typer.Option(
         [], "--delete-at", metavar="OFFSET=FILE",
         help="At simulated time --start-time + OFFSET delete the objects FILE names (missing ones are skipped). "
