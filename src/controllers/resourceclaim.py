@@ -13,7 +13,9 @@ Mirrors kube-controller-manager's ``resourceclaim`` controller
 - it drops pods that are gone, replaced (another UID) or done from
   ``status.reservedFor``; a claim nobody reserves any more is deallocated and
   its ``resource.kubernetes.io/delete-protection`` finalizer removed;
-- it deletes generated claims whose pod is gone or done.
+- it deletes generated claims whose pod is gone or done, the claim the
+  scheduler made for a pod's device-backed extended resources
+  (``status.extendedResourceClaimStatus``) included.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class ResourceClaimController(Controller):
     # --- handlers ------------------------------------------------------------------------
 
     def _pod_changed(self, pod: Pod) -> None:
+        extended = pod.status.extended_resource_claim_status
+        if extended is not None and extended.resource_claim_name:
+            # the claim the scheduler made for the pod's extended resources: released like the others
+            self.queue.add(("claim", f"{pod.metadata.namespace}/{extended.resource_claim_name}"))
         if not pod.spec.resource_claims:
             return
         self.queue.add(("pod", pod.key))

@@ -27,6 +27,19 @@ def _extra():
     return field(factory=dict, eq=False)
 
 
+# --- resource names ----------------------------------------------------------------------
+
+
+def is_extended_resource(name: str) -> bool:
+    """A resource outside the ``kubernetes.io/`` namespace with a domain prefix
+    (upstream ``IsExtendedResourceName``)."""
+    return (
+        "/" in name
+        and not name.startswith("requests.")
+        and not name.split("/", 1)[0].endswith("kubernetes.io")
+    )
+
+
 # --- taints, tolerations, node selection ------------------------------------------------
 
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
@@ -411,12 +424,31 @@ class PodCondition:
 
 
 @frozen
+class ContainerExtendedResourceRequest:
+    """Which request of the pod's extended-resource claim serves ``resource_name`` of container ``container_name``."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+@frozen
+class PodExtendedResourceClaimStatus:
+    """``status.extendedResourceClaimStatus`` (DRAExtendedResource): the claim the
+    scheduler created for the pod's device-backed extended resources."""
+
+    request_mappings: tuple[ContainerExtendedResourceRequest, ...] = ()
+    resource_claim_name: str = ""
+
+
+@frozen
 class PodStatus:
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
     start_time: float | None = _time()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
     extra: dict[str, Any] = _extra()
 
 

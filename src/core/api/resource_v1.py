@@ -74,6 +74,10 @@ ALLOCATION_CONFIG_SOURCE_CLAIM = "FromClaim"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 #: Annotation on template-generated claims: the pod's ``spec.resourceClaims[].name``.
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+#: Marks the claim the scheduler creates for a pod's device-backed extended resources (DRAExtendedResource).
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+#: Every DeviceClass also stands for the extended resource named this prefix + the class name.
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 #: Annotation on claims the scheduler creates for extended resources.
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 #: Namespace label that allows ``adminAccess: true`` requests.

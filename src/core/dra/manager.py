@@ -21,9 +21,11 @@ cached one), which is all an incremental allocated-devices tracker needs.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
+from kubesched.core.api.core_v1 import is_extended_resource
 from kubesched.core.api.resource_v1 import (
+    IMPLICIT_EXTENDED_RESOURCE_PREFIX,
     AllocationResult,
     DeviceClass,
     DeviceTaintRule,
@@ -232,6 +234,28 @@ class DRAManager:
 
     def device_classes(self) -> dict[str, DeviceClass]:
         return self._informers.store("DeviceClass")
+
+    def extended_resource_class(self, resource: str) -> str | None:
+        """The DeviceClass whose devices can serve extended resource ``resource``
+        (KEP-5004): the class naming it in ``spec.extendedResourceName`` (the first
+        by name), or the class ``<c>`` of ``deviceclass.resource.kubernetes.io/<c>``;
+        None when no class does."""
+        if resource.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX):
+            name = resource[len(IMPLICIT_EXTENDED_RESOURCE_PREFIX):]
+            return name if self.device_class(name) is not None else None
+        return next((name for name, device_class in sorted(self.device_classes().items())
+                     if device_class.spec.extended_resource_name == resource), None)
+
+    def device_backed(self, resources: Iterable[str]) -> dict[str, str]:
+        """{resource: DeviceClass} for the extended resources among ``resources``
+        that devices can serve (see :meth:`extended_resource_class`)."""
+        out = {}
+        for resource in resources:
+            if is_extended_resource(resource) or resource.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX):
+                class_name = self.extended_resource_class(resource)
+                if class_name is not None:
+                    out[resource] = class_name
+        return out
 
     def slices(self) -> list[ResourceSlice]:
         return list(self._informers.store("ResourceSlice").values())

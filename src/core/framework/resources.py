@@ -21,16 +21,6 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
-def is_extended_resource(name: str) -> bool:
-    """A resource outside the ``kubernetes.io/`` namespace with a domain prefix
-    (upstream ``IsExtendedResourceName``)."""
-    return (
-        "/" in name
-        and not name.startswith("requests.")
-        and not name.split("/", 1)[0].endswith("kubernetes.io")
-    )
-
-
 def container_requests(container: Container, non_missing: dict[str, int] | None = None) -> dict[str, int]:
     """One container's requests; limits stand in for missing requests; with
     ``non_missing`` those defaults fill resources still missing."""

@@ -36,12 +36,19 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import ContainerExtendedResourceRequest, PodExtendedResourceClaimStatus
+from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.nodeaffinity import selector_matches
 from kubesched.core.api.resource_v1 import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
+    DeviceClaim,
+    DeviceRequest,
+    ExactDeviceRequest,
     ResourceClaim,
     ResourceClaimConsumerReference,
+    ResourceClaimSpec,
 )
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
@@ -58,7 +65,7 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import is_extended_resource, pod_requests
+from kubesched.core.framework.resources import container_requests
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -78,8 +85,6 @@ STATE_KEY = NAME
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
-#: The extended resource name every DeviceClass stands for (KEP-5004), before the class name
-IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 #: PreBind polls the binding conditions this often (seconds), as upstream
 BINDING_POLL_INTERVAL = 5.0
 BINDING_TIMED_OUT = "binding timeout: the binding conditions of the allocated devices were not met in time"
@@ -120,6 +125,25 @@ class DynamicResourcesArgs:
 
 
 @attrs.define
+class _ExtendedClaim:
+    """The claim kube-scheduler makes for a pod's extended resources that devices
+    serve (KEP-5004): one request ``container-<c>-request-<r>`` per container and
+    resource, ``resources`` the resource names, ``mappings`` what the pod's
+    ``status.extendedResourceClaimStatus`` will say.  It exists only in the
+    cycle until PreBind creates it (``created``)."""
+
+    claim: ResourceClaim
+    index: int
+    resources: frozenset[str]
+    mappings: tuple[ContainerExtendedResourceRequest, ...]
+    created: ResourceClaim | None = None
+
+    def needed_on(self, node) -> bool:
+        """Whether ``node`` must serve the resources with devices: it advertises none of them."""
+        return not any(node.allocatable.get(name, 0) > 0 for name in self.resources)
+
+
+@attrs.define
 class _State:
     """What PreFilter found for one pod (upstream ``stateData``).
 
@@ -128,7 +152,9 @@ class _State:
     devices taken, shared with the plugin's tracker until a preemption dry run
     changes it (``owns_allocated``: copied on first change); ``released`` the
     UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID;
-    ``feasible`` the batch Filter's answer per NodeTable row (None: not used).
+    ``feasible`` the batch Filter's answer per NodeTable row (None: not used);
+    ``extended`` the claim for the pod's device-backed extended resources, last
+    in ``claims`` (None: the pod has none).
     """
 
     claims: list[ResourceClaim]
@@ -142,6 +168,7 @@ class _State:
     released: set[str] = field(factory=set)
     removed: dict[str, set[str]] = field(factory=dict)
     feasible: Any = None
+    extended: _ExtendedClaim | None = None
 
     def clone(self) -> "_State":
         """Dry runs (nominated pods, preemption) change a clone, never this state."""
@@ -262,10 +289,8 @@ class DynamicResources:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        unsupported = self._device_backed_extended_resource(pod, nodes)
-        if unsupported is not None:
-            return unsupported
-        if not pod.spec.resource_claims:
+        extended = self._extended_claim(pod)
+        if not pod.spec.resource_claims and extended is None:
             return Status(Code.SKIP)
         data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
         state.write(STATE_KEY, data)
@@ -273,6 +298,10 @@ class DynamicResources:
             claims = [claim for _, claim in self._claims(pod)]
         except ClaimNameError as err:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),))
+        if extended is not None:
+            extended.index = len(claims)
+            claims.append(extended.claim)
+            data.extended = extended
         if not claims:
             return Status(Code.SKIP)
         for index, claim in enumerate(claims):
@@ -301,7 +330,7 @@ class DynamicResources:
         node_info = self.handle.snapshot.get(node_name)
         if node_info is None or data.allocator is None:
             return None
-        to_allocate = [data.claims[i] for i in data.to_allocate]
+        to_allocate = self._to_allocate(data, node_info.node)
         try:
             results = data.allocator.allocate(node_info.node, to_allocate, order=order)
         except (AllocationError, AllocationTimeout):
@@ -310,32 +339,33 @@ class DynamicResources:
             return None
         return {claim.key: result for claim, result in zip(to_allocate, results)}
 
-    def _device_backed_extended_resource(self, pod, nodes) -> Status | None:
-        """Refuse, naming it, an extended resource that only devices can serve:
-        a DeviceClass maps it (``extendedResourceName``, or the implicit
-        ``deviceclass.resource.kubernetes.io/<class>``) and no node advertises it
-        in allocatable.  kube-scheduler 1.36 (DRAExtendedResource) would
-        allocate devices for it; kubesched does not yet, and says so rather
-        than report "Insufficient"."""
-        wanted = [name for name in pod_requests(pod)
-                  if is_extended_resource(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)]
-        if not wanted:
+    def _extended_claim(self, pod) -> _ExtendedClaim | None:
+        """The claim for the pod's container requests of extended resources that
+        a DeviceClass serves (DRAExtendedResource), or None.  Nodes that
+        advertise a resource in allocatable serve it the classic way (Filter
+        drops the claim there)."""
+        containers = [(c.name, container_requests(c)) for c in pod.spec.containers]
+        backed = self.dra.device_backed({name for _, requests in containers for name in requests})
+        if not backed:
             return None
-        for name in wanted:
-            device_class = self._extended_resource_class(name)
-            if device_class is None or any(info.allocatable.get(name, 0) > 0 for info in nodes):
-                continue
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
-                f"extended resource {name} is backed by DeviceClass {device_class} (DRAExtendedResource), "
-                "which kubesched does not allocate devices for yet",))
-        return None
+        requests, mappings = [], []
+        for c, (container_name, wanted) in enumerate(containers):
+            for r, resource in enumerate(sorted(name for name in wanted if name in backed)):
+                name = f"container-{c}-request-{r}"
+                requests.append(DeviceRequest(name=name, exactly=ExactDeviceRequest(
+                    device_class_name=backed[resource], count=wanted[resource])))
+                mappings.append(ContainerExtendedResourceRequest(container_name, resource, name))
+        claim = ResourceClaim(
+            metadata=ObjectMeta(name=f"{pod.metadata.name}-extended-resources", namespace=pod.metadata.namespace,
+                                uid=f"{pod.metadata.uid}/extended-resources"),
+            spec=ResourceClaimSpec(devices=DeviceClaim(requests=tuple(requests))))
+        return _ExtendedClaim(claim, 0, frozenset(backed), tuple(mappings))
 
-    def _extended_resource_class(self, name: str) -> str | None:
-        if name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX):
-            class_name = name[len(IMPLICIT_EXTENDED_RESOURCE_PREFIX):]
-            return class_name if self.dra.device_class(class_name) is not None else None
-        return next((class_name for class_name, device_class in sorted(self.dra.device_classes().items())
-                     if device_class.spec.extended_resource_name == name), None)
+    def _to_allocate(self, data: _State, node) -> list[ResourceClaim]:
+        """The claims to allocate on ``node``: the extended-resource claim only where devices must serve it."""
+        extended = data.extended
+        return [data.claims[i] for i in data.to_allocate
+                if extended is None or i != extended.index or extended.needed_on(node)]
 
     def _check_classes(self, request) -> Status | None:
         """Upstream ``validateDeviceClass`` for a request, or for the subrequests
@@ -426,7 +456,7 @@ class DynamicResources:
             row = self.handle.snapshot.index.get(node.metadata.name)
             if row is not None and row < len(data.feasible):
                 return None if data.feasible[row] else _CANNOT_ALLOCATE
-        to_allocate = [data.claims[i] for i in data.to_allocate]
+        to_allocate = self._to_allocate(data, node)
         deadline = None
         if self.filter_timeout > 0:
             clock = self.handle.clock
@@ -453,7 +483,7 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return np.ones(len(rows), dtype=bool)
-        if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated:
+        if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated or data.extended is not None:
             return None
         if any(c.status.allocation is not None and c.status.allocation.node_selector is not None
                for c in data.claims):
@@ -565,7 +595,9 @@ class DynamicResources:
             return Status(Code.ERROR, ("claim allocation not found for node",))
         for index in data.to_allocate:
             claim = data.claims[index]
-            allocation = planned[claim.key]
+            allocation = planned.get(claim.key)
+            if allocation is None:  # the extended-resource claim on a node that serves the resources itself
+                continue
             data.allocations[index] = allocation
             finalizers = claim.metadata.finalizers
             if FINALIZER not in finalizers:
@@ -580,6 +612,16 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return
+        extended = data.extended
+        if extended is not None and extended.created is not None:
+            # upstream deletes the extended-resource claim of a failed binding; the next cycle makes a new one
+            try:
+                self.handle.cluster.delete("ResourceClaim", extended.created.metadata.name,
+                                           extended.created.metadata.namespace, uid=extended.created.metadata.uid)
+            except ApiError:
+                pass  # the claim controller deletes it once no pod uses it
+            data.claims[extended.index] = extended.claim
+            extended.created = None
         for claim in data.claims:
             if self.dra.remove_claim_pending_allocation(claim.metadata.uid):
                 self.dra.restore_claim(claim.key)
@@ -615,7 +657,10 @@ class DynamicResources:
             if is_reserved_for_pod(pod, claim):
                 continue
             try:
-                data.claims[index] = self._bind_claim(data, index, pod)
+                if data.extended is not None and index == data.extended.index:
+                    self._create_extended_claim(data, data.extended, pod)
+                else:
+                    data.claims[index] = self._bind_claim(data, index, pod)
             except (ApiError, _BindError) as err:
                 return Status(Code.ERROR, (str(err),), error=err)
         waiting = [claim for claim in data.claims if binding_conditions(claim)]
@@ -645,6 +690,40 @@ class DynamicResources:
                                                f"binding failure condition {failed[0]} is true",))
                 pending = pending or not set(wanted) <= true
         return Status(Code.WAIT) if pending else None
+
+    def _create_extended_claim(self, data: _State, extended: _ExtendedClaim, pod) -> None:
+        """Create the pod's extended-resource claim (owned by the pod, annotated
+        ``resource.kubernetes.io/extended-resource-claim: "true"``), write its
+        allocation and the pod in ``reservedFor``, and record it in the pod's
+        ``status.extendedResourceClaimStatus``.  Nothing to do on a node that
+        serves the resources the classic way."""
+        allocation = data.allocations.get(extended.index)
+        if allocation is None:
+            return
+        cluster = self.handle.cluster
+        meta = ObjectMeta(
+            generate_name=f"{pod.metadata.name}-extended-resources-", namespace=pod.metadata.namespace,
+            annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}, finalizers=(FINALIZER,),
+            owner_references=(OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
+                                             uid=pod.metadata.uid, controller=True, block_owner_deletion=True),))
+        try:
+            created = cluster.create(attrs.evolve(extended.claim, metadata=meta))
+            extended.created = created
+            reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
+            updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
+                created.status, allocation=allocation, reserved_for=(reference,))))
+        finally:
+            self.dra.remove_claim_pending_allocation(extended.claim.metadata.uid)
+        extended.created = updated
+        data.claims[extended.index] = updated
+        try:
+            self.dra.assume_claim_after_api_call(updated)
+        except AssumeError:
+            pass  # the watch already brought it
+        recorded = PodExtendedResourceClaimStatus(request_mappings=extended.mappings,
+                                                  resource_claim_name=updated.metadata.name)
+        retry_on_conflict(cluster, pod, lambda current: cluster.update_status(attrs.evolve(
+            current, status=attrs.evolve(current.status, extended_resource_claim_status=recorded))))
 
     def _bind_claim(self, data: _State, index: int, pod) -> ResourceClaim:
         """Upstream ``bindClaim``: finalizer (a normal update), then allocation and

@@ -22,8 +22,9 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import is_extended_resource
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource, pod_requests
+from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -44,6 +45,7 @@ from kubesched.core.plugin_helpers.shape import (
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,
+    NATIVE_RESOURCES,
     ResourceSpec,
     allocatable_and_requested,
     resources_or_default,
@@ -97,12 +99,15 @@ class NodeResourcesFitArgs:
 
 class _PreFilterState:
     """The pod's requests (scheduler units) without the ignored extended resources,
-    in the order Filter checks them."""
+    in the order Filter checks them; ``device_backed``: the extended resources
+    among them that devices can serve (DRAExtendedResource): on a node that does
+    not advertise one, DynamicResources decides instead."""
 
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "device_backed")
 
-    def __init__(self, requests: dict[str, int]):
+    def __init__(self, requests: dict[str, int], device_backed: frozenset[str] = frozenset()):
         self.requests = {name: requests[name] for name in _ordered(requests)}
+        self.device_backed = device_backed
 
 
 class NodeResourcesFit:
@@ -134,29 +139,49 @@ class NodeResourcesFit:
             out[name] = amount
         return out
 
-    def _requests(self, state, pod) -> dict[str, int]:
+    def _state(self, state, pod) -> _PreFilterState:
         cached = state.get(STATE_KEY)
         if cached is None:
-            cached = _PreFilterState(self._checked_requests(pod_requests(pod)))
+            cached = self._pre_filter_state(pod)
             state.write(STATE_KEY, cached)
-        return cached.requests
+        return cached
+
+    def _requests(self, state, pod) -> dict[str, int]:
+        return self._state(state, pod).requests
+
+    def _pre_filter_state(self, pod) -> _PreFilterState:
+        requests = self._checked_requests(pod_requests(pod))
+        extended = [name for name in requests if name not in NATIVE_RESOURCES]
+        return _PreFilterState(requests, frozenset(self._device_backed(extended)) if extended else frozenset())
+
+    def _device_backed(self, resources: list[str]) -> dict[str, str]:
+        """The resources a DeviceClass can serve (none without a DRA manager)."""
+        if self.handle is None:  # built without a framework (unit tests of the filter alone)
+            return {}
+        try:
+            dra = self.handle.dra
+        except RuntimeError:
+            return {}
+        return dra.device_backed(resources)
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        state.write(STATE_KEY, _PreFilterState(self._checked_requests(pod_requests(pod))))
+        state.write(STATE_KEY, self._pre_filter_state(pod))
         return None
 
     @hookimpl
     def filter(self, state, pod, node_info):
-        requests = self._requests(state, pod)
+        pre = self._state(state, pod)
         allocatable = node_info.allocatable
         used = node_info.requested
         reasons = []
         unresolvable = False
         if len(node_info.pods) + 1 > allocatable.get(PODS, 0):
             reasons.append("Too many pods")
-        for name, amount in requests.items():
+        for name, amount in pre.requests.items():
             total = allocatable.get(name, 0)
+            if total == 0 and name in pre.device_backed:
+                continue  # served by devices here, if at all: DynamicResources' Filter decides
             if amount > total - used.get(name, 0):
                 reasons.append(f"Insufficient {name}")
                 unresolvable = unresolvable or amount > total
@@ -166,17 +191,20 @@ class NodeResourcesFit:
 
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
-        requests = self._requests(state, pod)
+        pre = self._state(state, pod)
         ok = table.pod_count()[rows] + 1 <= table.allocatable(PODS)[rows]
-        for name, amount in requests.items():
-            ok &= amount <= table.allocatable(name)[rows] - table.requested(name)[rows]
+        for name, amount in pre.requests.items():
+            total = table.allocatable(name)[rows]
+            fits = amount <= total - table.requested(name)[rows]
+            ok &= (fits | (total == 0)) if name in pre.device_backed else fits
         return ok
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
         """:meth:`filter`'s statuses for ``rows`` at once: one Status per
         combination of reasons."""
-        requests = self._requests(state, pod)
+        pre = self._state(state, pod)
+        requests = pre.requests
         too_many = table.pod_count()[rows] + 1 > table.allocatable(PODS)[rows]
         flags = [too_many]
         unresolvable = np.zeros(len(rows), dtype=bool)
@@ -184,8 +212,11 @@ class NodeResourcesFit:
         for name in names:
             total = table.allocatable(name)[rows]
             amount = requests[name]
-            flags.append(amount > total - table.requested(name)[rows])
-            unresolvable |= amount > total
+            short = amount > total - table.requested(name)[rows]
+            if name in pre.device_backed:
+                short &= total > 0
+            flags.append(short)
+            unresolvable |= short & (amount > total)
         code = np.zeros(len(rows), dtype=np.int64)
         for bit, flag in enumerate(flags):
             code |= flag.astype(np.int64) << bit

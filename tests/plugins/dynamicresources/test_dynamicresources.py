@@ -373,15 +373,58 @@ def test_a_node_whose_pool_is_invalid_says_so():
         "0/1 nodes are available: 1 invalid resource pools were encountered.")
 
 
-def test_an_extended_resource_only_devices_could_serve_is_refused_by_name():
-    gpu_class = attrs.evolve(device_class(), spec=attrs.evolve(device_class().spec,
-                                                                extended_resource_name="example.com/gpu"))
-    wants = pod("p", extra_resources={"example.com/gpu": "2"})
-    sim = sim_with(node("n1"), gpu_class, gpu_slice("n1"), wants)
-    assert condition(sim.pod("p")).message.startswith(
-        "0/1 nodes are available: extended resource example.com/gpu is backed by DeviceClass gpu.example.com "
-        "(DRAExtendedResource), which kubesched does not allocate devices for yet.")
-    # a node that advertises the resource serves it the classic way
+def _gpu_class_for(resource: str = "example.com/gpu"):
+    return attrs.evolve(device_class(), spec=attrs.evolve(device_class().spec, extended_resource_name=resource))
+
+
+def test_an_extended_resource_is_served_by_devices_and_the_pod_gets_its_claim():
+    sim = sim_with(node("n1"), _gpu_class_for(), gpu_slice("n1", count=3),
+                   pod("p", extra_resources={"example.com/gpu": "2"}))
+    p = sim.pod("p")
+    assert p.spec.node_name == "n1"
+    status = p.status.extended_resource_claim_status
+    assert [(m.container_name, m.resource_name, m.request_name) for m in status.request_mappings] == [
+        (p.spec.containers[0].name, "example.com/gpu", "container-0-request-0")]
+    c = sim.get("ResourceClaim", f"default/{status.resource_claim_name}")
+    assert c.metadata.name.startswith("p-extended-resources-")
+    assert c.metadata.annotations == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    (owner,) = c.metadata.owner_references
+    assert (owner.kind, owner.name, owner.controller) == ("Pod", "p", True)
+    assert devices(c) == [("container-0-request-0", DRIVER, "n1", "gpu-0"), ("container-0-request-0", DRIVER, "n1", "gpu-1")]
+    assert [ref.name for ref in c.status.reserved_for] == ["p"]
+
+
+def test_the_implicit_device_class_resource_name_works_too_and_devices_are_not_shared():
+    wants = [pod(f"p{i}", extra_resources={f"deviceclass.resource.kubernetes.io/{DRIVER}": "1"}) for i in range(3)]
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=2), *wants)
+    placed = sorted(sim.pod(f"p{i}").spec.node_name for i in range(3))
+    assert placed == ["", "n1", "n1"]
+    claims = [c for c in sim.cluster.list("ResourceClaim").items if c.status.allocation is not None]
+    assert sorted(d[3] for c in claims for d in devices(c)) == ["gpu-0", "gpu-1"]
+
+
+def test_a_node_that_advertises_the_resource_serves_it_without_devices():
     classic = node("n2", extra_resources={"example.com/gpu": "4"})
-    sim = sim_with(node("n1"), classic, gpu_class, gpu_slice("n1"), pod("p", extra_resources={"example.com/gpu": "2"}))
-    assert sim.pod("p").spec.node_name == "n2"
+    sim = sim_with(classic, _gpu_class_for(), pod("p", extra_resources={"example.com/gpu": "2"}))
+    p = sim.pod("p")
+    assert p.spec.node_name == "n2" and p.status.extended_resource_claim_status is None
+    assert sim.cluster.list("ResourceClaim").items == []
+
+
+def test_a_mixed_cluster_fills_the_classic_node_and_the_device_node():
+    classic = node("n2", extra_resources={"example.com/gpu": "2"})
+    wants = [pod(f"p{i}", extra_resources={"example.com/gpu": "2"}) for i in range(3)]
+    sim = sim_with(node("n1"), classic, _gpu_class_for(), gpu_slice("n1", count=2), *wants)
+    placed = {sim.pod(f"p{i}").spec.node_name for i in range(3)}
+    assert placed == {"n1", "n2", ""}
+    on_devices = [sim.pod(f"p{i}") for i in range(3) if sim.pod(f"p{i}").spec.node_name == "n1"]
+    assert on_devices[0].status.extended_resource_claim_status is not None
+    pending = next(sim.pod(f"p{i}") for i in range(3) if not sim.pod(f"p{i}").spec.node_name)
+    assert condition(pending).message.startswith(
+        "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 cannot allocate all claims.")
+    # the pod on the devices goes: the claim controller releases and deletes its claim, the waiting pod gets the GPUs
+    sim.cluster.delete("Pod", on_devices[0].metadata.name, "default")
+    sim.run()
+    assert sim.pod(pending.metadata.name).spec.node_name == "n1"
+    (claim_left,) = sim.cluster.list("ResourceClaim").items
+    assert claim_left.metadata.name.startswith(f"{pending.metadata.name}-extended-resources-")
