@@ -151,6 +151,10 @@ class DRAManager:
             informers.store(kind)
         informers.add_handlers("ResourceSlice", self._slices_changed, lambda old, new: self._slices_changed(new),
                                self._slices_changed)
+        #: spec.extendedResourceName -> DeviceClass (the first by name), rebuilt after a class changes
+        self._extended_names: dict[str, str] | None = None
+        informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
+                               self._classes_changed)
         self.claims.add_handler(self._cached_claim_changed)
 
     def _track_allocated(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
@@ -158,6 +162,9 @@ class DRAManager:
             self.allocated.remove(old.status.allocation)
         if new is not None and new.status.allocation is not None:
             self.allocated.add(new.status.allocation)
+
+    def _classes_changed(self, _class) -> None:
+        self._extended_names = None
 
     def _slices_changed(self, _slice) -> None:
         self._slices_by_node = None
@@ -243,8 +250,12 @@ class DRAManager:
         if resource.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX):
             name = resource[len(IMPLICIT_EXTENDED_RESOURCE_PREFIX):]
             return name if self.device_class(name) is not None else None
-        return next((name for name, device_class in sorted(self.device_classes().items())
-                     if device_class.spec.extended_resource_name == resource), None)
+        if self._extended_names is None:
+            self._extended_names = {}
+            for name, device_class in sorted(self.device_classes().items()):
+                if device_class.spec.extended_resource_name:
+                    self._extended_names.setdefault(device_class.spec.extended_resource_name, name)
+        return self._extended_names.get(resource)
 
     def device_backed(self, resources: Iterable[str]) -> dict[str, str]:
         """{resource: DeviceClass} for the extended resources among ``resources``

@@ -483,8 +483,10 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return np.ones(len(rows), dtype=bool)
-        if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated or data.extended is not None:
+        if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated:
             return None
+        if data.extended is not None and any((table.allocatable(name) > 0).any() for name in data.extended.resources):
+            return None  # some node serves the resources the classic way: judged per node
         if any(c.status.allocation is not None and c.status.allocation.node_selector is not None
                for c in data.claims):
             return None
