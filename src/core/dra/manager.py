@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from kubesched.core.api.core_v1 import is_extended_resource
+from kubesched.core.api.core_v1 import Node, is_extended_resource
 from kubesched.core.api.resource_v1 import (
     IMPLICIT_EXTENDED_RESOURCE_PREFIX,
     AllocationResult,
@@ -32,9 +32,12 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubesched.core.cel import CelCompileError, CelRuntimeError
 from kubesched.core.cluster.assume_cache import AssumeCache
 from kubesched.core.cluster.informer import Informers, changed_object
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
+from kubesched.core.dra.allocator.pools import node_matches, slice_targets
+from kubesched.core.dra.selectors import SelectorCache
 
 #: ``listener(old, new)``: a claim's effective version changed (None: absent).
 ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
@@ -153,6 +156,9 @@ class DRAManager:
                                self._slices_changed)
         #: spec.extendedResourceName -> DeviceClass (the first by name), rebuilt after a class changes
         self._extended_names: dict[str, str] | None = None
+        #: (class, node) -> ((slice generation, class version), its devices there): see class_devices
+        self._class_devices: dict[tuple[str, str], tuple[Any, list[DeviceID]]] = {}
+        self._selectors = SelectorCache()
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
         self.claims.add_handler(self._cached_claim_changed)
@@ -256,6 +262,35 @@ class DRAManager:
                 if device_class.spec.extended_resource_name:
                     self._extended_names.setdefault(device_class.spec.extended_resource_name, name)
         return self._extended_names.get(resource)
+
+    def class_devices(self, class_name: str, node: Node) -> list[DeviceID]:
+        """The devices of DeviceClass ``class_name`` that ``node`` can use (its
+        slices, and devices of per-device node selection that target it) whose
+        class selectors match; kept until a slice or class changes."""
+        device_class = self.device_class(class_name)
+        version = (self.slice_generation, device_class.metadata.resource_version if device_class else None)
+        key = (class_name, node.metadata.name)
+        cached = self._class_devices.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        found: list[DeviceID] = []
+        if device_class is not None:
+            selectors = [s.expression or "" for s in device_class.spec.selectors]
+            candidates = self.node_slices(node.metadata.name) + [
+                s for s in self.slices() if not s.spec.node_name and slice_targets(s, node)]
+            for resource_slice in candidates:
+                per_device = resource_slice.spec.per_device_node_selection
+                for device in resource_slice.spec.devices:
+                    if per_device and not node_matches(node, device.node_name, device.all_nodes, device.node_selector):
+                        continue
+                    try:
+                        matched = self._selectors.matches_all(selectors, resource_slice, device)
+                    except (CelCompileError, CelRuntimeError):
+                        continue  # such a device is never allocated for the class either
+                    if matched:
+                        found.append(DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name))
+        self._class_devices[key] = (version, found)
+        return found
 
     def device_backed(self, resources: Iterable[str]) -> dict[str, str]:
         """{resource: DeviceClass} for the extended resources among ``resources``

@@ -46,6 +46,7 @@ from kubesched.core.plugin_helpers.shape import (
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     NATIVE_RESOURCES,
+    DeviceCounts,
     ResourceSpec,
     allocatable_and_requested,
     resources_or_default,
@@ -238,9 +239,36 @@ class NodeResourcesFit:
     def score(self, state, pod, node_info):
         return int(self.score_batch(state, pod, NodeTable([node_info]), np.zeros(1, dtype=np.int64))[0])
 
+    def _device_counts(self, pre: _PreFilterState, table) -> DeviceCounts | None:
+        """For a device-backed extended resource the pod requests: on each row,
+        how many devices of its DeviceClass the node can use and how many of
+        them are allocated (upstream's DRAExtendedResource scoring)."""
+        if not pre.device_backed:
+            return None
+        dra = self.handle.dra
+        classes = dra.device_backed(pre.device_backed)
+
+        def counts(resource: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            class_name = classes.get(resource)
+            if class_name is None:
+                return None
+            allocated = dra.allocated
+            total = np.zeros(len(rows), dtype=np.int64)
+            in_use = np.zeros(len(rows), dtype=np.int64)
+            for i, row in enumerate(rows):
+                node = table.infos[row].node
+                ids = dra.class_devices(class_name, node) if node is not None else []
+                total[i] = len(ids)
+                in_use[i] = sum(1 for d in ids if allocated.is_allocated(d))
+            return total, in_use
+
+        return counts
+
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        allocs, requests, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False)
+        devices = self._device_counts(self._state(state, pod), table)
+        allocs, requests, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False,
+                                                              devices=devices)
         scores = []
         for alloc, requested in zip(allocs, requests):
             safe = np.maximum(alloc, 1)

@@ -10,7 +10,7 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 from attrs import field, frozen
@@ -53,12 +53,20 @@ def resources_or_default(resources) -> tuple[ResourceSpec, ...]:
     return tuple(resources) or DEFAULT_RESOURCES
 
 
+#: (resource, NodeTable rows) -> (devices of the resource's DeviceClass per row, of them in use per row), or None
+DeviceCounts = Callable[[str, np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
+
+
 def allocatable_and_requested(
-    table, rows: np.ndarray, resources, pod, use_requested: bool
+    table, rows: np.ndarray, resources, pod, use_requested: bool,
+    devices: DeviceCounts | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
     """For each resource: allocatable and requested-with-the-pod arrays over
     ``rows``, and its weight; a scalar resource the pod does not request gets
-    zero allocatable (so it is left out, as upstream)."""
+    zero allocatable (so it is left out, as upstream).  ``devices`` (resource,
+    rows) -> (device count, devices in use) or None stands in for an extended
+    resource that devices serve on the rows that do not advertise it
+    (DRAExtendedResource)."""
     pod_all = pod_requests(pod, None if use_requested else {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
     nz_cpu, nz_mem = table.non_zero_requested()
     allocs, requests, weights = [], [], []
@@ -74,7 +82,14 @@ def allocatable_and_requested(
                 node_requested = nz_mem[rows]
             else:
                 node_requested = table.requested(spec.name)[rows]
-            allocs.append(table.allocatable(spec.name)[rows])
+            alloc = table.allocatable(spec.name)[rows]
+            counted = devices(spec.name, rows) if devices is not None else None
+            if counted is not None:
+                device_count, in_use = counted
+                classic = alloc > 0
+                alloc = np.where(classic, alloc, device_count)
+                node_requested = np.where(classic, node_requested, in_use)
+            allocs.append(alloc)
             requests.append(node_requested + pod_request)
         weights.append(spec.weight)
     return allocs, requests, weights

@@ -428,3 +428,24 @@ def test_a_mixed_cluster_fills_the_classic_node_and_the_device_node():
     assert sim.pod(pending.metadata.name).spec.node_name == "n1"
     (claim_left,) = sim.cluster.list("ResourceClaim").items
     assert claim_left.metadata.name.startswith(f"{pending.metadata.name}-extended-resources-")
+
+
+def test_scoring_an_extended_resource_counts_the_devices_of_its_class():
+    # upstream's DRA-backed-resource cases of calculateResourceAllocatableRequest, through NodeResourcesFit's score
+    from kubesched.testing import node_scores
+
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [{
+        "schedulerName": "default-scheduler", "plugins": {"score": {"disabled": [{"name": "*"}],
+                                                                    "enabled": [{"name": "NodeResourcesFit"}]}},
+        "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+            "type": "MostAllocated", "resources": [{"name": "example.com/gpu", "weight": 1}]}}}]}]}
+    sim = Simulation(config)
+    busy = claim("busy")
+    sim.create([node("n1"), node("n2"), _gpu_class_for(), gpu_slice("n1", count=2), gpu_slice("n2", count=4),
+                busy, gpu_pod("holder", claim_name="busy", node_selector={"kubernetes.io/hostname": "n1"})])
+    sim.run()
+    assert devices(sim.get("ResourceClaim", "default/busy"))[0][2] == "n1"
+    wants = sim.cluster.create(pod("p", extra_resources={"example.com/gpu": "1"}))
+    scores = node_scores(sim, wants)
+    # n1: 2 devices, 1 in use + 1 requested = 100; n2: 4 devices, 0 + 1 = 25 (MostAllocated)
+    assert scores == {"n1": {"NodeResourcesFit": 100}, "n2": {"NodeResourcesFit": 25}}
