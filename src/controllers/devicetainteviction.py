@@ -260,7 +260,8 @@ class DeviceTaintEvictionController(Controller):
             if old is not None and old.metadata.uid != new.metadata.uid:
                 self._cancel(_pod_ref(old))
             elif (old is not None and old.spec.node_name == new.spec.node_name
-                  and old.status.resource_claim_statuses == new.status.resource_claim_statuses):
+                  and old.status.resource_claim_statuses == new.status.resource_claim_statuses
+                  and old.status.extended_resource_claim_status == new.status.extended_resource_claim_status):
                 return
             self._handle_pod(new)
 
@@ -373,17 +374,12 @@ class DeviceTaintEvictionController(Controller):
     def _pod_eviction(self, pod: Pod, claim_evictions: dict[str, Eviction | None] | None = None) -> Eviction | None:
         """The pod's earliest claim eviction (``claim_evictions`` overrides the
         claims' own, for the dry run), or None.  Only claims the pod may use
-        count: owned by it when generated, and its UID in ``reservedFor``."""
+        count: owned by it when generated (the claim the scheduler made for its
+        extended resources too), and its UID in ``reservedFor``."""
         if not pod.spec.node_name or is_pod_done(pod):
             return None
         eviction: Eviction | None = None
-        for pod_claim in pod.spec.resource_claims:
-            try:
-                name, must_check_owner = claim_name(pod, pod_claim)
-            except ClaimNameError:
-                continue  # not created yet: not tainted either
-            if name is None:
-                continue
+        for name, must_check_owner in self._claim_names(pod):
             key = f"{pod.metadata.namespace}/{name}"
             entry = self._claims.get(key)
             if entry is None or (must_check_owner and not is_for_pod(pod, entry.claim)):
@@ -394,6 +390,22 @@ class DeviceTaintEvictionController(Controller):
             if claim_eviction is not None:
                 eviction = claim_eviction if eviction is None else eviction.merge(claim_eviction)
         return eviction
+
+    @staticmethod
+    def _claim_names(pod: Pod) -> list[tuple[str, bool]]:
+        """(claim name, whether it must be owned by the pod) of every claim the pod uses."""
+        names = []
+        for pod_claim in pod.spec.resource_claims:
+            try:
+                name, must_check_owner = claim_name(pod, pod_claim)
+            except ClaimNameError:
+                continue  # not created yet: not tainted either
+            if name is not None:
+                names.append((name, must_check_owner))
+        extended = pod.status.extended_resource_claim_status
+        if extended is not None and extended.resource_claim_name:
+            names.append((extended.resource_claim_name, True))
+        return names
 
     def _handle_pods(self, claim: ResourceClaim) -> None:
         """Re-check every pod in the claim's ``reservedFor``; a missing,

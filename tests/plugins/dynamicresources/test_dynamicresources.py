@@ -449,3 +449,19 @@ def test_scoring_an_extended_resource_counts_the_devices_of_its_class():
     scores = node_scores(sim, wants)
     # n1: 2 devices, 1 in use + 1 requested = 100; n2: 4 devices, 0 + 1 = 25 (MostAllocated)
     assert scores == {"n1": {"NodeResourcesFit": 100}, "n2": {"NodeResourcesFit": 25}}
+
+
+def test_a_pod_on_devices_for_its_extended_resource_is_evicted_by_a_noexecute_device_taint():
+    sim = sim_with(node("n1"), _gpu_class_for(), gpu_slice("n1", count=1), pod("p", extra_resources={"example.com/gpu": "1"}))
+    assert sim.pod("p").spec.node_name == "n1"
+    tainted = gpu_slice("n1", count=1)
+    (device,) = tainted.spec.devices
+    taint = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "x"},
+                           "spec": {"driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1", "resourceSliceCount": 1},
+                                    "devices": [{"name": "gpu-0", "taints": [{"key": "broken", "effect": "NoExecute"}]}]}}
+                          ).spec.devices[0].taints
+    current = sim.get("ResourceSlice", "n1-gpus")
+    sim.cluster.update(attrs.evolve(current, spec=attrs.evolve(current.spec, devices=(attrs.evolve(device, taints=taint),))))
+    sim.run()
+    with pytest.raises(NotFound):
+        sim.pod("p")
