@@ -125,6 +125,10 @@ class AllocatedState:
                 if not any(used.values()):
                     del self.consumed_capacity[device]
 
+    def allocated_ids(self) -> set[DeviceID]:
+        """Every device some claim uses, exclusively or as a share (what :meth:`is_allocated` answers, at once)."""
+        return self.devices | self._shares.keys() | self.consumed_capacity.keys()
+
     def is_allocated(self, device: DeviceID) -> bool:
         """True when some claim uses ``device``, exclusively or as a share."""
         return device in self.devices or device in self._shares or device in self.consumed_capacity

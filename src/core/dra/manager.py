@@ -157,7 +157,7 @@ class DRAManager:
         #: spec.extendedResourceName -> DeviceClass (the first by name), rebuilt after a class changes
         self._extended_names: dict[str, str] | None = None
         #: (class, node) -> ((slice generation, class version), its devices there): see class_devices
-        self._class_devices: dict[tuple[str, str], tuple[Any, list[DeviceID]]] = {}
+        self._class_devices: dict[tuple[str, str], tuple[Any, frozenset[DeviceID]]] = {}
         self._selectors = SelectorCache()
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
@@ -263,7 +263,7 @@ class DRAManager:
                     self._extended_names.setdefault(device_class.spec.extended_resource_name, name)
         return self._extended_names.get(resource)
 
-    def class_devices(self, class_name: str, node: Node) -> list[DeviceID]:
+    def class_devices(self, class_name: str, node: Node) -> frozenset[DeviceID]:
         """The devices of DeviceClass ``class_name`` that ``node`` can use (its
         slices, and devices of per-device node selection that target it) whose
         class selectors match; kept until a slice or class changes."""
@@ -289,8 +289,8 @@ class DRAManager:
                         continue  # such a device is never allocated for the class either
                     if matched:
                         found.append(DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name))
-        self._class_devices[key] = (version, found)
-        return found
+        self._class_devices[key] = (version, frozenset(found))
+        return self._class_devices[key][1]
 
     def device_backed(self, resources: Iterable[str]) -> dict[str, str]:
         """{resource: DeviceClass} for the extended resources among ``resources``

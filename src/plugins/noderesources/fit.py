@@ -252,14 +252,14 @@ class NodeResourcesFit:
             class_name = classes.get(resource)
             if class_name is None:
                 return None
-            allocated = dra.allocated
+            allocated = dra.allocated.allocated_ids()
             total = np.zeros(len(rows), dtype=np.int64)
             in_use = np.zeros(len(rows), dtype=np.int64)
             for i, row in enumerate(rows):
                 node = table.infos[row].node
-                ids = dra.class_devices(class_name, node) if node is not None else []
+                ids = dra.class_devices(class_name, node) if node is not None else frozenset()
                 total[i] = len(ids)
-                in_use[i] = sum(1 for d in ids if allocated.is_allocated(d))
+                in_use[i] = len(ids & allocated)
             return total, in_use
 
         return counts
