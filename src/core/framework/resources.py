@@ -14,6 +14,8 @@ from __future__ import annotations
 from ..api.core_v1 import Container, Pod
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+#: The resources that are neither extended nor scalar (upstream ``IsNativeResource`` for these names)
+NATIVE_RESOURCES = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 
 #: Scoring counts a container with no cpu/memory request as asking for this much
 #: (upstream DefaultMilliCPURequest = 100m, DefaultMemoryRequest = 200Mi).

@@ -65,7 +65,7 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import container_requests
+from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -344,6 +344,9 @@ class DynamicResources:
         a DeviceClass serves (DRAExtendedResource), or None.  Nodes that
         advertise a resource in allocatable serve it the classic way (Filter
         drops the claim there)."""
+        if not any(name not in NATIVE_RESOURCES for c in pod.spec.containers
+                   for name in (*c.resources.requests, *c.resources.limits)):
+            return None  # the common case, at the cost of a glance
         containers = [(c.name, container_requests(c)) for c in pod.spec.containers]
         backed = self.dra.device_backed({name for _, requests in containers for name in requests})
         if not backed:

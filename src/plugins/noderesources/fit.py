@@ -24,7 +24,7 @@ from attrs import field, frozen
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import is_extended_resource
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
+from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, NATIVE_RESOURCES, PODS, pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -45,7 +45,6 @@ from kubesched.core.plugin_helpers.shape import (
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,
-    NATIVE_RESOURCES,
     DeviceCounts,
     ResourceSpec,
     allocatable_and_requested,

@@ -21,10 +21,9 @@ from kubesched.core.framework.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     MEMORY,
+    NATIVE_RESOURCES,
     pod_requests,
 )
-
-NATIVE_RESOURCES = frozenset({CPU, MEMORY, "ephemeral-storage", "pods"})
 
 
 def is_scalar_resource(name: str) -> bool:
