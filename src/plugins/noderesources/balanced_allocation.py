@@ -15,12 +15,19 @@ from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import pod_requests
+from kubesched.core.framework.resources import NATIVE_RESOURCES, pod_requests
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import MAX_NODE_SCORE
 
-from .resource_allocation import DEFAULT_RESOURCES, ResourceSpec, allocatable_and_requested, resources_or_default
+from .resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    allocatable_and_requested,
+    device_counts,
+    dra_manager,
+    resources_or_default,
+)
 
 
 @frozen
@@ -45,6 +52,9 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle):
         self.resources = args.resources
+        self.handle = handle
+        #: configured extended resources a DeviceClass might serve (DRAExtendedResource)
+        self._extended = [spec.name for spec in self.resources if spec.name not in NATIVE_RESOURCES]
 
     def _best_effort(self, pod) -> bool:
         requests = pod_requests(pod)
@@ -64,7 +74,13 @@ class NodeResourcesBalancedAllocation:
     def score_batch(self, state, pod, table, rows):
         if self._best_effort(pod):  # only reached when PreScore is disabled: upstream scores 0
             return np.zeros(len(rows), dtype=np.int64)
-        allocs, requests, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True)
+        devices = None
+        dra = dra_manager(self.handle) if self._extended else None
+        if dra is not None:
+            backed = dra.device_backed(self._extended)
+            devices = device_counts(dra, backed, table) if backed else None
+        allocs, requests, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True,
+                                                        devices=devices)
         n = len(rows)
         fractions = []
         present = []

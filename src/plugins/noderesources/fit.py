@@ -45,9 +45,10 @@ from kubesched.core.plugin_helpers.shape import (
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,
-    DeviceCounts,
     ResourceSpec,
     allocatable_and_requested,
+    device_counts,
+    dra_manager,
     resources_or_default,
     weighted_average,
 )
@@ -152,17 +153,8 @@ class NodeResourcesFit:
     def _pre_filter_state(self, pod) -> _PreFilterState:
         requests = self._checked_requests(pod_requests(pod))
         extended = [name for name in requests if name not in NATIVE_RESOURCES]
-        return _PreFilterState(requests, frozenset(self._device_backed(extended)) if extended else frozenset())
-
-    def _device_backed(self, resources: list[str]) -> dict[str, str]:
-        """The resources a DeviceClass can serve (none without a DRA manager)."""
-        if self.handle is None:  # built without a framework (unit tests of the filter alone)
-            return {}
-        try:
-            dra = self.handle.dra
-        except RuntimeError:
-            return {}
-        return dra.device_backed(resources)
+        dra = dra_manager(self.handle) if extended else None
+        return _PreFilterState(requests, frozenset(dra.device_backed(extended)) if dra is not None else frozenset())
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
@@ -238,34 +230,10 @@ class NodeResourcesFit:
     def score(self, state, pod, node_info):
         return int(self.score_batch(state, pod, NodeTable([node_info]), np.zeros(1, dtype=np.int64))[0])
 
-    def _device_counts(self, pre: _PreFilterState, table) -> DeviceCounts | None:
-        """For a device-backed extended resource the pod requests: on each row,
-        how many devices of its DeviceClass the node can use and how many of
-        them are allocated (upstream's DRAExtendedResource scoring)."""
-        if not pre.device_backed:
-            return None
-        dra = self.handle.dra
-        classes = dra.device_backed(pre.device_backed)
-
-        def counts(resource: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-            class_name = classes.get(resource)
-            if class_name is None:
-                return None
-            allocated = dra.allocated.allocated_ids()
-            total = np.zeros(len(rows), dtype=np.int64)
-            in_use = np.zeros(len(rows), dtype=np.int64)
-            for i, row in enumerate(rows):
-                node = table.infos[row].node
-                ids = dra.class_devices(class_name, node) if node is not None else frozenset()
-                total[i] = len(ids)
-                in_use[i] = len(ids & allocated)
-            return total, in_use
-
-        return counts
-
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        devices = self._device_counts(self._state(state, pod), table)
+        pre = self._state(state, pod)
+        devices = device_counts(self.handle.dra, pre.device_backed, table) if pre.device_backed else None
         allocs, requests, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False,
                                                               devices=devices)
         scores = []

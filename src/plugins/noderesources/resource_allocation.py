@@ -10,7 +10,7 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterable
 
 import numpy as np
 from attrs import field, frozen
@@ -92,6 +92,42 @@ def allocatable_and_requested(
             requests.append(node_requested + pod_request)
         weights.append(spec.weight)
     return allocs, requests, weights
+
+
+def dra_manager(handle) -> Any:
+    """The handle's DRA manager, or None for a handle without one (a plugin
+    built alone, as unit tests of its Filter do): then no extended resource is
+    device-backed."""
+    if handle is None:
+        return None
+    try:
+        return handle.dra
+    except RuntimeError:
+        return None
+
+
+def device_counts(dra, resources: Iterable[str], table) -> DeviceCounts:
+    """For the device-backed extended ``resources`` (DRAExtendedResource): on
+    each NodeTable row, how many devices of the resource's DeviceClass the node
+    can use and how many of them are allocated (upstream's
+    ``calculateResourceAllocatableRequest``); ``dra`` is the DRA manager."""
+    classes = dra.device_backed(resources)
+
+    def counts(resource: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        class_name = classes.get(resource)
+        if class_name is None:
+            return None
+        allocated = dra.allocated.allocated_ids()
+        total = np.zeros(len(rows), dtype=np.int64)
+        in_use = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows):
+            node = table.infos[row].node
+            ids = dra.class_devices(class_name, node) if node is not None else frozenset()
+            total[i] = len(ids)
+            in_use[i] = len(ids & allocated)
+        return total, in_use
+
+    return counts
 
 
 def weighted_average(per_resource: list[np.ndarray], allocs: list[np.ndarray], weights: list[int],

@@ -465,3 +465,21 @@ def test_a_pod_on_devices_for_its_extended_resource_is_evicted_by_a_noexecute_de
     sim.run()
     with pytest.raises(NotFound):
         sim.pod("p")
+
+
+def test_balanced_allocation_counts_the_devices_of_an_extended_resource_too():
+    from kubesched.testing import node_scores
+
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [{
+        "schedulerName": "default-scheduler", "plugins": {"score": {"disabled": [{"name": "*"}],
+                                                                    "enabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
+        "pluginConfig": [{"name": "NodeResourcesBalancedAllocation", "args": {
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 1}]}}]}]}
+    sim = Simulation(config)
+    sim.create([node("n1"), node("n2"), _gpu_class_for(), gpu_slice("n1", count=2), gpu_slice("n2", count=4),
+                claim("busy"), gpu_pod("holder", claim_name="busy", node_selector={"kubernetes.io/hostname": "n1"})])
+    sim.run()
+    wants = sim.cluster.create(pod("p", cpu="1", extra_resources={"example.com/gpu": "1"}))
+    # cpu 1/4 on both; devices (1 in use + 1)/2 on n1, (0 + 1)/4 on n2: (1 - |0.25 - f|/2) x 100
+    assert node_scores(sim, wants) == {"n1": {"NodeResourcesBalancedAllocation": 62},
+                                       "n2": {"NodeResourcesBalancedAllocation": 100}}
