@@ -133,6 +133,10 @@ def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResul
     return planned.get(node_name) if planned is not None else None
 
 
+#: How many (DeviceClass, node) device lists DRAManager.class_devices remembers before starting over
+MAX_REMEMBERED_CLASS_DEVICES = 65536
+
+
 class DRAManager:
     """Claims (assumed and in flight), classes, slices and taint rules.
 
@@ -156,8 +160,12 @@ class DRAManager:
                                self._slices_changed)
         #: spec.extendedResourceName -> DeviceClass (the first by name), rebuilt after a class changes
         self._extended_names: dict[str, str] | None = None
-        #: (class, node) -> ((slice generation, class version), its devices there): see class_devices
-        self._class_devices: dict[tuple[str, str], tuple[Any, frozenset[DeviceID]]] = {}
+        #: node -> the devices it can use (see _node_devices), for slice_generation _node_devices_generation
+        self._node_devices_cache: dict[str, list[tuple[DeviceID, ResourceSlice, Any]]] = {}
+        self._node_devices_generation = -1
+        #: (class, node) -> class_devices' answer, dropped when a slice or class changes (at most
+        #: MAX_REMEMBERED_CLASS_DEVICES entries)
+        self._class_devices: dict[tuple[str, str], list[DeviceID]] = {}
         self._selectors = SelectorCache()
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
@@ -171,6 +179,7 @@ class DRAManager:
 
     def _classes_changed(self, _class) -> None:
         self._extended_names = None
+        self._class_devices.clear()
 
     def _slices_changed(self, _slice) -> None:
         self._slices_by_node = None
@@ -263,34 +272,60 @@ class DRAManager:
                     self._extended_names.setdefault(device_class.spec.extended_resource_name, name)
         return self._extended_names.get(resource)
 
-    def class_devices(self, class_name: str, node: Node) -> frozenset[DeviceID]:
-        """The devices of DeviceClass ``class_name`` that ``node`` can use (its
-        slices, and devices of per-device node selection that target it) whose
-        class selectors match; kept until a slice or class changes."""
-        device_class = self.device_class(class_name)
-        version = (self.slice_generation, device_class.metadata.resource_version if device_class else None)
+    def class_devices(self, class_name: str, node: Node) -> list[DeviceID]:
+        """The devices of DeviceClass ``class_name`` that ``node`` can use (the
+        newest generation of each pool: its slices, and devices of per-device
+        node selection that target it) whose class selectors match (memoised
+        per device content)."""
+        devices = self._node_devices(node)  # first: a slice change drops the remembered answers
         key = (class_name, node.metadata.name)
-        cached = self._class_devices.get(key)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        found: list[DeviceID] = []
-        if device_class is not None:
-            selectors = [s.expression or "" for s in device_class.spec.selectors]
-            candidates = self.node_slices(node.metadata.name) + [
-                s for s in self.slices() if not s.spec.node_name and slice_targets(s, node)]
-            for resource_slice in candidates:
-                per_device = resource_slice.spec.per_device_node_selection
-                for device in resource_slice.spec.devices:
-                    if per_device and not node_matches(node, device.node_name, device.all_nodes, device.node_selector):
-                        continue
-                    try:
-                        matched = self._selectors.matches_all(selectors, resource_slice, device)
-                    except (CelCompileError, CelRuntimeError):
-                        continue  # such a device is never allocated for the class either
-                    if matched:
-                        found.append(DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name))
-        self._class_devices[key] = (version, frozenset(found))
-        return self._class_devices[key][1]
+        remembered = self._class_devices.get(key)
+        if remembered is not None:
+            return remembered
+        device_class = self.device_class(class_name)
+        if device_class is None:
+            return []
+        selectors = [s.expression or "" for s in device_class.spec.selectors]
+        found = []
+        for device_id, resource_slice, device in devices:
+            try:
+                matched = self._selectors.matches_all(selectors, resource_slice, device)
+            except (CelCompileError, CelRuntimeError):
+                continue  # such a device is never allocated for the class either
+            if matched:
+                found.append(device_id)
+        if len(self._class_devices) >= MAX_REMEMBERED_CLASS_DEVICES:
+            self._class_devices.clear()
+        self._class_devices[key] = found
+        return found
+
+    def _node_devices(self, node: Node) -> list[tuple[DeviceID, ResourceSlice, Any]]:
+        """(id, slice, device) of every device ``node`` can use, kept per node until a slice changes."""
+        if self._node_devices_generation != self.slice_generation:
+            self._node_devices_cache.clear()
+            self._class_devices.clear()
+            self._node_devices_generation = self.slice_generation
+        cached = self._node_devices_cache.get(node.metadata.name)
+        if cached is not None:
+            return cached
+        newest: dict[tuple[str, str], int] = {}
+        candidates = self.node_slices(node.metadata.name) + [
+            s for s in self.slices() if not s.spec.node_name and slice_targets(s, node)]
+        for resource_slice in candidates:
+            pool = (resource_slice.spec.driver, resource_slice.spec.pool.name)
+            newest[pool] = max(newest.get(pool, resource_slice.spec.pool.generation), resource_slice.spec.pool.generation)
+        devices = []
+        for resource_slice in candidates:
+            spec = resource_slice.spec
+            if spec.pool.generation != newest[(spec.driver, spec.pool.name)]:
+                continue
+            for device in spec.devices:
+                if spec.per_device_node_selection and not node_matches(
+                        node, device.node_name, device.all_nodes, device.node_selector):
+                    continue
+                devices.append((DeviceID(spec.driver, spec.pool.name, device.name), resource_slice, device))
+        self._node_devices_cache[node.metadata.name] = devices
+        return devices
 
     def device_backed(self, resources: Iterable[str]) -> dict[str, str]:
         """{resource: DeviceClass} for the extended resources among ``resources``
