@@ -483,3 +483,14 @@ def test_balanced_allocation_counts_the_devices_of_an_extended_resource_too():
     # cpu 1/4 on both; devices (1 in use + 1)/2 on n1, (0 + 1)/4 on n2: (1 - |0.25 - f|/2) x 100
     assert node_scores(sim, wants) == {"n1": {"NodeResourcesBalancedAllocation": 62},
                                        "n2": {"NodeResourcesBalancedAllocation": 100}}
+
+
+def test_class_devices_count_only_the_newest_generation_of_a_pool():
+    old = gpu_slice("n1", count=4)
+    new = attrs.evolve(gpu_slice("n1", count=2), metadata=attrs.evolve(old.metadata, name="n1-gpus-v2"))
+    new = attrs.evolve(new, spec=attrs.evolve(new.spec, pool=attrs.evolve(new.spec.pool, generation=2)))
+    sim = sim_with(node("n1"), device_class(), old, new)
+    dra = sim.scheduler.dra_manager()
+    n1 = sim.get("Node", "n1")
+    assert sorted(d.device for d in dra.class_devices(DRIVER, n1)) == ["gpu-0", "gpu-1"]
+    assert dra.class_devices("no-such-class", n1) == []
