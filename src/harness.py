@@ -81,4 +81,5 @@ class Harness:
             raise TypeError("run_to_quiescence needs a FakeClock")
         self.start()
         run_simulation([self], self.clock, until, progress=progress or self.progress,
-                       waiting=lambda: self.scheduler.pre_bind_waits() > 0, expecting=expecting)
+                       waiting=lambda: self.scheduler.pre_bind_waits() > 0, expecting=expecting,
+                       bound=lambda: self.scheduler.stats.bound)

@@ -20,7 +20,7 @@ IDLE_TIME_LIMIT = 3600.0
 
 
 def run_simulation(loops: list[Loop], clock: FakeClock, until: float | None = None,
-                   progress=lambda: 0, waiting=lambda: False, expecting=lambda: False) -> None:
+                   progress=lambda: 0, waiting=lambda: False, expecting=lambda: False, bound=lambda: 0) -> None:
     """Step every loop until all are idle, then jump the clock to the next
     timer, and again.  With ``until`` (seconds since the epoch) time runs to
     that moment, housekeeping timers included; without it the run ends when
@@ -29,12 +29,17 @@ def run_simulation(loops: list[Loop], clock: FakeClock, until: float | None = No
     with useful work, e.g. pods bound) - pods that keep failing with errors
     would otherwise retry for ever.  Jumps while ``waiting()`` (a bounded wait
     is under way, e.g. a binding cycle polling at PreBind) do not count, but
-    ``IDLE_TIME_LIMIT`` seconds without progress end the run all the same;
-    while ``expecting()`` (more input is due, e.g. a timed change) it never
-    ends on its own."""
+    ``IDLE_TIME_LIMIT`` seconds without progress end the run all the same, and
+    so do ``IDLE_TIME_LIMIT`` seconds of such waits without a pod bound
+    (``bound()``: pods bound so far) - a binding that waits for a condition
+    nobody sets fails at its timeout and is retried for ever, and the
+    controllers cleaning up after each attempt would count as progress; while
+    ``expecting()`` (more input is due, e.g. a timed change) it never ends on
+    its own."""
     idle_jumps = 0
     last = progress()
     last_change = clock.now()
+    last_bound, last_bind = bound(), clock.now()
     while True:
         busy = True
         while busy:
@@ -56,6 +61,9 @@ def run_simulation(loops: list[Loop], clock: FakeClock, until: float | None = No
             last, last_change, idle_jumps = now, clock.now(), 0
         elif not waiting():
             idle_jumps += 1
-        if until is None and not expecting() and (idle_jumps >= IDLE_JUMP_LIMIT
+        if bound() != last_bound:
+            last_bound, last_bind = bound(), clock.now()
+        stalled_waits = waiting() and clock.now() - last_bind > IDLE_TIME_LIMIT
+        if until is None and not expecting() and (idle_jumps >= IDLE_JUMP_LIMIT or stalled_waits
                                                   or clock.now() - last_change > IDLE_TIME_LIMIT):
             return

@@ -137,3 +137,13 @@ def test_example_binding_timeout_keeps_the_pod_pending_with_the_reason():
     assert not p.spec.node_name
     (scheduled,) = [c for c in p.status.conditions if c.type == "PodScheduled"]
     assert BINDING_TIMED_OUT in scheduled.message
+
+
+def test_a_simulation_whose_devices_are_never_attached_ends_with_the_pod_pending():
+    # without --until: each attempt times out after 10 minutes and is retried; an hour of that ends the run
+    sim = Simulation.from_paths([EXAMPLE / "cluster"])
+    sim.run()
+    p = sim.pod("default/trainer")
+    assert not p.spec.node_name
+    assert BINDING_TIMED_OUT in next(c.message for c in p.status.conditions if c.type == "PodScheduled")
+    assert sim.clock.now() - sim.start_time <= 3600 + 600
