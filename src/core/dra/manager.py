@@ -165,7 +165,7 @@ class DRAManager:
         self._node_devices_generation = -1
         #: (class, node) -> class_devices' answer, dropped when a slice or class changes (at most
         #: MAX_REMEMBERED_CLASS_DEVICES entries)
-        self._class_devices: dict[tuple[str, str], list[DeviceID]] = {}
+        self._class_devices: dict[tuple[str, str], frozenset[DeviceID]] = {}
         self._selectors = SelectorCache()
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
@@ -272,7 +272,7 @@ class DRAManager:
                     self._extended_names.setdefault(device_class.spec.extended_resource_name, name)
         return self._extended_names.get(resource)
 
-    def class_devices(self, class_name: str, node: Node) -> list[DeviceID]:
+    def class_devices(self, class_name: str, node: Node) -> frozenset[DeviceID]:
         """The devices of DeviceClass ``class_name`` that ``node`` can use (the
         newest generation of each pool: its slices, and devices of per-device
         node selection that target it) whose class selectors match (memoised
@@ -284,7 +284,7 @@ class DRAManager:
             return remembered
         device_class = self.device_class(class_name)
         if device_class is None:
-            return []
+            return frozenset()
         selectors = [s.expression or "" for s in device_class.spec.selectors]
         found = []
         for device_id, resource_slice, device in devices:
@@ -296,8 +296,8 @@ class DRAManager:
                 found.append(device_id)
         if len(self._class_devices) >= MAX_REMEMBERED_CLASS_DEVICES:
             self._class_devices.clear()
-        self._class_devices[key] = found
-        return found
+        self._class_devices[key] = answer = frozenset(found)
+        return answer
 
     def _node_devices(self, node: Node) -> list[tuple[DeviceID, ResourceSlice, Any]]:
         """(id, slice, device) of every device ``node`` can use, kept per node until a slice changes."""

@@ -122,9 +122,9 @@ def device_counts(dra, resources: Iterable[str], table) -> DeviceCounts:
         in_use = np.zeros(len(rows), dtype=np.int64)
         for i, row in enumerate(rows):
             node = table.infos[row].node
-            ids = dra.class_devices(class_name, node) if node is not None else []
+            ids = dra.class_devices(class_name, node) if node is not None else frozenset()
             total[i] = len(ids)
-            in_use[i] = sum(1 for device in ids if device in allocated)
+            in_use[i] = len(ids & allocated)
         return total, in_use
 
     return counts

@@ -493,4 +493,4 @@ def test_class_devices_count_only_the_newest_generation_of_a_pool():
     dra = sim.scheduler.dra_manager()
     n1 = sim.get("Node", "n1")
     assert sorted(d.device for d in dra.class_devices(DRIVER, n1)) == ["gpu-0", "gpu-1"]
-    assert dra.class_devices("no-such-class", n1) == []
+    assert dra.class_devices("no-such-class", n1) == frozenset()
