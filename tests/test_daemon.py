@@ -18,9 +18,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import attrs
 import yaml
 
 from fake_apiserver import FakeAPIServer, wait_until
+from kubesched.core.api.manifests import load_objects
+from kubesched.core.api.meta import Condition
+from kubesched.core.api.resource_v1 import AllocatedDeviceStatus
 from kubesched.core.clock import RealClock
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.cluster.memory import MemoryCluster
@@ -270,6 +274,28 @@ def test_dra_claims_are_allocated_through_the_api_despite_a_conflicting_status_u
     claims = [c for c in apiserver.cluster.list("ResourceClaim").items if c.status.allocation is not None]
     assert claims and all(c.status.reserved_for for c in claims)
     assert apiserver.count("PUT", r"/resourceclaims/[^/]+/status$") > len(claims)  # the conflict was retried
+    assert running.stop() == 0
+
+
+def test_a_binding_waits_for_the_drivers_report_arriving_through_the_watch(apiserver, tmp_path):
+    """Binding conditions in the daemon: the pod binds once the driver's report
+    reaches the scheduler through its watch (the first PreBind poll after it, <= 5 s)."""
+    for obj in load_objects([ROOT / "examples" / "binding-conditions" / "cluster"]):
+        apiserver.cluster.create(obj)
+    daemon = kube_daemon(apiserver, tmp_path, "binding", scheduler_name="default-scheduler")
+    running = Running(daemon)
+
+    def claim():
+        return apiserver.cluster.get("ResourceClaim", "fabric-gpu", "default")
+
+    apiserver.wait_until(lambda: bool(claim().status.reserved_for))
+    assert not bound_in(apiserver.cluster, "trainer")  # waiting in PreBind
+    (result,) = claim().status.allocation.devices.results
+    report = AllocatedDeviceStatus(driver=result.driver, pool=result.pool, device=result.device,
+                                   conditions=(Condition(type="DeviceAttached", status="True", reason="Attached"),))
+    current = claim()
+    apiserver.cluster.update_status(attrs.evolve(current, status=attrs.evolve(current.status, devices=(report,))))
+    apiserver.wait_until(lambda: bound_in(apiserver.cluster, "trainer"), timeout=15)
     assert running.stop() == 0
 
 
