@@ -65,7 +65,7 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
+from kubesched.core.framework.resources import NATIVE_RESOURCES
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -340,24 +340,18 @@ class DynamicResources:
         return {claim.key: result for claim, result in zip(to_allocate, results)}
 
     def _extended_claim(self, pod) -> _ExtendedClaim | None:
-        """The claim for the pod's container requests of extended resources that
-        a DeviceClass serves (DRAExtendedResource), or None.  Nodes that
-        advertise a resource in allocatable serve it the classic way (Filter
-        drops the claim there)."""
-        if not any(name not in NATIVE_RESOURCES for c in pod.spec.containers
-                   for name in (*c.resources.requests, *c.resources.limits)):
+        """The claim for the pod's requests of extended resources that a
+        DeviceClass serves (DRAExtendedResource), or None.  Nodes that advertise
+        a resource in allocatable serve it the classic way (Filter drops the
+        claim there).  Laid out as upstream's ``createRequestsAndMappings``:
+        see :func:`extended_resource_requests`."""
+        containers = [*pod.spec.init_containers, *pod.spec.containers]
+        if not any(name not in NATIVE_RESOURCES for c in containers for name in c.resources.requests):
             return None  # the common case, at the cost of a glance
-        containers = [(c.name, container_requests(c)) for c in pod.spec.containers]
-        backed = self.dra.device_backed({name for _, requests in containers for name in requests})
+        backed = self.dra.device_backed({name for c in containers for name in c.resources.requests})
         if not backed:
             return None
-        requests, mappings = [], []
-        for c, (container_name, wanted) in enumerate(containers):
-            for r, resource in enumerate(sorted(name for name in wanted if name in backed)):
-                name = f"container-{c}-request-{r}"
-                requests.append(DeviceRequest(name=name, exactly=ExactDeviceRequest(
-                    device_class_name=backed[resource], count=wanted[resource])))
-                mappings.append(ContainerExtendedResourceRequest(container_name, resource, name))
+        requests, mappings = extended_resource_requests(pod, backed)
         claim = ResourceClaim(
             metadata=ObjectMeta(name=f"{pod.metadata.name}-extended-resources", namespace=pod.metadata.namespace,
                                 uid=f"{pod.metadata.uid}/extended-resources"),
@@ -766,6 +760,76 @@ class DynamicResources:
                 pass  # the watch already brought a newer version
             self.dra.remove_claim_pending_allocation(claim.metadata.uid)
         return updated
+
+
+def extended_resource_requests(
+    pod, backed: dict[str, str]
+) -> tuple[list[DeviceRequest], list[ContainerExtendedResourceRequest]]:
+    """The device requests and container mappings of a pod's extended-resource
+    claim (``backed``: resource -> DeviceClass), as upstream lays them out: one
+    request ``container-<c>-request-<r>`` per container and resource, ``c``
+    counting init containers first and ``r`` the resource's place among the
+    container's sorted requests; a non-sidecar init container (it runs before
+    the others and ends) first reuses the devices of the long-lived containers
+    after it, asks only for the rest, and such init containers share the
+    largest of their requests.  Requests sorted by name."""
+    containers = [*pod.spec.init_containers, *pod.spec.containers]
+    first_regular = len(pod.spec.init_containers)
+    short_lived = [i for i in range(first_regular) if containers[i].restart_policy != "Always"]
+    long_lived = [i for i in range(len(containers)) if i not in short_lived]
+    requests: list[DeviceRequest] = []
+    mappings: list[ContainerExtendedResourceRequest] = []
+    for resource in sorted(backed):
+        long_requests: list[DeviceRequest | None] = [None] * len(containers)
+        long_mappings: list[ContainerExtendedResourceRequest] = []
+        for i in long_lived:
+            long_requests[i], found = _container_request(i, containers[i], resource, backed[resource], [])
+            long_mappings += found
+        largest: DeviceRequest | None = None
+        short_names: set[str] = set()
+        short_mappings: list[ContainerExtendedResourceRequest] = []
+        for i in short_lived:
+            request, found = _container_request(i, containers[i], resource, backed[resource], long_requests[i:])
+            if request is not None:
+                short_names.add(request.name)
+                if largest is None or _count(largest) < _count(request):
+                    largest = request
+            short_mappings += found
+        if largest is not None and len(short_names) > 1:
+            short_mappings = [attrs.evolve(m, request_name=largest.name) if m.request_name in short_names else m
+                              for m in short_mappings]
+        if largest is not None:
+            requests.append(largest)
+        requests += [request for request in long_requests if request is not None]
+        mappings += long_mappings + short_mappings
+    return sorted(requests, key=lambda request: request.name), mappings
+
+
+def _container_request(index: int, container, resource: str, class_name: str,
+                       reusable: list[DeviceRequest | None]) -> tuple[DeviceRequest | None,
+                                                                       list[ContainerExtendedResourceRequest]]:
+    """The request for ``resource`` of one container (None when it asks for none,
+    or when the ``reusable`` requests of later long-lived containers cover it)."""
+    wanted = container.resources.requests.get(resource, 0)
+    if not wanted:
+        return None, []
+    mappings = []
+    covered = 0
+    for request in reusable:
+        if request is None:
+            continue
+        covered += _count(request)
+        mappings.append(ContainerExtendedResourceRequest(container.name, resource, request.name))
+        if covered >= wanted:
+            return None, mappings
+    name = f"container-{index}-request-{sorted(container.resources.requests).index(resource)}"
+    mappings.append(ContainerExtendedResourceRequest(container.name, resource, name))
+    return DeviceRequest(name=name, exactly=ExactDeviceRequest(device_class_name=class_name,
+                                                                count=wanted - covered)), mappings
+
+
+def _count(request: DeviceRequest) -> int:
+    return request.exactly.count if request.exactly is not None else 0
 
 
 def binding_conditions(claim: ResourceClaim) -> list[tuple[Any, tuple[str, ...], tuple[str, ...]]]:

@@ -494,3 +494,41 @@ def test_class_devices_count_only_the_newest_generation_of_a_pool():
     n1 = sim.get("Node", "n1")
     assert sorted(d.device for d in dra.class_devices(DRIVER, n1)) == ["gpu-0", "gpu-1"]
     assert dra.class_devices("no-such-class", n1) == frozenset()
+
+
+def _layout(spec: dict) -> tuple[list, list]:
+    from kubesched.plugins.dynamicresources.plugin import extended_resource_requests
+
+    p = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
+    requests, mappings = extended_resource_requests(p, {"example.com/gpu": "gpus"})
+    return ([(r.name, r.exactly.count) for r in requests],
+            [(m.container_name, m.request_name) for m in mappings])
+
+
+def _container(name: str, gpus: int, cpu: str | None = None, **fields) -> dict:
+    requests = {"example.com/gpu": str(gpus), **({"cpu": cpu} if cpu else {})}
+    return {"name": name, "image": "x", "resources": {"requests": requests}, **fields}
+
+
+def test_extended_resource_requests_are_named_by_container_and_sorted_request_index():
+    # as upstream: the index counts every request of the container, sorted (cpu < example.com/gpu)
+    assert _layout({"containers": [_container("main", 2, cpu="1")]}) == (
+        [("container-0-request-1", 2)], [("main", "container-0-request-1")])
+
+
+def test_an_init_container_reuses_the_devices_of_the_containers_after_it():
+    # the init container (index 0) needs 2: it reuses main's 1 and asks for 1 more
+    assert _layout({"initContainers": [_container("setup", 2)], "containers": [_container("main", 1)]}) == (
+        [("container-0-request-0", 1), ("container-1-request-0", 1)],
+        [("main", "container-1-request-0"), ("setup", "container-1-request-0"), ("setup", "container-0-request-0")])
+
+
+def test_init_containers_that_run_one_after_the_other_share_the_largest_request():
+    spec = {"initContainers": [_container("a", 1), _container("b", 3)], "containers": [{"name": "main", "image": "x"}]}
+    assert _layout(spec) == ([("container-1-request-0", 3)],
+                             [("a", "container-1-request-0"), ("b", "container-1-request-0")])
+
+
+def test_a_sidecar_init_container_keeps_its_own_devices():
+    spec = {"initContainers": [_container("proxy", 1, restartPolicy="Always")], "containers": [_container("main", 1)]}
+    assert _layout(spec)[0] == [("container-0-request-0", 1), ("container-1-request-0", 1)]
