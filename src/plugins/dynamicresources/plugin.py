@@ -65,7 +65,7 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES
+from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -346,9 +346,10 @@ class DynamicResources:
         claim there).  Laid out as upstream's ``createRequestsAndMappings``:
         see :func:`extended_resource_requests`."""
         containers = [*pod.spec.init_containers, *pod.spec.containers]
-        if not any(name not in NATIVE_RESOURCES for c in containers for name in c.resources.requests):
+        if not any(name not in NATIVE_RESOURCES for c in containers
+                   for name in (*c.resources.requests, *c.resources.limits)):
             return None  # the common case, at the cost of a glance
-        backed = self.dra.device_backed({name for c in containers for name in c.resources.requests})
+        backed = self.dra.device_backed({name for c in containers for name in container_requests(c)})
         if not backed:
             return None
         requests, mappings = extended_resource_requests(pod, backed)
@@ -809,8 +810,10 @@ def _container_request(index: int, container, resource: str, class_name: str,
                        reusable: list[DeviceRequest | None]) -> tuple[DeviceRequest | None,
                                                                        list[ContainerExtendedResourceRequest]]:
     """The request for ``resource`` of one container (None when it asks for none,
-    or when the ``reusable`` requests of later long-lived containers cover it)."""
-    wanted = container.resources.requests.get(resource, 0)
+    or when the ``reusable`` requests of later long-lived containers cover it).
+    Limits stand in for missing requests, as the API server defaults them."""
+    effective = container_requests(container)
+    wanted = effective.get(resource, 0)
     if not wanted:
         return None, []
     mappings = []
@@ -822,7 +825,7 @@ def _container_request(index: int, container, resource: str, class_name: str,
         mappings.append(ContainerExtendedResourceRequest(container.name, resource, request.name))
         if covered >= wanted:
             return None, mappings
-    name = f"container-{index}-request-{sorted(container.resources.requests).index(resource)}"
+    name = f"container-{index}-request-{sorted(effective).index(resource)}"
     mappings.append(ContainerExtendedResourceRequest(container.name, resource, name))
     return DeviceRequest(name=name, exactly=ExactDeviceRequest(device_class_name=class_name,
                                                                 count=wanted - covered)), mappings

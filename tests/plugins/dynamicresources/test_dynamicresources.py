@@ -532,3 +532,9 @@ def test_init_containers_that_run_one_after_the_other_share_the_largest_request(
 def test_a_sidecar_init_container_keeps_its_own_devices():
     spec = {"initContainers": [_container("proxy", 1, restartPolicy="Always")], "containers": [_container("main", 1)]}
     assert _layout(spec)[0] == [("container-0-request-0", 1), ("container-1-request-0", 1)]
+
+
+def test_a_limit_without_a_request_asks_for_devices_too():
+    # the API server defaults requests from limits; the perf templates give both, users often only limits
+    limits_only = {"name": "main", "image": "x", "resources": {"limits": {"example.com/gpu": "2"}}}
+    assert _layout({"containers": [limits_only]})[0] == [("container-0-request-0", 2)]
