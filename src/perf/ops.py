@@ -1115,7 +1115,10 @@ class WorkloadExecutor:
         ``duration``; false: none may be, for all of ``duration``."""
         namespace = fields["namespace"]
         end = self.clock.now() + fields.get("duration", 0.0)
-        pods = lambda: self.cluster.list("Pod", namespace).items  # noqa: E731
+
+        def pods() -> list[Pod]:
+            return self.cluster.list("Pod", namespace).items
+
         if fields.get("scheduled"):
             self._loop(lambda: all(p.spec.node_name for p in pods()) or self.clock.now() >= end,
                        f"the pods of namespace {namespace} to be scheduled", deadline=end, until_time=True)
