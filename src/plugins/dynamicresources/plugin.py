@@ -128,19 +128,46 @@ class DynamicResourcesArgs:
 class _ExtendedClaim:
     """The claim kube-scheduler makes for a pod's extended resources that devices
     serve (KEP-5004): one request ``container-<c>-request-<r>`` per container and
-    resource, ``resources`` the resource names, ``mappings`` what the pod's
-    ``status.extendedResourceClaimStatus`` will say.  It exists only in the
-    cycle until PreBind creates it (``created``)."""
+    resource, ``backed`` the resource names and their DeviceClasses.  A node
+    that advertises some of the resources in allocatable serves those the
+    classic way, so the claim differs per node: :meth:`on` gives the node's
+    variant and what the pod's ``status.extendedResourceClaimStatus`` will
+    say.  It exists only in the cycle until PreBind creates it (``created``)."""
 
-    claim: ResourceClaim
-    index: int
-    resources: frozenset[str]
-    mappings: tuple[ContainerExtendedResourceRequest, ...]
+    pod: Any
+    backed: dict[str, str]
+    index: int = 0
+    chosen: tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]] | None = None
     created: ResourceClaim | None = None
+    _variants: dict[frozenset[str], tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]]] = \
+        field(factory=dict)
 
-    def needed_on(self, node) -> bool:
-        """Whether ``node`` must serve the resources with devices: it advertises none of them."""
-        return not any(node.allocatable.get(name, 0) > 0 for name in self.resources)
+    @property
+    def claim(self) -> ResourceClaim:
+        """The claim when devices serve every resource (no node advertises any)."""
+        return self._variant(frozenset(self.backed))[0]
+
+    @property
+    def resources(self) -> frozenset[str]:
+        return frozenset(self.backed)
+
+    def on(self, node) -> tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]] | None:
+        """The claim and container mappings for ``node``: requests only for the
+        resources it does not advertise; None when it advertises them all."""
+        missing = frozenset(name for name in self.backed if node.allocatable.get(name, 0) <= 0)
+        return self._variant(missing) if missing else None
+
+    def _variant(self, missing: frozenset[str]) -> tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]]:
+        variant = self._variants.get(missing)
+        if variant is None:
+            pod = self.pod
+            requests, mappings = extended_resource_requests(pod, {name: self.backed[name] for name in missing})
+            claim = ResourceClaim(
+                metadata=ObjectMeta(name=f"{pod.metadata.name}-extended-resources",
+                                    namespace=pod.metadata.namespace, uid=f"{pod.metadata.uid}/extended-resources"),
+                spec=ResourceClaimSpec(devices=DeviceClaim(requests=tuple(requests))))
+            variant = self._variants[missing] = (claim, tuple(mappings))
+        return variant
 
 
 @attrs.define
@@ -350,20 +377,21 @@ class DynamicResources:
                    for name in (*c.resources.requests, *c.resources.limits)):
             return None  # the common case, at the cost of a glance
         backed = self.dra.device_backed({name for c in containers for name in container_requests(c)})
-        if not backed:
-            return None
-        requests, mappings = extended_resource_requests(pod, backed)
-        claim = ResourceClaim(
-            metadata=ObjectMeta(name=f"{pod.metadata.name}-extended-resources", namespace=pod.metadata.namespace,
-                                uid=f"{pod.metadata.uid}/extended-resources"),
-            spec=ResourceClaimSpec(devices=DeviceClaim(requests=tuple(requests))))
-        return _ExtendedClaim(claim, 0, frozenset(backed), tuple(mappings))
+        return _ExtendedClaim(pod, backed) if backed else None
 
     def _to_allocate(self, data: _State, node) -> list[ResourceClaim]:
-        """The claims to allocate on ``node``: the extended-resource claim only where devices must serve it."""
+        """The claims to allocate on ``node``; the extended-resource claim as
+        ``node`` needs it (:meth:`_ExtendedClaim.on`), or not at all."""
         extended = data.extended
-        return [data.claims[i] for i in data.to_allocate
-                if extended is None or i != extended.index or extended.needed_on(node)]
+        claims = []
+        for i in data.to_allocate:
+            if extended is not None and i == extended.index:
+                variant = extended.on(node)
+                if variant is not None:
+                    claims.append(variant[0])
+            else:
+                claims.append(data.claims[i])
+        return claims
 
     def _check_classes(self, request) -> Status | None:
         """Upstream ``validateDeviceClass`` for a request, or for the subrequests
@@ -593,11 +621,17 @@ class DynamicResources:
         planned = data.node_allocations.get(node_name)
         if planned is None:
             return Status(Code.ERROR, ("claim allocation not found for node",))
+        extended = data.extended
         for index in data.to_allocate:
             claim = data.claims[index]
             allocation = planned.get(claim.key)
             if allocation is None:  # the extended-resource claim on a node that serves the resources itself
                 continue
+            if extended is not None and index == extended.index:
+                node_info = self.handle.snapshot.get(node_name)
+                extended.chosen = extended.on(node_info.node) if node_info is not None else None
+                if extended.chosen is not None:
+                    claim = extended.chosen[0]
             data.allocations[index] = allocation
             finalizers = claim.metadata.finalizers
             if FINALIZER not in finalizers:
@@ -698,8 +732,9 @@ class DynamicResources:
         ``status.extendedResourceClaimStatus``.  Nothing to do on a node that
         serves the resources the classic way."""
         allocation = data.allocations.get(extended.index)
-        if allocation is None:
+        if allocation is None or extended.chosen is None:
             return
+        claim, mappings = extended.chosen
         cluster = self.handle.cluster
         meta = ObjectMeta(
             generate_name=f"{pod.metadata.name}-extended-resources-", namespace=pod.metadata.namespace,
@@ -707,20 +742,20 @@ class DynamicResources:
             owner_references=(OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
                                              uid=pod.metadata.uid, controller=True, block_owner_deletion=True),))
         try:
-            created = cluster.create(attrs.evolve(extended.claim, metadata=meta))
+            created = cluster.create(attrs.evolve(claim, metadata=meta))
             extended.created = created
             reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
             updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
                 created.status, allocation=allocation, reserved_for=(reference,))))
         finally:
-            self.dra.remove_claim_pending_allocation(extended.claim.metadata.uid)
+            self.dra.remove_claim_pending_allocation(claim.metadata.uid)
         extended.created = updated
         data.claims[extended.index] = updated
         try:
             self.dra.assume_claim_after_api_call(updated)
         except AssumeError:
             pass  # the watch already brought it
-        recorded = PodExtendedResourceClaimStatus(request_mappings=extended.mappings,
+        recorded = PodExtendedResourceClaimStatus(request_mappings=mappings,
                                                   resource_claim_name=updated.metadata.name)
         retry_on_conflict(cluster, pod, lambda current: cluster.update_status(attrs.evolve(
             current, status=attrs.evolve(current.status, extended_resource_claim_status=recorded))))

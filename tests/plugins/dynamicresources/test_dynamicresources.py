@@ -430,6 +430,40 @@ def test_a_mixed_cluster_fills_the_classic_node_and_the_device_node():
     assert claim_left.metadata.name.startswith(f"{pending.metadata.name}-extended-resources-")
 
 
+def test_a_node_that_advertises_one_of_two_resources_gets_a_claim_for_the_other_only():
+    def classed(name: str, model: str, resource: str):
+        selects = device_class(name, f"device.attributes['{DRIVER}'].model == '{model}'")
+        return attrs.evolve(selects, spec=attrs.evolve(selects.spec, extended_resource_name=resource))
+
+    classic_gpus = node("n1", extra_resources={"example.com/gpu": "2"})
+    sim = sim_with(classic_gpus, classed("gpus", "A100", "example.com/gpu"), classed("nics", "NIC", "example.com/nic"),
+                   gpu_slice("n1", count=2, model="NIC"),
+                   pod("p", extra_resources={"example.com/gpu": "1", "example.com/nic": "1"}))
+    p = sim.pod("p")
+    assert p.spec.node_name == "n1"
+    status = p.status.extended_resource_claim_status
+    assert [m.resource_name for m in status.request_mappings] == ["example.com/nic"]
+    c = sim.get("ResourceClaim", f"default/{status.resource_claim_name}")
+    assert [r.exactly.device_class_name for r in c.spec.devices.requests] == ["nics"]
+    assert [d[3] for d in devices(c)] == ["gpu-0"]
+
+
+def test_without_dynamic_resources_in_the_profile_a_device_backed_resource_must_be_advertised():
+    # the default profile runs DynamicResources (so the scheduler tracks devices); "no-dra" does not
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [
+        {"schedulerName": "default-scheduler"},
+        {"schedulerName": "no-dra", "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]}
+    sim = Simulation(config)
+    wants = pod("p", extra_resources={"example.com/gpu": "1"})
+    wants = attrs.evolve(wants, spec=attrs.evolve(wants.spec, scheduler_name="no-dra"))
+    sim.create([node("n1"), _gpu_class_for(), gpu_slice("n1", count=2), wants])
+    sim.run()
+    p = sim.pod("p")
+    assert not p.spec.node_name
+    assert condition(p).message == "0/1 nodes are available: 1 Insufficient example.com/gpu. " \
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+
 def test_scoring_an_extended_resource_counts_the_devices_of_its_class():
     # upstream's DRA-backed-resource cases of calculateResourceAllocatableRequest, through NodeResourcesFit's score
     from kubesched.testing import node_scores
