@@ -3,6 +3,7 @@
 - ``kubesched simulate -f PATH ...``: schedule a directory of manifests on the embedded cluster;
 - ``kubesched run``: the scheduler and controllers as a daemon, embedded or against an API server;
 - ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
+- ``kubesched explain POD -f DIR | --from RECORD``: why a pod is where it is, or Pending (:mod:`kubesched.explain`);
 - ``kubesched plugins``: the discovered plugins and their extension points;
 - ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`kubesched.trace.commands`);
@@ -26,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.observability.decisions import DecisionFileError, DecisionLog, read_decisions
 
 from .core.api import to_manifest
 from .core.clock import FakeClock
@@ -71,6 +73,9 @@ def simulate(
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML summary here."),
+    record: Optional[Path] = typer.Option(
+        None, "--record", help="Write the record of every scheduling attempt here (JSON Lines; "
+                               "`kubesched explain POD --from FILE` reads it)."),
     at: List[str] = typer.Option(
         [], "--at", metavar="OFFSET=FILE",
         help="At simulated time --start-time + OFFSET (90s, 5m, 1h30m) create the objects in FILE, or replace "
@@ -88,7 +93,8 @@ def simulate(
         _refuse(f"--start-time: {err}")
     try:
         horizon = parse_duration(until, "--until") if until else None
-        sim = Simulation.from_paths(filename, config=config, start=start, seed=seed)
+        decisions = _decision_log(record)
+        sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions)
         for option, values in (("--at", at), ("--delete-at", delete_at)):
             for value in values:
                 offset, _, file = value.partition("=")
@@ -98,6 +104,8 @@ def simulate(
         sim.run(until=start + horizon if horizon is not None else None)
     except (InvalidManifest, ConfigError, PluginError) as err:
         _refuse(str(err))
+    if decisions is not None:
+        decisions.close()
     if html is not None:
         from .report import html_summary
 
@@ -109,6 +117,63 @@ def simulate(
         sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n")
     else:
         _print_placements(sim)
+
+
+def _decision_log(path: Optional[Path]) -> DecisionLog | None:
+    if path is None:
+        return None
+    try:
+        return DecisionLog(path)
+    except OSError as err:
+        _refuse(f"--record: {path}: {err.strerror}")
+        raise  # not reached: _refuse exits
+
+
+@app.command()
+def explain(
+    pod: str = typer.Argument(..., help="The pod: NAMESPACE/NAME, or NAME in the default namespace."),
+    filename: List[Path] = typer.Option([], "-f", "--filename",
+                                        help="Simulate these manifests (file or directory, repeatable) and explain."),
+    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
+    from_record: Optional[Path] = typer.Option(
+        None, "--from", help="Explain from a decisions file (simulate --record, run --record-decisions)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the simulation (with -f)."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
+) -> None:
+    """Why POD is on its node, or why it is Pending: every rejected node's plugin
+    and reason, the best nodes' score breakdown, and what would make it fit."""
+    from .explain import explain as explain_pod
+    from .explain import pod_key, render
+
+    key = pod_key(pod)
+    if bool(filename) == (from_record is not None):
+        _refuse("explain: give either -f DIR (simulate and explain) or --from RECORD")
+    pod_object, nodes = None, []
+    if from_record is not None:
+        try:
+            records = list(read_decisions(from_record))
+        except DecisionFileError as err:
+            _refuse(str(err))
+    else:
+        log = DecisionLog(keep=lambda name: name == key)
+        try:
+            sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
+            sim.run()
+        except (InvalidManifest, ConfigError, PluginError) as err:
+            _refuse(str(err))
+        records = log.records
+        try:
+            pod_object = sim.pod(key)
+        except KeyError:
+            _refuse(f"explain: pod {key} is not among the objects in {', '.join(map(str, filename))}")
+        nodes = sim.cluster.list("Node").items
+    answer = explain_pod(records, key, pod_object, nodes)
+    if output is Output.json:
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    elif output is Output.yaml:
+        sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
+    else:
+        render(answer, Console(width=200))
 
 
 def _print_placements(sim: Simulation) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
+from kubesched.core.observability.decisions import DecisionLog
 
 from .core.api import resource_of
 from .core.api.convert import parse_time
@@ -41,8 +42,9 @@ class Simulation:
     discovery); ``start``: simulated start time, seconds since the epoch;
     ``seed``: tie-breaking and generated names; ``controller_options``:
     per-controller settings by controller name (e.g.
-    ``{"persistentvolume-controller": {"provisioners": [...]}}``).  Raises
-    ``ConfigError`` for a bad configuration.
+    ``{"persistentvolume-controller": {"provisioners": [...]}}``);
+    ``decisions``: where the record of every scheduling attempt goes (None:
+    not recorded).  Raises ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class Simulation:
         start: float = DEFAULT_START,
         seed: int = 0,
         controller_options: dict[str, Any] | None = None,
+        decisions: DecisionLog | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
@@ -63,6 +66,7 @@ class Simulation:
         self.harness = Harness(self.cluster, self.clock, config, self.registry, seed=seed,
                                controller_options=controller_options)
         self.scheduler = self.harness.scheduler
+        self.scheduler.decisions = decisions
         self.controllers = self.harness.controllers
         #: objects applied or deleted by timed changes (:meth:`change_at`) so far
         self.changes = 0

@@ -23,15 +23,19 @@ class CycleState:
     preemption); values with a ``clone()`` method are cloned, others shared,
     as upstream's ``StateData.Clone``.  ``skip_filter_plugins`` and
     ``skip_score_plugins`` hold the plugins whose PreFilter/PreScore said Skip.
+    ``record``: the attempt's :class:`~kubesched.core.framework.decision.AttemptRecord`
+    when decisions are recorded (None otherwise, and in clones: dry runs are
+    not the decision).
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics", "record")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = False
+        self.record: Any = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -136,6 +136,9 @@ class Evaluator:
         status = self.prepare_candidate(best, pod)
         if status is not None:
             return None, status
+        if state.record is not None:
+            state.record.post_filter = {"plugin": self.plugin_name, "nominatedNodeName": best.node_name,
+                                        "victims": [victim.key for victim in best.victims]}
         return PostFilterResult(best.node_name), None
 
     def find_candidates(self, state: CycleState, pod: Pod, nodes: list[NodeInfo],

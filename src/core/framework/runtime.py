@@ -258,9 +258,13 @@ class Framework:
         rejected: Status | None = None
         rejectors: set[str] = set()
         narrowing: list[str] = []
+        record = state.record
         for name, method in self.pre_filter_plugins:
             answer = method(state, pod, nodes)
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
+            if record is not None:
+                record.pre_filter_answer(name, status, None if plugin_result is None or plugin_result.node_names is None
+                                         else len(plugin_result.node_names))
             if status is not None and status.code != Code.SUCCESS:
                 if status.code == Code.SKIP:
                     state.skip_filter_plugins.add(name)
@@ -586,6 +590,7 @@ class Framework:
                     if isinstance(value, Status):
                         raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
                     scores[i] = value
+            raw = scores.copy() if state.record is not None else scores
             normalize = self.normalize.get(name)
             if normalize is not None:
                 if names is None:
@@ -599,6 +604,8 @@ class Framework:
                     f"plugin \"{name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
             weighted = scores * self.score_weights[name]
+            if state.record is not None:
+                state.record.plugin_scored(name, self.score_weights[name], raw, scores)
             per_plugin[name] = weighted
             total += weighted
         return total, per_plugin

@@ -26,8 +26,10 @@ from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent
 from .queue import QueuedPodInfo
+from .recording import binding_record
 
 if TYPE_CHECKING:
+    from ..observability.decisions import DecisionLog
     from .cache import Cache
     from .queue import SchedulingQueue
     from .scheduler import Scheduler, SchedulingStats
@@ -103,6 +105,12 @@ class BindingCycle:
     stats: SchedulingStats
     attempt_started: dict[str, float]
     binding_waits: dict[str, BindingWait]
+    decisions: DecisionLog | None
+
+    def _record_binding(self, state: CycleState, node_name: str, status: Status | None) -> None:
+        """The binding cycle's outcome, when the attempt is being recorded."""
+        if state.record is not None and self.decisions is not None:
+            self.decisions.write(binding_record(state.record, self.clock.now(), node_name, status))
 
     def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
         """Unreserve and forget the assumed pod."""
@@ -162,6 +170,7 @@ class BindingCycle:
             return
         self.cache.finish_binding(assumed)
         self.stats.bound += 1
+        self._record_binding(state, node_name, None)
         log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
         started = self.attempt_started.pop(assumed.metadata.uid, None)
         if started is not None:
@@ -188,6 +197,7 @@ class BindingCycle:
 
     def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
         self.stats.binding_failures += 1
+        self._record_binding(state, node_name, status)
         self._undo_assume(fwk, state, assumed, node_name)
         self._fail_status(fwk, info, status)
         # after the pod is back in the queue, so that the room it frees does not count as news for itself

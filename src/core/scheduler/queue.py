@@ -48,13 +48,14 @@ class QueuedPodInfo:
     ``timestamp``: when it was last added (seconds); ``attempts``: scheduling
     attempts so far; ``initial_attempt_timestamp``: first pop;
     ``unschedulable_plugins`` / ``pending_plugins``: who rejected it last;
-    ``gating_plugin``: the PreEnqueue plugin holding it back.
+    ``gating_plugin``: the PreEnqueue plugin holding it back; ``moved_by``:
+    the event that last moved it out of the unschedulable pool.
     """
 
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
         "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry", "popped_at",
-        "_group",
+        "_group", "moved_by",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -72,6 +73,7 @@ class QueuedPodInfo:
         self.popped_at = 0
         #: in the unschedulable pool: (profile, gating plugin, rejectors, pending plugins), see SchedulingQueue.move_all
         self._group: tuple | None = None
+        self.moved_by = ""
 
     @property
     def pod(self) -> Pod:
@@ -406,6 +408,7 @@ class SchedulingQueue:
         """Move a pending pod to activeQ now (upstream ``Activate``)."""
         info = self._pods.get(pod.metadata.uid)
         if info is not None and info.where in (UNSCHEDULABLE, BACKOFF) and not info.gating_plugin:
+            info.moved_by = "ForceActivate"
             self._to_active(info)
 
     def _move(self, info: QueuedPodInfo) -> None:
@@ -467,6 +470,7 @@ class SchedulingQueue:
                 if precheck is not None and not precheck(info.pod):
                     continue
                 if self._hint(info, event, old, new, registered):
+                    info.moved_by = str(event)
                     self._move(info)
                     moved += 1
         return moved
@@ -512,6 +516,7 @@ class SchedulingQueue:
         now = self.clock.now()
         for info in list(self._unschedulable.values()):
             if not info.gating_plugin and now - info.timestamp > MAX_IN_UNSCHEDULABLE_SECONDS:
+                info.moved_by = "UnschedulableTimeout"
                 self._move(info)
         if any(not i.gating_plugin for i in self._unschedulable.values()):
             self._arm_flush_timer()

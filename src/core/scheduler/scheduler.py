@@ -27,6 +27,7 @@ import numpy as np
 from kubesched.core.dra.manager import DRAManager
 from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from kubesched.core.observability import metrics
+from kubesched.core.observability.decisions import DecisionLog
 from kubesched.core.observability.events import EventRecorder
 
 from ..api.core_v1 import Pod, PodCondition
@@ -35,6 +36,7 @@ from ..cluster.client import ApiError, ClusterClient, Conflict, NotFound
 from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
+from ..framework.decision import AttemptRecord, status_json
 from ..framework.handle import Handle
 from ..framework.nodeinfo import NodeInfo, PodInfo
 from ..framework.registry import Registry
@@ -48,6 +50,7 @@ from .binding_cycle import BindingCycle, BindingWait, WaitingPod
 from .cache import Cache
 from .event_handlers import EventHandlers
 from .queue import QueuedPodInfo, SchedulingQueue
+from .recording import record_feasible, record_unschedulable
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +127,8 @@ class Scheduler(EventHandlers, BindingCycle):
         #: node name -> rank: equally scored nodes go to the lowest rank (None: at random).
         #: Not upstream; simulators that replay a paper's protocol need it.
         self.node_rank: dict[str, int] | None = None
+        #: where the record of every scheduling attempt goes (None: not recorded)
+        self.decisions: DecisionLog | None = None
         self.profiles: dict[str, Framework] = {}
         self._dra: DRAManager | None = None
         for profile in config.profiles:
@@ -272,6 +277,10 @@ class Scheduler(EventHandlers, BindingCycle):
         self.stats.cycles += 1
         self.attempt_started[pod.metadata.uid] = time.perf_counter()
         state = CycleState()
+        decisions = self.decisions
+        if decisions is not None and decisions.wants(pod.key):
+            state.record = AttemptRecord(pod.key, pod.metadata.uid, info.attempts, self.clock.now(),
+                                         fwk.profile_name, moved_by=info.moved_by)
         try:
             node_name = self.schedule_pod(fwk, state, info)
             metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - self.attempt_started[pod.metadata.uid])
@@ -287,10 +296,16 @@ class Scheduler(EventHandlers, BindingCycle):
             self.stats.unschedulable += 1
             rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
             pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+            if state.record is not None:
+                if fit.num_all_nodes:
+                    record_unschedulable(state.record, fwk, state, pod, self.snapshot, fit.diagnosis.node_status)
+                self._write_record(state, REASON_UNSCHEDULABLE, fit.message(), nominated=nominated)
             self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, fit.message(), rejectors, nominated, pending)
             return
         except _CycleError as err:
             self.stats.errors += 1
+            if state.record is not None:
+                self._write_record(state, "Error", err.status.message())
             self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, err.status.message(), set(), "")
             return
 
@@ -300,14 +315,18 @@ class Scheduler(EventHandlers, BindingCycle):
 
         status = fwk.run_reserve(state, assumed, node_name)
         if status is not None:
+            self._write_record(state, "Error", status.message(), node_name, failed_at=("Reserve", status))
             self._undo_assume(fwk, state, assumed, node_name)
             self._fail_status(fwk, info, status)
             return
         status, waits = fwk.run_permit(state, assumed, node_name)
         if status is not None:
+            self._write_record(state, status.code.name.title().replace("_", ""), status.message(), node_name,
+                               failed_at=("Permit", status))
             self._undo_assume(fwk, state, assumed, node_name)
             self._fail_status(fwk, info, status)
             return
+        self._write_record(state, "WaitingOnPermit" if waits else "Scheduled", "", node_name)
         self.stats.scheduled += 1
         if waits:
             self.waiting_pods[pod.metadata.uid] = WaitingPod(
@@ -316,6 +335,19 @@ class Scheduler(EventHandlers, BindingCycle):
             )
             return
         self.binding_cycle(fwk, state, info, assumed, node_name, None)
+
+    def _write_record(self, state: CycleState, result: str, message: str, node_name: str = "",
+                      failed_at: tuple[str, Status] | None = None, nominated: str | None = None) -> None:
+        """Finish the attempt's record (when decisions are recorded) and hand it to the log."""
+        record = state.record
+        if record is None or self.decisions is None:
+            return
+        record.result, record.message, record.node = result, message, node_name
+        if failed_at is not None:
+            record.failed_at = {"extensionPoint": failed_at[0], **(status_json(failed_at[1]) or {})}
+        if nominated:
+            record.post_filter = {**(record.post_filter or {}), "nominatedNodeName": nominated}
+        self.decisions.write(record.to_json())
 
     def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> str:
         """Upstream ``SchedulePod``: the name of the chosen node.  Raises
@@ -336,7 +368,10 @@ class Scheduler(EventHandlers, BindingCycle):
             total, _ = fwk.run_score(state, pod, self.snapshot.table, feasible, nodes)
         except ScoreError as err:
             raise _CycleError(err.status) from None
-        return nodes[self.select_host(total, feasible)].name
+        chosen = self.select_host(total, feasible)
+        if state.record is not None:
+            state.record.scored([info.name for info in nodes], total, chosen)
+        return nodes[chosen].name
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
         """Index of the highest total score (``rows``: the snapshot rows
@@ -383,6 +418,8 @@ class Scheduler(EventHandlers, BindingCycle):
                     node_info = snapshot.nodes[row]
                     pods = nominated.get(nominated_name, [])
                     if fwk.run_filter_with_nominated_pods(state, pod, node_info, pods) is None:
+                        if state.record is not None:
+                            state.record.filtered(1, 1, [])
                         return np.array([row])
 
             if result is not None and result.node_names is not None:
@@ -416,6 +453,8 @@ class Scheduler(EventHandlers, BindingCycle):
             rows = np.concatenate((rows[start:], rows[:start]))
         feasible, processed = fwk.find_feasible_rows(state, pod, self.snapshot, rows, to_find, nominated)
         self.next_start_node_index = (start + processed) % count
+        if state.record is not None and len(feasible):
+            record_feasible(state.record, fwk, state, pod, self.snapshot, rows[:processed], feasible)
         return feasible
 
     # --- failure -------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""The scheduler's side of decision records: what Filter, PostFilter and the
+binding cycle did, added to the attempt's
+:class:`~kubesched.core.framework.decision.AttemptRecord` and written to the
+:class:`~kubesched.core.observability.decisions.DecisionLog`.
+
+Everything here runs only when a DecisionLog is set and wants the pod.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..framework.decision import MAX_NODES_PER_GROUP, AttemptRecord, status_json
+from ..framework.nodeinfo import NodeInfo
+from ..framework.resources import pod_requests
+from ..framework.runtime import Framework
+from ..framework.snapshot import Snapshot
+from ..framework.status import Status
+
+#: The Filter plugin whose rejections :func:`resource_shortfall` explains.
+FIT_PLUGIN = "NodeResourcesFit"
+#: Nodes rejected by NodeResourcesFit that are checked against the other
+#: Filter plugins, smallest shortfall first, when explaining a Pending pod.
+MAX_SHORTFALL_CHECKS = 100
+
+
+def record_feasible(record: AttemptRecord, fwk: Framework, state: Any, pod: Any, snapshot: Snapshot,
+                    evaluated: np.ndarray, feasible: np.ndarray) -> None:
+    """Filter found ``feasible`` among the ``evaluated`` rows: group what the
+    plugins said of the others."""
+    rejected_rows = np.setdiff1d(evaluated, feasible)
+    rejected: list[tuple[str, Status]] = []
+    if len(rejected_rows):
+        statuses = fwk.filter_statuses(state, pod, snapshot, rejected_rows)
+        rejected = [(snapshot.nodes[row].name, status) for row in rejected_rows.tolist()
+                    if (status := statuses[row]) is not None]
+    record.filtered(len(evaluated), len(feasible), rejected)
+
+
+def record_unschedulable(record: AttemptRecord, fwk: Framework, state: Any, pod: Any, snapshot: Snapshot,
+                         node_status: Mapping[str, Status]) -> None:
+    """No node fits: every node's status, grouped, and the resources missing on
+    the nodes that only NodeResourcesFit rejected."""
+    rejected = sorted(node_status.items())
+    record.filtered(len(snapshot), 0, rejected, resource_shortfall(fwk, state, pod, snapshot, node_status))
+
+
+def resource_shortfall(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot,
+                       node_status: Mapping[str, Status]) -> dict[str, dict[str, int]]:
+    """For up to :data:`MAX_NODES_PER_GROUP` nodes that NodeResourcesFit
+    rejected and every other Filter plugin accepts: resource -> how much more
+    the pod requests than the node has free (scheduler units: milli-CPU,
+    bytes, counts), the nodes needing the least first."""
+    requests = pod_requests(pod)
+    shortfalls: list[tuple[tuple[int, float], str, dict[str, int]]] = []
+    for name, status in node_status.items():
+        if status.plugin != FIT_PLUGIN:
+            continue
+        info = snapshot.get(name)
+        if info is None:
+            continue
+        missing = _missing(info, requests)
+        if missing:
+            allocatable = info.allocatable
+            relative = sum(amount / max(allocatable.get(resource, 0), 1) for resource, amount in missing.items())
+            shortfalls.append(((len(missing), relative), name, missing))
+    shortfalls.sort(key=lambda item: (item[0], item[1]))
+    out: dict[str, dict[str, int]] = {}
+    others = [(plugin, method) for plugin, method in fwk.filter_plugins
+              if plugin != FIT_PLUGIN and plugin not in state.skip_filter_plugins]
+    for _, name, missing in shortfalls[:MAX_SHORTFALL_CHECKS]:
+        info = snapshot.get(name)
+        if info is not None and all(_passes(method(state, pod, info)) for _, method in others):
+            out[name] = missing
+            if len(out) >= MAX_NODES_PER_GROUP:
+                break
+    return out
+
+
+def _missing(info: NodeInfo, requests: Mapping[str, int]) -> dict[str, int]:
+    allocatable = info.allocatable
+    requested = info.requested
+    missing = {}
+    for resource, amount in requests.items():
+        free = allocatable.get(resource, 0) - requested.get(resource, 0)
+        if amount > free:
+            missing[resource] = amount - max(free, 0)
+    pods = allocatable.get("pods")
+    if pods is not None and len(info.pods) + 1 > pods:
+        missing["pods"] = len(info.pods) + 1 - pods
+    return missing
+
+
+def _passes(status: Status | None) -> bool:
+    return status is None or status.is_success()
+
+
+def binding_record(record: AttemptRecord, now: float, node_name: str, status: Status | None) -> dict[str, Any]:
+    """The binding cycle's line (at time ``now``) for the attempt ``record`` describes."""
+    out: dict[str, Any] = {"pod": record.pod, "uid": record.uid, "attempt": record.attempt, "time": now,
+                           "profile": record.profile, "phase": "binding", "node": node_name, "result": "Bound" if status is None else "BindingFailed"}
+    if status is not None:
+        out["message"] = status.message()
+        out["failedAt"] = status_json(status)
+    return out

@@ -1,0 +1,197 @@
+"""Why a pod is where it is, or why it is Pending: ``kubesched explain``.
+
+It reads the records the scheduler made of the pod's attempts
+(:mod:`kubesched.core.framework.decision`; from a simulation run for the
+purpose or a decisions file) and answers with the latest attempt: the
+plugin and reason that rejected each group of nodes, the best nodes' score
+breakdown side by side, PostFilter's outcome, the binding cycle's result,
+and for a Pending pod the smallest changes that would make it fit where
+they can be computed - the nodes that fail only on resources and by how
+much, the taint to tolerate, the labels to add, the node to uncordon.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from .core.api.core_v1 import Node, Pod
+from .core.framework.resources import CPU
+
+#: Nodes per suggestion named in full.
+NODES_SHOWN = 5
+
+_TAINT = re.compile(r"untolerated taint (\{.*\})")
+
+
+def pod_key(name: str) -> str:
+    """``namespace/name`` of a pod named ``name`` or ``namespace/name`` (default namespace)."""
+    return name if "/" in name else f"default/{name}"
+
+
+def attempts_of(records: Iterable[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The scheduling attempts of pod ``key``, oldest first, each with its
+    binding cycle's line under ``"binding"`` when there is one."""
+    attempts: list[dict[str, Any]] = []
+    by_attempt: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in records:
+        if record.get("pod") != key:
+            continue
+        ident = (record.get("uid", ""), record.get("attempt", 0))
+        if record.get("phase") == "binding":
+            attempt = by_attempt.get(ident)
+            if attempt is not None:
+                attempt["binding"] = record
+            continue
+        attempt = dict(record)
+        attempts.append(attempt)
+        by_attempt[ident] = attempt
+    return attempts
+
+
+def explain(records: Iterable[dict[str, Any]], key: str, pod: Pod | None = None,
+            nodes: Iterable[Node] = ()) -> dict[str, Any]:
+    """The explanation of pod ``key`` (JSON-ready): ``status`` (Scheduled;
+    Binding: its binding cycle has not ended; Pending; NotAttempted), ``node``, ``attempts`` (how many), ``last`` (the
+    latest attempt's record) and ``suggestions`` (for a Pending pod; label
+    suggestions need the ``pod`` and the ``nodes`` as they are now)."""
+    attempts = attempts_of(records, key)
+    if not attempts:
+        return {"pod": key, "status": "NotAttempted", "attempts": 0,
+                "message": "no scheduling attempt of this pod was recorded"}
+    last = attempts[-1]
+    binding = last.get("binding")
+    out: dict[str, Any] = {"pod": key, "status": "Pending", "attempts": len(attempts), "last": last}
+    if binding is not None and binding.get("result") == "Bound":
+        out["status"], out["node"] = "Scheduled", binding["node"]
+    elif binding is None and last.get("result") in ("Scheduled", "WaitingOnPermit"):
+        out["status"], out["node"] = "Binding", last.get("node", "")
+    else:
+        out["suggestions"] = suggestions(last, pod, {n.metadata.name: n for n in nodes})
+    return out
+
+
+def suggestions(record: dict[str, Any], pod: Pod | None = None, nodes: dict[str, Node] | None = None) -> list[str]:
+    """What would make the pod of ``record`` fit, where it can be computed from
+    the Filter groups: resources missing on nodes that fail only on them,
+    taints to tolerate, node labels to add, nodes to uncordon."""
+    out = []
+    filtered = record.get("filter") or {}
+    for node_name, missing in list((filtered.get("shortfall") or {}).items())[:NODES_SHOWN]:
+        wants = ", ".join(f"{quantity(resource, amount)} more {resource}" for resource, amount in missing.items())
+        out.append(f"node {node_name} would fit with {wants} free (no other Filter plugin rejects it)")
+    for group in filtered.get("rejected", []):
+        plugin, names = group["plugin"], _names(group)
+        if plugin == "TaintToleration":
+            taint = _TAINT.search(group["reason"])
+            if taint:
+                out.append(f"tolerate the taint {taint.group(1)} to pass TaintToleration on {names}")
+        elif plugin == "NodeUnschedulable":
+            out.append(f"uncordon {names} (then the other Filter plugins judge them)")
+        elif plugin == "NodeAffinity" and pod is not None and nodes:
+            out.extend(_label_suggestions(pod, group["nodes"], nodes))
+    return out
+
+
+def _label_suggestions(pod: Pod, names: list[str], nodes: dict[str, Node]) -> list[str]:
+    """The ``nodeSelector`` labels each node lacks (required node affinity
+    terms are matched by expressions: named, not solved)."""
+    out = []
+    for name in names[:NODES_SHOWN]:
+        node = nodes.get(name)
+        if node is None:
+            continue
+        labels = node.metadata.labels
+        missing = {k: v for k, v in pod.spec.node_selector.items() if labels.get(k) != v}
+        if missing:
+            out.append(f"label node {name} with " + ", ".join(f"{k}={v}" for k, v in sorted(missing.items())))
+        elif pod.spec.affinity is not None and pod.spec.affinity.node_affinity is not None:
+            out.append(f"node {name} does not match the pod's required node affinity terms")
+    return out
+
+
+def _names(group: dict[str, Any]) -> str:
+    shown = group["nodes"][:NODES_SHOWN]
+    more = group["count"] - len(shown)
+    return f"{group['count']} node(s): " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def quantity(resource: str, amount: int) -> str:
+    """``amount`` of ``resource`` in scheduler units, as a person reads it
+    (milli-CPU as ``250m``/``2``; bytes as ``512Mi``/``26Gi``)."""
+    if resource == CPU:
+        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+            if amount >= size:
+                value = amount / size
+                return f"{value:.0f}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+        return str(amount)
+    return str(amount)
+
+
+def render(explanation: dict[str, Any], console: Console) -> None:
+    """Print an :func:`explain` answer as rich tables."""
+    key = explanation["pod"]
+    if explanation["status"] == "NotAttempted":
+        console.print(f"[bold]{key}[/]: {explanation['message']}")
+        return
+    last = explanation["last"]
+    headline = {"Scheduled": f"scheduled on [bold]{explanation.get('node')}[/]",
+                "Binding": f"assumed on [bold]{explanation.get('node')}[/], binding cycle not over",
+                }.get(explanation["status"], f"Pending ({last.get('result', '')})")
+    console.print(f"[bold]{key}[/]: {headline} after {explanation['attempts']} attempt(s); "
+                  f"profile {last.get('profile', '')}"
+                  + (f"; moved to the active queue by {last['movedBy']}" if last.get("movedBy") else ""))
+    if last.get("message"):
+        console.print(last["message"])
+    for answer in last.get("preFilter", []):
+        detail = f"narrowed to {answer['nodes']} node(s)" if "nodes" in answer else "; ".join(answer["reasons"])
+        console.print(f"PreFilter {answer['plugin']}: {answer['code']} {detail}")
+    _render_filter(last.get("filter"), console)
+    _render_score(last.get("score"), last.get("node", ""), console)
+    post = last.get("postFilter")
+    if post:
+        victims = ", ".join(post.get("victims", [])) or "none"
+        console.print(f"PostFilter: nominated node {post.get('nominatedNodeName') or '-'}; victims: {victims}")
+    if last.get("failedAt"):
+        failed = last["failedAt"]
+        console.print(f"{failed['extensionPoint']} failed ({failed['plugin']}): {'; '.join(failed['reasons'])}")
+    binding = last.get("binding")
+    if binding is not None:
+        console.print(f"binding cycle on {binding['node']}: {binding['result']}"
+                      + (f": {binding['message']}" if binding.get("message") else ""))
+    if explanation.get("suggestions"):
+        console.print("[bold]What would make it fit[/]")
+        for line in explanation["suggestions"]:
+            console.print(f"  - {line}")
+
+
+def _render_filter(filtered: dict[str, Any] | None, console: Console) -> None:
+    if not filtered:
+        return
+    table = Table(title=f"Filter: {filtered['evaluated']} node(s) evaluated, {filtered['feasible']} feasible")
+    for column in ("PLUGIN", "REASON", "NODES"):
+        table.add_column(column)
+    for group in filtered["rejected"]:
+        table.add_row(group["plugin"], group["reason"], _names(group))
+    if filtered["rejected"]:
+        console.print(table)
+
+
+def _render_score(score: dict[str, Any] | None, chosen: str, console: Console) -> None:
+    if not score:
+        return
+    table = Table(title=f"Score: the best {len(score['nodes'])} of {score['scored']} scored node(s) "
+                        "(raw -> normalized x weight = weighted)")
+    table.add_column("NODE")
+    for plugin in score["plugins"]:
+        table.add_column(f"{plugin['plugin']} (x{plugin['weight']})", justify="right")
+    table.add_column("TOTAL", justify="right")
+    for i, node in enumerate(score["nodes"]):
+        cells = [f"{p['raw'][i]} -> {p['normalized'][i]} = {p['weighted'][i]}" for p in score["plugins"]]
+        table.add_row(node + (" *" if node == chosen else ""), *cells, str(score["total"][i]))
+    console.print(table)

@@ -1,0 +1,126 @@
+"""`kubesched explain` and the decision records the scheduler makes of every attempt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+from kubesched.core.clock import FakeClock
+from kubesched.core.observability.decisions import DecisionLog, read_decisions
+from kubesched.explain import attempts_of
+from kubesched.perf.config import load_test_cases
+from kubesched.perf.ops import WorkloadExecutor
+from kubesched.simulation import Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = ROOT / "examples/cluster"
+runner = CliRunner()
+
+
+def _explain(*args: str) -> dict:
+    result = runner.invoke(app, ["explain", *args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_a_pending_pod_names_the_plugin_and_reason_for_every_node_and_what_would_make_it_fit():
+    answer = _explain("ml/train-llm", "-f", str(CLUSTER))
+    assert answer["status"] == "Pending"
+    groups = answer["last"]["filter"]["rejected"]
+    by_node = {node: (g["plugin"], g["reason"]) for g in groups for node in g["nodes"]}
+    nodes = {n.metadata.name for n in Simulation.from_paths([CLUSTER]).cluster.list("Node").items}
+    assert set(by_node) == nodes
+    assert by_node["big-b2"] == ("NodeUnschedulable", "node(s) were unschedulable")
+    assert by_node["gpu-b3"] == ("NodeResourcesFit", "Insufficient memory, Insufficient nvidia.com/gpu")
+    # gpu-b3 lacks 8 GPUs and 26 GiB of memory; nothing else rejects it
+    assert answer["last"]["filter"]["shortfall"]["gpu-b3"] == {"nvidia.com/gpu": 8, "memory": 26 * 2**30}
+    assert answer["suggestions"][0] == ("node gpu-b3 would fit with 8 more nvidia.com/gpu, 26Gi more memory free "
+                                        "(no other Filter plugin rejects it)")
+    assert "uncordon 1 node(s): big-b2 (then the other Filter plugins judge them)" in answer["suggestions"]
+
+
+def test_a_scheduled_pods_score_table_adds_up_to_the_choice():
+    answer = _explain("shop/web-1", "-f", str(CLUSTER))
+    assert answer["status"] == "Scheduled"
+    score = answer["last"]["score"]
+    for i in range(len(score["nodes"])):
+        plugins = score["plugins"]
+        assert all(p["weighted"][i] == p["normalized"][i] * p["weight"] for p in plugins)
+        assert score["total"][i] == sum(p["weighted"][i] for p in plugins)
+    assert score["total"][score["nodes"].index(answer["node"])] == max(score["total"])
+    rejected = {g["plugin"]: g["nodes"] for g in answer["last"]["filter"]["rejected"]}
+    assert rejected["TaintToleration"] == ["gpu-a3", "gpu-b3"]
+
+
+def test_explain_from_a_record_file_says_what_explain_on_the_manifests_says(tmp_path):
+    record = tmp_path / "decisions.jsonl"
+    result = runner.invoke(app, ["simulate", "-f", str(CLUSTER), "--record", str(record)])
+    assert result.exit_code == 0, result.output
+    lines = list(read_decisions(record))
+    assert {line["phase"] for line in lines} == {"scheduling", "binding"}
+    for pod in ("ml/train-llm", "shop/web-1"):
+        recorded, live = _explain(pod, "--from", str(record)), _explain(pod, "-f", str(CLUSTER))
+        assert recorded == live
+        assert recorded["last"]["filter"]["rejected"]
+
+
+def test_a_table_is_printed_by_default():
+    result = runner.invoke(app, ["explain", "ml/train-llm", "-f", str(CLUSTER)])
+    assert result.exit_code == 0, result.output
+    assert "Filter: 6 node(s) evaluated, 0 feasible" in result.output
+    assert "What would make it fit" in result.output
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json\n", "1: not a JSON object"),
+    ('{"pod": "a/b"}\n[1, 2]\n', "2: not a scheduling decision"),
+])
+def test_a_bad_record_file_is_refused_naming_the_line(tmp_path, content, problem):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    result = runner.invoke(app, ["explain", "a/b", "--from", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:{problem}" in result.output
+
+
+def test_explain_needs_exactly_one_source():
+    result = runner.invoke(app, ["explain", "a/b"])
+    assert result.exit_code == 2 and "either -f DIR" in result.output
+
+
+def test_a_preemption_is_recorded_with_its_victims_and_the_nominated_node():
+    log = DecisionLog()
+    sim = Simulation.from_paths([ROOT / "examples/preemption"], decisions=log)
+    sim.run()
+    preempted = [r for r in log.records if r.get("postFilter", {}).get("victims")]
+    assert preempted
+    record = preempted[0]
+    victims = set(record["postFilter"]["victims"])
+    assert {e.involved_object.namespace + "/" + e.involved_object.name for e in sim.events("Preempted")} >= victims
+    assert record["postFilter"]["nominatedNodeName"] == sim.pod(record["pod"]).spec.node_name
+    # the pod's next attempt came after the victims' deletion moved it back
+    later = attempts_of(log.records, record["pod"])
+    assert later[-1]["binding"]["result"] == "Bound" and later[-1]["movedBy"]
+
+
+def test_on_a_500_node_scheduler_perf_workload_every_pod_goes_to_its_best_scored_node():
+    path = ROOT / "data/scheduler_perf/topology_spreading/performance-config.yaml"
+    case = next(c for c in load_test_cases(path) if c.name == "TopologySpreading")
+    executor = WorkloadExecutor(case, case.workload("500Nodes"), clock=FakeClock(1e9))
+    executor.check()
+    log = DecisionLog()
+    executor.scheduler.decisions = log
+    executor.run()
+    scheduled = [r for r in log.records if r["phase"] == "scheduling" and r["result"] == "Scheduled"]
+    assert len(scheduled) == 2000
+    for record in scheduled:
+        score = record["score"]
+        assert score["scored"] > 1
+        chosen = score["nodes"].index(record["node"])
+        assert score["total"][chosen] == max(score["total"]), record["pod"]
+        assert score["total"] == [sum(p["weighted"][i] for p in score["plugins"]) for i in range(len(score["nodes"]))]
+    assert sum(r["result"] == "Bound" for r in log.records if r["phase"] == "binding") == 2000
