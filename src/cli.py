@@ -4,6 +4,7 @@
 - ``kubesched run``: the scheduler and controllers as a daemon, embedded or against an API server;
 - ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
 - ``kubesched explain POD -f DIR | --from RECORD``: why a pod is where it is, or Pending (:mod:`kubesched.explain`);
+- ``kubesched compare --config A --config B -f DIR | --perf FILE:TEST/WORKLOAD``: two configurations side by side;
 - ``kubesched plugins``: the discovered plugins and their extension points;
 - ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`kubesched.trace.commands`);
@@ -174,6 +175,48 @@ def explain(
         sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
     else:
         render(answer, Console(width=200))
+
+
+@app.command()
+def compare(
+    config: List[str] = typer.Option(..., "--config", metavar="FILE[:PROFILE]",
+                                     help="KubeSchedulerConfiguration of side a, then of side b (exactly two); "
+                                          ":PROFILE runs that profile of FILE as the default scheduler."),
+    filename: List[Path] = typer.Option([], "-f", "--filename", help="Manifests to simulate (file or directory)."),
+    perf_workload: Optional[str] = typer.Option(
+        None, "--perf", metavar="FILE:TEST/WORKLOAD", help="A scheduler_perf workload instead of manifests."),
+    seed: int = typer.Option(0, "--seed", help="Seed of both runs."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
+) -> None:
+    """Run the same input with two configurations: placements that differ,
+    pending pods, per-node utilisation and fragmentation side by side."""
+    from .compare import compare as compare_runs
+    from .compare import render, run_manifests, run_workload
+    from .perf.config import PerfConfigError
+    from .perf.ops import Unsupported, WorkloadFailed
+
+    if len(config) != 2:
+        _refuse(f"compare: give --config exactly twice (got {len(config)})")
+    if bool(filename) == (perf_workload is not None):
+        _refuse("compare: give either -f DIR or --perf FILE:TEST/WORKLOAD")
+    try:
+        if perf_workload is not None:
+            file, _, name = perf_workload.rpartition(":")
+            test, _, workload = name.partition("/")
+            if not file or not test or not workload:
+                _refuse(f"--perf: expected FILE:TEST/WORKLOAD, got {perf_workload!r}")
+            sides = [run_workload(Path(file), test, workload, side, seed) for side in config]
+        else:
+            sides = [run_manifests(filename, side, seed) for side in config]
+    except (InvalidManifest, ConfigError, PluginError, PerfConfigError, Unsupported, WorkloadFailed) as err:
+        _refuse(str(err))
+    result = compare_runs(*sides)
+    if output is Output.json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    elif output is Output.yaml:
+        sys.stdout.write(yaml.safe_dump(result, sort_keys=False))
+    else:
+        render(result, Console(width=200))
 
 
 def _print_placements(sim: Simulation) -> None:

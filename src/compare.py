@@ -1,0 +1,230 @@
+"""Two scheduler configurations on the same input, side by side: ``kubesched compare``.
+
+Each side runs the same manifests (a simulation on the fake clock, seeded)
+or the same scheduler_perf workload (on a fake clock: the placements matter
+here, not the speed) with its own KubeSchedulerConfiguration, and the
+outcome is summarised as a :class:`RunSummary`: where every pod went, which
+pods stay Pending and why, and per node the share of each resource in use.
+:func:`compare` gives the differences: placements that differ, pending
+counts, per-node utilisation side by side and two fragmentation measures -
+nodes in use, and the share of the free capacity stranded on nodes that are
+partly used (what a bin-packing profile lowers).
+
+A side is ``FILE`` or ``FILE:PROFILE``: the latter runs the profile named
+PROFILE of FILE as the default scheduler (pods that name
+``default-scheduler``, or none, go to it), so a second profile such as
+configs/bin-packing.yaml's ``bin-packing-scheduler`` is compared as if every
+pod asked for it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from .core.api.core_v1 import Node, Pod
+from .core.clock import FakeClock
+from .core.framework.config import ConfigError
+from .core.framework.nodeinfo import NodeInfo
+from .core.framework.resources import CPU, MEMORY
+from .perf.config import load_test_cases
+from .perf.ops import WorkloadExecutor
+from .simulation import Simulation
+
+DEFAULT_SCHEDULER = "default-scheduler"
+#: Placements that differ listed in full (the count is always given).
+MAX_DIFFERENCES_SHOWN = 50
+
+
+@attrs.define
+class NodeUsage:
+    """One node at the end of a run: ``allocatable`` and ``requested`` per
+    resource (scheduler units: milli-CPU, bytes, counts) and its pod count."""
+
+    name: str
+    allocatable: dict[str, int]
+    requested: dict[str, int]
+    pods: int
+
+
+@attrs.define
+class RunSummary:
+    """The outcome of one side: ``placements`` pod -> node, ``pending`` pod ->
+    its PodScheduled message, ``nodes`` by name."""
+
+    label: str
+    placements: dict[str, str]
+    pending: dict[str, str]
+    nodes: dict[str, NodeUsage]
+
+
+def summarize(label: str, pods: Iterable[Pod], nodes: Iterable[Node]) -> RunSummary:
+    """A :class:`RunSummary` of the final ``pods`` and ``nodes`` of a run."""
+    placements, pending = {}, {}
+    by_node: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if pod.spec.node_name:
+            placements[pod.key] = pod.spec.node_name
+            by_node.setdefault(pod.spec.node_name, []).append(pod)
+        elif pod.status.phase not in ("Succeeded", "Failed"):
+            condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+            pending[pod.key] = condition.message if condition is not None else ""
+    usage = {}
+    for node in nodes:
+        info = NodeInfo(node, by_node.get(node.metadata.name, []))
+        usage[info.name] = NodeUsage(info.name, dict(info.allocatable), dict(info.requested), len(info.pods))
+    return RunSummary(label, placements, pending, usage)
+
+
+def profile_as_default(config: Path, profile: str | None, scratch: Path) -> Path:
+    """``config`` itself, or with ``profile`` a copy in ``scratch`` whose only
+    profile is that one, renamed ``default-scheduler``.  Raises
+    :class:`ConfigError` when the file cannot be read or has no such profile."""
+    if profile is None:
+        return config
+    try:
+        document = yaml.safe_load(config.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{config}: {err}") from None
+    profiles = document.get("profiles") if isinstance(document, dict) else None
+    chosen = [p for p in profiles or [] if isinstance(p, dict) and p.get("schedulerName", DEFAULT_SCHEDULER) == profile]
+    if not chosen:
+        raise ConfigError(f"{config}: profiles: no profile with schedulerName {profile!r}")
+    document = {**document, "profiles": [{**chosen[0], "schedulerName": DEFAULT_SCHEDULER}]}
+    path = scratch / f"{config.stem}-{profile}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def split_side(side: str) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:PROFILE`` -> (path, profile or None)."""
+    path, sep, profile = side.rpartition(":")
+    if sep and path and not Path(side).exists():
+        return Path(path), profile
+    return Path(side), None
+
+
+def run_manifests(paths: list[Path], side: str, seed: int = 0) -> RunSummary:
+    """Simulate the manifests ``paths`` with the configuration ``side`` until
+    nothing more can happen.  Raises ``ConfigError``/``InvalidManifest``."""
+    config, profile = split_side(side)
+    with tempfile.TemporaryDirectory() as scratch:
+        sim = Simulation.from_paths(paths, config=profile_as_default(config, profile, Path(scratch)), seed=seed)
+        sim.run()
+    return summarize(side, sim.pods(), sim.cluster.list("Node").items)
+
+
+def run_workload(perf_config: Path, test: str, workload: str, side: str, seed: int = 0) -> RunSummary:
+    """Run one scheduler_perf workload (on a fake clock) with the configuration
+    ``side`` instead of the test case's own.  Raises ``PerfConfigError``,
+    ``Unsupported``, ``WorkloadFailed`` or ``ConfigError``."""
+    config, profile = split_side(side)
+    cases = [c for c in load_test_cases(perf_config) if c.name == test]
+    if not cases:
+        raise ConfigError(f"{perf_config}: no test case {test!r}")
+    with tempfile.TemporaryDirectory() as scratch:
+        case = attrs.evolve(cases[0], scheduler_config_path=profile_as_default(config, profile, Path(scratch)))
+        executor = WorkloadExecutor(case, case.workload(workload), seed=seed, clock=FakeClock(1e9))
+        executor.check()
+        executor.run()
+    return summarize(side, executor.cluster.list("Pod").items, executor.cluster.list("Node").items)
+
+
+def compare(a: RunSummary, b: RunSummary) -> dict[str, Any]:
+    """The differences of two runs (JSON-ready): ``sides`` (per side: bound,
+    pending, nodes in use, stranded share per resource), ``moved`` (pods
+    placed differently: pod, node on a, node on b; "" for pending), and
+    ``nodes`` (per node, per side: pods and the percentage of cpu, memory and
+    each extended resource in use)."""
+    pods = sorted(set(a.placements) | set(a.pending) | set(b.placements) | set(b.pending))
+    moved = [{"pod": pod, "a": a.placements.get(pod, ""), "b": b.placements.get(pod, "")}
+             for pod in pods if a.placements.get(pod, "") != b.placements.get(pod, "")]
+    resources = _resources(a, b)
+    nodes = []
+    for name in sorted(set(a.nodes) | set(b.nodes)):
+        row: dict[str, Any] = {"node": name}
+        for side, summary in (("a", a), ("b", b)):
+            usage = summary.nodes.get(name)
+            row[side] = None if usage is None else {"pods": usage.pods, **{
+                resource: _percent(usage.requested.get(resource, 0), usage.allocatable.get(resource, 0))
+                for resource in resources}}
+        nodes.append(row)
+    return {"sides": {"a": _side(a, resources), "b": _side(b, resources)}, "moved": moved, "nodes": nodes,
+            "resources": resources}
+
+
+def _resources(*summaries: RunSummary) -> list[str]:
+    """cpu, memory and every extended resource some node has (not pods or storage)."""
+    extra = sorted({name for s in summaries for usage in s.nodes.values() for name, amount in usage.allocatable.items()
+                    if amount and "/" in name})
+    return [CPU, MEMORY, *extra]
+
+
+def _percent(used: int, total: int) -> float | None:
+    return round(100 * used / total, 1) if total else None
+
+
+def _side(summary: RunSummary, resources: list[str]) -> dict[str, Any]:
+    used = [u for u in summary.nodes.values() if u.pods]
+    stranded = {}
+    for resource in resources:
+        free = [max(u.allocatable.get(resource, 0) - u.requested.get(resource, 0), 0) for u in summary.nodes.values()]
+        on_used = [max(u.allocatable.get(resource, 0) - u.requested.get(resource, 0), 0) for u in used
+                   if u.requested.get(resource, 0)]
+        stranded[resource] = _percent(sum(on_used), sum(free))
+    return {"config": summary.label, "bound": len(summary.placements), "pending": len(summary.pending),
+            "nodesInUse": len(used), "nodes": len(summary.nodes), "strandedFreePercent": stranded,
+            "pendingPods": dict(sorted(summary.pending.items())[:MAX_DIFFERENCES_SHOWN])}
+
+
+def render(result: dict[str, Any], console: Console) -> None:
+    """Print a :func:`compare` answer as rich tables."""
+    a, b = result["sides"]["a"], result["sides"]["b"]
+    summary = Table(title="Outcome")
+    for column in ("", f"a: {a['config']}", f"b: {b['config']}"):
+        summary.add_column(column)
+    summary.add_row("pods bound", str(a["bound"]), str(b["bound"]))
+    summary.add_row("pods pending", str(a["pending"]), str(b["pending"]))
+    summary.add_row("nodes in use", f"{a['nodesInUse']} of {a['nodes']}", f"{b['nodesInUse']} of {b['nodes']}")
+    for resource in result["resources"]:
+        summary.add_row(f"free {resource} stranded on partly used nodes",
+                        _cell(a["strandedFreePercent"][resource]), _cell(b["strandedFreePercent"][resource]))
+    console.print(summary)
+    moved = result["moved"]
+    table = Table(title=f"{len(moved)} pod(s) placed differently"
+                        + (f" (first {MAX_DIFFERENCES_SHOWN})" if len(moved) > MAX_DIFFERENCES_SHOWN else ""))
+    for column in ("POD", "NODE (a)", "NODE (b)"):
+        table.add_column(column)
+    for row in moved[:MAX_DIFFERENCES_SHOWN]:
+        table.add_row(row["pod"], row["a"] or "(pending)", row["b"] or "(pending)")
+    console.print(table)
+    nodes = Table(title="Per node: pods, % of each resource requested (a | b)")
+    nodes.add_column("NODE")
+    nodes.add_column("PODS", justify="right")
+    for resource in result["resources"]:
+        nodes.add_column(resource, justify="right")
+    for row in result["nodes"]:
+        cells = [f"{_pods(row['a'])} | {_pods(row['b'])}"]
+        for resource in result["resources"]:
+            cells.append(f"{_cell(_get(row['a'], resource))} | {_cell(_get(row['b'], resource))}")
+        nodes.add_row(row["node"], *cells)
+    console.print(nodes)
+
+
+def _get(side: dict[str, Any] | None, key: str) -> Any:
+    return None if side is None else side.get(key)
+
+
+def _pods(side: dict[str, Any] | None) -> str:
+    return "-" if side is None else str(side["pods"])
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}%"
+
