@@ -169,12 +169,7 @@ def explain(
             _refuse(f"explain: pod {key} is not among the objects in {', '.join(map(str, filename))}")
         nodes = sim.cluster.list("Node").items
     answer = explain_pod(records, key, pod_object, nodes)
-    if output is Output.json:
-        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
-    elif output is Output.yaml:
-        sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
-    else:
-        render(answer, Console(width=200))
+    _emit(answer, output, render)
 
 
 @app.command()
@@ -211,12 +206,17 @@ def compare(
     except (InvalidManifest, ConfigError, PluginError, PerfConfigError, Unsupported, WorkloadFailed) as err:
         _refuse(str(err))
     result = compare_runs(*sides)
+    _emit(result, output, render)
+
+
+def _emit(answer: dict, output: Output, render) -> None:
+    """``answer`` as JSON or YAML on stdout, or as ``render`` prints it for a person."""
     if output is Output.json:
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
     elif output is Output.yaml:
-        sys.stdout.write(yaml.safe_dump(result, sort_keys=False))
+        sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
     else:
-        render(result, Console(width=200))
+        render(answer, Console(width=200))
 
 
 def _print_placements(sim: Simulation) -> None:
