@@ -30,7 +30,7 @@ attempt (``phase: binding``) with PreBind's and Bind's outcome.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from attrs import define, field
@@ -109,9 +109,9 @@ class AttemptRecord:
         """One Score plugin's raw (before NormalizeScore) and normalized scores over the scored nodes."""
         self._plugin_scores.append((plugin, weight, raw, normalized))
 
-    def scored(self, names: list[str], total: np.ndarray, chosen: int) -> None:
-        """The final scores over ``names`` (the scored nodes) and the chosen index:
-        keeps the :data:`TOP_NODES` best nodes' breakdown."""
+    def scored(self, names: Sequence[str] | np.ndarray, total: np.ndarray, chosen: int) -> None:
+        """The final scores over ``names`` (the scored nodes, a list or an array)
+        and the chosen index: keeps the :data:`TOP_NODES` best nodes' breakdown."""
         count = len(names)
         if count > TOP_NODES:
             top = np.argpartition(-total, TOP_NODES - 1)[:TOP_NODES]
@@ -122,7 +122,7 @@ class AttemptRecord:
         top = top[np.lexsort((top, -total[top]))]  # best first, then by scored order
         self.score = {
             "scored": count,
-            "nodes": [names[i] for i in top],
+            "nodes": [str(names[i]) for i in top],
             "plugins": [{"plugin": plugin, "weight": weight, "raw": raw[top].tolist(),
                          "normalized": normalized[top].tolist(), "weighted": (normalized[top] * weight).tolist()}
                         for plugin, weight, raw, normalized in self._plugin_scores],

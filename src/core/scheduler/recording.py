@@ -30,9 +30,12 @@ def record_feasible(record: AttemptRecord, fwk: Framework, state: Any, pod: Any,
                     evaluated: np.ndarray, feasible: np.ndarray) -> None:
     """Filter found ``feasible`` among the ``evaluated`` rows: group what the
     plugins said of the others."""
-    rejected_rows = np.setdiff1d(evaluated, feasible)
     rejected: list[tuple[str, Status]] = []
-    if len(rejected_rows):
+    if len(feasible) < len(evaluated):
+        left = np.zeros(len(snapshot), dtype=bool)
+        left[evaluated] = True
+        left[feasible] = False
+        rejected_rows = np.flatnonzero(left)
         statuses = fwk.filter_statuses(state, pod, snapshot, rejected_rows)
         rejected = [(snapshot.nodes[row].name, status) for row in rejected_rows.tolist()
                     if (status := statuses[row]) is not None]

@@ -370,7 +370,7 @@ class Scheduler(EventHandlers, BindingCycle):
             raise _CycleError(err.status) from None
         chosen = self.select_host(total, feasible)
         if state.record is not None:
-            state.record.scored([info.name for info in nodes], total, chosen)
+            state.record.scored(self.snapshot.table.names[feasible], total, chosen)
         return nodes[chosen].name
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
