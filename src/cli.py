@@ -5,6 +5,7 @@
 - ``kubesched perf CONFIG``: run kube-scheduler's scheduler_perf workloads;
 - ``kubesched explain POD -f DIR | --from RECORD``: why a pod is where it is, or Pending (:mod:`kubesched.explain`);
 - ``kubesched compare --config A --config B -f DIR | --perf FILE:TEST/WORKLOAD``: two configurations side by side;
+- ``kubesched snapshot --kubeconfig K -o DIR``: a real cluster's state as manifests for ``simulate``;
 - ``kubesched plugins``: the discovered plugins and their extension points;
 - ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`kubesched.trace.commands`);
@@ -217,6 +218,45 @@ def _emit(answer: dict, output: Output, render) -> None:
         sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
     else:
         render(answer, Console(width=200))
+
+
+@app.command()
+def snapshot(
+    kubeconfig: Optional[Path] = typer.Option(None, "--kubeconfig", help="kubeconfig of the cluster (default: "
+                                                                          "$KUBECONFIG or ~/.kube/config)."),
+    context: Optional[str] = typer.Option(None, "--context", help="kubeconfig context."),
+    output_dir: Path = typer.Option(..., "-o", "--output-dir", help="Directory for the manifests (created)."),
+) -> None:
+    """Write a real cluster's scheduling-relevant state as manifests that
+    `kubesched simulate -f DIR` loads: bound pods in place, Pending pods
+    pending; no Secrets, ConfigMaps or container env/command/args."""
+    from .core.cluster.client import ApiError
+    from .snapshot import take_snapshot
+
+    try:
+        from kubernetes.config import ConfigException
+
+        from .core.cluster.kube import KubernetesCluster
+    except ImportError:
+        _refuse("kubesched snapshot: talking to an API server needs the Kubernetes client: "
+                "pip install 'kubesched[kube]'")
+    try:
+        cluster = KubernetesCluster.from_kubeconfig(str(kubeconfig) if kubeconfig else None, context)
+    except (ConfigException, OSError) as err:
+        _refuse(f"snapshot: --kubeconfig {kubeconfig or '(default)'}: {err}")
+    try:
+        written = take_snapshot(cluster, output_dir)
+    except ApiError as err:
+        typer.echo(f"snapshot: the API server refused: {err}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as err:
+        _refuse(f"snapshot: {output_dir}: {err.strerror}")
+    table = Table(title=f"Snapshot in {output_dir}")
+    table.add_column("KIND")
+    table.add_column("OBJECTS", justify="right")
+    for kind, count in written.items():
+        table.add_row(kind, str(count))
+    Console().print(table)
 
 
 def _print_placements(sim: Simulation) -> None:
