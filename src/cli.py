@@ -74,7 +74,9 @@ def simulate(
     start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML summary here."),
+    html: Optional[Path] = typer.Option(
+        None, "--html", help="Also write a self-contained HTML report here: summary, a page per pod (why it is "
+                             "where it is), devices, timeline."),
     record: Optional[Path] = typer.Option(
         None, "--record", help="Write the record of every scheduling attempt here (JSON Lines; "
                                "`kubesched explain POD --from FILE` reads it)."),
@@ -96,6 +98,8 @@ def simulate(
     try:
         horizon = parse_duration(until, "--until") if until else None
         decisions = _decision_log(record)
+        if decisions is None and html is not None:
+            decisions = DecisionLog()  # the report's pod pages need the records: kept in memory
         sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions)
         for option, values in (("--at", at), ("--delete-at", delete_at)):
             for value in values:
@@ -109,9 +113,11 @@ def simulate(
     if decisions is not None:
         decisions.close()
     if html is not None:
-        from .report import html_summary
+        from .html_report import html_report
 
-        html.write_text(html_summary(sim, title=f"kubesched simulate {' '.join(str(f) for f in filename)}"))
+        records = decisions.records if decisions is not None and decisions.path is None else (
+            list(read_decisions(record)) if record is not None else [])
+        html.write_text(html_report(sim, records, title=f"kubesched simulate {' '.join(str(f) for f in filename)}"))
     if output is Output.yaml:
         sys.stdout.write(dump_yaml(sim.cluster.objects()))
     elif output is Output.json:

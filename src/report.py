@@ -1,12 +1,11 @@
-"""Pictures of runs: replay plots (PNG, with matplotlib) and an HTML summary of a simulation.
+"""Pictures of replays: plots (PNG, with matplotlib).
 
 - :func:`plot_allocation`: GPU allocation ratio against arrived GPU demand, one
   line per policy (the mean over its seeds), as figure 9a of the FGD paper;
 - :func:`plot_fragmentation`: fragmented idle GPU compute against arrived demand;
-- :func:`plot_heatmap`: one replay's per-node GPU utilisation as arrival grows;
-- :func:`html_summary`: a self-contained HTML page (no scripts, no external
-  files) of a finished :class:`~kubesched.simulation.Simulation`: placements,
-  pending pods with their reasons, and per-node CPU and memory use.
+- :func:`plot_heatmap`: one replay's per-node GPU utilisation as arrival grows.
+
+The HTML report of a simulation is :mod:`kubesched.html_report`.
 
 matplotlib is an optional dependency (``pip install 'kubesched[report]'``);
 :class:`ReportError` says so when it is missing.
@@ -14,7 +13,6 @@ matplotlib is an optional dependency (``pip install 'kubesched[report]'``);
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -139,54 +137,3 @@ def plot_heatmap(result: ReplayResult, path: str | Path) -> Path:
 
 
 # --- HTML summary of a simulation --------------------------------------------------------
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}th,td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}
-.bar{display:inline-block;height:10px;background:#4c78a8;vertical-align:middle}
-.track{display:inline-block;width:120px;height:10px;background:#eee;vertical-align:middle}
-.pending{color:#b33}
-"""
-
-
-def _bar(used: int, total: int) -> str:
-    fraction = used / total if total else 0.0
-    width = int(round(120 * min(max(fraction, 0.0), 1.0)))
-    return (f'<span class="track"><span class="bar" style="width:{width}px"></span></span> '
-            f"{100 * fraction:.0f}%")
-
-
-def html_summary(sim, title: str = "kubesched simulation") -> str:
-    """A self-contained HTML page about a finished simulation (module docstring)."""
-    pods = sim.pods()
-    bound = [p for p in pods if p.spec.node_name]
-    pending = [p for p in pods if not p.spec.node_name]
-    rows = []
-    for pod in bound:
-        rows.append(f"<tr><td>{html.escape(pod.key)}</td><td>{html.escape(pod.spec.node_name)}</td></tr>")
-    waiting = []
-    for pod in pending:
-        condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        reason = f"{condition.reason}: {condition.message}" if condition is not None else "Pending"
-        waiting.append(f'<tr><td>{html.escape(pod.key)}</td><td class="pending">{html.escape(reason)}</td></tr>')
-    nodes = []
-    for info in sim.scheduler.node_infos():
-        name = info.name
-        allocatable, requested = info.allocatable, info.requested
-        nodes.append(
-            f"<tr><td>{html.escape(name)}</td><td>{len(info.pods)}</td>"
-            f"<td>{_bar(requested.get('cpu', 0), allocatable.get('cpu', 0))}</td>"
-            f"<td>{_bar(requested.get('memory', 0), allocatable.get('memory', 0))}</td></tr>")
-    stats = sim.scheduler.stats
-    parts = [
-        "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{html.escape(title)}</title>",
-        f"<style>{_STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
-        f"<p>{len(bound)} pod(s) scheduled, {len(pending)} pending, {len(nodes)} node(s); "
-        f"{stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated.</p>",
-        "<h2>Nodes</h2><table><tr><th>node</th><th>pods</th><th>CPU requested</th><th>memory requested</th></tr>",
-        *nodes, "</table>",
-    ]
-    if waiting:
-        parts += ["<h2>Pending pods</h2><table><tr><th>pod</th><th>why</th></tr>", *waiting, "</table>"]
-    parts += ["<h2>Placements</h2><table><tr><th>pod</th><th>node</th></tr>", *rows, "</table>", "</body></html>"]
-    return "\n".join(parts) + "\n"

@@ -68,6 +68,6 @@ def test_simulate_can_write_an_html_summary(tmp_path):
     done = CliRunner().invoke(app, ["simulate", "-f", str(ROOT / "examples/cluster"), "--html", str(page)])
     assert done.exit_code == 0, done.output
     text = page.read_text()
-    assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "http" not in text
+    assert text.startswith("<!DOCTYPE html>") and "<script src" not in text and "http" not in text
     assert "9 pod(s) scheduled, 2 pending, 6 node(s)" in text and "shop/api-1" in text
     assert "Insufficient" in text  # a pending pod's reason
