@@ -21,7 +21,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 import yaml
@@ -29,7 +29,13 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
-from kubesched.core.observability.decisions import DecisionFileError, DecisionLog, read_decisions
+from kubesched.core.observability.decisions import (
+    DECISION_ANNOTATION,
+    DecisionFileError,
+    DecisionLog,
+    DecisionPublisher,
+    read_decisions,
+)
 
 from .core.api import to_manifest
 from .core.clock import FakeClock
@@ -145,6 +151,9 @@ def explain(
     config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
     from_record: Optional[Path] = typer.Option(
         None, "--from", help="Explain from a decisions file (simulate --record, run --record-decisions)."),
+    kubeconfig: Optional[Path] = typer.Option(
+        None, "--kubeconfig", help="Explain a live pod: the latest attempt that `kubesched run --record-decisions` "
+                                   "published in its annotation."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulation (with -f)."),
     output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
 ) -> None:
@@ -154,10 +163,13 @@ def explain(
     from .explain import pod_key, render
 
     key = pod_key(pod)
-    if bool(filename) == (from_record is not None):
-        _refuse("explain: give either -f DIR (simulate and explain) or --from RECORD")
-    pod_object, nodes = None, []
-    if from_record is not None:
+    if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
+        _refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
+    pod_object: Any = None
+    nodes: list = []
+    if kubeconfig is not None:
+        records, pod_object, nodes = _published_decision(kubeconfig, key)
+    elif from_record is not None:
         try:
             records = list(read_decisions(from_record))
         except DecisionFileError as err:
@@ -177,6 +189,39 @@ def explain(
         nodes = sim.cluster.list("Node").items
     answer = explain_pod(records, key, pod_object, nodes)
     _emit(answer, output, render)
+
+
+def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, list]:
+    """The latest attempt of live pod ``key`` as the daemon published it, the pod and the nodes."""
+    from kubernetes.config import ConfigException
+
+    from .core.cluster.client import ApiError, NotFound
+    from .core.cluster.kube import KubernetesCluster
+
+    try:
+        cluster = KubernetesCluster.from_kubeconfig(str(kubeconfig))
+    except (ConfigException, OSError) as err:
+        _refuse(f"explain: --kubeconfig {kubeconfig}: {err}")
+    try:
+        namespace, _, name = key.partition("/")
+        pod = cluster.get("Pod", name, namespace)
+        nodes = cluster.list("Node").items
+    except NotFound:
+        _refuse(f"explain: pod {key} not found")
+    except ApiError as err:
+        typer.echo(f"explain: the API server refused: {err}", err=True)
+        raise typer.Exit(1) from None
+    text = pod.metadata.annotations.get(DECISION_ANNOTATION)
+    if text is None:
+        return [], pod, nodes
+    try:
+        attempt = json.loads(text)
+    except json.JSONDecodeError as err:
+        _refuse(f"explain: pod {key}: annotation {DECISION_ANNOTATION}: not JSON: {err.msg}")
+    if not isinstance(attempt, dict) or attempt.get("pod") != key:
+        _refuse(f"explain: pod {key}: annotation {DECISION_ANNOTATION}: not a scheduling decision of this pod")
+    binding = attempt.pop("binding", None)
+    return [attempt, *([binding] if isinstance(binding, dict) else [])], pod, nodes
 
 
 @app.command()
@@ -323,6 +368,10 @@ def run(
     port: int = typer.Option(10259, "--port", help="Port of /healthz, /readyz, /metrics (0: any free port)."),
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
+    record_decisions: Optional[Path] = typer.Option(
+        None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
+                                         "publish each pod's latest one in its annotation "
+                                         "scheduling.kubesched.io/last-decision (kubesched explain --kubeconfig)."),
 ) -> None:
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
     from kubesched.core.observability.logs import configure_logging
@@ -342,7 +391,9 @@ def run(
         cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig)
         if embedded:
             load_paths(cluster, filename)
-        daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port)
+        decisions = DecisionPublisher(cluster, record_decisions) if record_decisions is not None else None
+        daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
+                        decisions=decisions)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err))
     except OSError as err:

@@ -26,6 +26,7 @@ from typing import Callable
 
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
 from kubesched.core.observability import metrics
+from kubesched.core.observability.decisions import DecisionPublisher
 from kubesched.core.observability.health import HealthServer
 
 from .core.clock import RealClock
@@ -76,14 +77,17 @@ class Daemon:
     unless ``embedded``); ``embedded`` also starts the controllers that stand
     in for a real cluster's components; ``registry`` the plugins (default:
     entry points); ``identity`` the lease holder name; ``bind_address`` /
-    ``port`` the HTTP endpoints (``port=None``: none; 0: any free port).
+    ``port`` the HTTP endpoints (``port=None``: none; 0: any free port);
+    ``decisions``: records every scheduling attempt and publishes each pod's
+    latest one in its annotation (``--record-decisions``).
     Raises ``ConfigError`` for a bad configuration and ValueError for bad
     leader election durations.
     """
 
     def __init__(self, cluster: ClusterClient, config: KubeSchedulerConfiguration, *, embedded: bool,
                  registry: Registry | None = None, identity: str | None = None,
-                 bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0):
+                 bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
+                 decisions: DecisionPublisher | None = None):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -94,6 +98,10 @@ class Daemon:
         self.scheduler = self.harness.scheduler
         self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers
+        self.decisions = decisions
+        if decisions is not None:
+            self.scheduler.decisions = decisions
+            self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))
         self.elector: LeaderElector | None = None
         election = config.leader_election
         if election.leader_elect and not embedded:
@@ -225,6 +233,8 @@ class Daemon:
                 log.info("released the lease", extra={"lease": self.elector.config.name})
             metrics.LEADER_ELECTION_MASTER_STATUS.labels(self.elector.config.name).set(0)
         self.informers.stop()
+        if self.decisions is not None:
+            self.decisions.close()
         self.cluster.flush()
         if self.http is not None:
             self.http.stop()

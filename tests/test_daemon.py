@@ -175,11 +175,15 @@ def test_kubesched_run_refuses_conflicting_sources(tmp_path):
 
 
 def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: Registry | None = None,
-                **profile) -> Daemon:
+                record: Path | None = None, **profile) -> Daemon:
+    """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file."""
+    from kubesched.core.observability.decisions import DecisionPublisher
+
     cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig"), qps=0,
                                                 backoff_factor=0.01, watch_backoff=(0.01, 0.1))
     config = load_config(scheduler_config(**profile), DEFAULT_PLUGINS)
-    return Daemon(cluster, config, embedded=False, registry=registry, identity=name, port=None)
+    return Daemon(cluster, config, embedded=False, registry=registry, identity=name, port=None,
+                  decisions=DecisionPublisher(cluster, record) if record is not None else None)
 
 
 def lease_holder(apiserver: FakeAPIServer) -> str:
@@ -218,6 +222,40 @@ def test_pods_of_our_profile_are_scheduled_and_bound_through_the_api(apiserver, 
     condition = next(c for c in apiserver.cluster.get("Pod", "too-big", "default").status.conditions
                      if c.type == "PodScheduled")
     assert condition.reason == "Unschedulable" and "Insufficient cpu" in condition.message
+
+
+def test_published_decisions_explain_a_live_pod_through_the_kubeconfig(apiserver, tmp_path):
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
+    from kubesched.core.observability.decisions import DECISION_ANNOTATION
+
+    for name in ("n1", "n2"):
+        apiserver.cluster.create(node(name, cpu="2"))
+    apiserver.cluster.create(pod("fits", cpu="1", scheduler_name="kubesched"))
+    apiserver.cluster.create(pod("too-big", cpu="3", scheduler_name="kubesched"))
+    record = tmp_path / "decisions.jsonl"
+    running = Running(kube_daemon(apiserver, tmp_path, "only", record=record))
+
+    def annotated(name: str) -> bool:
+        return DECISION_ANNOTATION in apiserver.cluster.get("Pod", name, "default").metadata.annotations
+
+    apiserver.wait_until(lambda: bound(apiserver.cluster, "fits") and annotated("too-big")
+                         and '"binding"' in apiserver.cluster.get("Pod", "fits", "default").metadata.annotations.get(
+                             DECISION_ANNOTATION, ""))
+    kubeconfig = apiserver.kubeconfig(tmp_path / "explain.kubeconfig")
+    fits = json.loads(CliRunner().invoke(app, ["explain", "fits", "--kubeconfig", kubeconfig, "-o", "json"]).output)
+    assert fits["status"] == "Scheduled" and fits["node"] == apiserver.cluster.get("Pod", "fits", "default").spec.node_name
+    too_big = json.loads(CliRunner().invoke(app, ["explain", "too-big", "--kubeconfig", kubeconfig, "-o", "json"]).output)
+    assert too_big["status"] == "Pending"
+    assert {(g["plugin"], g["reason"], g["count"]) for g in too_big["last"]["filter"]["rejected"]} == {
+        ("NodeResourcesFit", "Insufficient cpu", 2)}
+    assert running.stop() == 0
+    # the record file has every attempt, closed on the way out
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert {(line["pod"], line["phase"]) for line in lines} >= {("default/fits", "scheduling"),
+                                                                ("default/fits", "binding"),
+                                                                ("default/too-big", "scheduling")}
 
 
 class HoldAtPermit:

@@ -124,3 +124,18 @@ def test_on_a_500_node_scheduler_perf_workload_every_pod_goes_to_its_best_scored
         assert score["total"][chosen] == max(score["total"]), record["pod"]
         assert score["total"] == [sum(p["weighted"][i] for p in score["plugins"]) for i in range(len(score["nodes"]))]
     assert sum(r["result"] == "Bound" for r in log.records if r["phase"] == "binding") == 2000
+
+
+def test_the_published_annotation_stays_within_its_bound():
+    from kubesched.core.observability.decisions import MAX_ANNOTATION_BYTES, compact
+
+    groups = [{"plugin": "NodeAffinity", "code": "UNSCHEDULABLE_AND_UNRESOLVABLE", "reason": f"reason {i} " + "x" * 200,
+               "count": 20, "nodes": [f"node-{i}-{j}" for j in range(20)]} for i in range(200)]
+    record = {"pod": "a/b", "uid": "u", "attempt": 3, "time": 0.0, "profile": "p", "phase": "scheduling",
+              "result": "Unschedulable", "filter": {"evaluated": 4000, "feasible": 0, "rejected": groups}}
+    text = compact(record)
+    out = json.loads(text)
+    assert len(text.encode()) <= MAX_ANNOTATION_BYTES
+    assert out["truncated"] == ["filter"] and out["result"] == "Unschedulable" and out["attempt"] == 3
+    small = json.loads(compact({**record, "filter": {**record["filter"], "rejected": groups[:2]}}))
+    assert "truncated" not in small and len(small["filter"]["rejected"][0]["nodes"]) == 5

@@ -10,9 +10,16 @@ in memory).  :func:`read_decisions` reads a file back.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
+
+import attrs
+
+from ..cluster.client import ApiError, NotFound, retry_on_conflict
+
+log = logging.getLogger(__name__)
 
 
 class DecisionLog:
@@ -74,3 +81,127 @@ def read_decisions(path: str | Path) -> Iterator[dict[str, Any]]:
             if not isinstance(record, dict) or not isinstance(record.get("pod"), str):
                 raise DecisionFileError(f"{path}:{number}: not a scheduling decision (no \"pod\")")
             yield record
+
+
+#: The pod annotation where ``kubesched run --record-decisions`` publishes the
+#: latest attempt (``kubesched explain POD --kubeconfig K`` reads it).
+DECISION_ANNOTATION = "scheduling.kubesched.io/last-decision"
+#: Bound of that annotation's JSON (the API server allows 256 KiB for all of
+#: a pod's annotations; kube-scheduler-simulator bounds its result annotations too).
+MAX_ANNOTATION_BYTES = 16 * 1024
+#: Node names per Filter group and nodes of the score table kept in the annotation.
+ANNOTATION_NODES = 5
+
+
+def compact(record: dict[str, Any]) -> str:
+    """The JSON of an attempt (its scheduling line with its ``binding`` line
+    inside) within :data:`MAX_ANNOTATION_BYTES`: node lists cut to
+    :data:`ANNOTATION_NODES`, then the score table, then the Filter groups
+    dropped while it is still too long (``truncated`` says what went)."""
+    out = dict(record)
+    filtered = out.get("filter")
+    if filtered:
+        out["filter"] = {**filtered, "rejected": [{**g, "nodes": g["nodes"][:ANNOTATION_NODES]}
+                                                 for g in filtered["rejected"]],
+                         **({"shortfall": dict(list(filtered["shortfall"].items())[:ANNOTATION_NODES])}
+                            if filtered.get("shortfall") else {})}
+    score = out.get("score")
+    if score:
+        keep = ANNOTATION_NODES
+        out["score"] = {**score, "nodes": score["nodes"][:keep], "total": score["total"][:keep],
+                        "plugins": [{**p, **{k: p[k][:keep] for k in ("raw", "normalized", "weighted")}}
+                                    for p in score["plugins"]]}
+    text = json.dumps(out, separators=(",", ":"))
+    for dropped in ("score", "filter", "preFilter"):
+        if len(text.encode()) <= MAX_ANNOTATION_BYTES:
+            break
+        out.pop(dropped, None)
+        out["truncated"] = [*out.get("truncated", []), dropped]
+        text = json.dumps(out, separators=(",", ":"))
+    if len(text.encode()) > MAX_ANNOTATION_BYTES:
+        out = {k: out[k] for k in ("pod", "uid", "attempt", "time", "profile", "phase", "result", "node") if k in out}
+        out["truncated"] = ["all but the outcome"]
+        text = json.dumps(out, separators=(",", ":"))
+    return text
+
+
+class DecisionPublisher(DecisionLog):
+    """A :class:`DecisionLog` that also publishes each pod's latest attempt in
+    its :data:`DECISION_ANNOTATION` (``kubesched run --record-decisions``).
+
+    The API writes run on one background thread so that the scheduling loop
+    never waits on them: a pod's newer record replaces one not yet written
+    (only the latest attempt matters), so the backlog is bounded by the number
+    of pods.  A pod gone meanwhile is skipped; other API errors are logged.
+    :meth:`close` writes what is left and stops the thread.
+    """
+
+    def __init__(self, cluster: Any, path: str | Path | None = None):
+        super().__init__(path)
+        self.cluster = cluster
+        self.published = 0
+        self._latest: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._changed = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="decision-publisher", daemon=True)
+        self._thread.start()
+
+    def write(self, record: dict[str, Any]) -> None:
+        super().write(record)
+        key = record["pod"]
+        with self._changed:
+            if record.get("phase") == "binding":
+                attempt = self._latest.get(key)
+                if attempt is None or attempt.get("attempt") != record.get("attempt"):
+                    return
+                attempt = {**attempt, "binding": record}
+            else:
+                attempt = record
+            self._latest[key] = attempt
+            self._pending[key] = attempt
+            self._changed.notify()
+
+    def forget(self, key: str) -> None:
+        """Drop what is remembered of pod ``key`` (it was deleted)."""
+        with self._changed:
+            self._latest.pop(key, None)
+            self._pending.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._pending and not self._closing:
+                    self._changed.wait()
+                if not self._pending:
+                    return
+                key, attempt = self._pending.popitem()
+            self._publish(key, attempt)
+
+    def _publish(self, key: str, attempt: dict[str, Any]) -> None:
+        namespace, _, name = key.partition("/")
+        text = compact(attempt)
+
+        def annotate(pod: Any) -> Any:
+            meta = pod.metadata
+            if meta.uid != attempt.get("uid") or meta.annotations.get(DECISION_ANNOTATION) == text:
+                return pod
+            return self.cluster.update(attrs.evolve(pod, metadata=attrs.evolve(
+                meta, annotations={**meta.annotations, DECISION_ANNOTATION: text})))
+
+        try:
+            current = self.cluster.get("Pod", name, namespace)
+            retry_on_conflict(self.cluster, current, annotate)
+            self.published += 1
+        except NotFound:
+            self.forget(key)
+        except ApiError as err:
+            log.warning("publishing a scheduling decision failed", extra={"pod": key, "err": str(err)})
+
+    def close(self) -> None:
+        with self._changed:
+            self._closing = True
+            self._changed.notify()
+        self._thread.join()
+        super().close()
+
