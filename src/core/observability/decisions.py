@@ -115,7 +115,8 @@ def compact(record: dict[str, Any]) -> str:
     for dropped in ("score", "filter", "preFilter"):
         if len(text.encode()) <= MAX_ANNOTATION_BYTES:
             break
-        out.pop(dropped, None)
+        if out.pop(dropped, None) is None:
+            continue
         out["truncated"] = [*out.get("truncated", []), dropped]
         text = json.dumps(out, separators=(",", ":"))
     if len(text.encode()) > MAX_ANNOTATION_BYTES:
