@@ -139,3 +139,20 @@ def test_the_published_annotation_stays_within_its_bound():
     assert out["truncated"] == ["filter"] and out["result"] == "Unschedulable" and out["attempt"] == 3
     small = json.loads(compact({**record, "filter": {**record["filter"], "rejected": groups[:2]}}))
     assert "truncated" not in small and len(small["filter"]["rejected"][0]["nodes"]) == 5
+
+
+def test_a_pending_pod_is_told_the_label_to_add_and_the_taint_to_tolerate():
+    from kubesched.explain import explain
+    from kubesched.testing import node, pod
+
+    log = DecisionLog()
+    sim = Simulation(decisions=log)
+    sim.create([node("plain"), node("tainted", labels={"disk": "ssd"}, taints=[("dedicated", "gpu", "NoSchedule")]),
+                pod("wants-ssd", node_selector={"disk": "ssd"})])
+    sim.run()
+    answer = explain(log.records, "default/wants-ssd", sim.pod("wants-ssd"), sim.cluster.list("Node").items)
+    assert answer["status"] == "Pending"
+    assert answer["suggestions"] == [
+        "label node plain with disk=ssd",
+        "tolerate the taint {dedicated: gpu} to pass TaintToleration on 1 node(s): tainted",
+    ]
