@@ -459,14 +459,35 @@ def plugins() -> None:
 
 @app.command()
 def report(
-    results: List[Path] = typer.Argument(..., help="Replay results (kubesched trace replay -o json)."),
-    out: Path = typer.Option(Path("."), "-o", "--out", help="Directory for the PNG files."),
+    results: List[Path] = typer.Argument(None, help="Replay results (kubesched trace replay -o json)."),
+    out: Path = typer.Option(Path("."), "-o", "--out", help="Directory for the PNG / HTML files."),
     heatmap: Optional[Path] = typer.Option(None, "--heatmap", help="The result for the per-node heatmap (default: the first)."),
+    decisions: Optional[Path] = typer.Option(
+        None, "--decisions", help="A decisions file (simulate --record, run --record-decisions): writes "
+                                  "decisions.html, a page per pod and the timeline of attempts."),
 ) -> None:
     """Plot replay results: allocation.png (GPU allocation vs arrived demand, one
-    line per policy), fragmentation.png and heatmap.png (per-node GPU use of one run)."""
+    line per policy), fragmentation.png and heatmap.png (per-node GPU use of one
+    run); or, with --decisions, the HTML report of a decision record."""
     from .report import ReportError, load_results, plot_allocation, plot_fragmentation, plot_heatmap
 
+    if decisions is not None:
+        from .html_report import records_report
+
+        try:
+            records = list(read_decisions(decisions))
+            out.mkdir(parents=True, exist_ok=True)
+            page = out / "decisions.html"
+            page.write_text(records_report(records, title=f"kubesched decisions {decisions}"))
+        except DecisionFileError as err:
+            _refuse(str(err))
+        except OSError as err:
+            _refuse(f"{out}: {err.strerror}")
+        typer.echo(str(page))
+        if not results:
+            return
+    if not results:
+        _refuse("report: give replay results, or --decisions FILE")
     try:
         loaded = load_results(results)
         chosen = load_results([heatmap])[0] if heatmap is not None else loaded[0]

@@ -60,8 +60,13 @@ def explain(records: Iterable[dict[str, Any]], key: str, pod: Pod | None = None,
     suggestions need the ``pod`` and the ``nodes`` as they are now)."""
     attempts = attempts_of(records, key)
     if not attempts:
-        return {"pod": key, "status": "NotAttempted", "attempts": 0,
-                "message": "no scheduling attempt of this pod was recorded"}
+        message = "no scheduling attempt of this pod was recorded"
+        if pod is not None and pod.spec.scheduling_gates:
+            gates = ", ".join(gate.name for gate in pod.spec.scheduling_gates)
+            message = f"the pod waits for its scheduling gates ({gates}): PreEnqueue keeps it out of the queue"
+        elif pod is not None and pod.spec.node_name:
+            message = f"the pod was bound to {pod.spec.node_name} before the scheduler saw it"
+        return {"pod": key, "status": "NotAttempted", "attempts": 0, "message": message}
     last = attempts[-1]
     binding = last.get("binding")
     out: dict[str, Any] = {"pod": key, "status": "Pending", "attempts": len(attempts), "last": last}

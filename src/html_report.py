@@ -1,4 +1,5 @@
-"""The HTML report of a simulation (``simulate --html``): one self-contained file.
+"""The HTML report of a simulation (``simulate --html``) or of a decisions
+file (``kubesched report --decisions``): one self-contained file.
 
 Sections, each a page of the same file (the address's ``#fragment`` picks
 one; a few lines of inline script show it and hide the others, no server,
@@ -89,7 +90,36 @@ def html_report(sim, records: list[dict[str, Any]] | None = None, title: str = "
     for record in records:
         by_pod.setdefault(record.get("pod", ""), []).append(record)
     for pod in pods:
-        sections.append(_pod_page(pod, explain(by_pod.get(pod.key, []), pod.key, pod, nodes)))
+        sections.append(_pod_page(pod.key, explain(by_pod.get(pod.key, []), pod.key, pod, nodes)))
+    return _document(title, sections)
+
+
+def records_report(records: list[dict[str, Any]], title: str = "kubesched decisions") -> str:
+    """The report of a decisions file alone (``kubesched report --decisions``):
+    each recorded pod's outcome and page, and the timeline of attempts; node
+    utilisation and devices need the simulation (``simulate --html``)."""
+    by_pod: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_pod.setdefault(record.get("pod", ""), []).append(record)
+    answers = {key: explain(pod_records, key) for key, pod_records in sorted(by_pod.items())}
+    rows = []
+    for key, answer in answers.items():
+        last = answer.get("last", {})
+        node = answer.get("node")
+        outcome = _e(node) if node else f'<span class="pending">{_e(last.get("message") or answer["status"])}</span>'
+        rows.append([_link(key), _e(answer["status"]), outcome])
+    start = min((r.get("time", 0.0) for r in records), default=0.0)
+    summary = "\n".join([
+        '<section class="page" id="summary">',
+        f"<p>{len(records)} record line(s) about {len(answers)} pod(s): "
+        f"{sum(a['status'] == 'Scheduled' for a in answers.values())} scheduled, "
+        f"{sum(a['status'] == 'Pending' for a in answers.values())} pending.</p>",
+        _table(["pod", "status", "node or reason"], rows), "</section>"])
+    pages = [_pod_page(key, answer) for key, answer in answers.items()]
+    return _document(title, [summary, _timeline_rows(start, [], records), *pages])
+
+
+def _document(title: str, sections: list[str]) -> str:
     return "\n".join([
         "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{_e(title)}</title>",
         f"<style>{_STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>",
@@ -159,6 +189,11 @@ def _timeline(sim, records: list[dict[str, Any]]) -> str:
         obj = event.involved_object
         rows.append((event.last_timestamp or start, f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}"
                      f"{obj.name}", event.type, event.reason, event.message))
+    return _timeline_rows(start, rows, records)
+
+
+def _timeline_rows(start: float, rows: list[tuple], records: list[dict[str, Any]]) -> str:
+    """The timeline page: ``rows`` (time, object, type, reason, message) and each attempt's outcome."""
     for record in records:
         if record.get("phase") == "scheduling":
             rows.append((record.get("time", start), f"Pod {record['pod']}", "attempt",
@@ -175,8 +210,8 @@ def _timeline(sim, records: list[dict[str, Any]]) -> str:
         "</section>"])
 
 
-def _pod_page(pod, answer: dict[str, Any]) -> str:
-    parts = [f'<section class="page" id="{page_id(pod.key)}" hidden>', f"<h2>Pod {_e(pod.key)}</h2>",
+def _pod_page(key: str, answer: dict[str, Any]) -> str:
+    parts = [f'<section class="page" id="{page_id(key)}" hidden>', f"<h2>Pod {_e(key)}</h2>",
              '<p><a href="#summary">back to the summary</a></p>']
     status = answer["status"]
     if status == "NotAttempted":

@@ -80,3 +80,15 @@ def test_chromium_renders_the_summary_and_opens_a_pods_page_without_console_erro
     assert re.search(r"<title>[^<]* - pod-ml-train-llm</title>", dom)
     console = [line for line in (log + log_pod).splitlines() if ":CONSOLE" in line]
     assert console == []
+
+
+def test_kubesched_report_makes_the_pages_from_a_decisions_file_alone(tmp_path):
+    record = tmp_path / "decisions.jsonl"
+    done = CliRunner().invoke(app, ["simulate", "-f", str(ROOT / "examples/cluster"), "--record", str(record)])
+    assert done.exit_code == 0, done.output
+    done = CliRunner().invoke(app, ["report", "--decisions", str(record), "-o", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    text = (tmp_path / "out/decisions.html").read_text()
+    assert "about 10 pod(s): 9 scheduled, 1 pending" in text  # shop/canary-1 waits for its scheduling gate
+    page = text[text.index('id="pod-ml-train-llm"'):]
+    assert "Filter: 6 node(s) evaluated, 0 feasible" in page[:page.index("</section>")]
