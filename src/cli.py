@@ -232,21 +232,27 @@ def compare(
     filename: List[Path] = typer.Option([], "-f", "--filename", help="Manifests to simulate (file or directory)."),
     perf_workload: Optional[str] = typer.Option(
         None, "--perf", metavar="FILE:TEST/WORKLOAD", help="A scheduler_perf workload instead of manifests."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="A converted trace (kubesched trace alibaba-openb) "
+                                                               "to replay instead of manifests."),
     seed: int = typer.Option(0, "--seed", help="Seed of both runs."),
     output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
 ) -> None:
     """Run the same input with two configurations: placements that differ,
     pending pods, per-node utilisation and fragmentation side by side."""
     from .compare import compare as compare_runs
-    from .compare import render, run_manifests, run_workload
+    from .compare import compare_replays, render, render_replays, run_manifests, run_trace, run_workload
     from .perf.config import PerfConfigError
     from .perf.ops import Unsupported, WorkloadFailed
 
     if len(config) != 2:
         _refuse(f"compare: give --config exactly twice (got {len(config)})")
-    if bool(filename) == (perf_workload is not None):
-        _refuse("compare: give either -f DIR or --perf FILE:TEST/WORKLOAD")
+    if [bool(filename), perf_workload is not None, trace is not None].count(True) != 1:
+        _refuse("compare: give either -f DIR, --perf FILE:TEST/WORKLOAD or --trace DIR")
     try:
+        if trace is not None:
+            replays = [run_trace(trace, side) for side in config]
+            _emit(compare_replays(*replays), output, render_replays)
+            return
         if perf_workload is not None:
             file, _, name = perf_workload.rpartition(":")
             test, _, workload = name.partition("/")
@@ -255,7 +261,8 @@ def compare(
             sides = [run_workload(Path(file), test, workload, side, seed) for side in config]
         else:
             sides = [run_manifests(filename, side, seed) for side in config]
-    except (InvalidManifest, ConfigError, PluginError, PerfConfigError, Unsupported, WorkloadFailed) as err:
+    except (InvalidManifest, ConfigError, PluginError, PerfConfigError, Unsupported, WorkloadFailed,
+            ValueError) as err:
         _refuse(str(err))
     result = compare_runs(*sides)
     _emit(result, output, render)

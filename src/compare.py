@@ -1,7 +1,8 @@
 """Two scheduler configurations on the same input, side by side: ``kubesched compare``.
 
-Each side runs the same manifests (a simulation on the fake clock, seeded)
-or the same scheduler_perf workload (on a fake clock: the placements matter
+Each side runs the same manifests (a simulation on the fake clock, seeded),
+the same converted production trace (:func:`compare_replays`: the trace's
+own measures) or the same scheduler_perf workload (on a fake clock: the placements matter
 here, not the speed) with its own KubeSchedulerConfiguration, and the
 outcome is summarised as a :class:`RunSummary`: where every pod went, which
 pods stay Pending and why, and per node the share of each resource in use.
@@ -36,6 +37,7 @@ from .core.framework.resources import CPU, MEMORY
 from .perf.config import load_test_cases
 from .perf.ops import WorkloadExecutor
 from .simulation import Simulation
+from .trace.replay import ReplayResult, replay
 
 DEFAULT_SCHEDULER = "default-scheduler"
 #: Placements that differ listed in full (the count is always given).
@@ -134,6 +136,58 @@ def run_workload(perf_config: Path, test: str, workload: str, side: str, seed: i
         executor.check()
         executor.run()
     return summarize(side, executor.cluster.list("Pod").items, executor.cluster.list("Node").items)
+
+
+def run_trace(trace_dir: Path, side: str) -> ReplayResult:
+    """Replay a converted trace (``kubesched trace``; pods arrive one at a time,
+    each tried once) with the configuration ``side``.  Raises ``ConfigError``
+    or ``InvalidManifest``."""
+    config, profile = split_side(side)
+    with tempfile.TemporaryDirectory() as scratch:
+        result = replay(trace_dir, profile_as_default(config, profile, Path(scratch)))
+    result.config = side
+    return result
+
+
+def compare_replays(a: ReplayResult, b: ReplayResult) -> dict[str, Any]:
+    """Two replays of one trace (JSON-ready): per side the pods placed and
+    failed, the GPU allocation ratio and the fragmented share of GPU compute at
+    the end (``trace`` measures, % of all GPU compute); per node its GPU
+    utilisation (%) at the last sampled arrival on each side, nodes that
+    differ first."""
+    def side(result: ReplayResult) -> dict[str, Any]:
+        return {"config": result.config, "pods": result.pods, "bound": result.bound, "failed": result.failed,
+                "gpuAllocationRatio": result.gpu_allocation_ratio,
+                "fragmentationPercent": result.fragmentation[-1][1] if result.fragmentation else None,
+                "wallSeconds": result.wall_seconds}
+
+    last_a = dict(zip(a.nodes, a.heatmap[-1] if a.heatmap else []))
+    last_b = dict(zip(b.nodes, b.heatmap[-1] if b.heatmap else []))
+    nodes = [{"node": name, "a": last_a.get(name), "b": last_b.get(name)} for name in a.nodes]
+    nodes.sort(key=lambda row: (row["a"] == row["b"], row["node"]))
+    return {"trace": a.trace, "sides": {"a": side(a), "b": side(b)},
+            "gpuUtilisationAt": a.heatmap_arrived[-1] if a.heatmap_arrived else None,
+            "nodesDiffering": sum(row["a"] != row["b"] for row in nodes), "nodes": nodes}
+
+
+def render_replays(result: dict[str, Any], console: Console) -> None:
+    """Print a :func:`compare_replays` answer as rich tables."""
+    a, b = result["sides"]["a"], result["sides"]["b"]
+    summary = Table(title=f"Replay of {result['trace']}")
+    for column in ("", f"a: {a['config']}", f"b: {b['config']}"):
+        summary.add_column(column)
+    for label, key in (("pods", "pods"), ("placed", "bound"), ("failed", "failed"),
+                       ("GPU allocation (% of GPU compute)", "gpuAllocationRatio"),
+                       ("fragmented GPU compute (%)", "fragmentationPercent"), ("wall time (s)", "wallSeconds")):
+        summary.add_row(label, str(a[key]), str(b[key]))
+    console.print(summary)
+    table = Table(title=f"{result['nodesDiffering']} node(s) with a different GPU utilisation at "
+                        f"{result['gpuUtilisationAt']} % arrival (first {MAX_DIFFERENCES_SHOWN})")
+    for column in ("NODE", "GPU % (a)", "GPU % (b)"):
+        table.add_column(column)
+    for row in result["nodes"][:min(result["nodesDiffering"], MAX_DIFFERENCES_SHOWN)]:
+        table.add_row(row["node"], str(row["a"]), str(row["b"]))
+    console.print(table)
 
 
 def compare(a: RunSummary, b: RunSummary) -> dict[str, Any]:

@@ -52,3 +52,19 @@ def test_compare_refuses_what_it_cannot_run():
                                   "-f", str(CLUSTER)])
     assert missing.exit_code == 2
     assert "default.yaml: profiles: no profile with schedulerName 'no-such-profile'" in missing.output
+
+
+def test_two_configurations_on_a_converted_trace(tmp_path):
+    from tests.trace.helpers import small_trace
+
+    from kubesched.trace.openb import convert
+
+    nodes, pods = small_trace(tmp_path)
+    convert(nodes, pods, tmp_path / "trace", seed=42, arrival=1.3)
+    answer = _compare("--trace", str(tmp_path / "trace"))
+    a, b = answer["sides"]["a"], answer["sides"]["b"]
+    assert a["pods"] == b["pods"] and a["pods"] >= 40 and a["config"] == DEFAULT and b["config"] == BIN_PACKING
+    assert 0 < a["gpuAllocationRatio"] <= 100 and 0 < b["gpuAllocationRatio"] <= 100
+    assert {row["node"] for row in answer["nodes"]} == {"node-t4-a", "node-t4-b", "node-v100", "node-g2"}
+    differing = [row for row in answer["nodes"] if row["a"] != row["b"]]
+    assert answer["nodesDiffering"] == len(differing) and answer["nodes"][:len(differing)] == differing
