@@ -6,6 +6,7 @@
 - ``kubesched explain POD -f DIR | --from RECORD``: why a pod is where it is, or Pending (:mod:`kubesched.explain`);
 - ``kubesched compare --config A --config B -f DIR | --perf FILE:TEST/WORKLOAD``: two configurations side by side;
 - ``kubesched snapshot --kubeconfig K -o DIR``: a real cluster's state as manifests for ``simulate``;
+- ``kubesched sweep SPEC.yaml``: an experiment grid, resumable, locally or on Ray (:mod:`kubesched.sweep`);
 - ``kubesched plugins``: the discovered plugins and their extension points;
 - ``kubesched config validate FILE``: check a KubeSchedulerConfiguration;
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`kubesched.trace.commands`);
@@ -446,6 +447,75 @@ def perf(
     from .perf import perf_command
 
     raise typer.Exit(perf_command(config, test, workload, output.value))
+
+
+@app.command()
+def sweep(
+    spec: Path = typer.Argument(..., help="The sweep file (traces, configs, seeds, arrivals, record)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Results directory (default: NAME-results "
+                                                                 "beside the sweep file)."),
+    engine: str = typer.Option("local", "--engine", help="local (a process pool) or ray."),
+    workers: int = typer.Option(0, "--workers", help="Local processes (default: the core count)."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the cluster "
+                                                                  "(ray start --head prints it)."),
+    rerun: bool = typer.Option(False, "--rerun", help="Compute every cell again, even those already done."),
+    export: Optional[str] = typer.Option(None, "--export", help="Also write the table as csv or json."),
+) -> None:
+    """Run every cell of a sweep (trace x config x seed x arrival) not already
+    done; one row per run in NAME.parquet in the results directory."""
+    import os
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    try:
+        from .sweep.engines import ENGINES
+        from .sweep.results import EXPORTS
+        from .sweep.runner import run_sweep
+        from .sweep.spec import SweepError, load_spec
+    except ImportError as err:
+        _refuse(f"kubesched sweep needs pyarrow ({err.name} is missing): pip install 'kubesched[sweep]'")
+
+    if engine not in ENGINES:
+        _refuse(f"--engine: one of {', '.join(ENGINES)}, got {engine!r}")
+    if export is not None and export not in EXPORTS:
+        _refuse(f"--export: one of {', '.join(EXPORTS)}, got {export!r}")
+    if workers < 0:
+        _refuse(f"--workers: zero (the core count) or more, got {workers}")
+    try:
+        loaded = load_spec(spec)
+    except SweepError as err:
+        _refuse(str(err))
+    directory = out or spec.parent / f"{loaded.name}-results"
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task(loaded.name, total=None)
+
+        def progress(done: int, total: int, cell) -> None:
+            if cell is None:
+                bar.update(task, total=total, completed=done)
+                bar.reset(task, total=total, completed=done)  # the ETA counts only what is computed now
+            else:
+                bar.update(task, completed=done, description=f"{loaded.name}: {cell.id}")
+
+        try:
+            outcome = run_sweep(loaded, directory, engine=engine, workers=workers or os.cpu_count() or 1,
+                                address=address, rerun=rerun, export=export, progress=progress)
+        except KeyboardInterrupt:
+            typer.echo("interrupted: the finished cells are kept; run the same command to go on", err=True)
+            raise typer.Exit(130) from None
+        except (OSError, RuntimeError, ConfigError, InvalidManifest, ValueError) as err:
+            _refuse(f"sweep: {err}")
+    typer.echo(f"{len(outcome.computed)} cell(s) computed, {len(outcome.skipped)} already done")
+    for path in outcome.files:
+        typer.echo(str(path))
 
 
 @app.command()

@@ -1,0 +1,93 @@
+"""A sweep's results: one Parquet file per finished cell, one table for all.
+
+Each finished cell's row is written at once to ``DIR/cells/<cell id>.parquet``
+(written aside, then renamed: a crash or Ctrl-C never leaves half a file),
+so a re-run computes only the cells whose file is missing or whose inputs
+changed (the row's ``digest``).  :meth:`ResultStore.table` reads them all as
+one pyarrow table and :meth:`ResultStore.finish` writes it to
+``DIR/<name>.parquet`` (and CSV or JSON Lines on request; list columns
+become JSON text in CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+EXPORTS = ("csv", "json")
+
+
+class ResultStore:
+    """The results directory ``directory`` of sweep ``name``."""
+
+    def __init__(self, directory: str | Path, name: str):
+        self.directory = Path(directory)
+        self.name = name
+        self.cells = self.directory / "cells"
+        self.cells.mkdir(parents=True, exist_ok=True)
+
+    def path(self, cell_id: str) -> Path:
+        return self.cells / f"{cell_id}.parquet"
+
+    def done(self, cell_id: str, digest: str) -> bool:
+        """Whether the cell has a result computed from the same inputs."""
+        path = self.path(cell_id)
+        if not path.is_file():
+            return False
+        try:
+            stored = pq.read_table(path, columns=["digest"]).column("digest").to_pylist()
+        except (pa.ArrowException, OSError, KeyError):
+            return False  # unreadable: computed again
+        return stored == [digest]
+
+    def write(self, cell_id: str, row: dict[str, Any]) -> None:
+        final = self.path(cell_id)
+        scratch = final.with_name(f".{final.name}.{os.getpid()}")
+        pq.write_table(pa.Table.from_pylist([row]), scratch)
+        os.replace(scratch, final)
+
+    def table(self, cell_ids: list[str] | None = None) -> pa.Table:
+        """The rows of ``cell_ids`` (default: every stored cell), one table."""
+        paths = [self.path(c) for c in cell_ids] if cell_ids is not None else sorted(self.cells.glob("*.parquet"))
+        tables = [pq.read_table(p) for p in paths if p.is_file()]
+        if not tables:
+            return pa.table({})
+        return pa.concat_tables(tables, promote_options="default")
+
+    def finish(self, cell_ids: list[str], export: str | None = None) -> list[Path]:
+        """Write the sweep's table (and its ``export``: csv or json); returns the files written."""
+        table = self.table(cell_ids)
+        written = [self.directory / f"{self.name}.parquet"]
+        pq.write_table(table, written[0])
+        rows = table.to_pylist()
+        if export == "json":
+            path = self.directory / f"{self.name}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+            written.append(path)
+        elif export == "csv":
+            path = self.directory / f"{self.name}.csv"
+            with path.open("w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=table.column_names)
+                writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
+            written.append(path)
+        return written
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a sweep table (a ``.parquet`` file, or a results directory:
+    its cells).  Raises ValueError naming the path when it is neither."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return ResultStore(path, path.name).table().to_pylist()
+        return pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as err:
+        raise ValueError(f"{path}: not a sweep results table: {err}") from None

@@ -1,0 +1,128 @@
+"""`kubesched sweep`: a grid of replays and simulations, resumable, on a process pool or Ray.
+
+The Ray test runs on the cluster at $KUBESCHED_RAY_ADDRESS (.ci/run starts a
+head on 127.0.0.1) or on a Ray started for the test; it is skipped where Ray
+is not installed (the README's test command does not install it) unless
+KUBESCHED_REQUIRE_RAY=1, which .ci/run sets.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+from kubesched.sweep.results import read_results
+from kubesched.sweep.runner import run_sweep
+from kubesched.sweep.spec import SweepError, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data/alibaba-gpu-v2023"
+PACKING = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+               {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}
+#: what may differ between two runs of one cell
+RUN_SPECIFIC = {"wall_seconds", "host"}
+
+
+def small_spec(tmp_path: Path, **changes) -> Path:
+    """2 configs x 2 seeds on a thinned openb trace (every 50th GPU node) and on examples/cluster."""
+    (tmp_path / "packing.yaml").write_text(yaml.safe_dump(PACKING))
+    spec = {"name": "small",
+            "traces": [{"name": "openb", "nodes": str(DATA / "openb_node_list_gpu_node.csv"),
+                        "pods": str(DATA / "openb_pod_list_default.csv"), "thin": 50},
+                       {"name": "cluster", "manifests": str(ROOT / "examples/cluster")}],
+            "configs": [{"name": "default", "path": str(ROOT / "configs/default.yaml")},
+                        {"name": "packing", "path": "packing.yaml"}],
+            "seeds": [42, 43], **changes}
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def without_run_specifics(rows: list[dict]) -> dict[str, dict]:
+    return {row["cell"]: {k: v for k, v in row.items() if k not in RUN_SPECIFIC} for row in rows}
+
+
+def test_a_sweep_runs_every_cell_once_and_a_rerun_skips_them(tmp_path):
+    spec = small_spec(tmp_path)
+    first = runner_invoke("sweep", str(spec), "--workers", "2", "--export", "csv")
+    assert "8 cell(s) computed, 0 already done" in first
+    rows = read_results(tmp_path / "small-results/small.parquet")
+    assert len(rows) == 8
+    openb = [r for r in rows if r["trace"] == "openb"]
+    assert {(r["config"], r["seed"]) for r in openb} == {(c, s) for c in ("default", "packing") for s in (42, 43)}
+    for row in openb:
+        assert row["pods"] == row["bound"] + row["failed"] and 80 < row["gpu_allocation_ratio"] <= 100
+        assert row["curve_arrived"][-1] >= 129 and len(row["curve_allocated"]) == len(row["curve_arrived"])
+        assert row["kubesched_version"] != "unknown" and "kubesched" in row["plugin_versions"]
+    cluster = [r for r in rows if r["trace"] == "cluster"]
+    assert {(r["pods"], r["bound"]) for r in cluster} == {(11, 9)}
+    assert (tmp_path / "small-results/small.csv").read_text().startswith("trace,config,seed,arrival,cell")
+    again = runner_invoke("sweep", str(spec))
+    assert "0 cell(s) computed, 8 already done" in again
+    assert "8 cell(s) computed, 0 already done" in runner_invoke("sweep", str(spec), "--rerun", "--workers", "1")
+    assert without_run_specifics(read_results(tmp_path / "small-results")) == without_run_specifics(rows)
+
+
+def test_a_changed_config_recomputes_only_its_cells(tmp_path):
+    spec = small_spec(tmp_path, traces=[{"name": "cluster", "manifests": str(ROOT / "examples/cluster")}])
+    outcome = run_sweep(load_spec(spec), tmp_path / "out")
+    assert len(outcome.computed) == 4
+    (tmp_path / "packing.yaml").write_text(yaml.safe_dump({**PACKING, "percentageOfNodesToScore": 50}))
+    outcome = run_sweep(load_spec(spec), tmp_path / "out")
+    assert sorted(outcome.computed) == ["cluster--packing--seed42--arrival1.3", "cluster--packing--seed43--arrival1.3"]
+
+
+def test_an_interrupted_sweep_computes_only_the_missing_cells_when_run_again(tmp_path):
+    spec = load_spec(small_spec(tmp_path))
+
+    def interrupt_after_three(done: int, total: int, cell) -> None:
+        if cell is not None and done == 3:
+            raise KeyboardInterrupt  # what Ctrl-C does between two cells
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, tmp_path / "out", progress=interrupt_after_three)
+    kept = sorted(p.stem for p in (tmp_path / "out/cells").glob("*.parquet"))
+    assert len(kept) == 3
+    outcome = run_sweep(spec, tmp_path / "out")
+    assert sorted(outcome.skipped) == kept and len(outcome.computed) == 5
+    assert not set(outcome.computed) & set(kept)
+
+
+RAY = importlib.util.find_spec("ray") is not None
+
+
+@pytest.mark.skipif(not RAY and os.environ.get("KUBESCHED_REQUIRE_RAY") != "1", reason="Ray is not installed")
+def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path):
+    spec = load_spec(small_spec(tmp_path))
+    local = run_sweep(spec, tmp_path / "local", workers=1)
+    remote = run_sweep(spec, tmp_path / "ray", engine="ray", address=os.environ.get("KUBESCHED_RAY_ADDRESS"))
+    assert len(local.computed) == len(remote.computed) == 8
+    assert without_run_specifics(read_results(local.files[0])) == without_run_specifics(read_results(remote.files[0]))
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"seeds": "nine"}, "seeds: a list of integers or a range"),
+    ({"configs": [{"name": "x", "path": "missing.yaml"}]}, "configs[0].path: missing.yaml: no such file"),
+    ({"record": ["heatmap"]}, "record: a list of curve, fragmentation"),
+    ({"traces": [{"name": "t", "manifests": ".", "thin": 2}]}, "traces[0]: give either manifests or nodes and pods"),
+    ({"colour": "blue"}, "colour: unknown field"),
+])
+def test_a_bad_sweep_file_is_refused_naming_the_field(tmp_path, change, problem):
+    spec = small_spec(tmp_path, **change)
+    with pytest.raises(SweepError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        load_spec(spec)
+    result = CliRunner().invoke(app, ["sweep", str(spec)])
+    assert result.exit_code == 2 and problem in result.output and str(spec) in result.output
+
+
+def runner_invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
