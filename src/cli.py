@@ -542,10 +542,16 @@ def report(
     decisions: Optional[Path] = typer.Option(
         None, "--decisions", help="A decisions file (simulate --record, run --record-decisions): writes "
                                   "decisions.html, a page per pod and the timeline of attempts."),
+    published: Optional[Path] = typer.Option(
+        None, "--published", help="With a sweep: the FGD paper's published results to overlay "
+                                  "(data/alibaba-gpu-v2023/fgd-published-results)."),
 ) -> None:
     """Plot replay results: allocation.png (GPU allocation vs arrived demand, one
     line per policy), fragmentation.png and heatmap.png (per-node GPU use of one
-    run); or, with --decisions, the HTML report of a decision record."""
+    run); a sweep's results (its directory or .parquet table): per trace the
+    allocation and fragmentation figures and a summary table with 95 %
+    confidence intervals, as PNG and sweep.html; or, with --decisions, the
+    HTML report of a decision record."""
     from .report import ReportError, load_results, plot_allocation, plot_fragmentation, plot_heatmap
 
     if decisions is not None:
@@ -564,7 +570,10 @@ def report(
         if not results:
             return
     if not results:
-        _refuse("report: give replay results, or --decisions FILE")
+        _refuse("report: give replay results, a sweep's results, or --decisions FILE")
+    if len(results) == 1 and (results[0].is_dir() or results[0].suffix == ".parquet"):
+        _report_sweep(results[0], out, published)
+        return
     try:
         loaded = load_results(results)
         chosen = load_results([heatmap])[0] if heatmap is not None else loaded[0]
@@ -575,6 +584,37 @@ def report(
     except ReportError as err:
         _refuse(str(err))
     for path in written:
+        typer.echo(str(path))
+
+
+def _report_sweep(results: Path, out: Path, published: Optional[Path]) -> None:
+    from rich.table import Table as RichTable
+
+    from .report import ReportError, load_published, plot_sweep_trace, sweep_html, sweep_summary
+    from .sweep.results import read_results
+
+    try:
+        rows = read_results(results)
+        paper = load_published(published) if published is not None else None
+        summary = sweep_summary(rows, paper)
+        out.mkdir(parents=True, exist_ok=True)
+        images = [path for trace in sorted({r["trace"] for r in rows if r.get("kind") == "openb"})
+                  for path in plot_sweep_trace(rows, trace, out, paper)]
+        page = out / "sweep.html"
+        page.write_text(sweep_html(summary, images, title=f"kubesched sweep {results}"))
+    except (ReportError, ValueError) as err:
+        _refuse(str(err))
+    except ImportError as err:
+        _refuse(f"report: {err.name} is missing: pip install 'kubesched[report,sweep]'")
+    table = RichTable(title="GPU allocation at 130 % arrival (mean over seeds, 95 % CI)")
+    for column in ("TRACE", "RANK", "POLICY", "SEEDS", "MEAN", "±95%", "PAPER", "OURS-PAPER"):
+        table.add_column(column)
+    for entry in sorted(summary, key=lambda e: (e["trace"], e["rank"])):
+        table.add_row(entry["trace"], str(entry["rank"]), entry["config"], str(entry["seeds"]), f"{entry['mean']:.2f}",
+                      "-" if entry["ci95"] is None else f"{entry['ci95']:.2f}",
+                      str(entry.get("paper", "-")), "-" if "diff" not in entry else f"{entry['diff']:+.2f}")
+    Console(width=160).print(table)
+    for path in [*images, page]:
         typer.echo(str(path))
 
 

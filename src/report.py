@@ -3,7 +3,10 @@
 - :func:`plot_allocation`: GPU allocation ratio against arrived GPU demand, one
   line per policy (the mean over its seeds), as figure 9a of the FGD paper;
 - :func:`plot_fragmentation`: fragmented idle GPU compute against arrived demand;
-- :func:`plot_heatmap`: one replay's per-node GPU utilisation as arrival grows.
+- :func:`plot_heatmap`: one replay's per-node GPU utilisation as arrival grows;
+- :func:`sweep_summary`, :func:`plot_sweep_trace`, :func:`sweep_html`: a sweep's
+  grid (``kubesched sweep``) per trace, with the FGD paper's published results
+  (:func:`load_published`) beside it.
 
 The HTML report of a simulation is :mod:`kubesched.html_report`.
 
@@ -13,10 +16,15 @@ matplotlib is an optional dependency (``pip install 'kubesched[report]'``);
 
 from __future__ import annotations
 
+import base64
+import csv
+import dataclasses
+import html
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -137,3 +145,162 @@ def plot_heatmap(result: ReplayResult, path: str | Path) -> Path:
 
 
 # --- HTML summary of a simulation --------------------------------------------------------
+
+
+# --- sweeps (kubesched sweep): the grid as the FGD paper draws it ------------------------------
+
+#: The arrival (% of the cluster's GPUs) at which the summary compares allocation, as the paper does.
+SUMMARY_ARRIVAL = 130
+
+
+def policy_key(name: str) -> str:
+    """A policy's name made comparable across the paper and sweep files:
+    ``06-FGD`` and ``fgd`` -> ``fgd``, ``04-GpuPacking`` and ``packing`` -> ``packing``."""
+    key = re.sub(r"^\d+-", "", name).lower()
+    return key[3:] if key.startswith("gpu") and len(key) > 3 else key
+
+
+@dataclasses.dataclass
+class Published:
+    """The FGD paper's published runs: per (workload, policy key) the mean over
+    its seeds of the allocation curve and of the fragmentation curve
+    (arrived % -> %), and of the allocation at 130 % arrival."""
+
+    allocation: dict[tuple[str, str], dict[int, float]]
+    fragmentation: dict[tuple[str, str], dict[int, float]]
+    at_130: dict[tuple[str, str], float]
+
+
+def load_published(directory: str | Path) -> Published:
+    """Read fgd-published-results (analysis_allo_discrete.csv,
+    analysis_frag_discrete.csv, fgd_summary_mean_over_10_seeds.csv).  Raises
+    :class:`ReportError` naming a missing or malformed file."""
+    directory = Path(directory)
+
+    def curves(name: str) -> dict[tuple[str, str], dict[int, float]]:
+        runs: dict[tuple[str, str], list[dict[int, float]]] = defaultdict(list)
+        for row in _csv_rows(directory / name):
+            points = {int(k): float(v) for k, v in row.items() if k.isdigit() and v not in ("", None)}
+            runs[(row["workload"], policy_key(row["sc_policy"]))].append(points)
+        return {key: {p: float(np.mean([r[p] for r in seeds if p in r])) for p in set().union(*seeds)}
+                for key, seeds in runs.items()}
+
+    at_130 = {(row["workload"], policy_key(row["sc_policy"])): float(row["alloc_pct_at_arrived_130"])
+              for row in _csv_rows(directory / "fgd_summary_mean_over_10_seeds.csv")}
+    return Published(curves("analysis_allo_discrete.csv"), curves("analysis_frag_discrete.csv"), at_130)
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    try:
+        with path.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as err:
+        raise ReportError(f"{path}: {err.strerror}") from None
+    if not rows or "workload" not in rows[0] or "sc_policy" not in rows[0]:
+        raise ReportError(f"{path}: not one of the FGD paper's published results (no workload/sc_policy columns)")
+    return rows
+
+
+def _value_at(arrived: list[float], values: list[float], point: int) -> float | None:
+    return next((v for a, v in zip(arrived, values) if a == point), None)
+
+
+def sweep_summary(rows: list[dict[str, Any]], published: Published | None = None) -> list[dict[str, Any]]:
+    """Per (trace, config) of a sweep's openb rows: seeds, mean GPU allocation
+    at :data:`SUMMARY_ARRIVAL` % arrival with its 95 % confidence interval
+    (Student's t over the seeds), min and max, the fragmentation at 90 %, and
+    the paper's mean and our difference where ``published`` has the
+    workload and policy; ``rank`` orders the policies of a trace (1: best)."""
+    from scipy import stats
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row.get("kind") == "openb":
+            groups[(row["trace"], row["config"])].append(row)
+    summary = []
+    for (trace, config), runs in sorted(groups.items()):
+        values = [v if (v := _value_at(r.get("curve_arrived") or [], r.get("curve_allocated") or [], SUMMARY_ARRIVAL))
+                  is not None else r["gpu_allocation_ratio"] for r in runs]
+        frag = [v for r in runs if (v := _value_at(r.get("fragmentation_arrived") or [], r.get("fragmentation") or [],
+                                                   90)) is not None]
+        mean = float(np.mean(values))
+        half = (float(stats.t.ppf(0.975, len(values) - 1) * np.std(values, ddof=1) / np.sqrt(len(values)))
+                if len(values) > 1 else None)
+        entry: dict[str, Any] = {"trace": trace, "config": config, "seeds": len(runs), "mean": round(mean, 2),
+                                 "ci95": round(half, 2) if half is not None else None,
+                                 "min": min(values), "max": max(values),
+                                 "frag90": round(float(np.mean(frag)), 2) if frag else None}
+        paper = published.at_130.get((runs[0].get("workload", ""), policy_key(config))) if published else None
+        if paper is not None:
+            entry["paper"] = paper
+            entry["diff"] = round(mean - paper, 2)
+        summary.append(entry)
+    for trace in {e["trace"] for e in summary}:
+        mine = sorted((e for e in summary if e["trace"] == trace), key=lambda e: -e["mean"])
+        for rank, entry in enumerate(mine, 1):
+            entry["rank"] = rank
+    return summary
+
+
+def plot_sweep_trace(rows: list[dict[str, Any]], trace: str, directory: str | Path,
+                     published: Published | None = None) -> list[Path]:
+    """For one trace of a sweep: ``<trace>-allocation.png`` (GPU allocation vs
+    arrived demand, per policy the mean over seeds with a band from the lowest
+    to the highest seed, figure 9a of the paper) and ``<trace>-fragmentation.png``
+    (figure 7); the paper's published means dashed where ``published`` has them."""
+    plt = _pyplot()
+    mine = [r for r in rows if r["trace"] == trace and r.get("kind") == "openb"]
+    written = []
+    for what, arrived_key, values_key, published_curves, ylabel in (
+            ("allocation", "curve_arrived", "curve_allocated", published.allocation if published else {},
+             "GPU allocation ratio (%)"),
+            ("fragmentation", "fragmentation_arrived", "fragmentation",
+             published.fragmentation if published else {}, "Fragmented GPU compute (% of all)")):
+        figure, axes = plt.subplots(figsize=(6.4, 4.2))
+        for index, config in enumerate(sorted({r["config"] for r in mine})):
+            runs = [dict(zip(r.get(arrived_key) or [], r.get(values_key) or [])) for r in mine if r["config"] == config]
+            common = sorted(set.intersection(*(set(run) for run in runs))) if runs else []
+            if not common:
+                continue
+            matrix = np.array([[run[p] for p in common] for run in runs])
+            colour = f"C{index}"
+            axes.plot(common, matrix.mean(axis=0), color=colour, label=f"{config} ({len(runs)} seeds)")
+            axes.fill_between(common, matrix.min(axis=0), matrix.max(axis=0), color=colour, alpha=0.2)
+            paper = published_curves.get((mine[0].get("workload", ""), policy_key(config)))
+            if paper:
+                points = sorted(paper)
+                axes.plot(points, [paper[p] for p in points], color=colour, linestyle="--", linewidth=1,
+                          label=f"{config}, paper")
+        axes.set_xlabel("Arrived GPU demand (% of cluster GPUs)")
+        axes.set_ylabel(ylabel)
+        axes.set_title(f"{trace}: GPU {what} as workload arrives")
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="best", fontsize="x-small")
+        figure.tight_layout()
+        path = Path(directory) / f"{trace}-{what}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def sweep_html(summary: list[dict[str, Any]], images: list[Path], title: str) -> str:
+    """A self-contained page: the summary table and the figures (embedded)."""
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(entry.get(k, '')) if entry.get(k) is not None else '-')}</td>"
+                         for k in ("trace", "rank", "config", "seeds", "mean", "ci95", "min", "max", "paper", "diff",
+                                   "frag90")) + "</tr>"
+        for entry in sorted(summary, key=lambda e: (e["trace"], e["rank"])))
+    figures = "".join(
+        f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
+        f'{base64.b64encode(p.read_bytes()).decode()}"></figure>' for p in images)
+    head = ("trace", "rank", "policy", "seeds", f"mean @{SUMMARY_ARRIVAL} %", "95 % CI ±", "min", "max",
+            "paper mean", "ours - paper", "frag @90 %")
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>body{{font-family:system-ui,sans-serif;margin:2em}}"
+            "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}"
+            "figure{display:inline-block;margin:0.5em}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1><p>GPU allocation ratio (% of the cluster's GPU compute) at "
+            f"{SUMMARY_ARRIVAL} % arrived demand, mean over seeds with its 95 % confidence interval.</p>"
+            "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{rows}</table>"
+            f"{figures}</body></html>\n")

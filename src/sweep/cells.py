@@ -95,7 +95,8 @@ def build_inputs(spec: SweepSpec) -> Inputs:
                                                 if p.is_file() and p.suffix in (".yaml", ".yml", ".json")}}
         else:
             assert trace.nodes is not None and trace.pods is not None
-            traces[trace.name] = {"nodes": add(trace.nodes), "pods": add(trace.pods), "thin": trace.thin}
+            traces[trace.name] = {"nodes": add(trace.nodes), "pods": add(trace.pods), "thin": trace.thin,
+                                  "pods_file": trace.pods.name}
     configs = {config.name: add(config.path) for config in spec.configs}
     return Inputs(files, traces, configs, spec.record)
 
@@ -133,7 +134,7 @@ def _replay(cell: Cell, inputs: Inputs, trace: dict[str, Any], config: Path) -> 
         convert(nodes, pods, scratch / "trace", seed=cell.seed, arrival=cell.arrival)
         _publish(scratch / "trace", converted)
     result = replay(converted, config)
-    row: dict[str, Any] = {"kind": "openb", "pods": result.pods, "bound": result.bound, "failed": result.failed,
+    row: dict[str, Any] = {"kind": "openb", "workload": Path(trace["pods_file"]).stem, "pods": result.pods, "bound": result.bound, "failed": result.failed,
                            "gpus": result.gpus, "gpu_allocation_ratio": result.gpu_allocation_ratio}
     if "curve" in inputs.record:
         row["curve_arrived"] = [point[0] for point in result.curve]
