@@ -550,7 +550,7 @@ def report(
     line per policy), fragmentation.png and heatmap.png (per-node GPU use of one
     run); a sweep's results (its directory or .parquet table): per trace the
     allocation and fragmentation figures and a summary table with 95 %
-    confidence intervals, as PNG and sweep.html; or, with --decisions, the
+    confidence intervals, as PNG, sweep.html and summary.md; or, with --decisions, the
     HTML report of a decision record."""
     from .report import ReportError, load_results, plot_allocation, plot_fragmentation, plot_heatmap
 
@@ -590,7 +590,7 @@ def report(
 def _report_sweep(results: Path, out: Path, published: Optional[Path]) -> None:
     from rich.table import Table as RichTable
 
-    from .report import ReportError, load_published, plot_sweep_trace, sweep_html, sweep_summary
+    from .report import ReportError, load_published, plot_sweep_trace, sweep_html, sweep_markdown, sweep_summary
     from .sweep.results import read_results
 
     try:
@@ -602,6 +602,8 @@ def _report_sweep(results: Path, out: Path, published: Optional[Path]) -> None:
                   for path in plot_sweep_trace(rows, trace, out, paper)]
         page = out / "sweep.html"
         page.write_text(sweep_html(summary, images, title=f"kubesched sweep {results}"))
+        markdown = out / "summary.md"
+        markdown.write_text(sweep_markdown(summary, title=f"kubesched sweep {results.name}"))
     except (ReportError, ValueError) as err:
         _refuse(str(err))
     except ImportError as err:
@@ -614,7 +616,7 @@ def _report_sweep(results: Path, out: Path, published: Optional[Path]) -> None:
                       "-" if entry["ci95"] is None else f"{entry['ci95']:.2f}",
                       str(entry.get("paper", "-")), "-" if "diff" not in entry else f"{entry['diff']:+.2f}")
     Console(width=160).print(table)
-    for path in [*images, page]:
+    for path in [*images, page, markdown]:
         typer.echo(str(path))
 
 

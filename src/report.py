@@ -304,3 +304,28 @@ def sweep_html(summary: list[dict[str, Any]], images: list[Path], title: str) ->
             f"{SUMMARY_ARRIVAL} % arrived demand, mean over seeds with its 95 % confidence interval.</p>"
             "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{rows}</table>"
             f"{figures}</body></html>\n")
+
+
+def sweep_markdown(summary: list[dict[str, Any]], title: str) -> str:
+    """The summary as a markdown table (one row per trace and policy) and the
+    policy order per trace, ours and the paper's where it is known."""
+    lines = [f"# {title}", "",
+             f"GPU allocation ratio at {SUMMARY_ARRIVAL} % arrived demand, mean over seeds (95 % CI); "
+             "the paper's published 10-seed mean beside it.", "",
+             "| trace | policy | seeds | ours | 95 % CI ± | min..max | paper | ours - paper | frag @90 % |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for entry in sorted(summary, key=lambda e: (e["trace"], e["rank"])):
+        ci = "-" if entry["ci95"] is None else f"{entry['ci95']:.2f}"
+        paper = f"{entry['paper']:.2f}" if "paper" in entry else "-"
+        diff = f"{entry['diff']:+.2f}" if "diff" in entry else "-"
+        frag = "-" if entry["frag90"] is None else f"{entry['frag90']:.2f}"
+        lines.append(f"| {entry['trace']} | {entry['config']} | {entry['seeds']} | {entry['mean']:.2f} | {ci} | "
+                     f"{entry['min']:.2f}..{entry['max']:.2f} | {paper} | {diff} | {frag} |")
+    lines += ["", "Policy order per trace, best first (ours; the paper's where it has every policy):", ""]
+    for trace in sorted({e["trace"] for e in summary}):
+        mine = sorted((e for e in summary if e["trace"] == trace), key=lambda e: e["rank"])
+        text = f"- {trace}: " + " > ".join(e["config"] for e in mine)
+        if all("paper" in e for e in mine):
+            text += "; paper: " + " > ".join(e["config"] for e in sorted(mine, key=lambda e: -e["paper"]))
+        lines.append(text)
+    return "\n".join(lines) + "\n"

@@ -126,3 +126,25 @@ def runner_invoke(*args: str) -> str:
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def test_the_report_draws_each_trace_and_sums_up_with_confidence_intervals(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("scipy")
+    spec = small_spec(tmp_path)
+    runner_invoke("sweep", str(spec), "--workers", "1")
+    out = tmp_path / "report"
+    runner_invoke("report", str(tmp_path / "small-results"), "-o", str(out),
+                  "--published", str(DATA / "fgd-published-results"))
+    for name in ("openb-allocation.png", "openb-fragmentation.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+    page = (out / "sweep.html").read_text()
+    assert page.count("data:image/png;base64,") == 2 and "http" not in page
+    summary = (out / "summary.md").read_text()
+    rows = read_results(tmp_path / "small-results")
+    packing = [r["curve_allocated"][r["curve_arrived"].index(130)] for r in rows
+               if r["trace"] == "openb" and r["config"] == "packing"]
+    mean = sum(packing) / len(packing)
+    # the packing config is named like the paper's GpuPacking policy, so its published mean (92.00) is beside ours
+    assert f"| openb | packing | 2 | {mean:.2f} |" in summary and f"| 92.00 | {mean - 92.0:+.2f} |" in summary
+    assert "- openb: " in summary
