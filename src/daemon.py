@@ -32,6 +32,7 @@ from kubesched.core.observability.health import HealthServer
 from .core.clock import RealClock
 from .core.cluster.client import ApiError, ClusterClient
 from .core.cluster.informer import Informers
+from .core.cluster.kube import KubernetesCluster
 from .core.framework.config import KubeSchedulerConfiguration, parse_duration
 from .core.framework.registry import Registry
 from .harness import Harness
@@ -49,6 +50,10 @@ IDLE_WAIT_SECONDS = 1.0
 #: Backoff between attempts to list the cluster at start-up (seconds: first, cap).
 START_BACKOFF = (0.5, 30.0)
 SHUTDOWN_MESSAGE = "the scheduler is shutting down"
+#: After SIGTERM, how long API calls may still take in all (the rollback, the lease release).
+SHUTDOWN_GRACE_SECONDS = 10.0
+#: Why a write is refused once this replica's leadership term is over.
+FENCED = "this replica's leadership term is over (it could not renew the lease within renewDeadline)"
 
 
 class _WakingClock(RealClock):
@@ -79,7 +84,9 @@ class Daemon:
     entry points); ``identity`` the lease holder name; ``bind_address`` /
     ``port`` the HTTP endpoints (``port=None``: none; 0: any free port);
     ``decisions``: records every scheduling attempt and publishes each pod's
-    latest one in its annotation (``--record-decisions``).
+    latest one in its annotation (``--record-decisions``); ``shutdown_grace``:
+    seconds API calls may still take after :meth:`stop` (default
+    :data:`SHUTDOWN_GRACE_SECONDS`).
     Raises ``ConfigError`` for a bad configuration and ValueError for bad
     leader election durations.
     """
@@ -87,7 +94,7 @@ class Daemon:
     def __init__(self, cluster: ClusterClient, config: KubeSchedulerConfiguration, *, embedded: bool,
                  registry: Registry | None = None, identity: str | None = None,
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
-                 decisions: DecisionPublisher | None = None):
+                 decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -99,6 +106,7 @@ class Daemon:
         self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers
         self.decisions = decisions
+        self.shutdown_grace = shutdown_grace
         if decisions is not None:
             self.scheduler.decisions = decisions
             self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))
@@ -115,6 +123,9 @@ class Daemon:
                 renew_deadline=parse_duration(election.renew_deadline, "leaderElection.renewDeadline"),
                 retry_period=parse_duration(election.retry_period, "leaderElection.retryPeriod"),
             ), on_started_leading=self.informers.wakeup.set, on_stopped_leading=self.informers.wakeup.set)
+            if isinstance(cluster, KubernetesCluster):
+                elector = self.elector
+                cluster.fence = lambda: None if elector.is_leader() else FENCED
         self.ready = threading.Event()
         self.stopped = threading.Event()
         self.exit_code = 0
@@ -140,8 +151,13 @@ class Daemon:
     # --- lifecycle -----------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the loop to shut down (what SIGTERM does); safe from any thread or a signal handler."""
+        """Ask the loop to shut down (what SIGTERM does); safe from any thread or a
+        signal handler.  API calls get ``shutdown_grace`` seconds more (no
+        retries after that), so the daemon exits in bounded time even when
+        the API server does not answer: at most one request timeout plus the grace."""
         self._stopping.set()
+        if isinstance(self.cluster, KubernetesCluster):
+            self.cluster.close(self.shutdown_grace)
         self.informers.wakeup.set()
 
     def run(self) -> int:

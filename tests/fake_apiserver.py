@@ -37,6 +37,8 @@ from kubesched.core.api import RESOURCES, from_manifest, to_manifest
 from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
 
+#: The bearer token clients present (tokens that start with it are all accepted).
+TOKEN = "fake-token"
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _BREAK, _BOOKMARK, _END = object(), object(), object()
 
@@ -93,6 +95,12 @@ class FakeAPIServer:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.changed = threading.Event()
+        #: (token, method, path) of every request carried out, in order
+        self.processed: list[tuple[str, str, str]] = []
+        self._partitioned: dict[str, threading.Event] = {}
+        #: token -> how many requests had been carried out when its partition began
+        self.cut_at: dict[str, int] = {}
+        self._partition_triggers: list[tuple[str, re.Pattern, str]] = []
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -106,6 +114,8 @@ class FakeAPIServer:
     def stop(self) -> None:
         self._watch_gate.set()
         with self._lock:
+            for cut in self._partitioned.values():
+                cut.set()
             for fault in self._faults:
                 fault.release.set()
             for watch in self._watches:
@@ -125,11 +135,13 @@ class FakeAPIServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def kubeconfig(self, path) -> str:
-        """Write a kubeconfig (bearer token auth) pointing at this server; returns the path."""
+    def kubeconfig(self, path, token: str = TOKEN) -> str:
+        """Write a kubeconfig (bearer token auth) pointing at this server; returns
+        the path.  ``token`` (any that starts with ``fake-token``) tells clients
+        apart for :meth:`partition_when`."""
         doc = {"apiVersion": "v1", "kind": "Config", "current-context": "fake",
                "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-               "users": [{"name": "kubesched", "user": {"token": "fake-token"}}],
+               "users": [{"name": "kubesched", "user": {"token": token}}],
                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "kubesched"}}]}
         with open(path, "w") as f:
             yaml.safe_dump(doc, f)
@@ -149,6 +161,24 @@ class FakeAPIServer:
         carried out first, so the retry meets its effect."""
         with self._lock:
             self._faults.append(_Fault(method, path, 1))
+
+    def partition_when(self, method: str, path: str, token: str) -> None:
+        """Cut the client ``token`` off when it sends a request ``method`` on a
+        path matching ``path``: that request and every later one of the client
+        hang until :meth:`heal`, and are then dropped (the connection closes
+        without an answer, nothing is carried out), as in a network partition."""
+        with self._lock:
+            self._partition_triggers.append((method, re.compile(path), token))
+
+    def partitioned(self, token: str) -> bool:
+        return token in self._partitioned
+
+    def heal(self, token: str) -> None:
+        """End the partition of ``token``: its held requests are dropped, new ones served."""
+        with self._lock:
+            healed = self._partitioned.pop(token, None)
+        if healed is not None:
+            healed.set()
 
     def break_watches(self) -> None:
         """Cut every open watch mid-stream (no closing chunk)."""
@@ -190,6 +220,21 @@ class FakeAPIServer:
         return sum(1 for m, p, _ in list(self.requests) if m == method and pattern.search(p))
 
     # --- request handling (called from handler threads) ----------------------------------
+
+    def _partition_for(self, token: str, method: str, path: str) -> threading.Event | None:
+        """The event that ends the partition this request of ``token`` falls into, if any."""
+        with self._lock:
+            cut = self._partitioned.get(token)
+            if cut is None:
+                for trigger in self._partition_triggers:
+                    if trigger[0] == method and trigger[1].search(path) and trigger[2] == token:
+                        self._partition_triggers.remove(trigger)
+                        cut = self._partitioned[token] = threading.Event()
+                        self.cut_at[token] = len(self.processed)
+                        break
+        if cut is not None:
+            self.changed.set()
+        return cut
 
     def _fault_for(self, method: str, path: str) -> _Fault | None:
         """The fault to apply to this request, if any.  The retry of a stalled
@@ -242,8 +287,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         self.api.requests.append((self.command, path, query))
         self.api.changed.set()
-        if self.headers.get("Authorization") != "Bearer fake-token":
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if not token.startswith(TOKEN):
             return self._reply(401, status(401, "Unauthorized", "Unauthorized"))
+        cut = self.api._partition_for(token, self.command, path)
+        if cut is not None:
+            cut.wait(30)
+            self.close_connection = True  # dropped: no answer, nothing done
+            return None
         fault = self.api._fault_for(self.command, path)
         if fault is not None and fault.code:
             return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"))
@@ -251,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None:  # stalled: wait for the retry, then carry this one out
                 fault.release.wait(10)
             try:
+                self.api.processed.append((token, self.command, path))
                 self._dispatch(path, query, body)
             except ApiError as err:
                 self._error(err)

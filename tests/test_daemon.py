@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 import yaml
 
-from fake_apiserver import FakeAPIServer, wait_until
+from fake_apiserver import TOKEN, FakeAPIServer, wait_until
 from kubesched.core.api.manifests import load_objects
 from kubesched.core.api.meta import Condition
 from kubesched.core.api.resource_v1 import AllocatedDeviceStatus
@@ -175,15 +175,19 @@ def test_kubesched_run_refuses_conflicting_sources(tmp_path):
 
 
 def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: Registry | None = None,
-                record: Path | None = None, **profile) -> Daemon:
-    """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file."""
+                record: Path | None = None, token: str = TOKEN, request_timeout: float = 30.0,
+                shutdown_grace: float = 10.0, **profile) -> Daemon:
+    """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file;
+    ``token``: how the server tells it apart (:meth:`FakeAPIServer.partition_when`)."""
     from kubesched.core.observability.decisions import DecisionPublisher
 
-    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig"), qps=0,
-                                                backoff_factor=0.01, watch_backoff=(0.01, 0.1))
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig", token), qps=0,
+                                                backoff_factor=0.01, watch_backoff=(0.01, 0.1),
+                                                request_timeout=request_timeout)
     config = load_config(scheduler_config(**profile), DEFAULT_PLUGINS)
     return Daemon(cluster, config, embedded=False, registry=registry, identity=name, port=None,
-                  decisions=DecisionPublisher(cluster, record) if record is not None else None)
+                  decisions=DecisionPublisher(cluster, record) if record is not None else None,
+                  shutdown_grace=shutdown_grace)
 
 
 def lease_holder(apiserver: FakeAPIServer) -> str:
@@ -348,6 +352,55 @@ def test_a_replica_that_cannot_renew_its_lease_stops_and_exits_1(apiserver, tmp_
     assert running.code == 1
     apiserver.cluster.create(pod("orphan", cpu="1", scheduler_name="kubesched"))
     assert not daemon.is_leader() and not bound(apiserver.cluster, "orphan")
+
+
+def test_a_partitioned_leader_sends_no_write_once_its_term_is_over(apiserver, tmp_path):
+    """The leader is cut off from the API server in the middle of a binding cycle
+    (writing a claim's allocation); the standby takes over once the lease runs
+    out and allocates the devices itself.  When the partition heals, the old
+    leader's retries and queued writes (the binding cycle's, its rollback's)
+    must not reach the server: its term is over."""
+    load_paths(apiserver.cluster, [ROOT / "examples" / "dra"])
+    pods = [p.metadata.name for p in apiserver.cluster.list("Pod").items]
+    old = "fake-token-old-leader"
+    apiserver.partition_when("PUT", r"/resourceclaims/[^/]+/status$", old)
+    leader = Running(kube_daemon(apiserver, tmp_path, "old", token=old, request_timeout=1.0,
+                                 scheduler_name="default-scheduler"))
+    apiserver.wait_until(lambda: apiserver.partitioned(old))
+    standby = Running(kube_daemon(apiserver, tmp_path, "new", token="fake-token-new-leader",
+                                  scheduler_name="default-scheduler"))
+    apiserver.wait_until(lambda: lease_holder(apiserver) == "new", timeout=20)
+    apiserver.heal(old)  # what the old leader still tries from now on gets through, unless fenced
+    leader.thread.join(60)
+    assert leader.code == 1  # it lost its lease
+    apiserver.wait_until(lambda: sum(1 for n in pods if bound_in(apiserver.cluster, n)) >= len(pods) - 1)
+    late = [(method, path) for token, method, path in apiserver.processed[apiserver.cut_at[old]:]
+            if token == old and method != "GET" and "/leases/" not in path and "/events" not in path]
+    assert late == []
+    devices = [(r.pool, r.device) for c in apiserver.cluster.list("ResourceClaim").items
+               if c.status.allocation is not None for r in c.status.allocation.devices.results]
+    assert devices and len(devices) == len(set(devices))  # no device in two claims
+    assert standby.stop() == 0
+
+
+def test_sigterm_during_a_partition_exits_within_the_request_timeout_and_the_grace(apiserver, tmp_path):
+    for obj in load_objects([ROOT / "examples" / "binding-conditions" / "cluster"]):
+        apiserver.cluster.create(obj)  # a pod that waits in PreBind: the shutdown has a binding cycle to roll back
+    token = "fake-token-cut-off"
+    daemon = kube_daemon(apiserver, tmp_path, "cut", token=token, request_timeout=2.0, shutdown_grace=3.0,
+                         scheduler_name="default-scheduler")
+    running = Running(daemon)
+    apiserver.wait_until(lambda: bool(apiserver.cluster.get("ResourceClaim", "fabric-gpu", "default")
+                                      .status.reserved_for))
+    apiserver.partition_when("PUT", r"/leases/kubesched$", token)  # the next renewal and everything after it hang
+    apiserver.wait_until(lambda: apiserver.partitioned(token))
+    asked = time.monotonic()
+    daemon.stop()
+    running.thread.join(30)
+    took = time.monotonic() - asked
+    assert not running.thread.is_alive()
+    assert took <= 2.0 + 3.0 + 2.0  # one request timeout, the grace, slack for a busy machine
+    apiserver.heal(token)
 
 
 def test_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_is_killed(apiserver, tmp_path):

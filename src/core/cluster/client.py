@@ -38,6 +38,13 @@ class NotFound(ApiError):
     code, reason = 404, "NotFound"
 
 
+class Fenced(ApiError):
+    """A write refused before it was sent: the leadership term it was made for
+    is over (leader election), or the client is shutting down."""
+
+    code, reason = 503, "Fenced"
+
+
 class AlreadyExists(ApiError):
     code, reason = 409, "AlreadyExists"
 

@@ -46,6 +46,7 @@ from .client import (
     ApiError,
     ClusterClient,
     Conflict,
+    Fenced,
     Gone,
     Invalid,
     ListResult,
@@ -198,7 +199,8 @@ class KubernetesCluster(ClusterClient):
         from kubernetes.client.api_client import ApiClient
         from urllib3.util.retry import Retry
 
-        configuration.retries = Retry(
+        fenced_retry = type("FencedRetry", (Retry,), {"increment": _fenced_increment, "owner": self})
+        configuration.retries = fenced_retry(
             total=retries, connect=retries, read=retries, status=retries,
             status_forcelist=(429, 500, 502, 503, 504), allowed_methods=None,
             backoff_factor=backoff_factor, backoff_max=RETRY_BACKOFF_MAX,
@@ -214,6 +216,9 @@ class KubernetesCluster(ClusterClient):
         self.watch_backoff = watch_backoff
         self.instance = socket.gethostname()
         self.events_dropped = 0
+        #: the leadership term's guard: a reason to refuse writes, or None (see :meth:`refusal`)
+        self.fence: Callable[[], str | None] | None = None
+        self._closing_at: float | None = None
         self._events: queue.Queue = queue.Queue(EVENT_QUEUE_LENGTH)
         self._event_writer: threading.Thread | None = None
         self._event_lock = threading.Lock()
@@ -243,6 +248,34 @@ class KubernetesCluster(ClusterClient):
         config.load_incluster_config(client_configuration=configuration)
         return cls(configuration, **kwargs)
 
+    # --- fencing and shutdown -------------------------------------------------------------
+
+    def refusal(self, method: str, path: str) -> str | None:
+        """Why the request must not be sent now, or None: a write (anything
+        but GET; leases and events excepted: the elector's own renewals and
+        releases, and notes that change no state) while :attr:`fence` says
+        the leadership term is over; any request once :meth:`close` gave up
+        waiting.  Checked before each request and before each of urllib3's
+        retries, so a write queued or retried across a lost lease is never
+        sent."""
+        if self._closing_at is not None and time.monotonic() >= self._closing_at:
+            return "the client is shutting down"
+        fence = self.fence
+        if fence is None or method == "GET" or "/leases/" in path or path.endswith("/leases") or "/events" in path:
+            return None
+        return fence()
+
+    def close(self, grace: float) -> None:
+        """Shutting down: requests sent from now on may take ``grace`` seconds in
+        all (no retries after it); later ones are refused."""
+        self._closing_at = time.monotonic() + grace
+
+    def _timeout(self, timeout: float | None) -> float:
+        wanted = timeout or self.request_timeout
+        if self._closing_at is None:
+            return wanted
+        return max(min(wanted, self._closing_at - time.monotonic()), 0.001)
+
     # --- REST plumbing -------------------------------------------------------------------
 
     @staticmethod
@@ -268,6 +301,9 @@ class KubernetesCluster(ClusterClient):
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
+        refused = self.refusal(method, path)
+        if refused is not None:
+            raise Fenced(f"{method} {path}: not sent: {refused}")
         self.limiter.take()
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -275,8 +311,11 @@ class KubernetesCluster(ClusterClient):
         request = self.api.param_serialize(method=method, resource_path=path, query_params=query or [],
                                            header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
-            return self.api.call_api(*request, _request_timeout=timeout or self.request_timeout)
+            return self.api.call_api(*request, _request_timeout=self._timeout(timeout))
         except (urllib3.exceptions.HTTPError, ApiException) as err:  # unreachable, TLS failure, retries spent
+            reason = getattr(err, "reason", None)
+            if isinstance(reason, Fenced):
+                raise Fenced(f"{method} {path}: {reason}") from None
             error = ApiError(f"{method} {path}: {err}")
             error.code, error.reason = 503, "ServiceUnavailable"
             raise error from None
@@ -406,6 +445,17 @@ class KubernetesCluster(ClusterClient):
         if uid is not None:
             body["preconditions"] = {"uid": uid}
         self._call("DELETE", self._path(resource, name, namespace), body=body)
+
+
+def _fenced_increment(self, method=None, url=None, *args, **kwargs):
+    """urllib3's ``Retry.increment``, except that a request the client's
+    :meth:`KubernetesCluster.refusal` now refuses is not retried."""
+    from urllib3.exceptions import MaxRetryError
+
+    refused = self.owner.refusal(method or "GET", url or "")
+    if refused is not None:
+        raise MaxRetryError(kwargs.get("_pool"), url or "", reason=Fenced(f"not retried: {refused}"))
+    return super(type(self), self).increment(method, url, *args, **kwargs)
 
 
 class _Reflector:
