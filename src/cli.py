@@ -531,7 +531,12 @@ def plugins() -> None:
     table.add_column("DISTRIBUTION")
     for name, plugin in registry.items():
         table.add_row(name, ", ".join(extension_points(plugin)), registry.origin.get(name, ""))
-    Console().print(table)
+    broken = registry.broken()
+    for name, why in broken.items():
+        table.add_row(f"[red]{name}[/]", f"[red]cannot be used: {why}[/]", registry.origin.get(name, ""))
+    Console(width=200).print(table)
+    if broken:
+        typer.echo(f"{len(broken)} plugin(s) cannot be used; profiles that do not name them work", err=True)
 
 
 @app.command()

@@ -7,6 +7,8 @@ import yaml
 
 from kubesched import hookimpl
 from kubesched.core.framework.config import (
+    API_VERSION,
+    KIND,
     ConfigError,
     PluginRef,
     PluginSet,
@@ -469,3 +471,24 @@ def test_upstreams_own_config_with_podtopologyspread_args_loads_unchanged():
     scheduler = Scheduler(MemoryCluster(clock), loaded, Registry.discover(), clock)
     spread = scheduler.profiles["default-scheduler"].plugins["PodTopologySpread"]
     assert spread.defaults == () and not spread.system_defaulted
+
+
+def test_extenders_are_refused_not_ignored():
+    with pytest.raises(ConfigError, match="extenders: scheduler extenders are not supported by kubesched"):
+        load_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": [{"urlPrefix": "http://127.0.0.1:8888"}]},
+                    DEFAULT_PLUGINS)
+
+
+@pytest.mark.parametrize("weight", [2**31, 2**63 - 1, 2**64])
+def test_a_score_weight_beyond_int32_is_refused_by_config_validate(tmp_path, weight):
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": API_VERSION, "kind": KIND, "profiles": [{
+        "schedulerName": "default-scheduler",
+        "plugins": {"score": {"enabled": [{"name": "NodeResourcesFit", "weight": weight}]}}}]}))
+    result = CliRunner().invoke(app, ["config", "validate", str(path)])
+    assert result.exit_code == 2
+    assert f"plugins.score: NodeResourcesFit: weight {weight} is not an int32" in result.output

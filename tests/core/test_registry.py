@@ -6,8 +6,11 @@ import sys
 import textwrap
 
 import pytest
+from typer.testing import CliRunner
 
 from kubesched import hookimpl
+from kubesched.cli import app
+from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import (
     ENTRY_POINT_GROUP,
     PluginError,
@@ -130,8 +133,9 @@ def test_a_third_party_plugin_that_fails_to_import(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nBroken = no_such_module_here:Broken\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry.discover()  # found, not imported
     with pytest.raises(PluginError, match=r"entry point Broken = no_such_module_here:Broken: cannot load: "):
-        Registry.discover()
+        registry.get("Broken")
 
 
 def test_entry_point_name_must_match_the_class_name(tmp_path, monkeypatch):
@@ -142,8 +146,10 @@ def test_entry_point_name_must_match_the_class_name(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nWanted = namedmod:Other\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "namedmod", raising=False)
+    registry = Registry.discover()
     with pytest.raises(PluginError, match="plugin Wanted: its class says name = 'Other'"):
-        Registry.discover()
+        registry.get("Wanted")
+    assert registry.broken()["Wanted"] == "plugin Wanted: its class says name = 'Other'"
     sys.modules.pop("namedmod", None)
 
 
@@ -188,3 +194,29 @@ def test_add_refuses_duplicates_and_non_classes():
 def test_build_args_without_an_args_class_passes_raw_args():
     assert build_args(Alpha, {"a": [1, 2]}) == {"a": [1, 2]}
     assert build_args(Alpha, None) == {}
+
+
+def test_a_broken_plugin_package_is_reported_and_not_fatal_unless_a_profile_names_it(tmp_path, monkeypatch):
+    (tmp_path / "brokenmod.py").write_text("raise ImportError('this package is broken')\n")
+    info = tmp_path / "broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nBroken = brokenmod:Broken\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry.discover()
+    assert "Broken" in registry.names()
+    # the default profile does not name it: scheduling works
+    sim = Simulation(registry=registry)
+    sim.create([node("n1"), pod("web", cpu="1")])
+    sim.run()
+    assert sim.pod("web").spec.node_name == "n1"
+    assert registry.broken() == {"Broken": "entry point Broken = brokenmod:Broken: cannot load: this package is broken"}
+    assert "Broken" not in dict(registry.items())
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler",
+                            "plugins": {"filter": {"enabled": [{"name": "Broken"}]}}}]}
+    with pytest.raises(ConfigError, match="plugin 'Broken': entry point Broken = brokenmod:Broken: cannot load"):
+        Simulation(config, registry=registry)
+    listed = CliRunner().invoke(app, ["plugins"])
+    assert listed.exit_code == 0 and "NodeResourcesFit" in listed.output
+    assert "cannot be used: entry point Broken" in listed.output

@@ -235,6 +235,9 @@ def load_config(
         problems.append("podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds")
     if config.percentage_of_nodes_to_score is not None and not 0 <= config.percentage_of_nodes_to_score <= 100:
         problems.append("percentageOfNodesToScore: not in valid range [0-100]")
+    if config.extenders:
+        problems.append("extenders: scheduler extenders are not supported by kubesched (nothing would call them); "
+                        "write the extender's logic as a plugin, or remove the section")
     profiles = config.profiles or (Profile(),)
     seen: set[str] = set()
     merged = []

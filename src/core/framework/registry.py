@@ -55,29 +55,64 @@ def build_args(cls: type, raw: dict[str, Any] | None) -> Any:
 class Registry:
     """Plugin name -> plugin class.
 
-    :meth:`discover` loads every entry point of the group; :meth:`add`
-    registers a class directly (tests, embedding).
+    :meth:`discover` finds the entry points of the group without importing
+    them: a plugin is imported when a profile asks for it (:meth:`get`), so a
+    broken package that no profile uses is reported by ``kubesched plugins``
+    (:meth:`broken`) and does not stop the scheduler.  :meth:`add` registers a
+    class directly (tests, embedding).
     """
 
     def __init__(self, plugins: Iterable[type] = ()):
         self._plugins: dict[str, type] = {}
+        self._entries: dict[str, importlib.metadata.EntryPoint] = {}
+        self._errors: dict[str, str] = {}
         self.origin: dict[str, str] = {}
         for cls in plugins:
             self.add(cls)
 
     @classmethod
     def discover(cls, group: str = ENTRY_POINT_GROUP) -> "Registry":
-        """Load every entry point in ``group``.  Raises :class:`PluginError`
-        for one that does not import or names a duplicate plugin."""
+        """Find every entry point in ``group`` (imported on first :meth:`get`).
+        Two entry points of one name that point at different classes make
+        that name unusable (:meth:`get` raises, :meth:`broken` says why)."""
         registry = cls()
         for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
-            try:
-                plugin = entry.load()
-            except Exception as err:  # noqa: BLE001 - any import failure is the plugin's
-                raise PluginError(f"entry point {entry.name} = {entry.value}: cannot load: {err}") from err
-            dist = entry.dist.name if entry.dist else "?"
-            registry.add(plugin, name=entry.name, origin=dist)
+            origin = entry.dist.name if entry.dist else "?"
+            known = registry._entries.get(entry.name)
+            if known is not None and known.value != entry.value:
+                registry._errors[entry.name] = (f"plugin {entry.name} is registered twice "
+                                                f"({registry.origin.get(entry.name)} and {origin})")
+                continue
+            registry._entries[entry.name] = entry
+            registry.origin[entry.name] = origin
         return registry
+
+    def _load(self, name: str) -> type | None:
+        """Import the entry point ``name`` once; PluginError when it does not load."""
+        if name in self._errors:
+            raise PluginError(self._errors[name])
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            return self._plugins.get(name)
+        try:
+            plugin = entry.load()
+            self.add(plugin, name=entry.name, origin=self.origin.get(name, ""))
+        except Exception as err:  # noqa: BLE001 - any import failure is the plugin's
+            message = f"entry point {entry.name} = {entry.value}: cannot load: {err}"
+            if isinstance(err, PluginError):
+                message = str(err)
+            self._errors[name] = message
+            raise PluginError(message) from err
+        return self._plugins[name]
+
+    def broken(self) -> dict[str, str]:
+        """Plugin name -> why it cannot be used (after trying to load every entry point)."""
+        for name in list(self._entries):
+            try:
+                self._load(name)
+            except PluginError:
+                pass
+        return dict(sorted(self._errors.items()))
 
     def add(self, plugin: type, name: str | None = None, origin: str = "") -> None:
         name = name or getattr(plugin, "name", None) or plugin.__name__
@@ -93,14 +128,21 @@ class Registry:
         self.origin[name] = origin
 
     def get(self, name: str) -> type | None:
+        """The plugin class ``name`` (imported now if it was not), or None when
+        no entry point has that name.  Raises :class:`PluginError` when it
+        does not load."""
+        if name in self._entries or name in self._errors:
+            return self._load(name)
         return self._plugins.get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._plugins)
+        """Every known plugin name, loaded or not."""
+        return sorted({*self._plugins, *self._entries, *self._errors})
 
     def items(self) -> list[tuple[str, type]]:
-        """(name, plugin class) pairs, by name."""
+        """(name, plugin class) pairs of every plugin that loads, by name (see :meth:`broken`)."""
+        self.broken()
         return sorted(self._plugins.items())
 
     def __contains__(self, name: str) -> bool:
-        return name in self._plugins
+        return name in self._plugins or name in self._entries

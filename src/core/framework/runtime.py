@@ -27,6 +27,8 @@ from .snapshot import NodeTable, Snapshot
 from .status import Code, Status
 from .types import (
     EVERY_EVENT,
+    INT32_MAX,
+    INT64_MAX,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     ClusterEventWithHint,
@@ -89,7 +91,10 @@ class Framework:
     def _instantiate(self, registry: Registry) -> None:
         known = registry.names()
         for name in self._needed_plugins():
-            cls = registry.get(name)
+            try:
+                cls = registry.get(name)
+            except PluginError as err:
+                raise self._fail(f"plugin {name!r}: {err}") from None
             if cls is None:
                 raise self._fail(f"plugin {name!r} does not exist (known plugins: {', '.join(known)})")
             try:
@@ -172,7 +177,12 @@ class Framework:
                 continue
             if ref.weight < 0:
                 raise self._fail(f"plugins.score: {ref.name}: weight must be positive")
+            if ref.weight > INT32_MAX:
+                raise self._fail(f"plugins.score: {ref.name}: weight {ref.weight} is not an int32")
             weights[ref.name] = ref.weight or 1
+        if sum(weights.values()) * MAX_NODE_SCORE > INT64_MAX:
+            raise self._fail("plugins.score: total score of Score plugins could overflow (the weights times "
+                             f"{MAX_NODE_SCORE} exceed {INT64_MAX})")
         return weights
 
     def _methods(self, point: str, hook: str | None = None) -> list[tuple[str, Callable]]:

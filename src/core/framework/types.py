@@ -10,6 +10,9 @@ from attrs import field, frozen
 #: The range of a Score plugin's normalized score (upstream framework.MaxNodeScore / MinNodeScore).
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+#: Bounds of the configuration's integers: a plugin weight is an int32, a total score an int64.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 @frozen
