@@ -54,6 +54,19 @@ class MyPlugin:
 '''
 
 
+def installed(tmp_path, monkeypatch, dist: str, entry: str, module: str = "", source: str = "") -> None:
+    """A distribution ``dist`` in ``tmp_path`` (on sys.path) announcing ``entry``
+    (``Name = module:Class``) in the entry-point group; ``source`` is ``module``'s code."""
+    if module:
+        (tmp_path / f"{module}.py").write_text(source)
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    info = tmp_path / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{entry}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
 @pytest.fixture
 def third_party(tmp_path, monkeypatch):
     """A tiny installed distribution ``my-plugin`` announcing MyPlugin in the entry-point group."""
@@ -128,24 +141,15 @@ def test_a_third_party_plugin_enabled_in_a_profile_changes_placement(third_party
 
 
 def test_a_third_party_plugin_that_fails_to_import(tmp_path, monkeypatch):
-    info = tmp_path / "broken-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nBroken = no_such_module_here:Broken\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    installed(tmp_path, monkeypatch, "broken", "Broken = no_such_module_here:Broken")
     registry = Registry.discover()  # found, not imported
     with pytest.raises(PluginError, match=r"entry point Broken = no_such_module_here:Broken: cannot load: "):
         registry.get("Broken")
 
 
 def test_entry_point_name_must_match_the_class_name(tmp_path, monkeypatch):
-    (tmp_path / "namedmod.py").write_text("class Other:\n    name = 'Other'\n    def __init__(self, args, handle): pass\n")
-    info = tmp_path / "named-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: named\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nWanted = namedmod:Other\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "namedmod", raising=False)
+    installed(tmp_path, monkeypatch, "named", "Wanted = namedmod:Other", "namedmod",
+              "class Other:\n    name = 'Other'\n    def __init__(self, args, handle): pass\n")
     registry = Registry.discover()
     with pytest.raises(PluginError, match="plugin Wanted: its class says name = 'Other'"):
         registry.get("Wanted")
@@ -197,12 +201,8 @@ def test_build_args_without_an_args_class_passes_raw_args():
 
 
 def test_a_broken_plugin_package_is_reported_and_not_fatal_unless_a_profile_names_it(tmp_path, monkeypatch):
-    (tmp_path / "brokenmod.py").write_text("raise ImportError('this package is broken')\n")
-    info = tmp_path / "broken_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nBroken = brokenmod:Broken\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    installed(tmp_path, monkeypatch, "broken_plugin", "Broken = brokenmod:Broken", "brokenmod",
+              "raise ImportError('this package is broken')\n")
     registry = Registry.discover()
     assert "Broken" in registry.names()
     # the default profile does not name it: scheduling works
