@@ -108,3 +108,25 @@ def test_events_from_other_threads_are_queued_for_the_pumping_thread():
     assert log == []
     informers.pump()
     assert log == [("add", f"p{i}") for i in range(20)]
+
+
+def test_a_reader_iterating_a_store_never_sees_it_change_under_it():
+    # a controller worker walks the pods while the scheduler's loop delivers new ones
+    cluster = MemoryCluster()
+    informers = Informers(cluster)
+    informers.add_handlers("Pod")
+    for i in range(3):
+        cluster.create(pod(f"p{i}"))
+    informers.start()
+    informers.pump()
+    store = informers.store("Pod")
+    seen = []
+    for i, current in enumerate(store.values()):
+        cluster.create(pod(f"late-{i}"))
+        informers.pump()  # adds to the store while the walk goes on
+        seen.append(current.metadata.name)
+    assert seen == ["p0", "p1", "p2"] and len(store) == 6
+    for key in store:  # the keys too are a snapshot
+        cluster.delete("Pod", key.split("/")[1], "default")
+        informers.pump()
+    assert len(store) == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable, TypeVar
 
 from ..api import object_key
@@ -23,9 +24,61 @@ UpdateHandler = Callable[[Any, Any], None]
 DeleteHandler = Callable[[Any], None]
 
 
+class Store(Mapping[str, Any]):
+    """An informer's local copy of one kind, keyed by ``namespace/name``, as
+    every thread may read it: lookups see the latest delivered object;
+    iterating, ``keys()``, ``values()`` and ``items()`` give a snapshot taken
+    under the informers' lock, so a controller worker never sees the store
+    change under it while the loop that pumps events writes to it (the
+    "dictionary changed size during iteration" of a plain dict).  Only
+    :class:`Informers` writes."""
+
+    __slots__ = ("_data", "_lock")
+
+    def __init__(self, lock: threading.Lock):
+        self._data: dict[str, Any] = {}
+        self._lock = lock
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._data))
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        with self._lock:
+            return list(self._data)
+
+    def values(self) -> list[Any]:  # type: ignore[override]
+        with self._lock:
+            return list(self._data.values())
+
+    def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        with self._lock:
+            return list(self._data.items())
+
+    def _set(self, key: str, obj: Any) -> None:
+        with self._lock:
+            self._data[key] = obj
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            del self._data[key]
+
+
 class _KindInformer:
-    def __init__(self) -> None:
-        self.store: dict[str, Any] = {}
+    def __init__(self, lock: threading.Lock) -> None:
+        self.store = Store(lock)
         self.on_add: list[AddHandler] = []
         self.on_update: list[UpdateHandler] = []
         self.on_delete: list[DeleteHandler] = []
@@ -44,6 +97,7 @@ class Informers:
     def __init__(self, cluster: ClusterClient):
         self.cluster = cluster
         self._kinds: dict[str, _KindInformer] = {}
+        self._lock = threading.Lock()
         self._queue: collections.deque[WatchEvent] = collections.deque()
         self.wakeup = threading.Event()
         self.synced = False
@@ -55,7 +109,7 @@ class Informers:
         on_update: UpdateHandler | None = None,
         on_delete: DeleteHandler | None = None,
     ) -> None:
-        informer = self._kinds.setdefault(kind, _KindInformer())
+        informer = self._informer(kind)
         if on_add:
             informer.on_add.append(on_add)
         if on_update:
@@ -63,9 +117,15 @@ class Informers:
         if on_delete:
             informer.on_delete.append(on_delete)
 
-    def store(self, kind: str) -> dict[str, Any]:
-        """The informer's local copy of ``kind``, keyed by ``namespace/name``."""
-        return self._kinds.setdefault(kind, _KindInformer()).store
+    def _informer(self, kind: str) -> _KindInformer:
+        informer = self._kinds.get(kind)
+        if informer is None:
+            informer = self._kinds[kind] = _KindInformer(self._lock)
+        return informer
+
+    def store(self, kind: str) -> Store:
+        """The informer's local copy of ``kind``, keyed by ``namespace/name`` (a :class:`Store`)."""
+        return self._informer(kind).store
 
     def get(self, kind: str, key: str) -> Any | None:
         return self.store(kind).get(key)
@@ -114,11 +174,11 @@ class Informers:
         if event.type == DELETED:
             if old is None:
                 return  # already gone (a delete seen again after a resumed watch)
-            del informer.store[key]
+            informer.store._delete(key)
             for on_delete in informer.on_delete:
                 on_delete(old)
             return
-        informer.store[key] = event.obj
+        informer.store._set(key, event.obj)
         if old is None:
             for on_add in informer.on_add:
                 on_add(event.obj)
@@ -132,7 +192,7 @@ class Informers:
         """A relist: objects no longer listed are deleted, the others arrive
         as adds or updates (unchanged ones are dropped by resourceVersion)."""
         listed = {object_key(obj): obj for obj in items}
-        for key in [key for key in informer.store if key not in listed]:
+        for key in [key for key in informer.store.keys() if key not in listed]:
             self._deliver(WatchEvent(DELETED, kind, informer.store[key]))
         for obj in listed.values():
             self._deliver(WatchEvent(MODIFIED, kind, obj))

@@ -21,7 +21,7 @@ cached one), which is all an incremental allocated-devices tracker needs.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from kubesched.core.api.core_v1 import Node, is_extended_resource
 from kubesched.core.api.resource_v1 import (
@@ -254,7 +254,8 @@ class DRAManager:
     def device_class(self, name: str) -> DeviceClass | None:
         return self._informers.get("DeviceClass", name)
 
-    def device_classes(self) -> dict[str, DeviceClass]:
+    def device_classes(self) -> Mapping[str, DeviceClass]:
+        """DeviceClasses by name (the informer's thread-safe view)."""
         return self._informers.store("DeviceClass")
 
     def extended_resource_class(self, resource: str) -> str | None:
