@@ -243,3 +243,22 @@ def test_defaults_that_are_not_zero_are_written_as_the_api_server_does():
     container = to_manifest(from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
         "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}}))["spec"]["containers"][0]
     assert container["resources"] == {"claims": [{"name": "gpu"}]}
+
+
+BOMB = "".join(f"{name}: &{name} [{', '.join([prev] * 9)}]\n" for prev, name in
+               zip(['"lol"'] + [f"*{c}" for c in "abcdefgh"], "abcdefghi"))
+
+
+@pytest.mark.parametrize("name, text, problem", [
+    ("list.yaml", "apiVersion: v1\nkind: List\nitems: 5\n", "List/: items: expected a list, got int"),
+    ("deep.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 100 levels"),
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),
+    ("bomb.yaml", BOMB, "expands to 490329055 values through YAML aliases (at most 2000000)"),
+    ("cycle.yaml", "apiVersion: v1\nkind: List\nitems: &a [*a]\n", "expected an object, got list"),
+])
+def test_hostile_manifests_are_refused_with_one_line(tmp_path, name, text, problem):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InvalidManifest) as refused:
+        load_objects([path])
+    assert problem in str(refused.value) and str(path) in str(refused.value)

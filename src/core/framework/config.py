@@ -20,6 +20,7 @@ import yaml
 from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
+from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, measure
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -208,9 +209,15 @@ def load_config(
         data = source
     else:
         try:
-            data = yaml.safe_load(Path(source).read_text())
-        except (OSError, yaml.YAMLError) as err:
+            data = yaml.load(Path(source).read_text(), Loader=SAFE_LOADER)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
             raise ConfigError(f"{where}: cannot read: {err}") from None
+        except RecursionError:
+            raise ConfigError(f"{where}: cannot read: nested deeper than {MAX_DEPTH} levels") from None
+        values, depth = measure(data)
+        if depth > MAX_DEPTH or values > MAX_VALUES:
+            raise ConfigError(f"{where}: refused: nested {depth} levels deep, {values} values after YAML aliases "
+                              f"(at most {MAX_DEPTH} and {MAX_VALUES})")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
