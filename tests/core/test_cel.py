@@ -491,3 +491,37 @@ def test_selectors_are_safe_to_share_between_threads():
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+#: 0.3 KB that doubles a string 8x per binding: ~2 GB if nothing stops it
+DOUBLING = ("cel.bind(a, 'aaaaaaaaaaaaaaaa', cel.bind(b, a+a+a+a+a+a+a+a, cel.bind(c, b+b+b+b+b+b+b+b, "
+            "cel.bind(d, c+c+c+c+c+c+c+c, cel.bind(e, d+d+d+d+d+d+d+d, cel.bind(f, e+e+e+e+e+e+e+e, "
+            "cel.bind(g, f+f+f+f+f+f+f+f, g.size() > 0)))))))")
+LOOPS = "[" + ",".join(["1"] * 20) + "].all(a, [" + ",".join(["1"] * 20) + "].all(b, [" + \
+    ",".join(["1"] * 20) + "].all(c, true)))"
+
+
+def test_a_selector_that_grows_values_without_bound_stops_at_the_cost_limit():
+    with pytest.raises(CelRuntimeError, match="operation cancelled: actual cost limit exceeded"):
+        ev(DOUBLING)
+
+
+def test_a_selector_that_loops_too_long_stops_at_the_cost_limit(monkeypatch):
+    assert ev(LOOPS)  # 8,000 iterations: within the budget
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_COST", 1_000)
+    with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
+        ev(LOOPS)
+
+
+def test_inside_abort_when_an_evaluation_stops_once_the_deadline_passed():
+    checks = []
+
+    def deadline() -> bool:
+        checks.append(1)
+        return len(checks) > 2
+
+    with cel.abort_when(deadline), pytest.raises(cel.EvaluationAborted, match="deadline exceeded"):
+        ev(LOOPS)
+    assert ev(LOOPS)  # outside the block: no deadline

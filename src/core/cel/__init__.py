@@ -51,17 +51,25 @@ syntax, undeclared functions and variables, unknown ``device`` fields, macro
 shapes, invalid regular-expression literals and an obviously non-bool result
 type.  Everything else surfaces at evaluation as :class:`CelRuntimeError`,
 including a non-bool result; an error is never turned into "no match".
-Not implemented: the runtime cost limit (1,000,000 upstream), cel-go's
-static overload resolution, the Kubernetes URL/IP/CIDR/authz/format-of-time
-libraries and two-variable comprehensions.
+Each evaluation has a cost budget (:data:`MAX_COST`, upstream's 1,000,000:
+one unit per step, one per character or element produced) and stops with
+cel-go's "operation cancelled: actual cost limit exceeded"; inside
+:func:`abort_when` it also stops when the caller's deadline passes
+(:class:`EvaluationAborted`).  Not implemented: the API server's static cost
+estimate at load, cel-go's static overload resolution, the Kubernetes
+URL/IP/CIDR/authz/format-of-time libraries and two-variable comprehensions.
 """
 
 from .errors import CelCompileError, CelError, CelRuntimeError
 from .evaluator import (
     COMPILE_CACHE_SIZE,
+    COST_LIMIT_EXCEEDED,
+    MAX_COST,
     MAX_EXPRESSION_LENGTH,
     CelDevice,
     CompiledSelector,
+    EvaluationAborted,
+    abort_when,
     compile,
     compile_cache_info,
 )
@@ -69,6 +77,10 @@ from .values import Quantity, Semver
 
 __all__ = [
     "COMPILE_CACHE_SIZE",
+    "COST_LIMIT_EXCEEDED",
+    "EvaluationAborted",
+    "MAX_COST",
+    "abort_when",
     "MAX_EXPRESSION_LENGTH",
     "CelCompileError",
     "CelDevice",

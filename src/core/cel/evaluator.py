@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import celpy.celtypes as ct
 import lark
@@ -19,6 +21,15 @@ from .values import _OPTIONAL_NONE, DomainMap, _Optional
 
 #: Upstream limit for a selector expression (resource.k8s.io ``CELSelectorExpressionMaxLength``), in bytes of UTF-8.
 MAX_EXPRESSION_LENGTH = 10 * 1024
+
+#: Upstream's cost limit of one selector evaluation (resource.k8s.io ``CELSelectorExpressionMaxCost``).
+#: kubesched's interpreter counts one unit per evaluation step and one per
+#: character or element of every string, list or map a step produces, the way
+#: cel-go charges size-proportional costs: an expression that loops or grows
+#: values without bound stops here instead of running for minutes or filling memory.
+MAX_COST = 1_000_000
+#: The error of an evaluation over :data:`MAX_COST` (cel-go's message).
+COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 #: Entries kept by the compiled-expression cache (upstream's scheduler keeps only 10).
 COMPILE_CACHE_SIZE = 1024
@@ -41,12 +52,69 @@ def _error_text(err: CELEvalError) -> str:
     return message
 
 
+class _CostLimitExceeded(Exception):
+    """Raised through the interpreter when an evaluation spends its :data:`MAX_COST`."""
+
+
+class EvaluationAborted(Exception):
+    """An evaluation stopped because the caller's deadline (:func:`abort_when`)
+    passed: not a property of the device, so never remembered as a result."""
+
+
+#: Evaluation steps between two looks at the deadline (a clock read costs more than a step).
+DEADLINE_CHECK_STEPS = 1024
+_deadline: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("cel_deadline", default=None)
+
+
+@contextlib.contextmanager
+def abort_when(deadline: Callable[[], bool] | None) -> Iterator[None]:
+    """Inside the block, an evaluation whose ``deadline()`` turns true stops with
+    :class:`EvaluationAborted` (checked every :data:`DEADLINE_CHECK_STEPS`
+    steps), so a costly selector cannot hold a scheduling cycle past
+    DynamicResourcesArgs.filterTimeout."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+class _Budget:
+    """What is left of one evaluation's cost (shared by the macro sub-evaluators)
+    and the caller's deadline, if any."""
+
+    __slots__ = ("left", "deadline", "steps")
+
+    def __init__(self, left: int, deadline: Callable[[], bool] | None = None):
+        self.left = left
+        self.deadline = deadline
+        self.steps = 0
+
+
 class _Evaluator(Evaluator):
     """celpy's interpreter plus the DRA rules: ``no such key: <name>`` errors,
-    ``cel.bind``, namespaced functions and optional values."""
+    ``cel.bind``, namespaced functions, optional values, and a cost budget
+    (:data:`MAX_COST`)."""
+
+    budget = _Budget(MAX_COST)
 
     def sub_evaluator(self, ast: lark.Tree) -> _Evaluator:
-        return _Evaluator(ast, activation=self.activation)
+        sub = _Evaluator(ast, activation=self.activation)
+        sub.budget = self.budget
+        return sub
+
+    def _visit_tree(self, tree: lark.Tree) -> Any:
+        budget = self.budget
+        budget.left -= 1
+        budget.steps += 1
+        result = super()._visit_tree(tree)
+        if isinstance(result, (str, bytes, list, dict)):
+            budget.left -= len(result)
+        if budget.left < 0:
+            raise _CostLimitExceeded
+        if budget.deadline is not None and not budget.steps % DEADLINE_CHECK_STEPS and budget.deadline():
+            raise EvaluationAborted("filter operation aborted: deadline exceeded")
+        return result
 
     def _logical(self, tree: lark.Tree, absorbing: bool, operator: str) -> Any:
         """cel-go's commutative ``||``/``&&``: the absorbing value (true for ``||``)
@@ -225,13 +293,18 @@ class CompiledSelector:
         """True when the device satisfies the expression.
 
         Raises :class:`CelRuntimeError` for an evaluation error (``no such key:
-        model``, ``no such overload: ...``) and for a result that is not a bool
-        (``CEL result of type string could not be converted to bool``).
+        model``, ``no such overload: ...``), an evaluation over :data:`MAX_COST`
+        (``operation cancelled: actual cost limit exceeded``) and for a result
+        that is not a bool (``CEL result of type string could not be converted
+        to bool``).
         """
         self.evaluations += 1
         evaluator = _Evaluator(self._ast, self._activation)
+        evaluator.budget = _Budget(MAX_COST, _deadline.get())
         try:
             result = evaluator.evaluate({_DEVICE_VAR: device.cel_value})
+        except _CostLimitExceeded:
+            raise CelRuntimeError(COST_LIMIT_EXCEEDED, self.expression) from None
         except CELEvalError as err:
             raise CelRuntimeError(_error_text(err), self.expression) from None
         except RecursionError:

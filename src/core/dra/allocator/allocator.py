@@ -55,7 +55,14 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.core.cel import CelCompileError, CelRuntimeError, CompiledSelector, compile
+from kubesched.core.cel import (
+    CelCompileError,
+    CelRuntimeError,
+    CompiledSelector,
+    EvaluationAborted,
+    abort_when,
+    compile,
+)
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
@@ -347,7 +354,10 @@ class Allocator:
             view = view.ordered(order)
         search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline)
         try:
-            return search.run()
+            with abort_when(deadline):
+                return search.run()
+        except EvaluationAborted as err:
+            raise AllocationTimeout(str(err)) from None
         finally:
             self.search_steps += search.steps
 
