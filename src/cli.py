@@ -21,6 +21,7 @@ import enum
 import json
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -373,7 +374,16 @@ def run(
     embedded: bool = typer.Option(False, "--embedded", help="Run on the embedded in-memory cluster."),
     filename: List[Path] = typer.Option([], "-f", "--filename", help="With --embedded: manifests to load (repeatable)."),
     bind_address: str = typer.Option("127.0.0.1", "--bind-address", help="Address of /healthz, /readyz, /metrics."),
-    port: int = typer.Option(10259, "--port", help="Port of /healthz, /readyz, /metrics (0: any free port)."),
+    port: int = typer.Option(10259, "--port", help="Secure port of /healthz, /readyz, /metrics (0: any free port)."),
+    tls_cert_file: Optional[Path] = typer.Option(None, "--tls-cert-file", help="Serving certificate (PEM)."),
+    tls_private_key_file: Optional[Path] = typer.Option(None, "--tls-private-key-file", help="Its key (PEM)."),
+    cert_dir: Path = typer.Option(Path(tempfile.gettempdir()) / "kubesched-serving-cert", "--cert-dir",
+                                  help="Where a self-signed serving certificate is kept when none is given."),
+    insecure_serving: bool = typer.Option(False, "--insecure-serving",
+                                          help="Serve plain HTTP instead of HTTPS (e.g. behind a TLS proxy)."),
+    metrics_without_auth: bool = typer.Option(
+        False, "--metrics-without-auth", help="Serve /metrics to anyone; by default a request needs a bearer token "
+                                              "the API server authenticates and authorizes for get /metrics."),
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
     record_decisions: Optional[Path] = typer.Option(
@@ -400,8 +410,9 @@ def run(
         if embedded:
             load_paths(cluster, filename)
         decisions = DecisionPublisher(cluster, record_decisions) if record_decisions is not None else None
+        tls = _serving_cert(tls_cert_file, tls_private_key_file, cert_dir, insecure_serving)
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
-                        decisions=decisions)
+                        decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err))
     except OSError as err:
@@ -409,6 +420,23 @@ def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     raise typer.Exit(daemon.run())
+
+
+def _serving_cert(cert: Optional[Path], key: Optional[Path], cert_dir: Path,
+                  insecure: bool) -> tuple[Path, Path] | None:
+    """The secure port's certificate and key: the given ones, a self-signed
+    pair in ``cert_dir``, or None with --insecure-serving."""
+    from kubesched.core.observability.serving_cert import self_signed
+
+    if insecure:
+        if cert or key:
+            _refuse("--insecure-serving: no --tls-cert-file/--tls-private-key-file then")
+        return None
+    if (cert is None) != (key is None):
+        _refuse("--tls-cert-file and --tls-private-key-file go together")
+    if cert is not None and key is not None:
+        return cert, key
+    return self_signed(cert_dir)
 
 
 def _run_cluster(config, embedded: bool, in_cluster: bool, kubeconfig: Optional[Path]):

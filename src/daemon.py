@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Callable
 
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
@@ -31,6 +32,7 @@ from kubesched.core.observability.health import HealthServer
 
 from .core.clock import RealClock
 from .core.cluster.client import ApiError, ClusterClient
+from .core.cluster.delegated_auth import DelegatedAuth
 from .core.cluster.informer import Informers
 from .core.cluster.kube import KubernetesCluster
 from .core.framework.config import KubeSchedulerConfiguration, parse_duration
@@ -82,7 +84,11 @@ class Daemon:
     unless ``embedded``); ``embedded`` also starts the controllers that stand
     in for a real cluster's components; ``registry`` the plugins (default:
     entry points); ``identity`` the lease holder name; ``bind_address`` /
-    ``port`` the HTTP endpoints (``port=None``: none; 0: any free port);
+    ``port`` the secure port's endpoints (``port=None``: none; 0: any free
+    port), served over HTTPS with ``tls`` (certificate, key) or plain HTTP
+    without; against an API server ``/metrics`` needs delegated
+    authentication and authorization unless ``metrics_auth`` is False (the
+    embedded cluster has no API server to ask: open there);
     ``decisions``: records every scheduling attempt and publishes each pod's
     latest one in its annotation (``--record-decisions``); ``shutdown_grace``:
     seconds API calls may still take after :meth:`stop` (default
@@ -94,7 +100,8 @@ class Daemon:
     def __init__(self, cluster: ClusterClient, config: KubeSchedulerConfiguration, *, embedded: bool,
                  registry: Registry | None = None, identity: str | None = None,
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
-                 decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS):
+                 decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
+                 tls: tuple[Path, Path] | None = None, metrics_auth: bool = True):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -136,7 +143,11 @@ class Daemon:
         self._leading = False
         self._heartbeat = time.monotonic()
         self._loop_alive = False
-        self.http = HealthServer(bind_address, port, self.healthy, self.ready.is_set) if port is not None else None
+        authorize = None
+        if metrics_auth and isinstance(cluster, KubernetesCluster):
+            authorize = DelegatedAuth(cluster).check
+        self.http = HealthServer(bind_address, port, self.healthy, self.ready.is_set, tls=tls,
+                                 authorize=authorize) if port is not None else None
 
     # --- probes --------------------------------------------------------------------------
 
@@ -165,7 +176,8 @@ class Daemon:
         (0 after a stop, 1 after a lost lease or an unexpected error)."""
         if self.http is not None:
             self.http.start()
-            log.info("serving /healthz, /readyz and /metrics", extra={"port": self.http.port})
+            log.info("serving /healthz, /readyz and /metrics", extra={"port": self.http.port,
+                                                                       "scheme": self.http.scheme})
         self._loop_alive = True
         try:
             if self._start_informers():

@@ -39,6 +39,9 @@ from kubesched.core.cluster.memory import MemoryCluster
 
 #: The bearer token clients present (tokens that start with it are all accepted).
 TOKEN = "fake-token"
+#: A token the server's TokenReview accepts, of a user its SubjectAccessReview lets get /metrics.
+METRICS_TOKEN = "metrics-reader-token"
+METRICS_USER = "system:serviceaccount:monitoring:prometheus"
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _BREAK, _BOOKMARK, _END = object(), object(), object()
 
@@ -98,6 +101,10 @@ class FakeAPIServer:
         #: (token, method, path) of every request carried out, in order
         self.processed: list[tuple[str, str, str]] = []
         self._partitioned: dict[str, threading.Event] = {}
+        #: TokenReview: bearer token -> user name (others are not authenticated)
+        self.users: dict[str, str] = {METRICS_TOKEN: METRICS_USER, "denied-token": "system:anonymous-ish"}
+        #: SubjectAccessReview: (user, non-resource path, verb) that are allowed
+        self.allowed: set[tuple[str, str, str]] = {(METRICS_USER, "/metrics", "get")}
         #: token -> how many requests had been carried out when its partition began
         self.cut_at: dict[str, int] = {}
         self._partition_triggers: list[tuple[str, re.Pattern, str]] = []
@@ -313,6 +320,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _route
 
+    def _review(self, plural: str, spec: dict, body: dict) -> None:
+        """TokenReview: ``api.users``; SubjectAccessReview: ``api.allowed`` (non-resource paths)."""
+        if plural == "tokenreviews":
+            user = self.api.users.get(spec.get("token", ""))
+            status_ = {"authenticated": True, "user": {"username": user, "groups": ["system:authenticated"]}} \
+                if user else {"authenticated": False}
+        else:
+            attributes = spec.get("nonResourceAttributes") or {}
+            allowed = (spec.get("user"), attributes.get("path"), attributes.get("verb")) in self.api.allowed
+            status_ = {"allowed": allowed, **({} if allowed else {"reason": "no RBAC policy matched"})}
+        self._reply(201, {**body, "status": status_})
+
     def _dispatch(self, path: str, query: dict, body: Any) -> None:
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
@@ -329,6 +348,9 @@ class _Handler(BaseHTTPRequestHandler):
         plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
         if group_version == "events.k8s.io/v1" and plural == "events":
             return self._events(namespace or "", name, body)
+        if self.command == "POST" and (group_version, plural) in (("authentication.k8s.io/v1", "tokenreviews"),
+                                                                   ("authorization.k8s.io/v1", "subjectaccessreviews")):
+            return self._review(plural, (body or {}).get("spec") or {}, body or {})
         resource = next((r for r in RESOURCES.values() if r.api_version == group_version and r.plural == plural
                          and r.kind != "Event"), None)
         if resource is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import attrs
+import pytest
 import yaml
 
 from fake_apiserver import TOKEN, FakeAPIServer, wait_until
@@ -80,9 +82,17 @@ def cluster_changes(cluster: MemoryCluster, *kinds: str) -> threading.Event:
     return changed
 
 
-def get(url: str) -> tuple[int, str]:
+def get(url: str, token: str | None = None, ca: Path | None = None) -> tuple[int, str]:
+    """GET ``url``; over HTTPS the server's certificate is checked against ``ca``
+    (the self-signed certificate the daemon wrote) when given."""
+    context = None
+    if url.startswith("https:"):
+        context = ssl.create_default_context(cafile=str(ca) if ca else None)
+        if ca is None:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
@@ -141,7 +151,7 @@ def test_embedded_daemon_serves_probes_and_metrics_and_schedules_pods_created_la
 def test_kubesched_run_embedded_serves_metrics_and_exits_0_on_sigterm(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "kubesched.cli", "run", "--embedded", "-f", str(ROOT / "examples" / "cluster"),
-         "--port", "0", "--log-format", "json"],
+         "--port", "0", "--log-format", "json", "--cert-dir", str(tmp_path / "certs")],
         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         lines = []
@@ -152,9 +162,12 @@ def test_kubesched_run_embedded_serves_metrics_and_exits_0_on_sigterm(tmp_path):
             if lines[-1]["msg"] == "caches synced":
                 break
         assert port, lines
-        status, text = get(f"http://127.0.0.1:{port}/metrics")
+        # HTTPS with the self-signed certificate it wrote (valid for 127.0.0.1); the embedded
+        # cluster has no API server to authenticate against, so /metrics is open there
+        ca = tmp_path / "certs" / "kubesched.crt"
+        status, text = get(f"https://127.0.0.1:{port}/metrics", ca=ca)
         assert status == 200 and "scheduler_schedule_attempts_total" in text
-        assert get(f"http://127.0.0.1:{port}/healthz") == (200, "ok")
+        assert get(f"https://127.0.0.1:{port}/healthz", ca=ca) == (200, "ok")
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
         last = json.loads(process.stderr.readlines()[-1])
@@ -260,6 +273,29 @@ def test_published_decisions_explain_a_live_pod_through_the_kubeconfig(apiserver
     assert {(line["pod"], line["phase"]) for line in lines} >= {("default/fits", "scheduling"),
                                                                 ("default/fits", "binding"),
                                                                 ("default/too-big", "scheduling")}
+
+
+def test_metrics_need_a_token_the_api_server_authenticates_and_authorizes(apiserver, tmp_path):
+    from fake_apiserver import METRICS_TOKEN
+    from kubesched.core.observability.serving_cert import self_signed
+
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kubeconfig"), qps=0)
+    config = load_config(scheduler_config(leader_elect=False), DEFAULT_PLUGINS)
+    cert, key = self_signed(tmp_path / "certs")
+    daemon = Daemon(cluster, config, embedded=False, port=0, tls=(cert, key))
+    running = Running(daemon)
+    apiserver.wait_until(lambda: daemon.ready.is_set())
+    url = f"https://127.0.0.1:{daemon.http.port}"
+    assert get(f"{url}/healthz", ca=cert) == (200, "ok")  # probes stay open
+    assert get(f"{url}/metrics", ca=cert) == (401, "Unauthorized")
+    assert get(f"{url}/metrics", token="not-a-token", ca=cert) == (401, "Unauthorized")
+    status, text = get(f"{url}/metrics", token="denied-token", ca=cert)
+    assert status == 403 and 'cannot get path "/metrics"' in text
+    status, text = get(f"{url}/metrics", token=METRICS_TOKEN, ca=cert)
+    assert status == 200 and "scheduler_schedule_attempts_total" in text
+    with pytest.raises((urllib.error.URLError, ConnectionError)):  # no plain HTTP on the secure port
+        urllib.request.urlopen(f"http://127.0.0.1:{daemon.http.port}/healthz", timeout=5).read()
+    assert running.stop() == 0
 
 
 class HoldAtPermit:

@@ -64,6 +64,8 @@ RETRY_BACKOFF_FACTOR = 0.2
 RETRY_BACKOFF_MAX = 10.0
 #: Seconds a request (other than a watch) may take before it is retried.
 REQUEST_TIMEOUT = 30.0
+#: Paths whose writes are not fenced (see :meth:`KubernetesCluster.refusal`).
+UNFENCED = ("/leases", "/events", "/tokenreviews", "/subjectaccessreviews")
 #: A watch asks the server to end it after a random time in this range (seconds), as client-go's reflector.
 WATCH_TIMEOUT_RANGE = (300, 600)
 #: Backoff between failed watch or relist attempts: starts here, doubles, capped (seconds).
@@ -261,7 +263,7 @@ class KubernetesCluster(ClusterClient):
         if self._closing_at is not None and time.monotonic() >= self._closing_at:
             return "the client is shutting down"
         fence = self.fence
-        if fence is None or method == "GET" or "/leases/" in path or path.endswith("/leases") or "/events" in path:
+        if fence is None or method == "GET" or any(part in path for part in UNFENCED):
             return None
         return fence()
 
@@ -438,6 +440,14 @@ class KubernetesCluster(ClusterClient):
             current = self.get("Pod", name, namespace)
             if current.spec.node_name != node_name or (uid and current.metadata.uid != uid):
                 raise
+
+    def review(self, api_version: str, plural: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """POST a review (``authentication.k8s.io/v1`` ``tokenreviews``,
+        ``authorization.k8s.io/v1`` ``subjectaccessreviews``) with ``spec``
+        and return the API server's answer (its ``status``).  Raises ApiError."""
+        kind = {"tokenreviews": "TokenReview", "subjectaccessreviews": "SubjectAccessReview"}[plural]
+        body = {"apiVersion": api_version, "kind": kind, "spec": spec}
+        return self._call("POST", f"/apis/{api_version}/{plural}", body=body).get("status") or {}
 
     def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
         resource = RESOURCES[kind]
