@@ -261,4 +261,4 @@ def test_hostile_manifests_are_refused_with_one_line(tmp_path, name, text, probl
     path.write_text(text)
     with pytest.raises(InvalidManifest) as refused:
         load_objects([path])
-    assert problem in str(refused.value) and str(path) in str(refused.value)
+    assert problem in str(refused.value) and str(path) in str(refused.value) and "\n" not in str(refused.value)

@@ -100,7 +100,7 @@ def test_update_of_a_missing_object(cluster):
 
 
 def test_generate_name(cluster):
-    template = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "job-"}, "spec": {}})
+    template = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "job-"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
     first, second = cluster.create(template), cluster.create(template)
     for created in (first, second):
         name = created.metadata.name
@@ -113,7 +113,7 @@ def test_generate_name(cluster):
 
 
 def test_generated_names_and_uids_are_reproducible_with_a_seed():
-    template = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "w-"}, "spec": {}})
+    template = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "w-"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
     one, two = MemoryCluster(seed=7), MemoryCluster(seed=7)
     a, b = one.create(template), two.create(template)
     assert (a.metadata.name, a.metadata.uid) == (b.metadata.name, b.metadata.uid)
@@ -249,7 +249,7 @@ def priority_class(name, value, global_default=False, policy=None):
 def test_priority_admission_from_the_named_class(cluster):
     cluster.create(priority_class("high", 1000, policy="Never"))
     admitted = cluster.create(from_manifest({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"priorityClassName": "high"}}))
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"priorityClassName": "high", "containers": [{"name": "c", "image": "i"}]}}))
     assert admitted.spec.priority == 1000
     assert admitted.spec.preemption_policy == "Never"
 
@@ -262,7 +262,7 @@ def test_priority_admission_uses_the_global_default(cluster):
     assert plain.spec.priority_class_name == "fallback"
     assert plain.spec.preemption_policy == "PreemptLowerPriority"
     named = cluster.create(from_manifest({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "named"}, "spec": {"priorityClassName": "ordinary"}}))
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "named"}, "spec": {"priorityClassName": "ordinary", "containers": [{"name": "c", "image": "i"}]}}))
     assert named.spec.priority == 10
 
 
@@ -273,14 +273,14 @@ def test_priority_is_zero_without_classes(cluster):
 def test_unknown_priority_class_is_refused(cluster):
     with pytest.raises(Invalid, match="no PriorityClass with name missing was found"):
         cluster.create(from_manifest({
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"priorityClassName": "missing"}}))
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"priorityClassName": "missing", "containers": [{"name": "c", "image": "i"}]}}))
     with pytest.raises(NotFound):
         cluster.get("Pod", "p", "default")
 
 
 def named(name, class_name, **spec):
     return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                          "spec": {"priorityClassName": class_name, **spec}})
+                          "spec": {"priorityClassName": class_name, "containers": [{"name": "c", "image": "i"}], **spec}})
 
 
 def test_priority_admission_refuses_a_priority_or_policy_that_contradicts_the_class(cluster):

@@ -53,7 +53,10 @@ def read_documents(path: Path) -> Iterator[dict]:
         text = path.read_text()
         docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=SAFE_LOADER))
     except (OSError, yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InvalidManifest(str(path), "", "", f"cannot parse: {err}") from None
+        text = " ".join(str(err).split())  # PyYAML's messages span lines: one line, as every refusal
+        if "maximum nesting depth" in text:  # newer PyYAML stops at 1000 levels itself
+            text = f"nested deeper than {MAX_DEPTH} levels"
+        raise InvalidManifest(str(path), "", "", f"cannot parse: {text}") from None
     except RecursionError:
         raise InvalidManifest(str(path), "", "", f"cannot parse: nested deeper than {MAX_DEPTH} levels") from None
     for doc in docs:

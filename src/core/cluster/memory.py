@@ -33,6 +33,7 @@ from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondit
 from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
+from ..api.validation import problems
 from ..clock import Clock, FakeClock
 from .client import (
     ADDED,
@@ -148,6 +149,9 @@ class MemoryCluster(ClusterClient):
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
             )
             obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), None)
+            found = problems(obj)
+            if found:
+                raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
             if isinstance(obj, Pod):
                 obj = self._admit_pod(obj)
             elif isinstance(obj, PriorityClass):
