@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def one_run(scratch: Path) -> tuple[float, float]:
     from fake_apiserver import FakeAPIServer
-
     from kubesched.testing import node, pod
 
     config = yaml.safe_load((ROOT / "deploy/configmap.yaml").read_text())["data"]["config.yaml"]
