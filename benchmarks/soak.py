@@ -3,6 +3,7 @@
     python benchmarks/soak.py                          # both modes, 10,000 pods each
     python benchmarks/soak.py --mode apiserver --pods 2000 --burst 200 --interval 0.2
     python benchmarks/soak.py -o json
+    python benchmarks/soak.py --mode apiserver --pods 1000 --latency 0.05 --binding-workers 0   # before/after
 
 - ``embedded``: a Daemon on the in-memory cluster in this process (real clock,
   threads, HTTP endpoints); a producer thread creates the pods.
@@ -132,13 +133,17 @@ def run_apiserver(args) -> dict:
     from fake_apiserver import FakeAPIServer
 
     with FakeAPIServer() as server, tempfile.TemporaryDirectory() as tmp:
+        if args.latency:
+            for method in ("POST", "PUT", "DELETE"):
+                server.delay(method, r".", args.latency)
         nodes(server.cluster, args.nodes)
         tracker = Tracker(server.cluster)
         config = Path(tmp) / "config.yaml"
         config.write_text(yaml.safe_dump(config_doc(True)))
         daemon = subprocess.Popen(
             [sys.executable, *PROFILE, "-m", "kubesched.cli", "run", "--config", str(config),
-             "--kubeconfig", server.kubeconfig(Path(tmp) / "kubeconfig"), "--port", "0", "--log-format", "json"],
+             "--kubeconfig", server.kubeconfig(Path(tmp) / "kubeconfig"), "--port", "0", "--log-format", "json",
+             "--insecure-serving", "--binding-workers", str(args.binding_workers)],
             stderr=subprocess.PIPE, text=True)
         try:
             for line in daemon.stderr:  # wait until its caches are synced
@@ -164,6 +169,8 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between bursts")
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--timeout", type=float, default=600.0, help="give up this long after the last burst")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every write (apiserver mode)")
+    parser.add_argument("--binding-workers", type=int, default=16, help="kubesched run --binding-workers")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     args = parser.parse_args()
     results = []

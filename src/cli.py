@@ -386,6 +386,9 @@ def run(
                                               "the API server authenticates and authorizes for get /metrics."),
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
+    binding_workers: int = typer.Option(
+        16, "--binding-workers", help="Threads that run Bind (the pods/binding call) off the scheduling loop against "
+                                      "an API server; 0: on the loop."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "
@@ -412,7 +415,8 @@ def run(
         decisions = DecisionPublisher(cluster, record_decisions) if record_decisions is not None else None
         tls = _serving_cert(tls_cert_file, tls_private_key_file, cert_dir, insecure_serving)
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
-                        decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth)
+                        decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth,
+                        binding_workers=binding_workers)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err))
     except OSError as err:

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -52,6 +53,8 @@ IDLE_WAIT_SECONDS = 1.0
 #: Backoff between attempts to list the cluster at start-up (seconds: first, cap).
 START_BACKOFF = (0.5, 30.0)
 SHUTDOWN_MESSAGE = "the scheduler is shutting down"
+#: Threads that run Bind plugins (the pods/binding API call) off the scheduling loop.
+BINDING_WORKERS = 16
 #: After SIGTERM, how long API calls may still take in all (the rollback, the lease release).
 SHUTDOWN_GRACE_SECONDS = 10.0
 #: Why a write is refused once this replica's leadership term is over.
@@ -92,7 +95,8 @@ class Daemon:
     ``decisions``: records every scheduling attempt and publishes each pod's
     latest one in its annotation (``--record-decisions``); ``shutdown_grace``:
     seconds API calls may still take after :meth:`stop` (default
-    :data:`SHUTDOWN_GRACE_SECONDS`).
+    :data:`SHUTDOWN_GRACE_SECONDS`); ``binding_workers``: threads that run
+    the Bind plugins against an API server (0: on the scheduling loop).
     Raises ``ConfigError`` for a bad configuration and ValueError for bad
     leader election durations.
     """
@@ -101,7 +105,8 @@ class Daemon:
                  registry: Registry | None = None, identity: str | None = None,
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
                  decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
-                 tls: tuple[Path, Path] | None = None, metrics_auth: bool = True):
+                 tls: tuple[Path, Path] | None = None, metrics_auth: bool = True,
+                 binding_workers: int = BINDING_WORKERS):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -114,6 +119,12 @@ class Daemon:
         self.controllers = self.harness.controllers
         self.decisions = decisions
         self.shutdown_grace = shutdown_grace
+        self.bind_pool: ThreadPoolExecutor | None = None
+        if isinstance(cluster, KubernetesCluster) and binding_workers > 0:
+            # Bind's API call off the scheduling loop, as upstream's binding goroutines
+            self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
+            self.scheduler.bind_pool = self.bind_pool
+            self.scheduler.bind_wakeup = self.informers.wakeup.set
         if decisions is not None:
             self.scheduler.decisions = decisions
             self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))
@@ -232,7 +243,7 @@ class Daemon:
                 self.clock.run_due()
             deadline = self.clock.next_deadline()
             wait = IDLE_WAIT_SECONDS if deadline is None else min(IDLE_WAIT_SECONDS, deadline - self.clock.now())
-            if wait > 0 and not self.informers.pending():
+            if wait > 0 and not self.informers.pending() and not scheduler.bind_results:
                 self.clock.wait(wait, self.informers.wakeup)
 
     def _start_leading(self) -> None:
@@ -251,6 +262,9 @@ class Daemon:
         """Roll back in-flight binding cycles, stop the workers, release the lease."""
         self._loop_alive = False
         rolled_back = self.rollback_in_flight(SHUTDOWN_MESSAGE)
+        if self.bind_pool is not None:
+            self.bind_pool.shutdown(wait=True)  # the binds sent finish (bounded by the client's grace)
+            self.scheduler.finish_binds()
         self._workers_stop.set()
         self.controllers.stop()
         self._elector_stop.set()

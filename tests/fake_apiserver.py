@@ -101,6 +101,10 @@ class FakeAPIServer:
         #: (token, method, path) of every request carried out, in order
         self.processed: list[tuple[str, str, str]] = []
         self._partitioned: dict[str, threading.Event] = {}
+        self._delays: list[tuple[str, re.Pattern, float]] = []
+        self._delayed_now = 0
+        #: the most delayed requests (:meth:`delay`) that were in the server at once
+        self.most_concurrent = 0
         #: TokenReview: bearer token -> user name (others are not authenticated)
         self.users: dict[str, str] = {METRICS_TOKEN: METRICS_USER, "denied-token": "system:anonymous-ish"}
         #: SubjectAccessReview: (user, non-resource path, verb) that are allowed
@@ -169,6 +173,13 @@ class FakeAPIServer:
         with self._lock:
             self._faults.append(_Fault(method, path, 1))
 
+    def delay(self, method: str, path: str, seconds: float) -> None:
+        """Answer every request ``method`` on a path matching ``path`` only after
+        ``seconds`` (API latency); :attr:`most_concurrent` counts how many of
+        them were in the server at once."""
+        with self._lock:
+            self._delays.append((method, re.compile(path), seconds))
+
     def partition_when(self, method: str, path: str, token: str) -> None:
         """Cut the client ``token`` off when it sends a request ``method`` on a
         path matching ``path``: that request and every later one of the client
@@ -227,6 +238,20 @@ class FakeAPIServer:
         return sum(1 for m, p, _ in list(self.requests) if m == method and pattern.search(p))
 
     # --- request handling (called from handler threads) ----------------------------------
+
+    def _wait_delay(self, method: str, path: str) -> None:
+        """Hold a request that :meth:`delay` slows down (the injected latency)."""
+        seconds = next((d for m, pattern, d in self._delays if m == method and pattern.search(path)), None)
+        if seconds is None:
+            return
+        with self._lock:
+            self._delayed_now += 1
+            self.most_concurrent = max(self.most_concurrent, self._delayed_now)
+        try:
+            threading.Event().wait(seconds)  # the latency of the network and the API server
+        finally:
+            with self._lock:
+                self._delayed_now -= 1
 
     def _partition_for(self, token: str, method: str, path: str) -> threading.Event | None:
         """The event that ends the partition this request of ``token`` falls into, if any."""
@@ -302,6 +327,7 @@ class _Handler(BaseHTTPRequestHandler):
             cut.wait(30)
             self.close_connection = True  # dropped: no answer, nothing done
             return None
+        self.api._wait_delay(self.command, path)
         fault = self.api._fault_for(self.command, path)
         if fault is not None and fault.code:
             return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"))

@@ -298,6 +298,37 @@ def test_metrics_need_a_token_the_api_server_authenticates_and_authorizes(apiser
     assert running.stop() == 0
 
 
+def test_binds_run_on_binding_workers_while_the_loop_schedules_on(apiserver, tmp_path):
+    """With 300 ms on every pods/binding call, the Bind calls overlap (upstream's
+    binding goroutines); with binding_workers=0 they go one at a time."""
+    apiserver.cluster.create(node("n1", cpu="64"))
+    apiserver.delay("POST", r"/binding$", 0.3)
+    names = [f"p{i}" for i in range(12)]
+    for name in names:
+        apiserver.cluster.create(pod(name, cpu="1", scheduler_name="kubesched"))
+    daemon = kube_daemon(apiserver, tmp_path, "async")
+    running = Running(daemon)
+    apiserver.wait_until(lambda: bound(apiserver.cluster, *names), timeout=30)
+    assert apiserver.most_concurrent > 1
+    assert running.stop() == 0 and daemon.scheduler.stats.bound == 12 and daemon.scheduler.in_flight() == 0
+    assert scheduled_events(apiserver) == {name: 1 for name in names}
+
+
+def test_without_binding_workers_binds_go_one_at_a_time(apiserver, tmp_path):
+    apiserver.cluster.create(node("n1", cpu="64"))
+    apiserver.delay("POST", r"/binding$", 0.1)
+    names = [f"p{i}" for i in range(4)]
+    for name in names:
+        apiserver.cluster.create(pod(name, cpu="1", scheduler_name="kubesched"))
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kubeconfig"), qps=0)
+    daemon = Daemon(cluster, load_config(scheduler_config(), DEFAULT_PLUGINS), embedded=False, identity="sync",
+                    port=None, binding_workers=0)
+    running = Running(daemon)
+    apiserver.wait_until(lambda: bound(apiserver.cluster, *names), timeout=30)
+    assert apiserver.most_concurrent == 1
+    assert running.stop() == 0
+
+
 class HoldAtPermit:
     """Makes every pod wait at Permit (for a minute) and records Unreserve."""
 

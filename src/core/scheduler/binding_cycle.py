@@ -10,9 +10,11 @@ part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import time
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Callable
 
 import attrs
@@ -106,6 +108,14 @@ class BindingCycle:
     attempt_started: dict[str, float]
     binding_waits: dict[str, BindingWait]
     decisions: DecisionLog | None
+    #: where Bind plugins run (None: on the scheduling loop, as simulations need for determinism)
+    bind_pool: Executor | None
+    #: called from a binding worker when a Bind finished (wakes the daemon's loop)
+    bind_wakeup: Callable[[], object] | None
+    #: outcomes of Bind plugins run on workers, for :meth:`finish_binds`
+    bind_results: collections.deque
+    #: pod UID -> assumed pod whose Bind runs on a worker
+    binds_in_flight: dict[str, Pod]
 
     def _record_binding(self, state: CycleState, node_name: str, status: Status | None) -> None:
         """The binding cycle's outcome, when the attempt is being recorded."""
@@ -162,9 +172,48 @@ class BindingCycle:
                 self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
             return
         if status is None:
+            pool = self.bind_pool
+            if pool is not None:
+                self._bind_elsewhere(pool, fwk, state, info, assumed, node_name)
+                return
             status = fwk.run_bind(state, assumed, node_name)
-            if status is not None and status.code == Code.SKIP:
-                status = Status(Code.ERROR, ("no bind plugin bound the pod",))
+        self._finish_binding(fwk, state, info, assumed, node_name, status)
+
+    def _bind_elsewhere(self, pool: Executor, fwk: Framework, state: CycleState, info: QueuedPodInfo,
+                        assumed: Pod, node_name: str) -> None:
+        """Run the Bind plugins on a binding worker; their outcome comes back
+        to the scheduling loop (:meth:`finish_binds`), which alone touches the
+        cache and the queue.  Upstream runs each binding cycle in a goroutine."""
+        uid = assumed.metadata.uid
+        self.binds_in_flight[uid] = assumed
+
+        def bind() -> None:
+            try:
+                status = fwk.run_bind(state, assumed, node_name)
+            except Exception as err:  # noqa: BLE001 - a failing Bind plugin fails the binding, as upstream
+                status = Status(Code.ERROR, (f"running Bind plugins: {err}",), error=err)
+            self.bind_results.append((fwk, state, info, assumed, node_name, status))
+            if self.bind_wakeup is not None:
+                self.bind_wakeup()
+
+        pool.submit(bind)
+
+    def finish_binds(self) -> int:
+        """Finish the binding cycles whose Bind plugins returned on a binding
+        worker (on the scheduling loop's thread); returns how many."""
+        done = 0
+        while self.bind_results:
+            fwk, state, info, assumed, node_name, status = self.bind_results.popleft()
+            self.binds_in_flight.pop(assumed.metadata.uid, None)
+            self._finish_binding(fwk, state, info, assumed, node_name, status)
+            done += 1
+        return done
+
+    def _finish_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
+                        node_name: str, status: Status | None) -> None:
+        """What follows Bind: the bound pod's bookkeeping, event and PostBind, or the failure."""
+        if status is not None and status.code == Code.SKIP:
+            status = Status(Code.ERROR, ("no bind plugin bound the pod",))
         if status is not None:
             self._binding_failed(fwk, state, info, assumed, node_name, status)
             return

@@ -16,9 +16,11 @@ driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
 
 from __future__ import annotations
 
+import collections
 import logging
 import random
 import time
+from concurrent.futures import Executor
 from typing import Callable
 
 import attrs
@@ -129,6 +131,11 @@ class Scheduler(EventHandlers, BindingCycle):
         self.node_rank: dict[str, int] | None = None
         #: where the record of every scheduling attempt goes (None: not recorded)
         self.decisions: DecisionLog | None = None
+        #: binding workers for the Bind plugins (None: Bind runs on the loop; see BindingCycle)
+        self.bind_pool: Executor | None = None
+        self.bind_wakeup: Callable[[], object] | None = None
+        self.bind_results: collections.deque = collections.deque()
+        self.binds_in_flight: dict[str, Pod] = {}
         self.profiles: dict[str, Framework] = {}
         self._dra: DRAManager | None = None
         for profile in config.profiles:
@@ -207,8 +214,8 @@ class Scheduler(EventHandlers, BindingCycle):
         self.queue.on_activate = callback
 
     def in_flight(self) -> int:
-        """Binding cycles not finished: pods waiting at Permit or at a PreBind wait."""
-        return len(self.waiting_pods) + len(self.binding_waits)
+        """Binding cycles not finished: pods waiting at Permit, at a PreBind wait, or in Bind on a worker."""
+        return len(self.waiting_pods) + len(self.binding_waits) + len(self.binds_in_flight)
 
     def pre_bind_waits(self) -> int:
         """Binding cycles parked at a PreBind wait (polling a condition on the clock)."""
@@ -250,8 +257,10 @@ class Scheduler(EventHandlers, BindingCycle):
         self.informers.pump()
 
     def step(self) -> bool:
-        """Deliver pending events and due timers, then schedule one pod.
-        Returns False when there was nothing to schedule."""
+        """Finish the binds that came back from binding workers, deliver pending
+        events and due timers, then schedule one pod.  Returns False when
+        there was nothing to schedule."""
+        self.finish_binds()
         self.informers.pump()
         self.clock.run_due()
         if self.informers.pending():
