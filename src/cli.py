@@ -195,10 +195,15 @@ def explain(
 
 def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, list]:
     """The latest attempt of live pod ``key`` as the daemon published it, the pod and the nodes."""
-    from kubernetes.config import ConfigException
-
     from .core.cluster.client import ApiError, NotFound
-    from .core.cluster.kube import KubernetesCluster
+
+    try:
+        from kubernetes.config import ConfigException
+
+        from .core.cluster.kube import KubernetesCluster
+    except ImportError:
+        _refuse("explain --kubeconfig: talking to an API server needs the Kubernetes client: "
+                "pip install 'kubesched[kube]'")
 
     try:
         cluster = KubernetesCluster.from_kubeconfig(str(kubeconfig))
@@ -439,8 +444,15 @@ def _serving_cert(cert: Optional[Path], key: Optional[Path], cert_dir: Path,
     if (cert is None) != (key is None):
         _refuse("--tls-cert-file and --tls-private-key-file go together")
     if cert is not None and key is not None:
+        for option, path in (("--tls-cert-file", cert), ("--tls-private-key-file", key)):
+            if not path.is_file():
+                _refuse(f"{option}: {path}: no such file")
         return cert, key
-    return self_signed(cert_dir)
+    try:
+        return self_signed(cert_dir)
+    except OSError as err:
+        _refuse(f"--cert-dir: {cert_dir}: {err.strerror or err}")
+        raise  # not reached: _refuse exits
 
 
 def _run_cluster(config, embedded: bool, in_cluster: bool, kubeconfig: Optional[Path]):

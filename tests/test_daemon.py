@@ -184,6 +184,18 @@ def test_kubesched_run_refuses_conflicting_sources(tmp_path):
     assert "--embedded and --in-cluster: choose one" in result.stderr
 
 
+def test_kubesched_run_refuses_serving_files_it_cannot_use(tmp_path):
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
+
+    missing = CliRunner().invoke(app, ["run", "--embedded", "--tls-cert-file", str(tmp_path / "no.crt"),
+                                       "--tls-private-key-file", str(tmp_path / "no.key")])
+    assert missing.exit_code == 2 and f"--tls-cert-file: {tmp_path / 'no.crt'}: no such file" in missing.output
+    alone = CliRunner().invoke(app, ["run", "--embedded", "--tls-cert-file", str(tmp_path / "no.crt")])
+    assert alone.exit_code == 2 and "--tls-cert-file and --tls-private-key-file go together" in alone.output
+
+
 # --- against an API server ------------------------------------------------------------------
 
 
