@@ -47,8 +47,10 @@ def manifest_files(path: str | Path) -> list[Path]:
 
 def read_documents(path: Path) -> Iterator[dict]:
     """The object documents of one file, with ``kind: List`` items flattened.
-    Nesting deeper than :data:`MAX_DEPTH` and aliases that expand past
-    :data:`MAX_VALUES` values are refused (:class:`InvalidManifest`)."""
+    In YAML, nesting deeper than :data:`MAX_DEPTH` and aliases that expand past
+    :data:`MAX_VALUES` values are refused (:class:`InvalidManifest`); JSON
+    nested beyond what the parser can take is refused too (large JSON files,
+    such as converted traces, are not walked again)."""
     try:
         text = path.read_text()
         docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=SAFE_LOADER))
@@ -60,7 +62,8 @@ def read_documents(path: Path) -> Iterator[dict]:
     except RecursionError:
         raise InvalidManifest(str(path), "", "", f"cannot parse: nested deeper than {MAX_DEPTH} levels") from None
     for doc in docs:
-        values, depth = measure(doc)
+        # JSON has no aliases and json.loads stops deep nesting itself (RecursionError above); YAML is measured
+        values, depth = measure(doc) if path.suffix != ".json" else (0, 0)
         if depth > MAX_DEPTH:
             raise InvalidManifest(str(path), "", "", f"nested deeper than {MAX_DEPTH} levels ({depth})")
         if values > MAX_VALUES:
