@@ -125,6 +125,8 @@ class Daemon:
             self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
             self.scheduler.bind_pool = self.bind_pool
             self.scheduler.bind_wakeup = self.informers.wakeup.set
+            for framework in self.scheduler.profiles.values():
+                framework.handle.api_workers = self.bind_pool  # preemption's evictions, off the loop too
         if decisions is not None:
             self.scheduler.decisions = decisions
             self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))

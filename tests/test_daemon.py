@@ -326,6 +326,25 @@ def test_binds_run_on_binding_workers_while_the_loop_schedules_on(apiserver, tmp
     assert scheduled_events(apiserver) == {name: 1 for name in names}
 
 
+def test_preemption_evicts_its_victims_off_the_loop_and_waits_for_them(apiserver, tmp_path):
+    apiserver.cluster.create(node("n1", cpu="4"))
+    low = [f"low-{i}" for i in range(4)]
+    for name in low:
+        apiserver.cluster.create(pod(name, cpu="1", priority=1, scheduler_name="kubesched"))
+    daemon = kube_daemon(apiserver, tmp_path, "preempting")
+    running = Running(daemon)
+    apiserver.wait_until(lambda: bound(apiserver.cluster, *low))
+    apiserver.delay("DELETE", r"/pods/low-", 0.3)  # evictions take a while
+    apiserver.cluster.create(pod("urgent", cpu="3", priority=100, scheduler_name="kubesched"))
+    apiserver.wait_until(lambda: bound(apiserver.cluster, "urgent"), timeout=30)
+    assert apiserver.most_concurrent >= 2  # the three evictions overlapped, on API workers
+    left = [p.metadata.name for p in apiserver.cluster.list("Pod").items if p.metadata.name.startswith("low-")]
+    assert len(left) == 1
+    preempted = [e for e in apiserver.events.values() if e["reason"] == "Preempted"]
+    assert sorted(e["regarding"]["name"] for e in preempted) == sorted(set(low) - set(left))  # each evicted once
+    assert running.stop() == 0
+
+
 def test_without_binding_workers_binds_go_one_at_a_time(apiserver, tmp_path):
     apiserver.cluster.create(node("n1", cpu="64"))
     apiserver.delay("POST", r"/binding$", 0.1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -29,7 +30,9 @@ class Handle:
     - ``profile_name``: the profile's schedulerName;
     - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
       flight, classes, slices, taint rules), created on first use;
-    - ``rng``: the scheduler's seeded random source (random choices stay reproducible).
+    - ``rng``: the scheduler's seeded random source (random choices stay reproducible);
+    - ``api_workers``: an executor for API calls off the scheduling loop
+      (preemption's evictions), set by a daemon; None in simulations.
     """
 
     def __init__(
@@ -58,6 +61,8 @@ class Handle:
         self._activate = activate
         self._dra = dra
         self.rng = rng if rng is not None else random.Random(0)
+        #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
+        self.api_workers: Executor | None = None
 
     @property
     def snapshot(self) -> "Snapshot":

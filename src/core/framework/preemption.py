@@ -26,6 +26,9 @@ SchedulerAsyncPreemption feature).
 
 from __future__ import annotations
 
+import logging
+import threading
+from concurrent.futures import Executor
 from typing import Callable, Protocol
 
 import attrs
@@ -42,6 +45,8 @@ from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import PostFilterResult
 from kubesched.core.observability import metrics
+
+log = logging.getLogger(__name__)
 
 #: The status of nodes preemption did not consider (their failure was unresolvable).
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -100,6 +105,9 @@ class Evaluator:
         self.handle = handle
         self.policy = policy
         self._pdbs = handle.informers.store("PodDisruptionBudget")
+        #: preemptor UID -> evictions still running on the handle's API workers
+        self._evicting: dict[str, int] = {}
+        self._evicting_lock = threading.Lock()
 
     # --- the steps -----------------------------------------------------------------------
 
@@ -118,6 +126,11 @@ class Evaluator:
         if current is None or current.metadata.uid != pod.metadata.uid:
             return None, Status.as_error(f'pods "{pod.metadata.name}" not found')
         pod = current
+        with self._evicting_lock:
+            evicting = self._evicting.get(pod.metadata.uid, 0)
+        if evicting:
+            # upstream (async preemption): the preemptor waits for its victims to go, keeping its nomination
+            return None, Status(Code.UNSCHEDULABLE, (f"preemption is in progress ({evicting} victim(s) being evicted)",))
         nominated_status = node_status.get(pod.status.nominated_node_name, _UNRESOLVABLE)
         eligible, reason = self.policy.pod_eligible_to_preempt_others(pod, nominated_status)
         if not eligible:
@@ -197,8 +210,12 @@ class Evaluator:
         """Evict the victims (already terminating ones are left alone) and clear
         the nominations of lower-priority pods on the node.  An Error status
         when a victim could not be evicted."""
+        workers = self.handle.api_workers
         for victim in candidate.victims:
             if victim.metadata.deletion_timestamp is not None:
+                continue
+            if workers is not None and victim.metadata.uid not in self.handle.waiting_pods:
+                self._evict_elsewhere(workers, candidate, pod, victim)
                 continue
             error = self.preempt_pod(candidate, pod, victim)
             if error is not None:
@@ -218,22 +235,57 @@ class Evaluator:
         if waiting is not None:
             waiting.preempt(self.plugin_name, "preempted")
         else:
-            cluster = self.handle.cluster
-            try:
-                current = cluster.get("Pod", victim.metadata.name, victim.metadata.namespace)
-                if current.metadata.uid != victim.metadata.uid:
-                    return None
-                marked = with_disruption_target(current, preemptor, self.handle.clock.now())
-                if marked is not current:
-                    cluster.update_status(marked)
-                cluster.delete("Pod", victim.metadata.name, victim.metadata.namespace, uid=victim.metadata.uid)
-            except (NotFound, Conflict):
+            error = self._evict(preemptor, victim)
+            if error is not None:
+                return error
+        self._preempted_event(candidate, preemptor, victim)
+        return None
+
+    def _evict(self, preemptor: Pod, victim: Pod) -> ApiError | None:
+        """The API calls of an eviction: DisruptionTarget, then delete (UID precondition)."""
+        cluster = self.handle.cluster
+        try:
+            current = cluster.get("Pod", victim.metadata.name, victim.metadata.namespace)
+            if current.metadata.uid != victim.metadata.uid:
                 return None
-            except ApiError as err:
-                return err
+            marked = with_disruption_target(current, preemptor, self.handle.clock.now())
+            if marked is not current:
+                cluster.update_status(marked)
+            cluster.delete("Pod", victim.metadata.name, victim.metadata.namespace, uid=victim.metadata.uid)
+        except (NotFound, Conflict):
+            return None
+        except ApiError as err:
+            return err
+        return None
+
+    def _evict_elsewhere(self, workers: Executor, candidate: Candidate, preemptor: Pod, victim: Pod) -> None:
+        """Upstream's asynchronous preemption: the preemptor is nominated now and
+        the victim's eviction runs on an API worker; until every eviction of
+        its preemption has returned, the preemptor does not preempt again."""
+        uid = preemptor.metadata.uid
+        with self._evicting_lock:
+            self._evicting[uid] = self._evicting.get(uid, 0) + 1
+        self._preempted_event(candidate, preemptor, victim)
+
+        def evict() -> None:
+            try:
+                error = self._evict(preemptor, victim)
+                if error is not None:
+                    log.warning("evicting a preemption victim failed", extra={
+                        "pod": victim.key, "preemptor": preemptor.key, "err": error.message})
+            finally:
+                with self._evicting_lock:
+                    left = self._evicting.get(uid, 1) - 1
+                    if left:
+                        self._evicting[uid] = left
+                    else:
+                        self._evicting.pop(uid, None)
+
+        workers.submit(evict)
+
+    def _preempted_event(self, candidate: Candidate, preemptor: Pod, victim: Pod) -> None:
         self.handle.recorder.event(victim, "Normal", "Preempted", "Preempting",
                                    f"Preempted by pod {preemptor.metadata.uid} on node {candidate.node_name}")
-        return None
 
     def clear_nominated_node_name(self, pods: list[Pod]) -> None:
         """End the nominations of ``pods``: in the nominator at once, and in
