@@ -50,7 +50,8 @@ def run_ray(cells: list[Cell], inputs: Inputs, address: str | None, on_result: O
         raise RuntimeError("--engine ray needs Ray: pip install 'kubesched[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # no address: a Ray of our own, never one that happens to run on this machine
+        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         shared = ray.put(inputs)
         task = ray.remote(run_cell)
