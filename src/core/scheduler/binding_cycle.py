@@ -27,6 +27,7 @@ from ..framework.cycle_state import CycleState
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent
+from .cache import CacheError
 from .queue import QueuedPodInfo
 from .recording import binding_record
 
@@ -123,9 +124,14 @@ class BindingCycle:
             self.decisions.write(binding_record(state.record, self.clock.now(), node_name, status))
 
     def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
-        """Unreserve and forget the assumed pod."""
+        """Unreserve and forget the assumed pod (one that its informer event
+        already confirmed as bound - a Bind that failed after the API server
+        bound it, seen first on a binding worker - stays)."""
         fwk.run_unreserve(state, assumed, node_name)
-        self.cache.forget_pod(assumed)
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as err:
+            log.warning("not forgetting a pod the cluster already bound", extra={"pod": assumed.key, "err": str(err)})
 
     if TYPE_CHECKING:  # the scheduling cycle's failure handling, in scheduler.py
         def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None: ...
