@@ -167,6 +167,8 @@ def explain(
     key = pod_key(pod)
     if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
         _refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
+    if not filename and (config is not None or seed != 0):
+        _refuse("explain: --config and --seed shape a simulation: they go with -f only")
     pod_object: Any = None
     nodes: list = []
     if kubeconfig is not None:
@@ -255,6 +257,8 @@ def compare(
         _refuse(f"compare: give --config exactly twice (got {len(config)})")
     if [bool(filename), perf_workload is not None, trace is not None].count(True) != 1:
         _refuse("compare: give either -f DIR, --perf FILE:TEST/WORKLOAD or --trace DIR")
+    if trace is not None and seed != 0:
+        _refuse("compare: --seed does not apply to --trace (a converted trace carries its seed)")
     try:
         if trace is not None:
             replays = [run_trace(trace, side) for side in config]
@@ -391,9 +395,9 @@ def run(
                                               "the API server authenticates and authorizes for get /metrics."),
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
-    binding_workers: int = typer.Option(
-        16, "--binding-workers", help="Threads that run Bind (the pods/binding call) off the scheduling loop against "
-                                      "an API server; 0: on the loop."),
+    binding_workers: Optional[int] = typer.Option(
+        None, "--binding-workers", help="Threads that run Bind (the pods/binding call) and preemption's evictions "
+                                        "off the scheduling loop against an API server (default 16; 0: on the loop)."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "
@@ -402,7 +406,7 @@ def run(
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
     from kubesched.core.observability.logs import configure_logging
 
-    from .daemon import Daemon
+    from .daemon import BINDING_WORKERS, Daemon
     from .simulation import load_paths
 
     configure_logging(log_format.value, verbosity)
@@ -412,6 +416,8 @@ def run(
         _refuse(f"{' and '.join(sources)}: choose one")
     if filename and not embedded:
         _refuse("-f: manifests are only loaded with --embedded")
+    if binding_workers is not None and (embedded or binding_workers < 0):
+        _refuse("--binding-workers: zero or more, against an API server (the embedded cluster binds at once)")
     try:
         loaded = load_config(config, DEFAULT_PLUGINS)
         cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig)
@@ -421,7 +427,7 @@ def run(
         tls = _serving_cert(tls_cert_file, tls_private_key_file, cert_dir, insecure_serving)
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
                         decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth,
-                        binding_workers=binding_workers)
+                        binding_workers=BINDING_WORKERS if binding_workers is None else binding_workers)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err))
     except OSError as err:
@@ -532,6 +538,10 @@ def sweep(
         _refuse(f"--export: one of {', '.join(EXPORTS)}, got {export!r}")
     if workers < 0:
         _refuse(f"--workers: zero (the core count) or more, got {workers}")
+    if engine == "ray" and workers:
+        _refuse("--workers: the local engine's; with --engine ray the Ray cluster's CPUs decide")
+    if engine == "local" and address is not None:
+        _refuse("--address: the Ray cluster's; give --engine ray with it")
     try:
         loaded = load_spec(spec)
     except SweepError as err:
@@ -617,12 +627,18 @@ def report(
             _refuse(f"{out}: {err.strerror}")
         typer.echo(str(page))
         if not results:
+            if heatmap is not None or published is not None:
+                _refuse("--heatmap/--published: replay or sweep results only, not --decisions alone")
             return
     if not results:
         _refuse("report: give replay results, a sweep's results, or --decisions FILE")
     if len(results) == 1 and (results[0].is_dir() or results[0].suffix == ".parquet"):
+        if heatmap is not None:
+            _refuse("--heatmap: replay results only (a sweep's report has no heatmap)")
         _report_sweep(results[0], out, published)
         return
+    if published is not None:
+        _refuse("--published: a sweep's results only (give its directory or .parquet table)")
     try:
         loaded = load_results(results)
         chosen = load_results([heatmap])[0] if heatmap is not None else loaded[0]

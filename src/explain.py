@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .core.api.core_v1 import Node, Pod
-from .core.framework.resources import CPU
+from .core.quantity import MILLI_RESOURCES, format_quantity
 
 #: Nodes per suggestion named in full.
 NODES_SHOWN = 5
@@ -127,8 +127,8 @@ def _names(group: dict[str, Any]) -> str:
 def quantity(resource: str, amount: int) -> str:
     """``amount`` of ``resource`` in scheduler units, as a person reads it
     (milli-CPU as ``250m``/``2``; bytes as ``512Mi``/``26Gi``)."""
-    if resource == CPU:
-        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
+    if resource in MILLI_RESOURCES:
+        return format_quantity(resource, amount)
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
         for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
             if amount >= size:

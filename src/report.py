@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import dataclasses
 import html
 import json
 import re
@@ -26,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+import attrs
 import numpy as np
 
 from .trace.replay import ReplayResult
@@ -160,7 +160,7 @@ def policy_key(name: str) -> str:
     return key[3:] if key.startswith("gpu") and len(key) > 3 else key
 
 
-@dataclasses.dataclass
+@attrs.define
 class Published:
     """The FGD paper's published runs: per (workload, policy key) the mean over
     its seeds of the allocation curve and of the fragmentation curve

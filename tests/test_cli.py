@@ -234,3 +234,23 @@ def test_simulate_preemption_example_shows_the_preempted_events_and_placements()
     assert placed["shop/report-1"] == "-" and placed["data/etl-1"] == "node-b"
     assert "preemption: not eligible due to preemptionPolicy=Never." in result.output
     assert "6 pod(s) scheduled, 2 pending, 3 node(s)" in result.output
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["explain", "a/b", "--from", "x.jsonl", "--config", "c.yaml"], "--config and --seed shape a simulation"),
+    (["explain", "a/b", "--from", "x.jsonl", "--seed", "3"], "--config and --seed shape a simulation"),
+    (["compare", "--config", "a.yaml", "--config", "b.yaml", "--trace", "t", "--seed", "3"],
+     "--seed does not apply to --trace"),
+    (["sweep", "s.yaml", "--engine", "ray", "--workers", "2"], "--workers: the local engine's"),
+    (["sweep", "s.yaml", "--address", "127.0.0.1:6379"], "--address: the Ray cluster's"),
+    (["report", "results.json", "--published", "p"], "--published: a sweep's results only"),
+    (["run", "--embedded", "--binding-workers", "4"], "--binding-workers: zero or more, against an API server"),
+])
+def test_options_a_mode_would_ignore_are_refused(args, problem):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and problem in result.output
+
+
+def test_a_sweep_report_refuses_a_heatmap_it_would_not_draw(tmp_path):
+    result = CliRunner().invoke(app, ["report", str(tmp_path), "--heatmap", "r.json"])
+    assert result.exit_code == 2 and "--heatmap: replay results only" in result.output

@@ -340,10 +340,10 @@ class DRAManager:
         return out
 
     def slices(self) -> list[ResourceSlice]:
-        return list(self._informers.store("ResourceSlice").values())
+        return self._informers.store("ResourceSlice").values()  # a snapshot list
 
     def taint_rules(self) -> list[DeviceTaintRule]:
-        return list(self._informers.store("DeviceTaintRule").values())
+        return self._informers.store("DeviceTaintRule").values()
 
     def node_slices(self, node_name: str) -> list[ResourceSlice]:
         """The ResourceSlices published for ``node_name`` alone (``spec.nodeName``),
