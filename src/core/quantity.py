@@ -33,6 +33,10 @@ _PATTERN = re.compile(
     r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 
+#: a non-negative whole number with a suffix that keeps it whole in scheduler units (to_scheduler_units' fast path)
+_WHOLE = re.compile(r"^(?P<num>[0-9]+)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE])?$")
+_WHOLE_DECIMAL = {suffix: int(factor) for suffix, factor in _DECIMAL.items() if factor.denominator == 1}
+
 _UPSTREAM_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 #: Resource names whose scheduler unit is milli (1/1000); all others use base units.
@@ -75,10 +79,18 @@ def to_scheduler_units(resource: str, text: str | int | float) -> int:
     units (bytes for memory, a count for pods), rounded up like upstream's
     ``MilliValue()``/``Value()``.  Raises :class:`QuantityError`.
     """
-    value = parse_quantity(text)
-    if resource in MILLI_RESOURCES:
-        value *= 1000
-    return math.ceil(value)
+    scale = 1000 if resource in MILLI_RESOURCES else 1
+    if type(text) is int:
+        return text * scale
+    whole = _WHOLE.match(text) if isinstance(text, str) else None
+    if whole:  # the common case in integers only: "4", "500m", "16Gi", "2k"
+        number, suffix = int(whole["num"]), whole["suffix"] or ""
+        if suffix in _BINARY:
+            return number * _BINARY[suffix] * scale
+        if suffix == "m":
+            return -(-number * scale // 1000)
+        return number * _WHOLE_DECIMAL[suffix] * scale
+    return math.ceil(parse_quantity(text) * scale)
 
 
 def format_quantity(resource: str, amount: int) -> str:

@@ -214,6 +214,7 @@ def replay(
     row_of = {name: row for row, name in enumerate(names)}
     cpu_left = np.array([_cpu_left(scheduler, name) for name in names], dtype=np.int64)
     frag = node_fragmentation(workload, gpus.left, cpu_left, models)
+    frag_of: dict[tuple[bytes, int, int], float] = {}  # one node's (GPUs left, CPU left, model) -> its fragmentation
 
     documents = list(read_documents(pods_file))
     total_pods = sum(1 for doc in documents if doc.get("kind") == "Pod")
@@ -249,7 +250,10 @@ def replay(
             row = row_of[node_name]
             gpus.sync(table)
             cpu_left[row] = _cpu_left(scheduler, node_name)
-            frag[row] = node_fragmentation(workload, gpus.left[row], cpu_left[row], models[row])
+            state = (gpus.left[row].tobytes(), int(cpu_left[row]), int(models[row]))
+            if state not in frag_of:  # nodes of one type pass through the same few states
+                frag_of[state] = float(node_fragmentation(workload, gpus.left[row], cpu_left[row], models[row]))
+            frag[row] = frag_of[state]
         else:
             cluster.delete("Pod", pod.metadata.name, pod.metadata.namespace)
             for claim in mine:

@@ -22,7 +22,8 @@ in manifest terms (``spec.containers[0].resources.requests.cpu``).
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable
+from types import UnionType
+from typing import Any, Callable, Union, get_args, get_origin
 
 import attrs
 import cattrs
@@ -134,14 +135,26 @@ def _field_hook(f: attrs.Attribute):
     if kind == "bytes":
         return _bytes_hook
     hook = converter.get_structure_hook(f.type)
+    inner = _optional_of(f.type)
+    if inner is not None:  # a None value never reaches a field hook (structure skips it)
+        hook = converter.get_structure_hook(inner)
+        return lambda value: hook(value, inner)
     return lambda value: hook(value, f.type)
+
+
+def _optional_of(type_: Any) -> Any:
+    """X for ``X | None`` (``Optional[X]``), else None."""
+    args = get_args(type_)
+    if get_origin(type_) in (Union, UnionType) and len(args) == 2 and type(None) in args:
+        return args[0] if args[1] is type(None) else args[1]
+    return None
 
 
 def _structure_factory(cls: type):
     attrs.resolve_types(cls)
     fields = [(manifest_key(f), f.name, _field_hook(f)) for f in attrs.fields(cls) if f.name != EXTRA]
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
-    known = {key for key, _, _ in fields}
+    by_key = {key: (name, hook) for key, name, hook in fields}
     strict = getattr(cls, "STRICT", False)
 
     def structure(data: Any, _type: Any = cls):
@@ -150,10 +163,15 @@ def _structure_factory(cls: type):
         if not isinstance(data, dict):
             raise ManifestError("", f"expected an object, got {data!r}")
         kwargs = {}
-        for key, name, hook in fields:
-            value = data.get(key)
+        unknown: dict[str, Any] = {}
+        for key, value in data.items():  # manifests set few of a kind's fields: walk the keys given
+            entry = by_key.get(key)
+            if entry is None:
+                unknown[key] = value
+                continue
             if value is None:
                 continue
+            name, hook = entry
             try:
                 kwargs[name] = hook(value)
             except ManifestError as err:
@@ -161,11 +179,9 @@ def _structure_factory(cls: type):
             except (QuantityError, TypeError, ValueError) as err:
                 raise ManifestError(key, str(err)) from None
         if has_extra:
-            kwargs[EXTRA] = {key: value for key, value in data.items() if key not in known}
-        elif strict:
-            unknown = sorted(key for key in data if key not in known)
-            if unknown:
-                raise ManifestError(unknown[0], "unknown field")
+            kwargs[EXTRA] = unknown
+        elif strict and unknown:
+            raise ManifestError(min(unknown), "unknown field")
         try:
             return cls(**kwargs)
         except ManifestError:
@@ -229,19 +245,25 @@ def _unstructure_factory(cls: type):
     return unstructure
 
 
-def _structure_list(value: Any, type_: Any):
+def _structure_list_factory(type_: Any) -> Callable[[Any, Any], tuple]:
+    """``tuple[X, ...]`` hook: the item hook is looked up once per type."""
     item_type = getattr(type_, "__args__", (Any,))[0]
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)):
-        raise ManifestError("", f"expected a list, got {value!r}")
-    out = []
-    for index, item in enumerate(value):
-        try:
-            out.append(converter.structure(item, item_type))
-        except ManifestError as err:
-            raise ManifestError(_join(f"[{index}]", err.field), err.problem) from None
-    return tuple(out)
+    item_hook = converter.get_structure_hook(item_type)
+
+    def structure_list(value: Any, _type: Any) -> tuple:
+        if value is None:
+            return ()
+        if not isinstance(value, (list, tuple)):
+            raise ManifestError("", f"expected a list, got {value!r}")
+        out = []
+        for index, item in enumerate(value):
+            try:
+                out.append(item_hook(item, item_type))
+            except ManifestError as err:
+                raise ManifestError(_join(f"[{index}]", err.field), err.problem) from None
+        return tuple(out)
+
+    return structure_list
 
 
 def _structure_str(value: Any, _type: Any) -> str:
@@ -278,9 +300,7 @@ def _structure_dict(value: Any, type_: Any) -> dict:
 
 converter.register_structure_hook_factory(_is_model, _structure_factory)
 converter.register_unstructure_hook_factory(_is_model, _unstructure_factory)
-converter.register_structure_hook_func(
-    lambda t: getattr(t, "__origin__", None) is tuple, _structure_list
-)
+converter.register_structure_hook_factory(lambda t: getattr(t, "__origin__", None) is tuple, _structure_list_factory)
 converter.register_structure_hook_func(lambda t: getattr(t, "__origin__", None) is dict, _structure_dict)
 converter.register_structure_hook(str, _structure_str)
 converter.register_structure_hook(int, _structure_int)

@@ -404,6 +404,8 @@ class PodSpec:
     extra: dict[str, Any] = _extra()
 
     def __attrs_post_init__(self):
+        if not self.topology_spread_constraints:  # every evolve of a spec runs this
+            return
         seen = set()
         for index, constraint in enumerate(self.topology_spread_constraints):
             pair = (constraint.topology_key, constraint.when_unsatisfiable)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Callable, Protocol
 
@@ -112,7 +113,7 @@ class Evaluator:
     # --- the steps -----------------------------------------------------------------------
 
     def preempt(self, state: CycleState, pod: Pod,
-                node_status: dict[str, Status]) -> tuple[PostFilterResult | None, Status | None]:
+                node_status: Mapping[str, Status]) -> tuple[PostFilterResult | None, Status | None]:
         """Upstream ``Evaluator.Preempt``.  ``node_status`` maps each node that
         failed Filter to its status.  Returns
 
@@ -155,7 +156,7 @@ class Evaluator:
         return PostFilterResult(best.node_name), None
 
     def find_candidates(self, state: CycleState, pod: Pod, nodes: list[NodeInfo],
-                        node_status: dict[str, Status]) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+                        node_status: Mapping[str, Status]) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """Dry-run preemption on a sample of the nodes whose failure was
         Unschedulable.  Returns (candidates, statuses of nodes that are no
         candidate, error messages)."""

@@ -18,7 +18,7 @@ import pluggy
 
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
 from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
-from .diagnosis import Diagnosis
+from .diagnosis import Diagnosis, NodeToStatus
 from .handle import Handle
 from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
 from .nodeinfo import NodeInfo, PodInfo
@@ -474,25 +474,22 @@ class Framework:
         PreFilterResult and are UnschedulableAndUnresolvable, blaming them, as
         upstream does.  Raises :class:`FilterError` on a plugin Error."""
         diagnosis = Diagnosis()
-        considered = {int(r) for r in rows}
-        if len(considered) < len(snapshot):
+        statuses = self.filter_statuses(state, pod, snapshot, rows)
+        considered = np.zeros(len(snapshot), dtype=bool)
+        considered[rows] = True
+        for name, pods in nominated.items():
+            row = snapshot.index.get(name)
+            if pods and row is not None and considered[row]:
+                statuses[row] = self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated)
+        if len(rows) < len(snapshot):
             diagnosis.unschedulable_plugins |= narrowing
             cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
-        statuses = self.filter_statuses(state, pod, snapshot, rows)
-        for row, name in enumerate(snapshot.index):  # names in row order
-            if row not in considered:
-                diagnosis.node_status[name] = cut
-                continue
-            if nominated.get(name):
-                status = self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated)
-            else:
-                status = statuses[row]
-            if status is None:
-                continue
+            statuses = [status if kept else cut for status, kept in zip(statuses, considered.tolist())]
+        diagnosis.node_status = NodeToStatus(snapshot.index, statuses)
+        for status in {id(status): status for status in diagnosis.node_status.values()}.values():
             if status.code == Code.ERROR:
                 raise FilterError(status)
-            diagnosis.node_status[name] = status
             if status.plugin:
                 diagnosis.unschedulable_plugins.add(status.plugin)
         return diagnosis
@@ -519,8 +516,8 @@ class Framework:
                 index = np.asarray(index)
                 choices = [self.filter_status(name, status) for status in choices]
                 rejected = undecided & (index >= 0)
-                for row in np.flatnonzero(rejected):
-                    result[row] = choices[index[row]]
+                result = [choices[at] if take else kept
+                          for kept, take, at in zip(result, rejected.tolist(), index.tolist())]
                 undecided &= ~rejected
                 continue
             batch = self.filter_batch.get(name)
@@ -534,7 +531,7 @@ class Framework:
         return result
 
     def run_post_filter(
-        self, state: CycleState, pod: Any, statuses: dict[str, Status]
+        self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         """Upstream ``RunPostFilterPlugins``: plugins in order until one
         succeeds or says UnschedulableAndUnresolvable/Error.  When all reject,

@@ -27,7 +27,7 @@ import attrs
 import numpy as np
 
 from kubesched.core.dra.manager import DRAManager
-from kubesched.core.framework.diagnosis import Diagnosis, FitError
+from kubesched.core.framework.diagnosis import Diagnosis, FitError, NodeToStatus
 from kubesched.core.observability import metrics
 from kubesched.core.observability.decisions import DecisionLog
 from kubesched.core.observability.events import EventRecorder
@@ -305,11 +305,12 @@ class Scheduler(EventHandlers, BindingCycle):
             self.stats.unschedulable += 1
             rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
             pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+            message = fit.message()
             if state.record is not None:
                 if fit.num_all_nodes:
                     record_unschedulable(state.record, fwk, state, pod, self.snapshot, fit.diagnosis.node_status)
-                self._write_record(state, REASON_UNSCHEDULABLE, fit.message(), nominated=nominated)
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, fit.message(), rejectors, nominated, pending)
+                self._write_record(state, REASON_UNSCHEDULABLE, message, nominated=nominated)
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending)
             return
         except _CycleError as err:
             self.stats.errors += 1
@@ -408,7 +409,7 @@ class Scheduler(EventHandlers, BindingCycle):
             if status.code == Code.ERROR:
                 raise _CycleError(status)
             diagnosis = Diagnosis(
-                node_status={ni.name: status for ni in snapshot.nodes},
+                node_status=NodeToStatus(snapshot.index, [status] * len(snapshot)),
                 pre_filter_msg=status.message(),
             )
             if status.code == Code.PENDING:

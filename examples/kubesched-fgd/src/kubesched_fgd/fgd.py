@@ -13,7 +13,8 @@ The typical pods come from the plugin args (``typicalPods``: a list of
 default the one ``kubesched trace alibaba-openb`` writes).
 
 Scores are cached per pod shape and node, and recomputed only for nodes whose
-GPUs or CPU changed since that shape was last scored.
+GPUs or CPU changed since that shape was last scored, and then only for node
+states (GPUs, CPU, model) no node was scored in before.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from kubesched.trace.fragmentation import PodShape, Workload, node_fragmentation
 from kubesched.trace.openb import NAMESPACE, TRACE_CONFIGMAP, parse_typical_pods
 
 from .gpuscore import MAX_NODE_SCORE, GpuArgs, GpuScore, NodeView
+
+#: Distinct (shape, node state) scores kept before the cache starts over (~150 bytes each).
+MAX_REMEMBERED_STATES = 1_000_000
 
 #: The ConfigMap key holding the typical pods.
 TYPICAL_PODS_KEY = "typical-pods.yaml"
@@ -91,6 +95,8 @@ class FGD(GpuScore):
         self._models = np.zeros(0, dtype=np.int64)
         self._before: tuple[_Memo, np.ndarray] | None = None
         self._shapes: dict[tuple, tuple[_Memo, np.ndarray, np.ndarray]] = {}
+        #: (shape, GPU compute left bytes, milli-CPU left, model code) -> (score, chosen GPU)
+        self._states: dict[tuple, tuple[int, int]] = {}
 
     # --- typical pods --------------------------------------------------------------------
 
@@ -142,6 +148,7 @@ class FGD(GpuScore):
         rows, width = self.gpus.left.shape
         self._before = (_Memo(rows, width), np.zeros(rows))
         self._shapes = {}
+        self._states = {}
 
     def _fragmentation(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
         """Fragmentation of the nodes ``rows`` now (memoised per node)."""
@@ -167,10 +174,32 @@ class FGD(GpuScore):
         if len(stale):
             changed = rows[stale]
             left, cpu = nodes.left[stale], nodes.cpu_left[stale]
-            new_scores, new_best = self._score(shape, changed, left, cpu)
+            new_scores, new_best = self._score_by_state(shape, key, changed, left, cpu)
             scores[changed], best[changed] = new_scores, new_best
             memo.remember(changed, left, cpu)
         return scores[rows]
+
+    def _score_by_state(self, shape: PodShape, key: tuple, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):
+        """:meth:`_score`, computed once per distinct node state (GPU compute
+        left, CPU left, GPU model) and shape: nodes of one type keep passing
+        through the same states, so most answers are looked up."""
+        states = self._states
+        if len(states) > MAX_REMEMBERED_STATES:
+            states.clear()
+        keys = [(key, gpus.tobytes(), milli_cpu, model)
+                for gpus, milli_cpu, model in zip(left, cpu.tolist(), self._models[rows].tolist())]
+        todo: dict[tuple, int] = {}
+        for position, state_key in enumerate(keys):
+            if state_key not in states and state_key not in todo:
+                todo[state_key] = position
+        if todo:
+            positions = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
+            new_scores, new_best = self._score(shape, rows[positions], left[positions], cpu[positions])
+            for state_key, score, best in zip(todo, new_scores.tolist(), new_best.tolist()):
+                states[state_key] = (score, best)
+        answers = [states[state_key] for state_key in keys]
+        return (np.fromiter((score for score, _ in answers), dtype=np.int64, count=len(answers)),
+                np.fromiter((best for _, best in answers), dtype=np.int64, count=len(answers)))
 
     def _score(self, shape: PodShape, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):
         """Scores and chosen GPU (-1: lowest free ones) of ``rows`` with these inputs."""
