@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -56,6 +57,21 @@ def test_replays_are_reproducible(trace):
     assert replay(trace, PACKING, tie_break="random").pods == first.pods
     with pytest.raises(ValueError, match="tie_break: 'first' is not one of ranked, random"):
         replay(trace, PACKING, tie_break="first")
+
+
+def test_replays_one_after_another_in_one_process_keep_nothing_of_the_earlier_ones(trace):
+    # a sweep worker replays cell after cell: memory must not grow with each one
+    from kubesched.core.api.resource_v1 import ResourceSlice
+
+    def live_slices() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, ResourceSlice))
+
+    replay(trace, PACKING, limit=5)
+    after_one = live_slices()
+    for _ in range(3):
+        replay(trace, PACKING, limit=5)
+    assert live_slices() == after_one
 
 
 def test_ranked_tie_break_is_a_seeded_permutation():

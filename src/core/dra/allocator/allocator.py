@@ -66,7 +66,7 @@ from kubesched.core.cel import (
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
-from kubesched.core.dra.allocator.pools import Pool, SliceIndex, SliceMemo, node_matches
+from kubesched.core.dra.allocator.pools import SLICE_MEMOS, Pool, SliceIndex, SliceMemo, node_matches
 from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
 from kubesched.core.dra.selectors import SelectorCache
 
@@ -233,6 +233,7 @@ class _Candidate:
 
 
 _slice_candidates = SliceMemo(lambda s: tuple(_Candidate(s, d) for d in s.spec.devices))
+SLICE_MEMOS.append(_slice_candidates)
 
 
 class _NodeView:

@@ -25,8 +25,6 @@ Mirrors upstream's ``GatherPools`` (dynamic-resource-allocation
 
 from __future__ import annotations
 
-import functools
-import weakref
 from collections import defaultdict
 from fractions import Fraction
 from typing import Callable, Generic, Iterable, Sequence, TypeVar
@@ -43,26 +41,31 @@ T = TypeVar("T")
 
 
 class SliceMemo(Generic[T]):
-    """``build(slice)``, computed once per ResourceSlice object and forgotten when
-    the object is.  Slices are immutable (an update is a new object), so what
-    is derived from one alone can be shared by every allocator, across
-    scheduling cycles."""
+    """``build(slice)``, computed once per ResourceSlice object.  Slices are
+    immutable (an update is a new object), so what is derived from one alone
+    can be shared by every allocator, across scheduling cycles.  What is built
+    usually refers to its slice, so a weak reference could never let go of
+    it: :meth:`retain` forgets every slice that is not among the current ones
+    (each :class:`SliceIndex` calls it with the cluster's slices)."""
 
     def __init__(self, build: Callable[[ResourceSlice], T]):
         self._build = build
-        self._entries: dict[int, tuple[weakref.ref, T]] = {}
+        self._entries: dict[int, tuple[ResourceSlice, T]] = {}
 
     def __call__(self, resource_slice: ResourceSlice) -> T:
         key = id(resource_slice)
         entry = self._entries.get(key)
-        if entry is not None and entry[0]() is resource_slice:
+        if entry is not None and entry[0] is resource_slice:
             return entry[1]
         value = self._build(resource_slice)
-        self._entries[key] = (weakref.ref(resource_slice, functools.partial(self._forget, key)), value)
+        self._entries[key] = (resource_slice, value)
         return value
 
-    def _forget(self, key: int, _: weakref.ref) -> None:
-        self._entries.pop(key, None)
+    def retain(self, current: dict[int, ResourceSlice]) -> None:
+        """Forget the slices that are not in ``current`` (``id(slice) -> slice``)."""
+        for key, (resource_slice, _) in list(self._entries.items()):
+            if current.get(key) is not resource_slice:
+                self._entries.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -183,6 +186,9 @@ def build_pool(pool_id: PoolID, targeting: Sequence[ResourceSlice], others: Sequ
 #: The pool of a slice that is its pool's only slice (the common case: one slice per node).
 _single_slice_pool = SliceMemo(lambda s: build_pool(s.pool_id, [s]))
 
+#: Every SliceMemo, pruned to the current slices whenever a SliceIndex is built.
+SLICE_MEMOS: list[SliceMemo] = [_single_slice_pool]
+
 
 class SliceIndex:
     """All ResourceSlices, indexed once for :meth:`pools_for` (per node)."""
@@ -191,13 +197,17 @@ class SliceIndex:
         self._by_node: dict[str, list[ResourceSlice]] = defaultdict(list)
         self._elsewhere: list[ResourceSlice] = []
         self._by_pool: dict[PoolID, list[ResourceSlice]] = defaultdict(list)
+        current: dict[int, ResourceSlice] = {}
         for resource_slice in slices:
+            current[id(resource_slice)] = resource_slice
             node_name = resource_slice.spec.node_name
             if node_name:
                 self._by_node[node_name].append(resource_slice)
             else:
                 self._elsewhere.append(resource_slice)
             self._by_pool[resource_slice.pool_id].append(resource_slice)
+        for memo in SLICE_MEMOS:  # what was built for slices since replaced or deleted goes
+            memo.retain(current)
 
     def pools_for(self, node: Node) -> list[Pool]:
         """The pools with devices for ``node``, in allocation order (module
