@@ -87,6 +87,19 @@ def test_simulate_refuses_an_invalid_cel_selector_naming_the_object_and_expressi
         "\"device.attributes['x'].model = 'a'\": compilation failed: ERROR: <input>:1:")
 
 
+def test_simulate_refuses_a_selector_too_costly_at_worst_as_the_api_server_does(tmp_path):
+    bad = tmp_path / "claim.yaml"
+    loops = "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, device.attributes.all(d, true))))"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: heavy}\n"
+                   "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, selectors: "
+                   f"[{{cel: {{expression: '{loops}'}}}}]}}}}]}}}}\n")
+    result = run("simulate", "-f", str(bad))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(
+        f"{bad}: ResourceClaim/heavy: spec.devices.requests[0].exactly.selectors[0].cel.expression: "
+        "Forbidden: too complex, exceeds cost limit (estimated worst case ")
+
+
 def test_simulate_dra_example_allocates_gpus_and_explains_the_pod_that_waits():
     result = run("simulate", "-f", str(ROOT / "examples" / "dra"), "-o", "yaml")
     assert result.exit_code == 0, result.output

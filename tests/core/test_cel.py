@@ -503,9 +503,22 @@ LOOPS = "[" + ",".join(["1"] * 20) + "].all(a, [" + ",".join(["1"] * 20) + "].al
     ",".join(["1"] * 20) + "].all(c, true)))"
 
 
-def test_a_selector_that_grows_values_without_bound_stops_at_the_cost_limit():
+def test_a_selector_whose_worst_case_is_over_the_limit_does_not_compile():
+    # the API server's estimate: refused before it is stored, as upstream's validation does
+    with pytest.raises(cel.CelCostError, match=r"too complex, exceeds cost limit \(estimated worst case [\d,]+, "
+                                                r"limit 1,000,000\)"):
+        cel.compile(DOUBLING)
+    # nested loops over the largest maps a device can have: 32 x 32 x 32 x 32 iterations
+    with pytest.raises(cel.CelCostError):
+        cel.compile("device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, "
+                    "device.attributes.all(d, a == d))))")
+    assert cel.compile("device.attributes.all(a, device.attributes.all(b, a != b))")  # 32 x 32: fine
+
+
+def test_a_selector_that_grows_values_without_bound_stops_at_the_runtime_cost_limit(monkeypatch):
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_ESTIMATED_COST", 10**30)  # past the estimate
     with pytest.raises(CelRuntimeError, match="operation cancelled: actual cost limit exceeded"):
-        ev(DOUBLING)
+        ev(DOUBLING + " ")  # another text than the one the compile cache refused
 
 
 def test_a_selector_that_loops_too_long_stops_at_the_cost_limit(monkeypatch):

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from attrs import field, frozen
 
-from kubesched.core.cel import CelCompileError, compile
+from kubesched.core.cel import CelCompileError, CelCostError, compile
 from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
 
 from .convert import ManifestError, converter
@@ -171,6 +171,8 @@ class CELDeviceSelector:
     def __attrs_post_init__(self):
         try:
             compile(self.expression)
+        except CelCostError as err:
+            raise ManifestError("expression", f"Forbidden: {err.message}") from None
         except CelCompileError as err:
             first_line = str(err).splitlines()[0]
             raise ManifestError("expression", f"Invalid value: {self.expression!r}: compilation failed: "

@@ -14,7 +14,9 @@ results per device).  This package imports no API types.
 
 Modules: ``errors``, ``values`` (Quantity, Semver, optional values),
 ``library`` (the function library), ``parser``, ``checker`` (compile-time
-checks) and ``evaluator`` (compile, the compiled-expression cache, evaluation).
+checks), ``cost`` (the worst-case cost estimate a selector must stay under,
+as the API server's) and ``evaluator`` (compile, the compiled-expression
+cache, evaluation).
 
 The environment mirrors the one Kubernetes builds for DRA selectors (upstream
 ``dynamic-resource-allocation/cel``, "stored expressions" flavour, i.e. every
@@ -60,7 +62,8 @@ estimate at load, cel-go's static overload resolution, the Kubernetes
 URL/IP/CIDR/authz/format-of-time libraries and two-variable comprehensions.
 """
 
-from .errors import CelCompileError, CelError, CelRuntimeError
+from .cost import MAX_ESTIMATED_COST
+from .errors import CelCompileError, CelCostError, CelError, CelRuntimeError
 from .evaluator import (
     COMPILE_CACHE_SIZE,
     COST_LIMIT_EXCEEDED,
@@ -83,6 +86,8 @@ __all__ = [
     "abort_when",
     "MAX_EXPRESSION_LENGTH",
     "CelCompileError",
+    "CelCostError",
+    "MAX_ESTIMATED_COST",
     "CelDevice",
     "CelError",
     "CelRuntimeError",

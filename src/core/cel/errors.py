@@ -19,6 +19,12 @@ class CelCompileError(CelError):
     ``CEL compile error: <message>``; it is fatal for the allocation."""
 
 
+class CelCostError(CelCompileError):
+    """The expression's worst-case cost, estimated before it is stored, is over
+    upstream's ``CELSelectorExpressionMaxCost`` (:mod:`.cost`); the API server
+    refuses the object with ``Forbidden: too complex, exceeds cost limit``."""
+
+
 class CelRuntimeError(CelError):
     """Evaluating the expression for one device failed (``no such key: model``,
     ``no such overload``, a non-bool result, ...).  Upstream treats it as fatal

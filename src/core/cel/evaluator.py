@@ -14,7 +14,8 @@ import lark
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer
 
 from .checker import _args, _bare_ident, _Checker
-from .errors import CelCompileError, CelRuntimeError
+from .cost import MAX_ESTIMATED_COST, estimate_cost
+from .errors import CelCompileError, CelCostError, CelRuntimeError
 from .library import _DEVICE_VAR, _FUNCTIONS, _NAMESPACED, _NAMESPACES, _type_name
 from .parser import _parse, optional_syntax_enabled
 from .values import _OPTIONAL_NONE, DomainMap, _Optional
@@ -352,7 +353,7 @@ def compile(expression: str) -> CompiledSelector:  # noqa: A001 - mirrors cel.En
             while len(_compiled) > COMPILE_CACHE_SIZE:
                 _compiled.popitem(last=False)
     if isinstance(found, CelCompileError):
-        raise CelCompileError(found.message, expression)
+        raise type(found)(found.message, expression)
     return found
 
 
@@ -380,6 +381,10 @@ def _compile_uncached(expression: str) -> CompiledSelector:
         raise CelCompileError("optional syntax (.? and [?]) is not supported by this CEL engine", expression)
     if result_type not in ("bool", "dyn"):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {result_type}", expression)
+    cost = estimate_cost(ast)
+    if cost > MAX_ESTIMATED_COST:
+        raise CelCostError(f"too complex, exceeds cost limit (estimated worst case {cost:,}, "
+                           f"limit {MAX_ESTIMATED_COST:,})", expression)
     return CompiledSelector(expression, ast)
 
 

@@ -574,13 +574,15 @@ def test_a_limit_without_a_request_asks_for_devices_too():
     assert _layout({"containers": [limits_only]})[0] == [("container-0-request-0", 2)]
 
 
-def test_a_selector_over_the_cel_cost_limit_leaves_the_pod_pending_with_cel_s_error():
+def test_a_selector_over_the_runtime_cel_cost_limit_leaves_the_pod_pending_with_cel_s_error(monkeypatch):
     from tests.core.test_cel import DOUBLING
 
+    # such a selector is refused at load (its estimated worst case); one the estimate let through still stops
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_ESTIMATED_COST", 10**30)
     costly = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                             "metadata": {"name": "costly", "namespace": "default"},
                             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                                "deviceClassName": DRIVER, "selectors": [{"cel": {"expression": DOUBLING}}]}}]}}})
+                                "deviceClassName": DRIVER, "selectors": [{"cel": {"expression": DOUBLING + "  "}}]}}]}}})
     sim = sim_with(node("n1"), device_class(), gpu_slice("n1"), costly, gpu_pod("p", claim_name="costly"))
     p = sim.pod("p")
     assert not p.spec.node_name
