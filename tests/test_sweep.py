@@ -95,6 +95,19 @@ def test_an_interrupted_sweep_computes_only_the_missing_cells_when_run_again(tmp
     assert not set(outcome.computed) & set(kept)
 
 
+def test_a_results_directory_with_only_its_table_resumes(tmp_path):
+    spec = load_spec(small_spec(tmp_path, traces=[{"name": "cluster", "manifests": str(ROOT / "examples/cluster")}]))
+    first = run_sweep(spec, tmp_path / "here")
+    assert len(first.computed) == 4
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    (tmp_path / "here/small.parquet").rename(moved / "small.parquet")  # the table alone, no cells
+    again = run_sweep(spec, moved)
+    assert again.computed == [] and len(again.skipped) == 4
+    assert without_run_specifics(read_results(moved / "small.parquet")) == \
+        without_run_specifics(read_results(tmp_path / "here"))
+
+
 RAY = importlib.util.find_spec("ray") is not None
 
 

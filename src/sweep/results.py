@@ -3,7 +3,9 @@
 Each finished cell's row is written at once to ``DIR/cells/<cell id>.parquet``
 (written aside, then renamed: a crash or Ctrl-C never leaves half a file),
 so a re-run computes only the cells whose file is missing or whose inputs
-changed (the row's ``digest``).  :meth:`ResultStore.table` reads them all as
+changed (the row's ``digest``).  A directory that holds only the table
+(copied from another machine, or kept in version control without the cells)
+resumes too: its rows become the cells they came from.  :meth:`ResultStore.table` reads them all as
 one pyarrow table and :meth:`ResultStore.finish` writes it to
 ``DIR/<name>.parquet`` (and CSV or JSON Lines on request; list columns
 become JSON text in CSV).
@@ -31,6 +33,21 @@ class ResultStore:
         self.name = name
         self.cells = self.directory / "cells"
         self.cells.mkdir(parents=True, exist_ok=True)
+        self._unpack_table()
+
+    def _unpack_table(self) -> None:
+        """Write each row of ``DIR/<name>.parquet`` whose cell file is missing back as that cell."""
+        table_path = self.directory / f"{self.name}.parquet"
+        if not table_path.is_file():
+            return
+        try:
+            rows = pq.read_table(table_path).to_pylist()
+        except (pa.ArrowException, OSError):
+            return  # unreadable: its cells are computed again
+        for row in rows:
+            cell_id = row.get("cell")
+            if isinstance(cell_id, str) and cell_id and not self.path(cell_id).is_file():
+                self.write(cell_id, row)
 
     def path(self, cell_id: str) -> Path:
         return self.cells / f"{cell_id}.parquet"
