@@ -126,6 +126,26 @@ class TraceInfo:
             raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data.typical-pods.yaml", str(err)) from None
 
 
+#: file -> ((size, mtime), its parsed objects): the latest trace's, for the next replay of it (a sweep
+#: worker replays one trace with every policy); the objects are immutable, so replays can share them
+_PARSED: dict[Path, tuple[tuple[int, int], list]] = {}
+
+
+def _parsed(path: Path, parse: Callable[[], list]) -> list:
+    """``parse()``, or what it gave for ``path`` last time if the file did not change since."""
+    status = path.stat()
+    stamp = (status.st_size, status.st_mtime_ns)
+    key = path.resolve()
+    kept = _PARSED.get(key)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    objects = parse()
+    if len(_PARSED) >= 2:  # a trace's cluster file and pods file
+        _PARSED.clear()
+    _PARSED[key] = (stamp, objects)
+    return objects
+
+
 def load_trace(trace_dir: str | Path) -> tuple[list, TraceInfo, Path]:
     """The cluster objects of a converted trace, its description and its pods file.
     Raises :class:`InvalidManifest` for a directory that is not a converted trace."""
@@ -134,7 +154,7 @@ def load_trace(trace_dir: str | Path) -> tuple[list, TraceInfo, Path]:
     for needed in (cluster_file, pods_file):
         if not needed.is_file():
             raise InvalidManifest(str(needed), "", "", "not found (convert a trace first: kubesched trace alibaba-openb)")
-    objects = load_objects([cluster_file])
+    objects = _parsed(cluster_file, lambda: load_objects([cluster_file]))
     configmap = next((o for o in objects if isinstance(o, ConfigMap) and o.metadata.name == TRACE_CONFIGMAP), None)
     if configmap is None:
         raise InvalidManifest(str(cluster_file), f"ConfigMap/{TRACE_CONFIGMAP}", "", "not found")
@@ -216,8 +236,8 @@ def replay(
     frag = node_fragmentation(workload, gpus.left, cpu_left, models)
     frag_of: dict[tuple[bytes, int, int], float] = {}  # one node's (GPUs left, CPU left, model) -> its fragmentation
 
-    documents = list(read_documents(pods_file))
-    total_pods = sum(1 for doc in documents if doc.get("kind") == "Pod")
+    arrivals = _parsed(pods_file, lambda: [parse_document(doc, str(pods_file)) for doc in read_documents(pods_file)])
+    total_pods = sum(1 for obj in arrivals if isinstance(obj, Pod))
     if limit is not None:
         total_pods = min(total_pods, limit)
     arrived_milli = 0
@@ -227,10 +247,9 @@ def replay(
     next_sample = 0
     claims: dict[str, ResourceClaim] = {}
     done = bound = 0
-    for doc in documents:
+    for obj in arrivals:
         if done >= total_pods:
             break
-        obj = parse_document(doc, str(pods_file))
         if isinstance(obj, ResourceClaim):
             claims[obj.key] = cluster.create(obj)
             continue
