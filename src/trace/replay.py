@@ -46,6 +46,7 @@ from kubesched.core.api.manifests import (
 
 from ..core.api.core_v1 import ConfigMap, Node, Pod
 from ..core.api.resource_v1 import ResourceClaim
+from ..core.batch_gc import batch_collection
 from ..core.clock import FakeClock
 from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import KubeSchedulerConfiguration, load_config
@@ -206,6 +207,13 @@ def replay(
     for a bad configuration and ValueError for an unknown ``tie_break``."""
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break: {tie_break!r} is not one of {', '.join(TIE_BREAKS)}")
+    with batch_collection():
+        return _replay(trace_dir, config, registry, limit, progress, tie_break)
+
+
+def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConfiguration | None,
+            registry: Registry | None, limit: int | None, progress: Callable[[int, int], None] | None,
+            tie_break: str) -> ReplayResult:
     started = time.perf_counter()
     objects, info, pods_file = load_trace(trace_dir)
     config_name = str(config) if isinstance(config, (str, Path)) else "default"

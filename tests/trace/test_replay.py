@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.batch_gc import BATCH_THRESHOLDS
+from kubesched.harness import Harness
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
 from kubesched.trace.gpus import NodeGpus
 from kubesched.trace.openb import convert
@@ -72,6 +74,20 @@ def test_replays_one_after_another_in_one_process_keep_nothing_of_the_earlier_on
     for _ in range(3):
         replay(trace, PACKING, limit=5)
     assert live_slices() == after_one
+
+
+def test_a_replay_collects_garbage_in_larger_batches_and_then_puts_the_process_s_thresholds_back(trace, monkeypatch):
+    seen = []
+    original = Harness.start
+
+    def start(self):
+        seen.append(gc.get_threshold())  # what the replay runs with
+        original(self)
+
+    monkeypatch.setattr(Harness, "start", start)
+    before = gc.get_threshold()
+    replay(trace, PACKING, limit=5)
+    assert seen == [BATCH_THRESHOLDS] and gc.get_threshold() == before
 
 
 def test_ranked_tie_break_is_a_seeded_permutation():
