@@ -98,7 +98,7 @@ def reasons_histogram(statuses) -> list[str]:
     """``["1 Insufficient cpu", "2 node(s) had ..."]``: how many nodes gave each
     reason, sorted as strings like upstream."""
     statuses = list(statuses)
-    by_id = {id(status): status for status in statuses}  # many nodes share one Status object
+    by_id = dict(zip(map(id, statuses), statuses))  # many nodes share one Status object
     counts: Counter[str] = Counter()
     for key, times in Counter(map(id, statuses)).items():
         for reason in by_id[key].reasons:

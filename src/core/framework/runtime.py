@@ -487,7 +487,8 @@ class Framework:
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
             statuses = [status if kept else cut for status, kept in zip(statuses, considered.tolist())]
         diagnosis.node_status = NodeToStatus(snapshot.index, statuses)
-        for status in {id(status): status for status in diagnosis.node_status.values()}.values():
+        present = diagnosis.node_status.values()
+        for status in dict(zip(map(id, present), present)).values():  # each shared Status once
             if status.code == Code.ERROR:
                 raise FilterError(status)
             if status.plugin:
