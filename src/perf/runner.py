@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..core.batch_gc import batch_collection
 from ..core.framework.registry import Registry
 from .config import PerfConfigError, TestCase, Workload, load_test_cases
 from .ops import Unsupported, WorkloadExecutor, WorkloadFailed
@@ -58,7 +59,8 @@ def run_workload(case: TestCase, workload: Workload, registry: Registry | None =
     started = time.time()
     try:
         executor.check()
-        executor.run()
+        with batch_collection():  # a workload keeps most of what it creates (core/batch_gc.py)
+            executor.run()
     except Unsupported as err:
         result.status, result.reason = UNSUPPORTED, str(err)
     except (WorkloadFailed, PerfConfigError, TemplateError) as err:
