@@ -103,33 +103,34 @@ class _Estimator:
 
     e_conditionalor = e_conditionaland = _logical
 
+    def _operands(self, tree, scope) -> tuple[str, Bound, Bound]:
+        """A binary operator's name (``relation_in``, ``addition_add``, ...) and its two operands' bounds."""
+        operator, right = tree.children
+        left = self.visit(operator.children[0], scope) if operator.children else _SCALAR
+        return str(operator.data), left, self.visit(right, scope)
+
     def e_relation(self, tree, scope):
         if len(tree.children) == 1:
             return self.visit(tree.children[0], scope)
-        left_op, right = tree.children
-        left = self.visit(left_op.children[0], scope) if left_op.children else _SCALAR
-        right_bound = self.visit(right, scope)
-        if left_op.data == "relation_in":
-            work = right_bound.size * (1 + _units(left.size))
+        operator, left, right = self._operands(tree, scope)
+        if operator == "relation_in":
+            work = right.size * (1 + _units(left.size))
         else:
-            work = 1 + _units(max(left.size, right_bound.size))
-        return Bound(_then(left, right_bound) + work)
+            work = 1 + _units(max(left.size, right.size))
+        return Bound(_then(left, right) + work)
 
     def e_addition(self, tree, scope):
         if len(tree.children) == 1:
             return self.visit(tree.children[0], scope)
-        left_op, right = tree.children
-        left = self.visit(left_op.children[0], scope) if left_op.children else _SCALAR
-        right_bound = self.visit(right, scope)
-        size = left.size + right_bound.size  # concatenation at worst
-        return Bound(_then(left, right_bound) + 1 + _units(size), size, left.element or right_bound.element)
+        _, left, right = self._operands(tree, scope)
+        size = left.size + right.size  # concatenation at worst
+        return Bound(_then(left, right) + 1 + _units(size), size, left.element or right.element)
 
     def e_multiplication(self, tree, scope):
         if len(tree.children) == 1:
             return self.visit(tree.children[0], scope)
-        left_op, right = tree.children
-        left = self.visit(left_op.children[0], scope) if left_op.children else _SCALAR
-        return Bound(_then(left, self.visit(right, scope)) + 1)
+        _, left, right = self._operands(tree, scope)
+        return Bound(_then(left, right) + 1)
 
     def e_unary(self, tree, scope):
         inner = self.visit(tree.children[-1], scope)
