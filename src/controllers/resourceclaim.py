@@ -167,12 +167,21 @@ class ResourceClaimController(Controller):
         if claim is None:
             return
         kept = tuple(ref for ref in claim.status.reserved_for if self._still_uses(claim, ref))
-        if kept != claim.status.reserved_for:
+        unreserved = kept != claim.status.reserved_for
+        if unreserved:
             status = attrs.evolve(claim.status, reserved_for=kept)
             if not kept and claim.status.allocation is not None and FINALIZER in claim.metadata.finalizers:
                 status = attrs.evolve(status, allocation=None, devices=())
             claim = self.cluster.update_status(attrs.evolve(claim, status=status))
-        if (claim.status.allocation is None and not claim.status.reserved_for
+        elif claim.metadata.deletion_timestamp is not None and not kept and claim.status.allocation is not None \
+                and FINALIZER in claim.metadata.finalizers:
+            claim = self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(
+                claim.status, allocation=None, devices=())))
+        # as upstream: the finalizer goes with the last reservation this controller dropped, or from a claim
+        # being deleted - never from one that merely has none yet (the scheduler writes the finalizer
+        # first, then the allocation: removing it in between would undo the scheduler's binding)
+        if ((unreserved or claim.metadata.deletion_timestamp is not None)
+                and claim.status.allocation is None and not claim.status.reserved_for
                 and FINALIZER in claim.metadata.finalizers):
             finalizers = tuple(f for f in claim.metadata.finalizers if f != FINALIZER)
             claim = self.cluster.update(attrs.evolve(claim, metadata=attrs.evolve(claim.metadata,

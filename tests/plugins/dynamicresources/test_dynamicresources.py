@@ -132,6 +132,20 @@ def test_a_finished_pod_is_dropped_from_reserved_for_and_its_claim_deallocated()
     assert FINALIZER not in c.metadata.finalizers
 
 
+def test_the_claim_controller_leaves_the_finalizer_the_scheduler_wrote_before_the_allocation():
+    # between the scheduler's two writes (finalizer, then allocation) the claim has the finalizer and
+    # nothing else; as upstream's controller, it is no reason to remove it (that undid bindings)
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=1), claim("mine"))
+    current = sim.get("ResourceClaim", "default/mine")
+    sim.cluster.update(attrs.evolve(current, metadata=attrs.evolve(current.metadata, finalizers=(FINALIZER,))))
+    sim.run()
+    assert FINALIZER in sim.get("ResourceClaim", "default/mine").metadata.finalizers
+    sim.cluster.delete("ResourceClaim", "mine", "default")  # being deleted, unused: now it goes
+    sim.run()
+    with pytest.raises(NotFound):
+        sim.get("ResourceClaim", "default/mine")
+
+
 def test_pods_sharing_a_claim_share_its_device_and_node():
     sim = sim_with(node("n1"), node("n2"), device_class(), gpu_slice("n1", count=1), gpu_slice("n2", count=1),
                    claim("shared"), gpu_pod("reader", claim_name="shared"), gpu_pod("writer", claim_name="shared"))
