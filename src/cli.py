@@ -396,8 +396,9 @@ def run(
     log_format: LogFormat = typer.Option(LogFormat.text, "--log-format", help="text or json."),
     verbosity: int = typer.Option(0, "-v", "--v", help="Log verbosity (klog's -v; 2 logs every binding)."),
     binding_workers: Optional[int] = typer.Option(
-        None, "--binding-workers", help="Threads that run Bind (the pods/binding call) and preemption's evictions "
-                                        "off the scheduling loop against an API server (default 16; 0: on the loop)."),
+        None, "--binding-workers", help="Threads that run PreBind and Bind (claim and volume writes, the pods/binding "
+                                        "call) and preemption's evictions off the scheduling loop against an API server "
+                                        "(default 16; 0: on the loop)."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "

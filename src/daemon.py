@@ -267,6 +267,7 @@ class Daemon:
         if self.bind_pool is not None:
             self.bind_pool.shutdown(wait=True)  # the binds sent finish (bounded by the client's grace)
             self.scheduler.finish_binds()
+            rolled_back += self.rollback_in_flight(SHUTDOWN_MESSAGE)  # a PreBind wait that came back meanwhile
         self._workers_stop.set()
         self.controllers.stop()
         self._elector_stop.set()

@@ -417,6 +417,25 @@ def test_dra_claims_are_allocated_through_the_api_despite_a_conflicting_status_u
     assert running.stop() == 0
 
 
+def test_claim_writes_of_prebind_run_on_binding_workers_and_no_device_is_given_twice(apiserver, tmp_path):
+    """With 300 ms on every claim status write, PreBind's writes of several
+    pods overlap (PreBind runs on binding workers, as upstream's binding
+    goroutines); the DRA manager's bookkeeping stays on the loop, so every
+    device is still in at most one claim."""
+    load_paths(apiserver.cluster, [ROOT / "examples" / "dra"])
+    apiserver.delay("PUT", r"/resourceclaims/[^/]+/status$", 0.3)
+    daemon = kube_daemon(apiserver, tmp_path, "dra-async", scheduler_name="default-scheduler")
+    running = Running(daemon)
+    pods = [p.metadata.name for p in apiserver.cluster.list("Pod").items]
+    apiserver.wait_until(lambda: sum(1 for n in pods if bound_in(apiserver.cluster, n)) >= len(pods) - 1, timeout=30)
+    assert apiserver.most_concurrent > 1
+    claims = [c for c in apiserver.cluster.list("ResourceClaim").items if c.status.allocation is not None]
+    devices = [(r.driver, r.pool, r.device) for c in claims for r in c.status.allocation.devices.results
+               if not r.share_id]
+    assert claims and len(devices) == len(set(devices))
+    assert running.stop() == 0 and daemon.scheduler.in_flight() == 0
+
+
 def test_a_binding_waits_for_the_drivers_report_arriving_through_the_watch(apiserver, tmp_path):
     """Binding conditions in the daemon: the pod binds once the driver's report
     reaches the scheduler through its watch (the first PreBind poll after it, <= 5 s)."""

@@ -141,7 +141,8 @@ class DRAManager:
     """Claims (assumed and in flight), classes, slices and taint rules.
 
     Build it before the informers start (it registers the kinds it watches).
-    All methods run on the scheduler's thread.
+    All methods run on the scheduler's thread (PreBind on a binding worker reaches
+    them through ``Handle.on_loop``).
     """
 
     def __init__(self, informers: Informers):
@@ -232,14 +233,15 @@ class DRAManager:
     def claim_has_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
 
-    def remove_claim_pending_allocation(self, uid: str) -> bool:
+    def remove_claim_pending_allocation(self, uid: str) -> ResourceClaim | None:
         """End an in-flight allocation (PreBind wrote it, or Unreserve); returns
-        whether there was one.  The cached version becomes effective again."""
+        the in-flight version, None when there was none.  The cached version
+        becomes effective again."""
         claim = self._in_flight.pop(uid, None)
         if claim is None:
-            return False
+            return None
         self._notify(claim, self.claims.get(claim.key))
-        return True
+        return claim
 
     def assume_claim_after_api_call(self, claim: ResourceClaim) -> None:
         """Keep the version PreBind just wrote until the watch brings it back."""

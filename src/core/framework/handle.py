@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -14,6 +17,22 @@ if TYPE_CHECKING:
     from ..cluster.client import ClusterClient
     from ..cluster.informer import Informers
     from .snapshot import Snapshot
+
+
+#: per thread: where :meth:`Handle.on_loop` sends its calls (set on binding workers while they run a binding cycle)
+_loop_sink = threading.local()
+
+
+@contextmanager
+def calls_for_the_loop(sink: Callable[[Callable[[], Any]], None]) -> Iterator[None]:
+    """Within the block, on this thread, :meth:`Handle.on_loop` hands its
+    calls to ``sink`` (which queues them for the scheduling loop) instead of
+    making them.  A binding worker runs PreBind and Bind inside it."""
+    _loop_sink.target = sink
+    try:
+        yield
+    finally:
+        _loop_sink.target = None
 
 
 class Handle:
@@ -32,7 +51,9 @@ class Handle:
       flight, classes, slices, taint rules), created on first use;
     - ``rng``: the scheduler's seeded random source (random choices stay reproducible);
     - ``api_workers``: an executor for API calls off the scheduling loop
-      (preemption's evictions), set by a daemon; None in simulations.
+      (preemption's evictions), set by a daemon; None in simulations;
+    - :meth:`on_loop` and :meth:`move_pods`: for PreBind and Bind plugins,
+      which a daemon runs on binding workers.
     """
 
     def __init__(
@@ -48,6 +69,7 @@ class Handle:
         activate: Callable[[Any], None] | None = None,
         dra: Callable[[], "DRAManager"] | None = None,
         rng: random.Random | None = None,
+        move_pods: Callable[[Any, Any, Any], object] | None = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -60,6 +82,7 @@ class Handle:
         self.framework: Any = None
         self._activate = activate
         self._dra = dra
+        self._move_pods = move_pods
         self.rng = rng if rng is not None else random.Random(0)
         #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
         self.api_workers: Executor | None = None
@@ -73,6 +96,29 @@ class Handle:
         if self._dra is None:
             raise RuntimeError("this handle has no DRA manager")
         return self._dra()
+
+    def on_loop(self, call: Callable[[], Any]) -> None:
+        """Make ``call()`` on the scheduling loop: at once when this runs there
+        (always in simulations); from a binding worker (a daemon runs PreBind
+        and Bind off the loop, as upstream runs each binding cycle in a
+        goroutine), queued for the loop, before the binding cycle's outcome.
+        For PreBind and Bind plugins that update state the scheduling cycle
+        reads (assumed and in-flight claims, assumed volumes): that state
+        stays the loop's alone, so it needs no lock."""
+        sink = getattr(_loop_sink, "target", None)
+        if sink is None:
+            call()
+        else:
+            sink(call)
+
+    def move_pods(self, event: Any, old: Any, new: Any) -> None:
+        """Retry the pending pods that ``event`` (a ClusterEvent: ``old`` ->
+        ``new``) may help, as the queue does for an informer event (its
+        queueing hints decide).  For a change the informers do not carry:
+        upstream's queue also hears the claim assume cache, so a claim a
+        binding cycle just wrote wakes the pods that share it."""
+        if self._move_pods is not None:
+            self._move_pods(event, old, new)
 
     def activate(self, pod: Any) -> None:
         """Move ``pod`` (pending) to activeQ now (upstream's PodActivator)."""

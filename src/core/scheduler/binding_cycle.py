@@ -4,8 +4,11 @@
 Any failure unreserves in reverse order, forgets the assumed pod, requeues
 it and tells the queue that the room it held is free again.  The scheduler
 never blocks: a Permit wait (:class:`WaitingPod`) and a PreBind wait
-(:class:`BindingWait`) are timers on the clock.  :class:`BindingCycle` is a
-part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+(:class:`BindingWait`) are timers on the clock, and a daemon runs PreBind and
+Bind on binding workers (what the plugins change of the state the scheduling
+cycle reads comes back to the loop through ``Handle.on_loop``).
+:class:`BindingCycle` is a part of
+:class:`~kubesched.core.scheduler.scheduler.Scheduler`.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from kubesched.core.observability import metrics
 from ..api.core_v1 import Pod
 from ..clock import Clock, Timer
 from ..framework.cycle_state import CycleState
+from ..framework.handle import calls_for_the_loop
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
-from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent
+from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent, PreBindWait
 from .cache import CacheError
 from .queue import QueuedPodInfo
 from .recording import binding_record
@@ -38,6 +42,9 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler, SchedulingStats
 
 log = logging.getLogger(__name__)
+
+#: marks a call a binding worker queued for the loop (Handle.on_loop) in ``bind_results``
+_LOOP_CALL = object()
 
 
 class WaitingPod:
@@ -109,7 +116,7 @@ class BindingCycle:
     attempt_started: dict[str, float]
     binding_waits: dict[str, BindingWait]
     decisions: DecisionLog | None
-    #: where Bind plugins run (None: on the scheduling loop, as simulations need for determinism)
+    #: where PreBind and Bind plugins run (None: on the scheduling loop, as simulations need for determinism)
     bind_pool: Executor | None
     #: called from a binding worker when a Bind finished (wakes the daemon's loop)
     bind_wakeup: Callable[[], object] | None
@@ -150,68 +157,90 @@ class BindingCycle:
 
     def _pre_bind_from(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
                        node_name: str, start: int) -> None:
-        """PreBind plugins from ``start`` on; a :class:`PreBindWait` parks the
-        binding cycle in :attr:`binding_waits` and polls on the clock."""
+        """PreBind plugins from ``start`` on, then Bind (on a binding worker
+        when there is a pool); a :class:`PreBindWait` parks the binding cycle
+        in :attr:`binding_waits` and polls on the clock."""
+        pool = self.bind_pool
+        if pool is not None:
+            self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
+            return
         status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
         if wait is not None:
-            deadline = self.clock.now() + wait.timeout
-
-            def poll() -> None:
-                if self.binding_waits.pop(assumed.metadata.uid, None) is None:
-                    return  # aborted meanwhile
-                answer = wait.check()
-                if answer is not None and answer.code == Code.WAIT:
-                    if self.clock.now() >= deadline:
-                        self._binding_failed(fwk, state, info, assumed, node_name, Status(
-                            Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
-                        return
-                    self.binding_waits[assumed.metadata.uid] = BindingWait(
-                        self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
-                    return
-                failed = fwk.pre_bind_status(index, answer)
-                if failed is not None:
-                    self._binding_failed(fwk, state, info, assumed, node_name, failed)
-                else:
-                    self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
-
-            self.binding_waits[assumed.metadata.uid] = BindingWait(
-                self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+            self._park(fwk, state, info, assumed, node_name, wait, index)
             return
         if status is None:
-            pool = self.bind_pool
-            if pool is not None:
-                self._bind_elsewhere(pool, fwk, state, info, assumed, node_name)
-                return
             status = fwk.run_bind(state, assumed, node_name)
         self._finish_binding(fwk, state, info, assumed, node_name, status)
 
+    def _park(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+              wait: PreBindWait, index: int) -> None:
+        """Poll PreBind plugin ``index``'s ``wait`` on the clock until it is
+        over (then PreBind goes on after it), fails, or times out."""
+        deadline = self.clock.now() + wait.timeout
+
+        def poll() -> None:
+            if self.binding_waits.pop(assumed.metadata.uid, None) is None:
+                return  # aborted meanwhile
+            answer = wait.check()
+            if answer is not None and answer.code == Code.WAIT:
+                if self.clock.now() >= deadline:
+                    self._binding_failed(fwk, state, info, assumed, node_name, Status(
+                        Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
+                    return
+                self.binding_waits[assumed.metadata.uid] = BindingWait(
+                    self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+                return
+            failed = fwk.pre_bind_status(index, answer)
+            if failed is not None:
+                self._binding_failed(fwk, state, info, assumed, node_name, failed)
+            else:
+                self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
+
+        self.binding_waits[assumed.metadata.uid] = BindingWait(
+            self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+
     def _bind_elsewhere(self, pool: Executor, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                        assumed: Pod, node_name: str) -> None:
-        """Run the Bind plugins on a binding worker; their outcome comes back
-        to the scheduling loop (:meth:`finish_binds`), which alone touches the
-        cache and the queue.  Upstream runs each binding cycle in a goroutine."""
+                        assumed: Pod, node_name: str, start: int) -> None:
+        """Run PreBind (from plugin ``start``) and Bind on a binding worker;
+        what the plugins hand to :meth:`Handle.on_loop` and then the outcome
+        come back to the scheduling loop in that order (:meth:`finish_binds`),
+        which alone touches the cache, the queue and the state the scheduling
+        cycle reads.  Upstream runs each binding cycle in a goroutine."""
         uid = assumed.metadata.uid
         self.binds_in_flight[uid] = assumed
+        results = self.bind_results
 
         def bind() -> None:
-            try:
-                status = fwk.run_bind(state, assumed, node_name)
-            except Exception as err:  # noqa: BLE001 - a failing Bind plugin fails the binding, as upstream
-                status = Status(Code.ERROR, (f"running Bind plugins: {err}",), error=err)
-            self.bind_results.append((fwk, state, info, assumed, node_name, status))
+            wait, index = None, 0
+            with calls_for_the_loop(lambda call: results.append((_LOOP_CALL, call))):
+                try:
+                    status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
+                    if wait is None and status is None:
+                        status = fwk.run_bind(state, assumed, node_name)
+                except Exception as err:  # noqa: BLE001 - a failing plugin fails the binding, as upstream
+                    status, wait = Status(Code.ERROR, (f"running PreBind or Bind plugins: {err}",), error=err), None
+            results.append((fwk, state, info, assumed, node_name, status, wait, index))
             if self.bind_wakeup is not None:
                 self.bind_wakeup()
 
         pool.submit(bind)
 
     def finish_binds(self) -> int:
-        """Finish the binding cycles whose Bind plugins returned on a binding
-        worker (on the scheduling loop's thread); returns how many."""
+        """On the scheduling loop's thread: make the calls binding workers
+        queued for it and finish the binding cycles that came back (a PreBind
+        wait is parked here, on the loop's clock); returns how many came back."""
         done = 0
         while self.bind_results:
-            fwk, state, info, assumed, node_name, status = self.bind_results.popleft()
+            entry = self.bind_results.popleft()
+            if entry[0] is _LOOP_CALL:
+                entry[1]()
+                continue
+            fwk, state, info, assumed, node_name, status, wait, index = entry
             self.binds_in_flight.pop(assumed.metadata.uid, None)
-            self._finish_binding(fwk, state, info, assumed, node_name, status)
+            if wait is not None:
+                self._park(fwk, state, info, assumed, node_name, wait, index)
+            else:
+                self._finish_binding(fwk, state, info, assumed, node_name, status)
             done += 1
         return done
 

@@ -150,6 +150,7 @@ class Scheduler(EventHandlers, BindingCycle):
                 activate=lambda pod: self.queue.activate(pod),
                 dra=self.dra_manager,
                 rng=self.rng,
+                move_pods=lambda event, old, new: self.queue.move_all(event, old, new),
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}

@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 import attrs
@@ -741,20 +742,19 @@ class DynamicResources:
             annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}, finalizers=(FINALIZER,),
             owner_references=(OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
                                              uid=pod.metadata.uid, controller=True, block_owner_deletion=True),))
+        uid = claim.metadata.uid
         try:
             created = cluster.create(attrs.evolve(claim, metadata=meta))
             extended.created = created
             reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
             updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
                 created.status, allocation=allocation, reserved_for=(reference,))))
-        finally:
-            self.dra.remove_claim_pending_allocation(claim.metadata.uid)
+        except Exception:
+            self.handle.on_loop(lambda: self.dra.remove_claim_pending_allocation(uid))
+            raise
         extended.created = updated
         data.claims[extended.index] = updated
-        try:
-            self.dra.assume_claim_after_api_call(updated)
-        except AssumeError:
-            pass  # the watch already brought it
+        self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
         recorded = PodExtendedResourceClaimStatus(request_mappings=mappings,
                                                   resource_claim_name=updated.metadata.name)
         retry_on_conflict(cluster, pod, lambda current: cluster.update_status(attrs.evolve(
@@ -783,19 +783,30 @@ class DynamicResources:
             return cluster.update_status(attrs.evolve(current, status=attrs.evolve(
                 current.status, reserved_for=current.status.reserved_for + (reference,))))
 
+        uid = claim.metadata.uid
         try:
             updated = retry_on_conflict(cluster, claim, attempt)
         except Exception:
             if allocation is not None:
-                self.dra.remove_claim_pending_allocation(claim.metadata.uid)
+                self.handle.on_loop(lambda: self.dra.remove_claim_pending_allocation(uid))
             raise
         if allocation is not None:
-            try:
-                self.dra.assume_claim_after_api_call(updated)
-            except AssumeError:
-                pass  # the watch already brought a newer version
-            self.dra.remove_claim_pending_allocation(claim.metadata.uid)
+            self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
         return updated
+
+    def _allocation_written(self, uid: str, written: ResourceClaim) -> None:
+        """On the scheduling loop, once PreBind wrote a claim's allocation: that
+        version is assumed until the watch brings it back, and the allocation
+        is no longer in flight (its devices stay taken throughout)."""
+        try:
+            self.dra.assume_claim_after_api_call(written)
+        except AssumeError:
+            pass  # the watch already brought a newer version
+        released = self.dra.remove_claim_pending_allocation(uid)
+        if released is not None:
+            # a pod sharing the claim may have been refused meanwhile ("in the process of being
+            # allocated") after the watch event had come: retry it as that event would
+            self.handle.move_pods(ClusterEvent("ResourceClaim", ActionType.UPDATE), released, written)
 
 
 def extended_resource_requests(

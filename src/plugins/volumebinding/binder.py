@@ -21,6 +21,8 @@ the VolumeBinding plugin in this order for one pod:
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import attrs
 from attrs import define, field
 
@@ -106,11 +108,15 @@ class PodVolumeClaims:
 class VolumeBinder:
     """PV and claim assume caches over ``informers``, plus the listers the
     decisions need (StorageClass, CSINode, CSIDriver, CSIStorageCapacity,
-    Node, Pod).  Build it before the informers start."""
+    Node, Pod).  Build it before the informers start.  ``on_loop(call)``
+    makes a call on the scheduling loop (the handle's): PreBind may run on a
+    binding worker, and the assume caches are the loop's."""
 
-    def __init__(self, cluster: ClusterClient, informers: Informers):
+    def __init__(self, cluster: ClusterClient, informers: Informers,
+                 on_loop: Callable[[Callable[[], Any]], None] = lambda call: call()):
         self.cluster = cluster
         self.informers = informers
+        self.on_loop = on_loop
         self.pv_cache = AssumeCache(informers, "PersistentVolume")
         self.pvc_cache = AssumeCache(informers, "PersistentVolumeClaim")
         self.classes = informers.store("StorageClass")
@@ -365,7 +371,8 @@ class VolumeBinder:
                 provision.pvc = self.cluster.update(provision.pvc)
                 written_claims += 1
         except ApiError:
-            self._revert(volumes.static_bindings[written_pvs:], volumes.dynamic_provisions[written_claims:])
+            unwritten = volumes.static_bindings[written_pvs:], volumes.dynamic_provisions[written_claims:]
+            self.on_loop(lambda: self._revert(*unwritten))
             raise
 
     def check_bindings(self, pod: Pod, volumes: PodVolumes) -> bool:

@@ -109,7 +109,7 @@ class VolumeBinding:
     args_class = VolumeBindingArgs
 
     def __init__(self, args: VolumeBindingArgs, handle):
-        self.binder = VolumeBinder(handle.cluster, handle.informers)
+        self.binder = VolumeBinder(handle.cluster, handle.informers, on_loop=handle.on_loop)
         self.bind_timeout = float(args.bind_timeout_seconds)
         self.shape = BrokenLinear(args.shape) if args.shape else None
 
