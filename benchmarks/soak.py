@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from kubesched.core.clock import RealClock  # noqa: E402
 from kubesched.core.cluster.client import MODIFIED  # noqa: E402
 from kubesched.core.cluster.memory import MemoryCluster  # noqa: E402
-from kubesched.testing import node, pod  # noqa: E402
+from kubesched.testing import device, device_class, node, pod, resource_claim, resource_slice  # noqa: E402
 
 
 class Tracker:
@@ -62,15 +62,19 @@ class Tracker:
             if len(self.bound) >= self.expected:
                 self.done.set()
 
-    def produce(self, cluster: MemoryCluster, count: int, burst: int, interval: float) -> None:
-        """Create ``count`` pods, ``burst`` at a time, one burst every ``interval`` seconds."""
+    def produce(self, cluster: MemoryCluster, count: int, burst: int, interval: float, claims: bool = False) -> None:
+        """Create ``count`` pods, ``burst`` at a time, one burst every ``interval`` seconds;
+        ``claims``: each with a ResourceClaim of its own for one device."""
         self.expected = count
         start = time.monotonic()
         for first in range(0, count, burst):
             for i in range(first, min(first + burst, count)):
                 name = f"soak-{i:05d}"
+                if claims:
+                    cluster.create(resource_claim(f"{name}-gpu"))
                 self.created[name] = time.monotonic()
-                cluster.create(pod(name, cpu="100m", memory="128Mi", scheduler_name="kubesched"))
+                cluster.create(pod(name, cpu="100m", memory="128Mi", scheduler_name="kubesched",
+                                   claims=[f"{name}-gpu"] if claims else ()))
             pause = start + (first // burst + 1) * interval - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # pacing the bursts is the point of a soak
@@ -91,9 +95,14 @@ class Tracker:
         }
 
 
-def nodes(cluster: MemoryCluster, count: int) -> None:
+def nodes(cluster: MemoryCluster, count: int, devices: int = 0) -> None:
+    """``count`` nodes; ``devices``: that many DRA devices on each (a DeviceClass and a ResourceSlice per node)."""
+    if devices:
+        cluster.create(device_class())
     for i in range(count):
         cluster.create(node(f"node-{i:04d}", cpu="32", memory="256Gi", pods=110))
+        if devices:
+            cluster.create(resource_slice(f"node-{i:04d}", [device(f"gpu-{d}") for d in range(devices)]))
 
 
 def config_doc(leader_elect: bool) -> dict:
@@ -136,7 +145,7 @@ def run_apiserver(args) -> dict:
         if args.latency:
             for method in ("POST", "PUT", "DELETE"):
                 server.delay(method, r".", args.latency)
-        nodes(server.cluster, args.nodes)
+        nodes(server.cluster, args.nodes, devices=8 if args.claims else 0)
         tracker = Tracker(server.cluster)
         config = Path(tmp) / "config.yaml"
         config.write_text(yaml.safe_dump(config_doc(True)))
@@ -150,7 +159,7 @@ def run_apiserver(args) -> dict:
                 if json.loads(line).get("msg") == "caches synced":
                     break
             threading.Thread(target=lambda: [None for _ in daemon.stderr], daemon=True).start()
-            tracker.produce(server.cluster, args.pods, args.burst, args.interval)
+            tracker.produce(server.cluster, args.pods, args.burst, args.interval, claims=args.claims)
             finished = tracker.done.wait(args.timeout)
             peak = peak_rss_kib(daemon.pid)
             daemon.send_signal(signal.SIGTERM)
@@ -171,6 +180,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="give up this long after the last burst")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every write (apiserver mode)")
     parser.add_argument("--binding-workers", type=int, default=16, help="kubesched run --binding-workers")
+    parser.add_argument("--claims", action="store_true",
+                        help="apiserver mode: each pod with a ResourceClaim for one of 8 devices per node")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     args = parser.parse_args()
     results = []
