@@ -99,12 +99,18 @@ class ResultStore:
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a sweep table (a ``.parquet`` file, or a results directory:
-    its cells).  Raises ValueError naming the path when it is neither."""
+    """The rows of a sweep table (a ``.parquet`` file), or of a results
+    directory: its table and its cells, one row per cell (a cell file wins
+    over the table's row: it is newer).  Raises ValueError naming the path
+    when it is neither."""
     path = Path(path)
     try:
-        if path.is_dir():
-            return ResultStore(path, path.name).table().to_pylist()
-        return pq.read_table(path).to_pylist()
+        if not path.is_dir():
+            return pq.read_table(path).to_pylist()
+        sources = [*sorted(path.glob("*.parquet")), *sorted((path / "cells").glob("*.parquet"))]
+        if not sources:
+            return []
+        every = pa.concat_tables([pq.read_table(s) for s in sources], promote_options="default").to_pylist()
+        return list({row.get("cell"): row for row in every}.values())  # the last (newest) row of each cell
     except (pa.ArrowException, OSError) as err:
         raise ValueError(f"{path}: not a sweep results table: {err}") from None
