@@ -58,3 +58,15 @@ def test_a_failing_write_is_dropped_not_raised():
     cluster.fail_hook = refuse
     recorder.event(target, "Normal", "Scheduled", "Binding", "ok")
     assert recorder.dropped == 1 and cluster.list("Event").items == []
+
+
+def test_a_long_running_recorder_remembers_only_the_most_recent_events(monkeypatch):
+    # a daemon records events about millions of pods: what it keeps for aggregation is bounded, as client-go's LRU
+    monkeypatch.setattr("kubesched.core.observability.events.MAX_REMEMBERED_EVENTS", 3)
+    clock, cluster, target, recorder = setup()
+    for message in ("a", "b", "c", "a", "d"):  # "a" used again: "b" is the least recent when "d" comes
+        recorder.event(target, "Warning", "FailedScheduling", "Scheduling", message)
+    recorder.event(target, "Warning", "FailedScheduling", "Scheduling", "b")  # forgotten: a new Event
+    recorder.event(target, "Warning", "FailedScheduling", "Scheduling", "a")  # remembered: counted
+    counts = sorted((e.message, e.count) for e in cluster.list("Event").items)
+    assert counts == [("a", 3), ("b", 1), ("b", 1), ("c", 1), ("d", 1)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -15,6 +17,8 @@ from kubesched.core.cluster.client import ApiError, ClusterClient
 
 #: Identical events about one object within this many seconds are one Event with a count.
 AGGREGATION_SECONDS = 600.0
+#: How many recent events a recorder remembers for that (client-go's correlator: an LRU of 4096).
+MAX_REMEMBERED_EVENTS = 4096
 
 #: Event names are ``<object>.<hex>``; one sequence for every recorder, so that two
 #: components (scheduler, controllers) never pick the same name for the same object.
@@ -34,7 +38,9 @@ class EventRecorder:
         self.clock = clock
         self.component = component
         self.dropped = 0
-        self._recorded: dict[tuple, tuple[str, str]] = {}
+        #: (uid, type, reason, message) -> the Event's (namespace, name), least recently used first
+        self._recorded: OrderedDict[tuple, tuple[str, str]] = OrderedDict()
+        self._lock = threading.Lock()  # the loop and binding workers record events
 
     def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
         """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``regarding``.
@@ -45,7 +51,10 @@ class EventRecorder:
         meta = regarding.metadata
         now = self.clock.now()
         key = (meta.uid, type_, reason, message)
-        previous = self._recorded.get(key)
+        with self._lock:
+            previous = self._recorded.get(key)
+            if previous is not None:
+                self._recorded.move_to_end(key)
         if previous is not None and self._bump(previous, now):
             return
         event = Event(
@@ -71,7 +80,11 @@ class EventRecorder:
         except ApiError:
             self.dropped += 1
             return
-        self._recorded[key] = (event.metadata.namespace, event.metadata.name)
+        with self._lock:
+            self._recorded[key] = (event.metadata.namespace, event.metadata.name)
+            self._recorded.move_to_end(key)
+            if len(self._recorded) > MAX_REMEMBERED_EVENTS:
+                self._recorded.popitem(last=False)
 
     def _bump(self, where: tuple[str, str], now: float) -> bool:
         namespace, name = where
