@@ -109,6 +109,18 @@ def test_a_results_directory_with_only_its_table_resumes(tmp_path):
         without_run_specifics(read_results(tmp_path / "here"))
 
 
+def test_an_unreadable_results_table_is_refused_and_left_alone(tmp_path):
+    spec = small_spec(tmp_path, traces=[{"name": "cluster", "manifests": str(ROOT / "examples/cluster")}])
+    table = tmp_path / "out/small.parquet"
+    table.parent.mkdir()
+    table.write_text("version https://git-lfs.github.com/spec/v1\n")  # e.g. a pointer where the table should be
+    result = CliRunner().invoke(app, ["sweep", str(spec), "-o", str(tmp_path / "out"), "--workers", "1"])
+    assert result.exit_code != 0
+    assert f"{table}: not a sweep results table" in result.output
+    assert table.read_text() == "version https://git-lfs.github.com/spec/v1\n"
+    assert not list((tmp_path / "out/cells").glob("*.parquet"))
+
+
 RAY = importlib.util.find_spec("ray") is not None
 
 

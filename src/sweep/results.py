@@ -36,14 +36,17 @@ class ResultStore:
         self._unpack_table()
 
     def _unpack_table(self) -> None:
-        """Write each row of ``DIR/<name>.parquet`` whose cell file is missing back as that cell."""
+        """Write each row of ``DIR/<name>.parquet`` whose cell file is missing
+        back as that cell.  Raises ValueError naming the table when it cannot
+        be read (it is left as it is: finishing the sweep would overwrite it)."""
         table_path = self.directory / f"{self.name}.parquet"
         if not table_path.is_file():
             return
         try:
             rows = pq.read_table(table_path).to_pylist()
-        except (pa.ArrowException, OSError):
-            return  # unreadable: its cells are computed again
+        except (pa.ArrowException, OSError) as err:
+            raise ValueError(f"{table_path}: not a sweep results table ({err}); move it aside to start "
+                             f"this sweep's results afresh") from None
         for row in rows:
             cell_id = row.get("cell")
             if isinstance(cell_id, str) and cell_id and not self.path(cell_id).is_file():
