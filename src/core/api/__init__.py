@@ -11,7 +11,16 @@ from typing import Any, Callable
 
 from attrs import frozen
 
-from . import apps_v1, coordination_v1, core_v1, policy_v1, resource_v1, scheduling_v1, storage_v1
+from . import (
+    apps_v1,
+    coordination_v1,
+    core_v1,
+    policy_v1,
+    resource_v1,
+    scheduling_v1,
+    scheduling_v1beta1,
+    storage_v1,
+)
 from .convert import ManifestError, structure, unstructure
 from .meta import ObjectMeta, namespaced_name
 
@@ -66,6 +75,8 @@ for _resource in (
     ResourceType("Lease", "coordination.k8s.io/v1", coordination_v1.Lease, True, "leases"),
     *(ResourceType(kind, resource_v1.API_VERSION, cls, namespaced, plural, resource_v1.UPGRADES[kind])
       for kind, cls, namespaced, plural in resource_v1.KINDS),
+    *(ResourceType(kind, api_version, cls, True, plural, scheduling_v1beta1.UPGRADES.get(kind, {}))
+      for kind, api_version, cls, plural in scheduling_v1beta1.KINDS),
 ):
     register(_resource)
 

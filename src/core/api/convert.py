@@ -246,13 +246,17 @@ def _unstructure_factory(cls: type):
 
 
 def _structure_list_factory(type_: Any) -> Callable[[Any, Any], tuple]:
-    """``tuple[X, ...]`` hook: the item hook is looked up once per type."""
+    """``tuple[X, ...]`` hook: the item hook is looked up once per type, on first
+    use (so that a class may hold a tuple of itself: a template tree)."""
     item_type = getattr(type_, "__args__", (Any,))[0]
-    item_hook = converter.get_structure_hook(item_type)
+    item_hook: Callable[[Any, Any], Any] | None = None
 
     def structure_list(value: Any, _type: Any) -> tuple:
+        nonlocal item_hook
         if value is None:
             return ()
+        if item_hook is None:
+            item_hook = converter.get_structure_hook(item_type)
         if not isinstance(value, (list, tuple)):
             raise ManifestError("", f"expected a list, got {value!r}")
         out = []

@@ -385,6 +385,16 @@ class PodResourceClaimStatus:
 
 
 @frozen
+class PodSchedulingGroup:
+    """``spec.schedulingGroup`` (GenericWorkload): the runtime group the pod
+    belongs to.  A union with one member today: ``pod_group_name``, a PodGroup
+    in the pod's namespace (which may not exist yet).  Immutable."""
+
+    pod_group_name: str | None = None
+    extra: dict[str, Any] = _extra()
+
+
+@frozen
 class PodSpec:
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -401,6 +411,7 @@ class PodSpec:
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    scheduling_group: PodSchedulingGroup | None = None
     extra: dict[str, Any] = _extra()
 
     def __attrs_post_init__(self):
