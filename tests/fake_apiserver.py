@@ -4,6 +4,7 @@ It speaks the subset of the Kubernetes REST API that ``KubernetesCluster``
 uses, with the real ``kubernetes`` client on the other end: list, watch
 (chunked JSON lines, ``resourceVersion``, bookmarks, 410 as an ERROR event),
 get, create, update and ``/status`` with resourceVersion conflicts,
+strategic-merge and JSON merge PATCH (of an object or its ``/status``),
 ``pods/binding``, delete with a UID precondition, ``events.k8s.io/v1`` events
 (kept as sent, and checked as the real server checks them) and leases.
 Objects live in a :class:`MemoryCluster`, whose semantics it serves.
@@ -36,6 +37,7 @@ import yaml
 from kubesched.core.api import RESOURCES, from_manifest, to_manifest
 from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.cluster.patch import PATCH_TYPES, apply_patch
 
 #: The bearer token clients present (tokens that start with it are all accepted).
 TOKEN = "fake-token"
@@ -403,6 +405,14 @@ class _Handler(BaseHTTPRequestHandler):
             obj = self._object(body, resource.kind)
             stored = cluster.update_status(obj) if sub == "status" else cluster.update(obj)
             return self._reply(200, to_manifest(stored))
+        if self.command == "PATCH" and name and sub in ("", "status"):
+            patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if patch_type not in PATCH_TYPES:
+                raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
+                                           f'include: application/json-patch+json, {", ".join(PATCH_TYPES)}, '
+                                           'application/apply-patch+yaml')
+            stored = cluster.patch(resource.kind, name, body, namespace or "", subresource=sub, patch_type=patch_type)
+            return self._reply(200, to_manifest(stored))
         if self.command == "DELETE" and name:
             uid = ((body or {}).get("preconditions") or {}).get("uid")
             cluster.delete(resource.kind, name, namespace or "", uid)
@@ -431,6 +441,14 @@ class _Handler(BaseHTTPRequestHandler):
             if key not in api.events:
                 raise _not_found(f"events.events.k8s.io {name!r}")
             return self._reply(200, api.events[key])
+        if self.command == "PATCH" and name:
+            patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            with api._lock:
+                if key not in api.events:
+                    raise _not_found(f"events.events.k8s.io {name!r}")
+                body = apply_patch(api.events[key], body, patch_type)
+                body["metadata"]["resourceVersion"] = api.events[key]["metadata"]["resourceVersion"]
+            self.command = "PUT"
         if self.command in ("POST", "PUT"):
             problems = [f for f in ("reportingController", "reportingInstance", "action", "reason", "regarding")
                         if not body.get(f)]
@@ -533,6 +551,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         self.close_connection = True
+
+
+class UnsupportedMediaType(ApiError):
+    code, reason = 415, "UnsupportedMediaType"
 
 
 def _not_found(what: str) -> ApiError:

@@ -11,7 +11,7 @@ from fake_apiserver import wait_until
 from kubesched.core.api import from_manifest
 from kubesched.core.api.resource_v1 import ResourceClaimConsumerReference
 from kubesched.core.clock import RealClock
-from kubesched.core.cluster.client import AlreadyExists, Conflict, NotFound, retry_on_conflict
+from kubesched.core.cluster.client import AlreadyExists, Conflict, Invalid, NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.observability.events import EventRecorder
@@ -195,3 +195,22 @@ def test_requests_are_throttled_to_qps_once_the_burst_is_spent(monkeypatch):
     for _ in range(100):
         unlimited.take()
     assert slept == [0.1, 0.1]
+
+
+def test_strategic_and_merge_patches_of_status_and_object_through_the_client(kube, apiserver):
+    created = kube.create(pod("web"))
+    kube.patch("Pod", "web", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, "default",
+               subresource="status", patch_type="application/merge-patch+json")
+    patched = kube.patch("Pod", "web", {"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}},
+                         "default", subresource="status", uid=created.metadata.uid)
+    assert [c.type for c in patched.status.conditions] == ["Ready", "PodScheduled"]
+    assert apiserver.cluster.get("Pod", "web", "default") == patched
+    labelled = kube.patch("Pod", "web", {"metadata": {"labels": {"app": "web"}}}, "default",
+                          resource_version=patched.metadata.resource_version)
+    assert labelled.metadata.labels == {"app": "web"}
+    with pytest.raises(Conflict):
+        kube.patch("Pod", "web", {"metadata": {"labels": {"app": "x"}}}, "default",
+                   resource_version=patched.metadata.resource_version)
+    with pytest.raises(Invalid, match="field is immutable"):
+        kube.patch("Pod", "web", {"status": {"phase": "Running"}}, "default", subresource="status", uid="other")
+    assert [m for m, p, _ in apiserver.requests if p.startswith("/api/v1/namespaces/default/pods/web")].count("PATCH") == 5

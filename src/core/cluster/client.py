@@ -2,7 +2,8 @@
 
 Kubernetes semantics: list, get, watch (ADDED/MODIFIED/DELETED), create,
 update with resourceVersion (a stale one is a :class:`Conflict`), status
-updates, pods/binding, delete (with a UID precondition), events.  Objects are
+updates, strategic-merge and JSON merge patches (of an object or its
+status), pods/binding, delete (with a UID precondition), events.  Objects are
 the typed classes of :mod:`kubesched.core.api`, addressed by kind name
 (``"Pod"``) plus namespace and name.  Implementations: :class:`MemoryCluster`
 (embedded) and, with the ``kube`` extra, ``KubernetesCluster``.
@@ -32,6 +33,18 @@ class ApiError(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+class BadRequest(ApiError):
+    """A request the API server cannot parse (HTTP 400): a malformed patch, a name that does not match the URL."""
+
+    code, reason = 400, "BadRequest"
+
+
+class Forbidden(ApiError):
+    """The client's identity may not make this request (HTTP 403, RBAC)."""
+
+    code, reason = 403, "Forbidden"
 
 
 class NotFound(ApiError):
@@ -136,6 +149,28 @@ class ClusterClient:
 
     def update_status(self, obj: Any) -> Any:
         """Replace only ``status`` (same resourceVersion rule as :meth:`update`)."""
+        raise NotImplementedError
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
+              patch_type: str = "application/strategic-merge-patch+json", uid: str | None = None,
+              resource_version: str | None = None) -> Any:
+        """PATCH one object, or its ``/status`` (``subresource="status"``), and
+        return it as stored.
+
+        ``patch`` is the body in manifest form (camelCase dicts);
+        ``patch_type`` is ``"application/strategic-merge-patch+json"`` (lists
+        with upstream's ``patchStrategy:"merge"`` merge on their key: pod and
+        meta/v1 conditions on ``type``, a claim's ``reservedFor`` on ``uid``;
+        see :mod:`kubesched.core.cluster.patch`) or
+        ``"application/merge-patch+json"`` (RFC 7386).  ``uid`` and
+        ``resource_version`` are preconditions, sent in the patch's metadata
+        as client-go does.  A patch of the main resource leaves ``status``
+        alone and a ``/status`` patch leaves everything but ``status``, as
+        kube-apiserver's strategies.  Raises :class:`NotFound` (no such
+        object), :class:`Invalid` (422: the object's UID is not ``uid``, or
+        the patched object is invalid), :class:`Conflict` (409: its
+        resourceVersion is not ``resource_version``), :class:`BadRequest`
+        (400: a malformed patch or an unsupported ``patch_type``)."""
         raise NotImplementedError
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:

@@ -44,6 +44,7 @@ from .client import (
     REPLACE,
     AlreadyExists,
     ApiError,
+    BadRequest,
     ClusterClient,
     Conflict,
     Fenced,
@@ -54,6 +55,7 @@ from .client import (
     WatchEvent,
     WatchSink,
 )
+from .patch import PATCH_TYPES, STRATEGIC_MERGE_PATCH, with_preconditions
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +300,7 @@ class KubernetesCluster(ClusterClient):
         return f"{path}/{sub}" if sub else path
 
     def _send(self, method: str, path: str, query: list | None = None, body: Any = None,
-              timeout: Any = None) -> Any:
+              timeout: Any = None, content_type: str = "application/json") -> Any:
         """One request; returns the kubernetes client's RESTResponse (body unread)."""
         import urllib3
         from kubernetes.client.exceptions import ApiException
@@ -309,7 +311,7 @@ class KubernetesCluster(ClusterClient):
         self.limiter.take()
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         request = self.api.param_serialize(method=method, resource_path=path, query_params=query or [],
                                            header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
@@ -322,8 +324,9 @@ class KubernetesCluster(ClusterClient):
             error.code, error.reason = 503, "ServiceUnavailable"
             raise error from None
 
-    def _call(self, method: str, path: str, query: list | None = None, body: Any = None) -> dict:
-        response = self._send(method, path, query, body)
+    def _call(self, method: str, path: str, query: list | None = None, body: Any = None,
+              content_type: str = "application/json") -> dict:
+        response = self._send(method, path, query, body, content_type=content_type)
         data = response.read()
         if not 200 <= response.status <= 299:
             raise _api_error(response.status, data, f"{method} {path}")
@@ -423,6 +426,19 @@ class KubernetesCluster(ClusterClient):
         meta = obj.metadata
         return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace, "status"),
                                                  body=self._encode(obj)))
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
+              patch_type: str = STRATEGIC_MERGE_PATCH, uid: str | None = None,
+              resource_version: str | None = None) -> Any:
+        """PATCH ``.../<name>`` or ``.../<name>/status`` with ``patch_type`` as the
+        Content-Type (see :meth:`ClusterClient.patch`)."""
+        if patch_type not in PATCH_TYPES:
+            raise BadRequest(f"the patch type {patch_type!r} is not supported (supported: {', '.join(PATCH_TYPES)})")
+        resource = RESOURCES[kind]
+        body = with_preconditions(patch, uid, resource_version)
+        doc = self._call("PATCH", self._path(resource, name, namespace, subresource), body=body,
+                         content_type=patch_type)
+        return self._decode(resource, doc)
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         """POST pods/binding.  The reply (a ``Status``) is not decoded.  A

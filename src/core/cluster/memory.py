@@ -28,7 +28,8 @@ from kubesched.core.api.podpriority import (
 )
 from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
 
-from ..api import RESOURCES, object_key, resource_of
+from ..api import RESOURCES, from_manifest, object_key, resource_of, to_manifest
+from ..api.convert import ManifestError
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
 from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
@@ -40,6 +41,7 @@ from .client import (
     DELETED,
     MODIFIED,
     AlreadyExists,
+    BadRequest,
     ClusterClient,
     Conflict,
     Gone,
@@ -49,6 +51,7 @@ from .client import (
     WatchEvent,
     WatchSink,
 )
+from .patch import STRATEGIC_MERGE_PATCH, apply_patch, with_preconditions
 
 # upstream's generateName alphabet (no vowels, no confusable digits)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -167,6 +170,31 @@ class MemoryCluster(ClusterClient):
 
     def update_status(self, obj: Any) -> Any:
         return self._replace(obj, status_only=True)
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
+              patch_type: str = STRATEGIC_MERGE_PATCH, uid: str | None = None,
+              resource_version: str | None = None) -> Any:
+        """See :meth:`ClusterClient.patch`.  The fail hook sees the verb ``patch``
+        or ``patch_status`` and ``namespace/name``."""
+        resource = RESOURCES.get(kind)
+        if resource is None or subresource not in ("", "status"):
+            raise NotFound(f"the server could not find the requested resource ({kind} {subresource})".rstrip())
+        self._check_fail("patch_status" if subresource else "patch", kind, f"{namespace}/{name}" if namespace else name)
+        body = with_preconditions(patch, uid, resource_version)
+        with self._lock:
+            current = self.get(kind, name, namespace)
+            try:
+                obj = from_manifest(apply_patch(to_manifest(current), body, patch_type, resource.cls))
+            except ManifestError as err:
+                raise Invalid(f'{kind} "{name}" is invalid: {err}') from None
+            if obj.metadata.name != name:
+                raise BadRequest(f"the name of the object ({obj.metadata.name}) does not match the name on the URL ({name})")
+            if obj.metadata.uid != current.metadata.uid:
+                raise Invalid(f'{kind} "{name}" is invalid: metadata.uid: Invalid value: "{obj.metadata.uid}": '
+                              "field is immutable")
+            if not subresource and hasattr(current, "status"):
+                obj = attrs.evolve(obj, status=current.status)
+            return self._write(kind, obj, status_only=bool(subresource))
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         self._check_fail("bind", "Pod", f"{namespace}/{name}")
@@ -350,6 +378,12 @@ class MemoryCluster(ClusterClient):
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
         self._check_fail("update_status" if status_only else "update", kind, obj)
+        with self._lock:
+            return self._write(kind, obj, status_only)
+
+    def _write(self, kind: str, obj: Any, status_only: bool) -> Any:
+        """Store ``obj`` over the stored object of its name (an update, or the
+        result of a patch), with the resourceVersion and UID checks."""
         with self._lock:
             current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
             rv = obj.metadata.resource_version

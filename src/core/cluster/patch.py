@@ -1,0 +1,239 @@
+"""PATCH bodies: JSON merge patch (RFC 7386) and Kubernetes' strategic merge patch.
+
+Both work on an object's manifest form (camelCase dicts, as the API server
+sees JSON).  A merge patch merges maps key by key, ``null`` deletes a key and
+a list replaces the list; it is applied by the ``json-merge-patch`` package.
+
+A strategic merge patch (apimachinery's ``strategicpatch``, what
+``kubectl patch`` and kube-scheduler's ``util.PatchPodStatus`` send) is a
+merge patch that knows the API's lists: a list whose Go field carries
+``patchStrategy:"merge"`` is merged element by element on its
+``patchMergeKey`` (pod conditions on ``type``, a claim's ``reservedFor`` on
+``uid``) or, for a list of strings, as a set union; every other list is
+replaced.  It also honours the directives ``$patch`` (``replace``,
+``delete``, ``merge``) in a map or a list element, ``$retainKeys``,
+``$deleteFromPrimitiveList/<field>`` and ``$setElementOrder/<field>``.  No
+Python package implements it (the merge keys are the API's struct tags), so
+it is written here, after upstream's semantics; the merge keys are
+:data:`MERGE_KEYS`, by the class of a list's elements, so that any
+registered kind whose status holds ``meta`` :class:`Condition` s (a
+PodGroup's, a PodDisruptionBudget's) merges them on ``type`` unannounced.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import typing
+from typing import Any, get_args, get_origin
+
+import attrs
+import json_merge_patch
+
+from ..api import core_v1, resource_v1
+from ..api.convert import EXTRA, manifest_key
+from ..api.meta import Condition, ObjectMeta, OwnerReference
+from .client import ApiError, BadRequest
+
+#: Content-Type of a strategic merge patch.
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+#: Content-Type of a JSON merge patch (RFC 7386).
+MERGE_PATCH = "application/merge-patch+json"
+PATCH_TYPES = (STRATEGIC_MERGE_PATCH, MERGE_PATCH)
+
+#: The merge key of a list field with upstream's ``patchStrategy:"merge"``, by
+#: the class of its elements (each of these classes is used only by such fields).
+MERGE_KEYS: dict[type, str] = {
+    core_v1.PodCondition: "type",
+    core_v1.NodeCondition: "type",
+    Condition: "type",
+    OwnerReference: "uid",
+    core_v1.Container: "name",
+    core_v1.ContainerPort: "containerPort",
+    core_v1.Volume: "name",
+    core_v1.PodSchedulingGate: "name",
+    core_v1.PodResourceClaim: "name",
+    core_v1.PodResourceClaimStatus: "name",
+    core_v1.TopologySpreadConstraint: "topologyKey",
+    resource_v1.ResourceClaimConsumerReference: "uid",
+}
+#: Lists of strings that a strategic merge patch unites with the stored list
+#: (``patchStrategy:"merge"`` without a key), as ``(class, manifest key)``.
+MERGED_STRING_LISTS = {(ObjectMeta, "finalizers")}
+
+_DIRECTIVE = "$patch"
+_RETAIN_KEYS = "$retainKeys"
+_DELETE_FROM = "$deleteFromPrimitiveList/"
+_ELEMENT_ORDER = "$setElementOrder/"
+
+
+def with_preconditions(patch: Any, uid: str | None, resource_version: str | None) -> Any:
+    """``patch`` with ``metadata.uid`` and ``metadata.resourceVersion`` set where
+    given: how a client states preconditions in a PATCH (upstream's
+    ``util.PatchPodStatus`` puts the pod's UID in the patch).  The API server
+    then refuses the patch when the stored object's UID differs (422: the UID
+    is immutable) or its resourceVersion differs (409 Conflict)."""
+    if not uid and not resource_version:
+        return patch
+    if not isinstance(patch, dict):
+        raise BadRequest("a patch with preconditions must be a JSON object")
+    meta = dict(patch.get("metadata") or {})
+    if uid:
+        meta["uid"] = uid
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    return {**patch, "metadata": meta}
+
+
+def apply_patch(doc: dict, patch: Any, patch_type: str, cls: type | None = None) -> Any:
+    """``doc`` (a manifest, not changed) with ``patch`` applied.
+
+    ``patch_type`` is :data:`STRATEGIC_MERGE_PATCH` or :data:`MERGE_PATCH`;
+    ``cls`` is the attrs class of ``doc`` (its lists' merge keys), or None for
+    an unmodelled document (every list is then replaced).  Raises
+    :class:`BadRequest` (400) for another patch type, a strategic patch that
+    is not a JSON object or a malformed directive, as kube-apiserver does; a
+    list element without its merge key is an :class:`ApiError` (500, as
+    upstream's unclassified patch error)."""
+    if patch_type == MERGE_PATCH:
+        return json_merge_patch.merge(copy.deepcopy(doc), patch)
+    if patch_type != STRATEGIC_MERGE_PATCH:
+        raise BadRequest(f"the patch type {patch_type!r} is not supported (supported: {', '.join(PATCH_TYPES)})")
+    if not isinstance(patch, dict):
+        raise BadRequest(f"a strategic merge patch must be a JSON object, got {type(patch).__name__}")
+    return _merge_map(copy.deepcopy(doc), patch, cls)
+
+
+def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
+    """Merge ``patch`` into ``original`` (changed in place and returned)."""
+    directive = patch.get(_DIRECTIVE)
+    if directive is not None:
+        if directive == "replace":
+            return _strip({k: v for k, v in patch.items() if k != _DIRECTIVE}, cls)
+        if directive == "delete":
+            return {}
+        if directive != "merge":
+            raise BadRequest(f"Unknown patch type: {directive} in map: {patch}")
+    if _RETAIN_KEYS in patch:
+        retain = patch[_RETAIN_KEYS]
+        if not isinstance(retain, list):
+            raise BadRequest("invalid patch: $retainKeys must be a list")
+        for key in [k for k in original if k not in retain]:
+            del original[key]
+    fields = _fields(cls)
+    for key, value in patch.items():
+        if key in (_DIRECTIVE, _RETAIN_KEYS) or key.startswith(_ELEMENT_ORDER):
+            continue
+        if key.startswith(_DELETE_FROM):
+            name = key[len(_DELETE_FROM):]
+            if not isinstance(value, list):
+                raise BadRequest(f"invalid patch: {key} must be a list")
+            if isinstance(original.get(name), list):
+                original[name] = [v for v in original[name] if v not in value]
+            continue
+        if value is None:
+            original.pop(key, None)
+            continue
+        element = fields.get(key)
+        current = original.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            original[key] = _merge_map(current, value, element)
+        elif isinstance(value, list) and isinstance(current, list) and _merges(cls, key, element):
+            original[key] = _merge_list(current, value, element)
+        else:
+            original[key] = _strip(value, element)
+    for key, order in patch.items():
+        if key.startswith(_ELEMENT_ORDER) and isinstance(original.get(key[len(_ELEMENT_ORDER):]), list):
+            name = key[len(_ELEMENT_ORDER):]
+            original[name] = _ordered(original[name], order, MERGE_KEYS.get(fields.get(name)))  # type: ignore[arg-type]
+    return original
+
+
+def _merges(cls: type | None, key: str, element: type | None) -> bool:
+    return element in MERGE_KEYS or (cls, key) in MERGED_STRING_LISTS
+
+
+def _merge_list(original: list, patch: list, element: type | None) -> list:
+    """A list field with ``patchStrategy:"merge"``: strings united, objects merged on their key."""
+    merge_key = MERGE_KEYS.get(element)  # type: ignore[arg-type]
+    if merge_key is None:
+        return original + [v for i, v in enumerate(patch) if v not in original and v not in patch[:i]]
+    result = list(original)
+    for item in patch:
+        if not isinstance(item, dict):
+            raise BadRequest(f"invalid patch: expected an object in a list merged on {merge_key!r}, got {item!r}")
+        directive = item.get(_DIRECTIVE)
+        if directive == "replace":
+            return [_strip(v, element) for v in patch if v is not item]
+        if merge_key not in item:
+            if directive is None:
+                raise ApiError(f"map: {item} does not contain declared merge key: {merge_key}")
+            raise BadRequest(f"invalid patch: {item} has no merge key {merge_key!r}")
+        index = next((i for i, v in enumerate(result) if isinstance(v, dict) and v.get(merge_key) == item[merge_key]),
+                     None)
+        if directive == "delete":
+            if index is not None:
+                del result[index]
+            continue
+        if index is None:
+            result.append(_strip(item, element))
+        else:
+            result[index] = _merge_map(result[index], item, element)
+    return result
+
+
+def _ordered(items: list, order: Any, merge_key: str | None) -> list:
+    """``$setElementOrder``: the elements it names in its order, the others
+    (only in the stored list) kept where they were relative to them."""
+    if not isinstance(order, list):
+        raise BadRequest("invalid patch: $setElementOrder must be a list")
+    keys = [o.get(merge_key) if merge_key and isinstance(o, dict) else o for o in order]
+
+    def key_of(item: Any) -> Any:
+        return item.get(merge_key) if merge_key and isinstance(item, dict) else item
+
+    named = sorted((i for i in items if key_of(i) in keys), key=lambda i: keys.index(key_of(i)))
+    result, queue = [], iter(named)
+    for item in items:
+        result.append(next(queue) if key_of(item) in keys else item)
+    return result
+
+
+def _strip(value: Any, cls: type | None) -> Any:
+    """A value the stored object did not have: its nulls and directives dropped
+    (the API server merges it into nothing)."""
+    if isinstance(value, dict):
+        return _merge_map({}, value, cls)
+    if isinstance(value, list):
+        return [_strip(v, cls) for v in value if not (isinstance(v, dict) and v.get(_DIRECTIVE) == "delete")]
+    return value
+
+
+@functools.cache
+def _fields(cls: type | None) -> dict[str, type]:
+    """Manifest key -> the attrs class of the field's value (of a list's
+    elements, of a map's values), for the fields that hold one."""
+    if cls is None or not attrs.has(cls):
+        return {}
+    hints = typing.get_type_hints(cls)
+    found = {}
+    for field in attrs.fields(cls):
+        if field.name == EXTRA:
+            continue
+        inner = _model_in(hints.get(field.name))
+        if inner is not None:
+            found[manifest_key(field)] = inner
+    return found
+
+
+def _model_in(type_: Any) -> type | None:
+    """The attrs class in ``X``, ``X | None``, ``tuple[X, ...]`` or ``dict[str, X]``."""
+    if isinstance(type_, type) and attrs.has(type_):
+        return type_
+    if get_origin(type_) is dict:
+        return _model_in(get_args(type_)[1])
+    for arg in get_args(type_):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
