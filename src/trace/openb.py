@@ -28,8 +28,19 @@ shuffled with the seed; then, while the GPU demand is below ``arrival`` x the
 cluster's GPUs, pods drawn at random (with replacement, from the pods sorted
 by name) are appended as ``<name>-tuned-<i>`` until the next draw's per-GPU
 request would pass that target; if the demand is above it, random pods are
-removed until it is not.  Python's Mersenne Twister stands in for Go's
-math/rand, so a seed gives another (equally random) order than in the paper.
+removed until it is not.  The draws come from one of two generators
+(:data:`RNGS`, recorded in the ConfigMap as ``rng``):
+
+- "python": Python's Mersenne Twister seeded with the seed - as random as
+  the paper's, but another order for the same seed;
+- "go": Go's math/rand (:mod:`.gorand`) exactly as the paper's simulator
+  draws from it after ``rand.Seed(seed)``: one ``rand.Int()`` (an argument of
+  a debug log call, evaluated even when the line is not printed), the
+  ``rand.Shuffle``, then one ``rand.Intn`` per padding draw (including the
+  draw that ends the padding) or per removal.  The ConfigMap records how many
+  values the conversion took from the source (``rng-draws``): the replay
+  draws the node ranking from where the conversion stopped
+  (:mod:`.replay`), as the simulator does.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import yaml
 from attrs import evolve, frozen
 
 from .fragmentation import DEFAULT_MILLI_CPU, PodShape, TypicalPod, typical_pods
+from .gorand import GoRand
 
 #: The DRA driver (and DeviceClass) name of the trace's GPUs.
 DRIVER = "gpu.example.com"
@@ -56,6 +68,8 @@ TRACE_CONFIGMAP = "kubesched-trace"
 NAMESPACE = "default"
 #: Pods a node may hold (the paper's simulator gives every node 1001).
 MAX_PODS = 1001
+#: The generators the arrival order (and the replay's node ranking) can be drawn from (module docstring).
+RNGS = ("python", "go")
 
 #: GPU memory per model in MiB, as the paper's simulator exports it (G1-G3 are
 #: undisclosed internal models; G1 is coded as 1000 MiB there).
@@ -157,14 +171,29 @@ def read_pods(path: str | Path) -> list[TracePod]:
     return pods
 
 
-def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, seed: int, arrival: float) -> list[TracePod]:
-    """The paper's arrival order (module docstring): shuffled, then padded or
+def arrival_generator(seed: int, rng: str = "python") -> random.Random:
+    """The generator the arrival order is drawn from (module docstring):
+    ``random.Random(seed)``, or for ``rng`` "go" Go's source after
+    ``rand.Seed(seed)`` and the simulator's one ``rand.Int()``.  Raises
+    ValueError for another ``rng`` or (go) a seed outside int64."""
+    if rng == "python":
+        return random.Random(seed)
+    if rng != "go":
+        raise ValueError(f"rng: {rng!r} is not one of {', '.join(RNGS)}")
+    generator = GoRand(seed)
+    generator.int_()
+    return generator
+
+
+def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, generator: random.Random,
+                  arrival: float) -> list[TracePod]:
+    """The paper's arrival order (module docstring) drawn from ``generator``
+    (:func:`arrival_generator`): sorted by name and shuffled, then padded or
     thinned to ``arrival`` x ``gpu_capacity_milli`` of GPU demand
     (``arrival`` <= 0: no padding)."""
-    rng = random.Random(seed)
     by_name = sorted(pods, key=lambda p: p.name)
     order = list(by_name)
-    rng.shuffle(order)
+    generator.shuffle(order)
     if arrival <= 0 or not order:
         return order
     demand = sum(p.total_milli_gpu for p in order)
@@ -172,7 +201,7 @@ def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, seed: int, arri
     if demand < target:
         draw = 0
         while True:
-            pod = by_name[rng.randrange(len(by_name))]
+            pod = by_name[generator.randrange(len(by_name))]
             # the paper's simulator compares the per-GPU request here, not the pod's total
             if demand + pod.milli_gpu > target:
                 break
@@ -181,7 +210,7 @@ def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, seed: int, arri
             draw += 1
         return order
     while demand > target and order:
-        demand -= order.pop(rng.randrange(len(order))).total_milli_gpu
+        demand -= order.pop(generator.randrange(len(order))).total_milli_gpu
     return order
 
 
@@ -258,20 +287,25 @@ def parse_typical_pods(text: str, where: str = "typical pods") -> list[TypicalPo
 
 
 def convert(nodes_csv: str | Path, pods_csv: str | Path, out: str | Path, seed: int = 42,
-            arrival: float = 1.3) -> dict:
-    """Write the trace as manifests into directory ``out`` (module docstring).
-    Returns what the ConfigMap records (seed, arrival, counts, capacity).
-    Raises :class:`TraceError` for unreadable input."""
+            arrival: float = 1.3, rng: str = "python") -> dict:
+    """Write the trace as manifests into directory ``out`` (module docstring),
+    the arrival order drawn from generator ``rng`` (:data:`RNGS`).  Returns
+    what the ConfigMap records (seed, generator, arrival, counts, capacity).
+    Raises :class:`TraceError` for unreadable input and ValueError for an
+    unknown ``rng`` (or a Go seed outside int64)."""
+    generator = arrival_generator(seed, rng)
     nodes = read_nodes(nodes_csv)
     pods = read_pods(pods_csv)
     capacity = sum(n.gpus for n in nodes) * 1000
     if not capacity:
         raise TraceError(f"{nodes_csv}: no node has GPUs")
     typical = typical_pods(p.shape() for p in pods)
-    order = arrival_order(pods, capacity, seed, arrival)
+    order = arrival_order(pods, capacity, generator, arrival)
     info = {
         "source": f"alibaba-openb: {Path(nodes_csv).name}, {Path(pods_csv).name}",
         "seed": str(seed),
+        "rng": rng,
+        **({"rng-draws": str(generator.draws)} if isinstance(generator, GoRand) else {}),
         "arrival": repr(float(arrival)),
         "gpu-capacity-milli": str(capacity),
         "pods": str(len(order)),

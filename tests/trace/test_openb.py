@@ -11,9 +11,11 @@ from kubesched.core.api import from_manifest
 from kubesched.core.api.core_v1 import ConfigMap, Node, Pod
 from kubesched.core.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.trace.fragmentation import PodShape
+from kubesched.trace.gorand import GoRand
 from kubesched.trace.openb import (
     TraceError,
     TracePod,
+    arrival_generator,
     arrival_order,
     convert,
     parse_typical_pods,
@@ -61,9 +63,9 @@ def test_missing_columns_and_files_are_named(tmp_path):
 
 def test_arrival_order_shuffles_reproducibly_and_pads_to_the_arrival():
     trace = pods(*((f"p{i}", 1, 500) for i in range(10)))  # 5 GPUs asked
-    first = arrival_order(trace, gpu_capacity_milli=4000, seed=7, arrival=2.0)
-    assert first == arrival_order(list(reversed(trace)), gpu_capacity_milli=4000, seed=7, arrival=2.0)
-    assert first != arrival_order(trace, gpu_capacity_milli=4000, seed=8, arrival=2.0)
+    first = arrival_order(trace, 4000, arrival_generator(7), arrival=2.0)
+    assert first == arrival_order(list(reversed(trace)), 4000, arrival_generator(7), arrival=2.0)
+    assert first != arrival_order(trace, 4000, arrival_generator(8), arrival=2.0)
     assert {p.name for p in first[:10]} == {p.name for p in trace}
     assert sum(p.total_milli_gpu for p in first) == 8000  # padded to 2 x 4 GPUs exactly
     assert all(p.name.rsplit("-tuned-", 1)[1] == str(i) for i, p in enumerate(first[10:]))
@@ -72,16 +74,36 @@ def test_arrival_order_shuffles_reproducibly_and_pads_to_the_arrival():
 def test_padding_checks_the_per_gpu_request_as_the_paper_does():
     # the demand may pass the target by a multi-GPU pod: the check uses the per-GPU request
     trace = pods(("big", 4, 1000))
-    order = arrival_order(trace, gpu_capacity_milli=4000, seed=1, arrival=1.5)
+    order = arrival_order(trace, 4000, arrival_generator(1), arrival=1.5)
     assert [p.total_milli_gpu for p in order] == [4000, 4000]  # 8000 > 6000, but 4000 + 1000 <= 6000 was checked
 
 
 def test_thinning_removes_random_pods_until_the_demand_fits():
     trace = pods(*((f"p{i}", 1, 1000) for i in range(10)))
-    order = arrival_order(trace, gpu_capacity_milli=4000, seed=3, arrival=1.0)
+    order = arrival_order(trace, 4000, arrival_generator(3), arrival=1.0)
     assert len(order) == 4 and len({p.name for p in order}) == 4
-    assert arrival_order(trace, 4000, seed=3, arrival=0) == arrival_order(trace, 4000, seed=3, arrival=-1)
-    assert len(arrival_order(trace, 4000, seed=3, arrival=0)) == 10
+    unpadded = arrival_order(trace, 4000, arrival_generator(3), arrival=0)
+    assert unpadded == arrival_order(trace, 4000, arrival_generator(3), arrival=-1) and len(unpadded) == 10
+
+
+def test_go_order_is_the_go_simulators_draws_from_go_s_source():
+    # after rand.Seed: one Int (the log call), Shuffle of the pods sorted by name, one Intn per padding draw
+    trace = pods(*((f"p{i}", 1, 500) for i in reversed(range(10))))
+    order = arrival_order(trace, 4000, arrival_generator(42, "go"), arrival=2.0)
+    go = GoRand(42)
+    go.int_()
+    expected = [f"p{i}" for i in range(10)]
+    go.shuffle(expected)
+    padding = []
+    while 5000 + 500 * len(padding) + 500 <= 8000:
+        padding.append(f"p{go.intn(10)}-tuned-{len(padding)}")
+    go.intn(10)  # the draw that ends the padding
+    assert [p.name for p in order] == expected + padding and len(padding) == 6
+    generator = arrival_generator(42, "go")
+    assert arrival_order(trace, 4000, generator, arrival=2.0) == order
+    assert generator.getstate() == go.getstate() and generator.draws == 1 + 9 + 7
+    with pytest.raises(ValueError, match="rng: 'java' is not one of python, go"):
+        arrival_generator(42, "java")
 
 
 def test_convert_writes_dra_manifests(tmp_path):
@@ -90,6 +112,7 @@ def test_convert_writes_dra_manifests(tmp_path):
     cluster = [from_manifest(d) for d in json.loads((tmp_path / "out/cluster.json").read_text())["items"]]
     workload = [from_manifest(d) for d in json.loads((tmp_path / "out/pods.json").read_text())["items"]]
     assert info["gpu-capacity-milli"] == "16000" and info["seed"] == "42" and info["arrival"] == "1.3"
+    assert info["rng"] == "python" and "rng-draws" not in info
     assert int(info["gpu-demand-milli"]) <= 1.3 * 16000 + 1000
 
     kinds = [type(o) for o in cluster]
