@@ -27,7 +27,7 @@ from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.controller.base import ControllerContext, ControllerManager
-from kubesched.core.scheduler.runner import run_simulation
+from kubesched.drivers.quiescence import run_simulation
 from kubesched.testing import pod
 
 API = "resource.k8s.io/v1"

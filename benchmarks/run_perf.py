@@ -19,7 +19,7 @@ import resource
 import sys
 from pathlib import Path
 
-from kubesched.perf import perf_command
+from kubesched.cli.perf import perf_command
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "data/scheduler_perf/misc/performance-config.yaml"
 

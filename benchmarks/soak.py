@@ -114,7 +114,7 @@ def config_doc(leader_elect: bool) -> dict:
 
 def run_embedded(args) -> dict:
     from kubesched.core.framework.config import load_config
-    from kubesched.daemon import Daemon
+    from kubesched.drivers.daemon import Daemon
     from kubesched.plugins import DEFAULT_PLUGINS
 
     cluster = MemoryCluster(RealClock())

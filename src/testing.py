@@ -17,7 +17,7 @@ scores with just the plugins under test; :func:`node_scores` shows what each
 Score plugin gave every node for a pod.
 
 Installed kubesched is also a pytest plugin (entry point ``pytest11``): the
-fixture ``simulate`` builds a :class:`~kubesched.simulation.Simulation` from
+fixture ``simulate`` builds a :class:`~kubesched.drivers.simulation.Simulation` from
 objects, plugin classes and a configuration, and runs it::
 
     def test_prefers_premium(simulate):
@@ -325,8 +325,9 @@ if pytest is not None:
         classes in ``plugins``, scheduled until nothing more happens (or
         ``until`` seconds of simulated time).  ``config``: a
         KubeSchedulerConfiguration dict (see :func:`config`) or path."""
+        from kubesched.drivers.simulation import Simulation
+
         from .core.framework.registry import Registry
-        from .simulation import Simulation
 
         def run(*objects, plugins: Iterable[type] = (), config: Any = None, seed: int = 0,
                 until: float | None = None):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from kubesched.cli import app
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "examples/cluster"

@@ -34,9 +34,9 @@ from kubesched.core.framework.config import API_VERSION, KIND, load_config
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.registry import Registry
 from kubesched.core.framework.status import Code, Status
-from kubesched.daemon import Daemon
+from kubesched.drivers.daemon import Daemon
+from kubesched.drivers.simulation import load_paths
 from kubesched.plugins import DEFAULT_PLUGINS
-from kubesched.simulation import load_paths
 from kubesched.testing import node, pod
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kubesched.analysis.explain import attempts_of
 from kubesched.cli import app
 from kubesched.core.clock import FakeClock
 from kubesched.core.observability.decisions import DecisionLog, read_decisions
-from kubesched.explain import attempts_of
+from kubesched.drivers.simulation import Simulation
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
-from kubesched.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "examples/cluster"
@@ -142,7 +142,7 @@ def test_the_published_annotation_stays_within_its_bound():
 
 
 def test_a_pending_pod_is_told_the_label_to_add_and_the_taint_to_tolerate():
-    from kubesched.explain import explain
+    from kubesched.analysis.explain import explain
     from kubesched.testing import node, pod
 
     log = DecisionLog()

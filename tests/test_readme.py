@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from kubesched.core.framework.registry import Registry
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Write your first plugin"

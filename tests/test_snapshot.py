@@ -12,7 +12,7 @@ from fake_apiserver import FakeAPIServer
 from kubesched.cli import app
 from kubesched.core.api.core_v1 import ConfigMap
 from kubesched.core.api.meta import ObjectMeta
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

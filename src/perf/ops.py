@@ -65,6 +65,8 @@ import yaml
 
 from kubesched.core.quantity import QuantityError, parse_resource_list
 from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
+from kubesched.drivers.harness import Harness
+from kubesched.perf.results import DataItem
 
 from ..controllers import CONTROLLERS
 from ..core.api import RESOURCES, ManifestError, from_manifest, resource_of
@@ -89,9 +91,7 @@ from ..core.dra.claims import allocated_results
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
-from ..harness import Harness
 from .config import THROUGHPUT_METRIC, UPDATE_SUBRESOURCES, Op, Params, PerfConfigError, TestCase, Workload, resolve_op
-from .report import DataItem
 from .template import TemplateError, load_template
 from .throughput import ThroughputCollector, summarize
 from .tracker import PodTracker, ScheduledCounter, labels_match

@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..core.batch_gc import batch_collection
+from kubesched.drivers.batch_gc import batch_collection
+from kubesched.perf.results import FAILED, OK, UNSUPPORTED, WorkloadResult
+
 from ..core.framework.registry import Registry
 from .config import PerfConfigError, TestCase, Workload, load_test_cases
 from .ops import Unsupported, WorkloadExecutor, WorkloadFailed
-from .report import FAILED, OK, UNSUPPORTED, WorkloadResult
 from .template import TemplateError
 
 

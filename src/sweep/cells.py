@@ -146,7 +146,7 @@ def _replay(cell: Cell, inputs: Inputs, trace: dict[str, Any], config: Path) -> 
 
 
 def _simulate(cell: Cell, inputs: Inputs, manifests: dict[str, str], config: Path) -> dict[str, Any]:
-    from ..simulation import Simulation
+    from kubesched.drivers.simulation import Simulation
 
     directory = CACHE_DIR / "manifests" / hashlib.sha256(json.dumps(manifests, sort_keys=True).encode()).hexdigest()[:16]
     if not directory.is_dir():

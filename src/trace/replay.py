@@ -43,18 +43,18 @@ from kubesched.core.api.manifests import (
     parse_document,
     read_documents,
 )
+from kubesched.drivers.batch_gc import batch_collection
+from kubesched.drivers.harness import Harness
+from kubesched.drivers.simulation import DEFAULT_START
 
 from ..core.api.core_v1 import ConfigMap, Node, Pod
 from ..core.api.resource_v1 import ResourceClaim
-from ..core.batch_gc import batch_collection
 from ..core.clock import FakeClock
 from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
-from ..harness import Harness
 from ..plugins import DEFAULT_PLUGINS
-from ..simulation import DEFAULT_START
 from .fragmentation import Workload, node_fragmentation
 from .gpus import MILLI, NodeGpus
 from .openb import COMPUTE, DRIVER, TRACE_CONFIGMAP, parse_typical_pods

@@ -7,7 +7,7 @@ import pytest
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.meta import OwnerReference
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kubesched.controllers import CONTROLLERS
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.volume.claims import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import claim, csi_node, node, persistent_volume, pod, storage_class
 
 ZONE = "topology.kubernetes.io/zone"

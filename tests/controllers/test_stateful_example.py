@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "stateful"
 ZONE = "topology.kubernetes.io/zone"

@@ -8,7 +8,7 @@ import yaml
 
 from kubesched.core.framework.config import API_VERSION, KIND
 from kubesched.core.framework.registry import Registry
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 DEFAULT = "default-scheduler"
 

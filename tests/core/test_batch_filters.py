@@ -8,7 +8,7 @@ import numpy as np
 
 from kubesched import Code, Status, hookimpl
 from kubesched.core.framework.registry import Registry
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import config, node, pod
 
 

@@ -8,7 +8,7 @@ from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.manager import PlannedAllocations, device_order, prefer_devices
 from kubesched.core.framework.cycle_state import CycleState
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import device, device_class, node, pod, resource_claim, resource_slice
 
 

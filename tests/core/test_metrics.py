@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from kubesched.core.observability import metrics
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 

@@ -19,7 +19,7 @@ from kubesched.core.framework.registry import (
     extension_points,
     implemented_hooks,
 )
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 BUILT_IN = {

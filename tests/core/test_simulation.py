@@ -6,7 +6,7 @@ import pytest
 
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.framework.config import ConfigError
-from kubesched.simulation import DEFAULT_START, Simulation, parse_start_time
+from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
 from kubesched.testing import node, pod
 
 CLUSTER = """\

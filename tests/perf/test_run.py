@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from kubesched.perf import perf_command, render, run
+from kubesched.cli.perf import perf_command, render
+from kubesched.perf import run
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.ops import WorkloadExecutor
 

@@ -17,7 +17,7 @@ from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.registry import build_args
 from kubesched.core.framework.snapshot import Snapshot
 from kubesched.core.framework.status import Code, Status
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 
 
 def make(cls: type, raw: dict | None = None, handle: Any = None) -> Any:

@@ -9,8 +9,8 @@ from kubesched.core.cluster.client import ApiError
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.status import Code
+from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.defaultbinder import DefaultBinder
-from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 
 from .helpers import condition, make, simulate

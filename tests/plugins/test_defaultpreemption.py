@@ -11,7 +11,7 @@ from kubesched.core.api import from_manifest
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.preemption import Candidate, default_score_funcs, pick_one_candidate
 from kubesched.core.framework.registry import Registry
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 from .helpers import config, failure, make

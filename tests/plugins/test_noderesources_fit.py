@@ -10,8 +10,8 @@ from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.registry import PluginError, build_args
 from kubesched.core.framework.status import Code
+from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
-from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 
 from .helpers import (

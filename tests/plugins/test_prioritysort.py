@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 from kubesched.core.scheduler.queue import QueuedPodInfo
+from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.prioritysort import PrioritySort
-from kubesched.simulation import Simulation
 from kubesched.testing import node, pod
 
 from .helpers import failure, make, simulate

@@ -13,8 +13,8 @@ from kubesched.core.cluster.client import Conflict
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.types import QueueingHint
 from kubesched.core.volume.claims import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
+from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.volumebinding import VolumeBinding
-from kubesched.simulation import Simulation
 from kubesched.testing import (
     claim,
     claim_volume,

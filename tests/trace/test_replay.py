@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest
-from kubesched.core.batch_gc import BATCH_THRESHOLDS
-from kubesched.harness import Harness
+from kubesched.drivers.batch_gc import BATCH_THRESHOLDS
+from kubesched.drivers.harness import Harness
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
 from kubesched.trace.gpus import NodeGpus
 from kubesched.trace.openb import convert

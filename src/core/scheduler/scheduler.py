@@ -11,7 +11,7 @@ PreScore/Score/NormalizeScore, host selection, assume, Reserve, Permit - and
 the binding cycle (:mod:`.binding_cycle`).
 
 The scheduler never waits itself: Permit waits are timers on the clock and a
-driver (:mod:`kubesched.core.scheduler.runner`) calls :meth:`step`.
+driver (:mod:`kubesched.drivers.quiescence`) calls :meth:`step`.
 """
 
 from __future__ import annotations
@@ -175,6 +175,14 @@ class Scheduler(EventHandlers, BindingCycle):
         if self._dra is None:
             self._dra = DRAManager(self.informers)
         return self._dra
+
+    def use_rng(self, rng: random.Random) -> None:
+        """Draw tie-breaks and every profile's ``handle.rng`` (plugins' random
+        choices) from ``rng`` from now on: a driver that replays another
+        program's random stream.  Not upstream."""
+        self.rng = rng
+        for fw in self.profiles.values():
+            fw.handle.rng = rng
 
     # --- what drivers, reports and metrics read ------------------------------------------
 

@@ -10,8 +10,8 @@ import pytest
 
 from kubesched.core.dra.manager import planned_allocations, prefer_devices
 from kubesched.core.framework.cycle_state import CycleState
+from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.dynamicresources.plugin import DynamicResources
-from kubesched.simulation import Simulation
 from kubesched.testing import device, device_class, node, pod, resource_claim, resource_slice
 
 GPU = "gpu.example.com"

@@ -9,7 +9,7 @@ import yaml
 from kubesched.core.api import from_manifest, to_manifest
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION
 from kubesched.core.cluster.client import NotFound
-from kubesched.simulation import Simulation
+from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 DRIVER = "gpu.example.com"

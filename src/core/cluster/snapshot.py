@@ -23,10 +23,10 @@ from typing import Any
 
 import attrs
 
-from .core.api import RESOURCES, resource_of
-from .core.api.core_v1 import Pod
-from .core.api.manifests import dump_yaml
-from .core.cluster.client import ClusterClient
+from kubesched.core.api import RESOURCES, resource_of
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.manifests import dump_yaml
+from kubesched.core.cluster.client import ClusterClient
 
 #: Kinds that are never listed: configuration data and secrets, history, coordination.
 NOT_COPIED = frozenset({"ConfigMap", "Event", "Lease"})

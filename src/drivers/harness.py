@@ -2,8 +2,8 @@
 
 Every way of running kubesched puts the same pieces together and differs
 only in the clock, the cluster and when to stop: ``kubesched simulate`` and
-the tests (:mod:`kubesched.simulation`: MemoryCluster, fake clock, run to
-quiescence), ``kubesched run`` (:mod:`kubesched.daemon`: a real or embedded
+the tests (:mod:`kubesched.drivers.simulation`: MemoryCluster, fake clock, run to
+quiescence), ``kubesched run`` (:mod:`kubesched.drivers.daemon`: a real or embedded
 cluster, the wall clock, leader election, until stopped), scheduler_perf
 (:mod:`kubesched.perf`: MemoryCluster, the wall clock, until each op's
 condition) and trace replay (:mod:`kubesched.trace`: MemoryCluster, fake
@@ -15,16 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from kubesched.controllers import build_controller_manager
+from kubesched.core.clock import Clock, FakeClock
+from kubesched.core.cluster.client import ClusterClient
+from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.base import ControllerContext
-
-from .controllers import build_controller_manager
-from .core.clock import Clock, FakeClock
-from .core.cluster.client import ClusterClient
-from .core.cluster.informer import Informers
-from .core.framework.config import KubeSchedulerConfiguration
-from .core.framework.registry import Registry
-from .core.scheduler.runner import run_simulation
-from .core.scheduler.scheduler import Scheduler
+from kubesched.core.framework.config import KubeSchedulerConfiguration
+from kubesched.core.framework.registry import Registry
+from kubesched.core.scheduler.scheduler import Scheduler
+from kubesched.drivers.quiescence import run_simulation
 
 
 class Harness:
@@ -76,7 +75,7 @@ class Harness:
                           expecting: Callable[[], bool] = lambda: False) -> None:
         """On a fake clock: step until idle, jump to the next timer, and again,
         until nothing more can happen or simulated time ``until`` (see
-        :func:`~kubesched.core.scheduler.runner.run_simulation`)."""
+        :func:`~kubesched.drivers.quiescence.run_simulation`)."""
         if not isinstance(self.clock, FakeClock):
             raise TypeError("run_to_quiescence needs a FakeClock")
         self.start()

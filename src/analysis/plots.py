@@ -8,7 +8,7 @@
   grid (``kubesched sweep``) per trace, with the FGD paper's published results
   (:func:`load_published`) beside it.
 
-The HTML report of a simulation is :mod:`kubesched.html_report`.
+The HTML report of a simulation is :mod:`kubesched.analysis.html_page`.
 
 matplotlib is an optional dependency (``pip install 'kubesched[report]'``);
 :class:`ReportError` says so when it is missing.
@@ -28,7 +28,7 @@ from typing import Any, Iterable
 import attrs
 import numpy as np
 
-from .trace.replay import ReplayResult
+from kubesched.trace.replay import ReplayResult
 
 
 class ReportError(RuntimeError):

@@ -15,11 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from rich.console import Console
-from rich.table import Table
-
-from .core.api.core_v1 import Node, Pod
-from .core.quantity import MILLI_RESOURCES, format_quantity
+from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.quantity import MILLI_RESOURCES, format_quantity
 
 #: Nodes per suggestion named in full.
 NODES_SHOWN = 5
@@ -89,7 +86,7 @@ def suggestions(record: dict[str, Any], pod: Pod | None = None, nodes: dict[str,
         wants = ", ".join(f"{quantity(resource, amount)} more {resource}" for resource, amount in missing.items())
         out.append(f"node {node_name} would fit with {wants} free (no other Filter plugin rejects it)")
     for group in filtered.get("rejected", []):
-        plugin, names = group["plugin"], _names(group)
+        plugin, names = group["plugin"], node_names(group)
         if plugin == "TaintToleration":
             taint = _TAINT.search(group["reason"])
             if taint:
@@ -118,7 +115,7 @@ def _label_suggestions(pod: Pod, names: list[str], nodes: dict[str, Node]) -> li
     return out
 
 
-def _names(group: dict[str, Any]) -> str:
+def node_names(group: dict[str, Any]) -> str:
     shown = group["nodes"][:NODES_SHOWN]
     more = group["count"] - len(shown)
     return f"{group['count']} node(s): " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
@@ -138,65 +135,3 @@ def quantity(resource: str, amount: int) -> str:
     return str(amount)
 
 
-def render(explanation: dict[str, Any], console: Console) -> None:
-    """Print an :func:`explain` answer as rich tables."""
-    key = explanation["pod"]
-    if explanation["status"] == "NotAttempted":
-        console.print(f"[bold]{key}[/]: {explanation['message']}")
-        return
-    last = explanation["last"]
-    headline = {"Scheduled": f"scheduled on [bold]{explanation.get('node')}[/]",
-                "Binding": f"assumed on [bold]{explanation.get('node')}[/], binding cycle not over",
-                }.get(explanation["status"], f"Pending ({last.get('result', '')})")
-    console.print(f"[bold]{key}[/]: {headline} after {explanation['attempts']} attempt(s); "
-                  f"profile {last.get('profile', '')}"
-                  + (f"; moved to the active queue by {last['movedBy']}" if last.get("movedBy") else ""))
-    if last.get("message"):
-        console.print(last["message"])
-    for answer in last.get("preFilter", []):
-        detail = f"narrowed to {answer['nodes']} node(s)" if "nodes" in answer else "; ".join(answer["reasons"])
-        console.print(f"PreFilter {answer['plugin']}: {answer['code']} {detail}")
-    _render_filter(last.get("filter"), console)
-    _render_score(last.get("score"), last.get("node", ""), console)
-    post = last.get("postFilter")
-    if post:
-        victims = ", ".join(post.get("victims", [])) or "none"
-        console.print(f"PostFilter: nominated node {post.get('nominatedNodeName') or '-'}; victims: {victims}")
-    if last.get("failedAt"):
-        failed = last["failedAt"]
-        console.print(f"{failed['extensionPoint']} failed ({failed['plugin']}): {'; '.join(failed['reasons'])}")
-    binding = last.get("binding")
-    if binding is not None:
-        console.print(f"binding cycle on {binding['node']}: {binding['result']}"
-                      + (f": {binding['message']}" if binding.get("message") else ""))
-    if explanation.get("suggestions"):
-        console.print("[bold]What would make it fit[/]")
-        for line in explanation["suggestions"]:
-            console.print(f"  - {line}")
-
-
-def _render_filter(filtered: dict[str, Any] | None, console: Console) -> None:
-    if not filtered:
-        return
-    table = Table(title=f"Filter: {filtered['evaluated']} node(s) evaluated, {filtered['feasible']} feasible")
-    for column in ("PLUGIN", "REASON", "NODES"):
-        table.add_column(column)
-    for group in filtered["rejected"]:
-        table.add_row(group["plugin"], group["reason"], _names(group))
-    if filtered["rejected"]:
-        console.print(table)
-
-
-def _render_score(score: dict[str, Any] | None, chosen: str, console: Console) -> None:
-    if not score:
-        return
-    table = Table(title=f"Score: the best {len(score['nodes'])} of {score['scored']} scored node(s) "
-                        "(raw -> normalized x weight = weighted)")
-    table.add_column("NODE")
-    for plugin in score["plugins"]:
-        table.add_column(f"{plugin['plugin']} (x{plugin['weight']})", justify="right")
-    table.add_column("TOTAL", justify="right")
-    for i, node in enumerate(score["nodes"]):
-        cells = [f"{p['raw'][i]} -> {p['normalized'][i]} = {p['weighted'][i]}" for p in score["plugins"]]
-        table.add_row(node + (" *" if node == chosen else ""), *cells, str(score["total"][i]))
-    console.print(table)

@@ -22,11 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.core.api.manifests import InvalidManifest
-
-from ..core.framework.config import ConfigError
-from ..core.framework.registry import PluginError
-from .openb import TraceError, convert
-from .replay import ReplayResult, replay
+from kubesched.core.framework.config import ConfigError
+from kubesched.core.framework.registry import PluginError
+from kubesched.trace.openb import TraceError, convert
+from kubesched.trace.replay import ReplayResult, replay
 
 INVALID_INPUT = 2
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..clock import FakeClock
+from kubesched.core.clock import FakeClock
 
 
 class Loop(Protocol):

@@ -10,7 +10,7 @@ no external file):
   claim, which pods), pending pods with kube-scheduler's reason, and the
   placements, each pod linking to its page;
 - ``#pod-<namespace>-<name>``: why the pod is where it is, or Pending - the
-  latest attempt's record (:mod:`kubesched.explain`): Filter groups, the
+  latest attempt's record (:mod:`kubesched.analysis.explain`): Filter groups, the
   score breakdown of the best nodes, PostFilter's victims, the binding
   cycle, and what would make it fit;
 - ``#timeline``: the run's Events in simulated time (with ``--at`` changes
@@ -23,8 +23,8 @@ import html
 import re
 from typing import Any, Iterable
 
-from .core.api.resource_v1 import ResourceClaim
-from .explain import explain, quantity
+from kubesched.analysis.explain import explain, quantity
+from kubesched.core.api.resource_v1 import ResourceClaim
 
 #: Events listed on the timeline (the latest ones when there are more).
 MAX_TIMELINE_ROWS = 2000
@@ -79,7 +79,7 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
 
 
 def html_report(sim, records: list[dict[str, Any]] | None = None, title: str = "kubesched simulation") -> str:
-    """The report of a finished :class:`~kubesched.simulation.Simulation`;
+    """The report of a finished :class:`~kubesched.drivers.simulation.Simulation`;
     ``records``: its decision records (the pod pages need them; without,
     the pages show the pod's status only)."""
     records = records or []

@@ -16,19 +16,18 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, Iterable
 
+from kubesched.core.api import resource_of
+from kubesched.core.api.convert import parse_time
+from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
+from kubesched.core.clock import FakeClock
+from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
+from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
+from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decisions import DecisionLog
-
-from .core.api import resource_of
-from .core.api.convert import parse_time
-from .core.api.core_v1 import Pod
-from .core.clock import FakeClock
-from .core.cluster.client import ApiError, ClusterClient, NotFound
-from .core.cluster.memory import MemoryCluster
-from .core.framework.config import KubeSchedulerConfiguration, load_config
-from .core.framework.registry import Registry
-from .harness import Harness
-from .plugins import DEFAULT_PLUGINS
+from kubesched.drivers.harness import Harness
+from kubesched.plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
 DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc).timestamp()

@@ -1,101 +1,35 @@
-"""Results of a perf run and their two outputs: a rich table and upstream's DataItems JSON.
-
-``-o json`` prints exactly what scheduler_perf writes for perf-dash::
-
-    {"version": "v1", "dataItems": [{"data": {"Average": ..., "Perc50": ..., ...},
-                                     "unit": "pods/s",
-                                     "labels": {"Metric": "SchedulingThroughput",
-                                                "Name": "TEST/WORKLOAD"}}]}
-
-Workloads that did not run (an unsupported op, an error) have no data item;
-they are listed on stderr so that stdout stays valid JSON.
-"""
+"""``kubesched perf``: kube-scheduler's scheduler_perf workloads, with a status line while they run
+and SchedulingThroughput as a table or upstream's DataItems JSON."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterable, TextIO
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any, Optional, TextIO
 
-import attrs
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
-from .throughput import PERCENTILES
+from kubesched.perf import PerfConfigError, run
+from kubesched.perf.results import OUTPUTS, UNSUPPORTED, WorkloadResult, data_items_document
+from kubesched.perf.throughput import PERCENTILES
 
-#: WorkloadResult.status values.
-OK = "ok"                    # ran; data items collected
-UNSUPPORTED = "unsupported"  # skipped before running: needs something kubesched does not do yet
-FAILED = "failed"            # started but could not finish (pods never scheduled, a bad template ...)
-
-OUTPUTS = ("table", "json")
-
-
-@attrs.define
-class DataItem:
-    """One upstream DataItem: ``data`` (bucket -> value), ``unit``, ``labels``."""
-
-    data: dict[str, float]
-    unit: str
-    labels: dict[str, str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"data": dict(self.data), "unit": self.unit, "labels": dict(self.labels)}
+from .common import Output
 
 
-@attrs.define
-class WorkloadResult:
-    """What one workload gave.
-
-    ``name`` is ``TEST/WORKLOAD``; ``status`` is ``ok``, ``unsupported`` or
-    ``failed`` with ``reason``; ``data_items`` the SchedulingThroughput items
-    (pods/s); ``threshold`` the workload's minimum Average (pods/s, 0 = none);
-    ``samples`` the per-second throughput samples; ``measured_pods`` the pods
-    scheduled while measuring; ``duration`` the wall seconds the workload took;
-    ``feature_gates`` the gates the config sets (accepted and reported,
-    kubesched has no such switches); ``labels`` the test case's and workload's."""
-
-    test: str
-    workload: str
-    status: str = OK
-    reason: str = ""
-    data_items: list[DataItem] = attrs.field(factory=list)
-    threshold: float = 0.0
-    threshold_metric: str = "SchedulingThroughput"
-    samples: list[float] = attrs.field(factory=list)
-    measured_pods: int = 0
-    duration: float = 0.0
-    feature_gates: dict[str, bool] = attrs.field(factory=dict)
-    labels: tuple[str, ...] = ()
-    notes: list[str] = attrs.field(factory=list)
-
-    @property
-    def name(self) -> str:
-        return f"{self.test}/{self.workload}"
-
-    @property
-    def ran(self) -> bool:
-        return self.status == OK
-
-    def throughput(self) -> dict[str, float]:
-        """The data of the (last) SchedulingThroughput item, or {}."""
-        for item in reversed(self.data_items):
-            if item.labels.get("Metric") == self.threshold_metric:
-                return item.data
-        return {}
-
-    @property
-    def average(self) -> float | None:
-        return self.throughput().get("Average")
-
-    @property
-    def below_threshold(self) -> bool:
-        """True when a threshold is set and the measured Average is lower."""
-        average = self.average
-        return bool(self.threshold) and average is not None and average < self.threshold
-
-
-def data_items_document(results: Iterable[WorkloadResult]) -> dict[str, Any]:
-    """Upstream's DataItems document for every data item of the results."""
-    return {"version": "v1", "dataItems": [item.to_json() for r in results for item in r.data_items]}
+def perf(
+    config: Path = typer.Argument(..., help="A scheduler_perf performance-config.yaml."),
+    test: Optional[str] = typer.Option(None, "--test", help="Only this test case."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json (upstream DataItems)."),
+) -> None:
+    """Run kube-scheduler's scheduler_perf workloads and report SchedulingThroughput."""
+    raise typer.Exit(perf_command(config, test, workload, output.value))
 
 
 def render(results: list[WorkloadResult], output: str = "table", out: TextIO | None = None,
@@ -121,10 +55,6 @@ def _fmt(value: float | None) -> str:
 
 
 def _render_table(results: list[WorkloadResult], out: TextIO) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title="SchedulingThroughput (pods/s)", title_justify="left", box=box.SIMPLE_HEAD,
                   padding=(0, 0), pad_edge=False)
     table.add_column("test/workload", overflow="fold", min_width=16)
@@ -177,6 +107,37 @@ def _reason(result: WorkloadResult) -> str:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)
+
+
+#: perf_command's exit codes.
+EXIT_OK, EXIT_NOTHING_RAN, EXIT_INVALID = 0, 1, 2
+
+
+def perf_command(config: str | Path, test: str | None = None, workload: str | None = None,
+                 output: str = "table") -> int:
+    """What ``kubesched perf CONFIG [--test NAME] [--workload NAME] [-o table|json]`` does;
+    returns the exit code.
+
+    Prints the results (``table`` or upstream's DataItems ``json``) on stdout;
+    a bad config file, field or name is one line on stderr and exit code 2;
+    exit code 1 when no selected workload ran (all unsupported or failed),
+    else 0 (a throughput below the threshold is shown, not an error).  On a
+    terminal, a status line shows progress while workloads run."""
+    if output not in ("table", "json"):
+        print(f"unknown output {output!r} (use table or json)", file=sys.stderr)
+        return EXIT_INVALID
+    progress = None
+    status: AbstractContextManager[Any] = nullcontext()
+    if sys.stdout.isatty():
+        status = Console(stderr=True).status("loading", spinner="dots")
+    try:
+        with status as live:
+            if live is not None:
+                progress = live.update
+            results = run(config, test=test, workload=workload, progress=progress)
+    except PerfConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    render(results, output)
+    return EXIT_OK if any(r.ran for r in results) else EXIT_NOTHING_RAN

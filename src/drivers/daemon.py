@@ -26,19 +26,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from kubesched.core.clock import RealClock
+from kubesched.core.cluster.client import ApiError, ClusterClient
+from kubesched.core.cluster.delegated_auth import DelegatedAuth
+from kubesched.core.cluster.informer import Informers
+from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.framework.config import KubeSchedulerConfiguration, parse_duration
+from kubesched.core.framework.registry import Registry
 from kubesched.core.observability import metrics
 from kubesched.core.observability.decisions import DecisionPublisher
 from kubesched.core.observability.health import HealthServer
-
-from .core.clock import RealClock
-from .core.cluster.client import ApiError, ClusterClient
-from .core.cluster.delegated_auth import DelegatedAuth
-from .core.cluster.informer import Informers
-from .core.cluster.kube import KubernetesCluster
-from .core.framework.config import KubeSchedulerConfiguration, parse_duration
-from .core.framework.registry import Registry
-from .harness import Harness
+from kubesched.drivers.harness import Harness
 
 log = logging.getLogger(__name__)
 

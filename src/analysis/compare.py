@@ -26,18 +26,16 @@ from typing import Any, Iterable
 
 import attrs
 import yaml
-from rich.console import Console
-from rich.table import Table
 
-from .core.api.core_v1 import Node, Pod
-from .core.clock import FakeClock
-from .core.framework.config import ConfigError
-from .core.framework.nodeinfo import NodeInfo
-from .core.framework.resources import CPU, MEMORY
-from .perf.config import load_test_cases
-from .perf.ops import WorkloadExecutor
-from .simulation import Simulation
-from .trace.replay import ReplayResult, replay
+from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.clock import FakeClock
+from kubesched.core.framework.config import ConfigError
+from kubesched.core.framework.nodeinfo import NodeInfo
+from kubesched.core.framework.resources import CPU, MEMORY
+from kubesched.drivers.simulation import Simulation
+from kubesched.perf.config import load_test_cases
+from kubesched.perf.ops import WorkloadExecutor
+from kubesched.trace.replay import ReplayResult, replay
 
 DEFAULT_SCHEDULER = "default-scheduler"
 #: Placements that differ listed in full (the count is always given).
@@ -170,26 +168,6 @@ def compare_replays(a: ReplayResult, b: ReplayResult) -> dict[str, Any]:
             "nodesDiffering": sum(row["a"] != row["b"] for row in nodes), "nodes": nodes}
 
 
-def render_replays(result: dict[str, Any], console: Console) -> None:
-    """Print a :func:`compare_replays` answer as rich tables."""
-    a, b = result["sides"]["a"], result["sides"]["b"]
-    summary = Table(title=f"Replay of {result['trace']}")
-    for column in ("", f"a: {a['config']}", f"b: {b['config']}"):
-        summary.add_column(column)
-    for label, key in (("pods", "pods"), ("placed", "bound"), ("failed", "failed"),
-                       ("GPU allocation (% of GPU compute)", "gpuAllocationRatio"),
-                       ("fragmented GPU compute (%)", "fragmentationPercent"), ("wall time (s)", "wallSeconds")):
-        summary.add_row(label, str(a[key]), str(b[key]))
-    console.print(summary)
-    table = Table(title=f"{result['nodesDiffering']} node(s) with a different GPU utilisation at "
-                        f"{result['gpuUtilisationAt']} % arrival (first {MAX_DIFFERENCES_SHOWN})")
-    for column in ("NODE", "GPU % (a)", "GPU % (b)"):
-        table.add_column(column)
-    for row in result["nodes"][:min(result["nodesDiffering"], MAX_DIFFERENCES_SHOWN)]:
-        table.add_row(row["node"], str(row["a"]), str(row["b"]))
-    console.print(table)
-
-
 def compare(a: RunSummary, b: RunSummary) -> dict[str, Any]:
     """The differences of two runs (JSON-ready): ``sides`` (per side: bound,
     pending, nodes in use, stranded share per resource), ``moved`` (pods
@@ -236,49 +214,4 @@ def _side(summary: RunSummary, resources: list[str]) -> dict[str, Any]:
             "nodesInUse": len(used), "nodes": len(summary.nodes), "strandedFreePercent": stranded,
             "pendingPods": dict(sorted(summary.pending.items())[:MAX_DIFFERENCES_SHOWN])}
 
-
-def render(result: dict[str, Any], console: Console) -> None:
-    """Print a :func:`compare` answer as rich tables."""
-    a, b = result["sides"]["a"], result["sides"]["b"]
-    summary = Table(title="Outcome")
-    for column in ("", f"a: {a['config']}", f"b: {b['config']}"):
-        summary.add_column(column)
-    summary.add_row("pods bound", str(a["bound"]), str(b["bound"]))
-    summary.add_row("pods pending", str(a["pending"]), str(b["pending"]))
-    summary.add_row("nodes in use", f"{a['nodesInUse']} of {a['nodes']}", f"{b['nodesInUse']} of {b['nodes']}")
-    for resource in result["resources"]:
-        summary.add_row(f"free {resource} stranded on partly used nodes",
-                        _cell(a["strandedFreePercent"][resource]), _cell(b["strandedFreePercent"][resource]))
-    console.print(summary)
-    moved = result["moved"]
-    table = Table(title=f"{len(moved)} pod(s) placed differently"
-                        + (f" (first {MAX_DIFFERENCES_SHOWN})" if len(moved) > MAX_DIFFERENCES_SHOWN else ""))
-    for column in ("POD", "NODE (a)", "NODE (b)"):
-        table.add_column(column)
-    for row in moved[:MAX_DIFFERENCES_SHOWN]:
-        table.add_row(row["pod"], row["a"] or "(pending)", row["b"] or "(pending)")
-    console.print(table)
-    nodes = Table(title="Per node: pods, % of each resource requested (a | b)")
-    nodes.add_column("NODE")
-    nodes.add_column("PODS", justify="right")
-    for resource in result["resources"]:
-        nodes.add_column(resource, justify="right")
-    for row in result["nodes"]:
-        cells = [f"{_pods(row['a'])} | {_pods(row['b'])}"]
-        for resource in result["resources"]:
-            cells.append(f"{_cell(_get(row['a'], resource))} | {_cell(_get(row['b'], resource))}")
-        nodes.add_row(row["node"], *cells)
-    console.print(nodes)
-
-
-def _get(side: dict[str, Any] | None, key: str) -> Any:
-    return None if side is None else side.get(key)
-
-
-def _pods(side: dict[str, Any] | None) -> str:
-    return "-" if side is None else str(side["pods"])
-
-
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}%"
 

@@ -1,0 +1,63 @@
+"""What every command shares: the exit code and one-line refusal of bad input,
+output formats, printing an answer for a person or a program, and reaching a
+real API server through the Kubernetes client."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+import typer
+import yaml
+from rich.console import Console
+
+#: Exit status of every command for invalid input (a bad file, field, option).
+INVALID_INPUT = 2
+
+
+class Output(str, enum.Enum):
+    table = "table"
+    yaml = "yaml"
+    json = "json"
+
+
+def refuse(message: str) -> NoReturn:
+    """Print ``message`` (one line: FILE: KIND/NAME: FIELD: problem) on stderr and exit with :data:`INVALID_INPUT`."""
+    typer.echo(message, err=True)
+    raise typer.Exit(INVALID_INPUT)
+
+
+def emit(answer: dict, output: Output, render: Callable[[dict, Console], None]) -> None:
+    """``answer`` as JSON or YAML on stdout, or as ``render`` prints it for a person."""
+    if output is Output.json:
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    elif output is Output.yaml:
+        sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
+    else:
+        render(answer, Console(width=200))
+
+
+def kube_cluster(command: str, kubeconfig: Path | str | None, context: str | None = None, *,
+                 in_cluster: bool = False, **limits: Any) -> Any:
+    """A :class:`~kubesched.core.cluster.kube.KubernetesCluster` for ``command``
+    (named in errors when not empty): from ``kubeconfig`` (None: $KUBECONFIG or ~/.kube/config)
+    and ``context``, or the pod's service account with ``in_cluster``; refuses
+    (exit 2) when the Kubernetes client is not installed or the kubeconfig
+    cannot be read."""
+    try:
+        from kubernetes.config import ConfigException
+
+        from kubesched.core.cluster.kube import KubernetesCluster
+    except ImportError:
+        needs = "talking to an API server needs the Kubernetes client: pip install 'kubesched[kube]'"
+        refuse(f"{command}: {needs}" if command else needs)
+    try:
+        if in_cluster:
+            return KubernetesCluster.in_cluster(**limits)
+        return KubernetesCluster.from_kubeconfig(str(kubeconfig) if kubeconfig else None, context, **limits)
+    except (ConfigException, OSError) as err:
+        source = "--in-cluster" if in_cluster else f"--kubeconfig {kubeconfig or '(default)'}"
+        refuse(f"{command}: {source}: {err}" if command else f"{source}: {err}")

@@ -1,0 +1,158 @@
+"""``kubesched explain``: why a pod is on its node or Pending, from a simulation, a decisions file
+or a live pod's published decision, printed as tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.analysis.explain import explain as explain_pod
+from kubesched.analysis.explain import node_names, pod_key
+from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.cluster.client import ApiError, NotFound
+from kubesched.core.framework.config import ConfigError
+from kubesched.core.framework.registry import PluginError
+from kubesched.core.observability.decisions import DECISION_ANNOTATION, DecisionFileError, DecisionLog, read_decisions
+from kubesched.drivers.simulation import Simulation
+
+from .common import Output, emit, kube_cluster, refuse
+
+
+def explain(
+    pod: str = typer.Argument(..., help="The pod: NAMESPACE/NAME, or NAME in the default namespace."),
+    filename: List[Path] = typer.Option([], "-f", "--filename",
+                                        help="Simulate these manifests (file or directory, repeatable) and explain."),
+    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
+    from_record: Optional[Path] = typer.Option(
+        None, "--from", help="Explain from a decisions file (simulate --record, run --record-decisions)."),
+    kubeconfig: Optional[Path] = typer.Option(
+        None, "--kubeconfig", help="Explain a live pod: the latest attempt that `kubesched run --record-decisions` "
+                                   "published in its annotation."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the simulation (with -f)."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
+) -> None:
+    """Why POD is on its node, or why it is Pending: every rejected node's plugin
+    and reason, the best nodes' score breakdown, and what would make it fit."""
+    key = pod_key(pod)
+    if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
+        refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
+    if not filename and (config is not None or seed != 0):
+        refuse("explain: --config and --seed shape a simulation: they go with -f only")
+    pod_object: Any = None
+    nodes: list = []
+    if kubeconfig is not None:
+        records, pod_object, nodes = _published_decision(kubeconfig, key)
+    elif from_record is not None:
+        try:
+            records = list(read_decisions(from_record))
+        except DecisionFileError as err:
+            refuse(str(err))
+    else:
+        log = DecisionLog(keep=lambda name: name == key)
+        try:
+            sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
+            sim.run()
+        except (InvalidManifest, ConfigError, PluginError) as err:
+            refuse(str(err))
+        records = log.records
+        try:
+            pod_object = sim.pod(key)
+        except KeyError:
+            refuse(f"explain: pod {key} is not among the objects in {', '.join(map(str, filename))}")
+        nodes = sim.cluster.list("Node").items
+    answer = explain_pod(records, key, pod_object, nodes)
+    emit(answer, output, render)
+
+
+def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, list]:
+    """The latest attempt of live pod ``key`` as the daemon published it, the pod and the nodes."""
+    cluster = kube_cluster("explain", kubeconfig)
+    try:
+        namespace, _, name = key.partition("/")
+        pod = cluster.get("Pod", name, namespace)
+        nodes = cluster.list("Node").items
+    except NotFound:
+        refuse(f"explain: pod {key} not found")
+    except ApiError as err:
+        typer.echo(f"explain: the API server refused: {err}", err=True)
+        raise typer.Exit(1) from None
+    text = pod.metadata.annotations.get(DECISION_ANNOTATION)
+    if text is None:
+        return [], pod, nodes
+    try:
+        attempt = json.loads(text)
+    except json.JSONDecodeError as err:
+        refuse(f"explain: pod {key}: annotation {DECISION_ANNOTATION}: not JSON: {err.msg}")
+    if not isinstance(attempt, dict) or attempt.get("pod") != key:
+        refuse(f"explain: pod {key}: annotation {DECISION_ANNOTATION}: not a scheduling decision of this pod")
+    binding = attempt.pop("binding", None)
+    return [attempt, *([binding] if isinstance(binding, dict) else [])], pod, nodes
+
+
+def render(explanation: dict[str, Any], console: Console) -> None:
+    """Print an :func:`explain` answer as rich tables."""
+    key = explanation["pod"]
+    if explanation["status"] == "NotAttempted":
+        console.print(f"[bold]{key}[/]: {explanation['message']}")
+        return
+    last = explanation["last"]
+    headline = {"Scheduled": f"scheduled on [bold]{explanation.get('node')}[/]",
+                "Binding": f"assumed on [bold]{explanation.get('node')}[/], binding cycle not over",
+                }.get(explanation["status"], f"Pending ({last.get('result', '')})")
+    console.print(f"[bold]{key}[/]: {headline} after {explanation['attempts']} attempt(s); "
+                  f"profile {last.get('profile', '')}"
+                  + (f"; moved to the active queue by {last['movedBy']}" if last.get("movedBy") else ""))
+    if last.get("message"):
+        console.print(last["message"])
+    for answer in last.get("preFilter", []):
+        detail = f"narrowed to {answer['nodes']} node(s)" if "nodes" in answer else "; ".join(answer["reasons"])
+        console.print(f"PreFilter {answer['plugin']}: {answer['code']} {detail}")
+    _render_filter(last.get("filter"), console)
+    _render_score(last.get("score"), last.get("node", ""), console)
+    post = last.get("postFilter")
+    if post:
+        victims = ", ".join(post.get("victims", [])) or "none"
+        console.print(f"PostFilter: nominated node {post.get('nominatedNodeName') or '-'}; victims: {victims}")
+    if last.get("failedAt"):
+        failed = last["failedAt"]
+        console.print(f"{failed['extensionPoint']} failed ({failed['plugin']}): {'; '.join(failed['reasons'])}")
+    binding = last.get("binding")
+    if binding is not None:
+        console.print(f"binding cycle on {binding['node']}: {binding['result']}"
+                      + (f": {binding['message']}" if binding.get("message") else ""))
+    if explanation.get("suggestions"):
+        console.print("[bold]What would make it fit[/]")
+        for line in explanation["suggestions"]:
+            console.print(f"  - {line}")
+
+
+def _render_filter(filtered: dict[str, Any] | None, console: Console) -> None:
+    if not filtered:
+        return
+    table = Table(title=f"Filter: {filtered['evaluated']} node(s) evaluated, {filtered['feasible']} feasible")
+    for column in ("PLUGIN", "REASON", "NODES"):
+        table.add_column(column)
+    for group in filtered["rejected"]:
+        table.add_row(group["plugin"], group["reason"], node_names(group))
+    if filtered["rejected"]:
+        console.print(table)
+
+
+def _render_score(score: dict[str, Any] | None, chosen: str, console: Console) -> None:
+    if not score:
+        return
+    table = Table(title=f"Score: the best {len(score['nodes'])} of {score['scored']} scored node(s) "
+                        "(raw -> normalized x weight = weighted)")
+    table.add_column("NODE")
+    for plugin in score["plugins"]:
+        table.add_column(f"{plugin['plugin']} (x{plugin['weight']})", justify="right")
+    table.add_column("TOTAL", justify="right")
+    for i, node in enumerate(score["nodes"]):
+        cells = [f"{p['raw'][i]} -> {p['normalized'][i]} = {p['weighted'][i]}" for p in score["plugins"]]
+        table.add_row(node + (" *" if node == chosen else ""), *cells, str(score["total"][i]))
+    console.print(table)

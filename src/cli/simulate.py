@@ -1,0 +1,138 @@
+"""``kubesched simulate``: schedule manifests on the embedded cluster until nothing more can happen,
+and print the placements, the pending pods' reasons and the preemptions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.analysis.html_page import html_report
+from kubesched.core.api import to_manifest
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.framework.config import ConfigError, parse_duration
+from kubesched.core.framework.registry import PluginError
+from kubesched.core.observability.decisions import DecisionLog, read_decisions
+from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
+
+from .common import Output, refuse
+
+
+def simulate(
+    filename: List[Path] = typer.Option(..., "-f", "--filename", help="Manifest file or directory (repeatable)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
+    output: Output = typer.Option(Output.table, "-o", "--output", help="table, or the final state as yaml/json."),
+    start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
+    until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
+    html: Optional[Path] = typer.Option(
+        None, "--html", help="Also write a self-contained HTML report here: summary, a page per pod (why it is "
+                             "where it is), devices, timeline."),
+    record: Optional[Path] = typer.Option(
+        None, "--record", help="Write the record of every scheduling attempt here (JSON Lines; "
+                               "`kubesched explain POD --from FILE` reads it)."),
+    at: List[str] = typer.Option(
+        [], "--at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET (90s, 5m, 1h30m) create the objects in FILE, or replace "
+             "the stored ones of the same name (metadata, spec, status; uid kept; status fields the file "
+             "leaves out keep their values). Repeatable."),
+    delete_at: List[str] = typer.Option(
+        [], "--delete-at", metavar="OFFSET=FILE",
+        help="At simulated time --start-time + OFFSET delete the objects FILE names (missing ones are skipped). "
+             "Repeatable."),
+) -> None:
+    """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
+    try:
+        start = parse_start_time(start_time) if start_time else DEFAULT_START
+    except ValueError as err:
+        refuse(f"--start-time: {err}")
+    try:
+        horizon = parse_duration(until, "--until") if until else None
+        decisions = _decision_log(record)
+        if decisions is None and html is not None:
+            decisions = DecisionLog()  # the report's pod pages need the records: kept in memory
+        sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions)
+        for option, values in (("--at", at), ("--delete-at", delete_at)):
+            for value in values:
+                offset, _, file = value.partition("=")
+                if not offset or not file:
+                    raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
+                sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
+        sim.run(until=start + horizon if horizon is not None else None)
+    except (InvalidManifest, ConfigError, PluginError) as err:
+        refuse(str(err))
+    if decisions is not None:
+        decisions.close()
+    if html is not None:
+        records = decisions.records if decisions is not None and decisions.path is None else (
+            list(read_decisions(record)) if record is not None else [])
+        html.write_text(html_report(sim, records, title=f"kubesched simulate {' '.join(str(f) for f in filename)}"))
+    if output is Output.yaml:
+        sys.stdout.write(dump_yaml(sim.cluster.objects()))
+    elif output is Output.json:
+        items = [to_manifest(obj) for obj in sim.cluster.objects()]
+        sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n")
+    else:
+        _print_placements(sim)
+
+
+def _decision_log(path: Optional[Path]) -> DecisionLog | None:
+    if path is None:
+        return None
+    try:
+        return DecisionLog(path)
+    except OSError as err:
+        refuse(f"--record: {path}: {err.strerror}")
+        raise  # not reached: _refuse exits
+
+
+def _print_placements(sim: Simulation) -> None:
+    console = Console()
+    table = Table(title="Placements")
+    for column in ("POD", "PRIORITY", "NODE", "STATUS"):
+        table.add_column(column)
+    bound = pending = 0
+    for pod in sim.pods():
+        if pod.spec.node_name:
+            bound += 1
+            table.add_row(pod.key, str(pod.spec.priority or 0), pod.spec.node_name, "Scheduled")
+            continue
+        pending += 1
+        condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+        queued = sim.scheduler.queued(pod)
+        if condition is not None:
+            reason = f"{condition.reason}: {condition.message}"
+        elif queued is not None and queued.gating_status is not None:
+            reason = f"Gated by {queued.gating_plugin}: {queued.gating_status.message()}"
+        else:
+            reason = "Pending"
+        table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
+    console.print(table)
+    _print_preemptions(sim, console)
+    console.print(
+        f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache_sizes()['nodes']} node(s); "
+        f"{sim.scheduler.stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated",
+        soft_wrap=True,
+    )
+
+
+def _print_preemptions(sim: Simulation, console: Console) -> None:
+    """The Preempted events (victim, the preemptor by name, upstream's message), if any."""
+    events = sim.events("Preempted")
+    if not events:
+        return
+    names = {pod.metadata.uid: pod.key for pod in sim.pods()}
+    table = Table(title="Preemptions (Preempted events)")
+    for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
+        table.add_column(column)
+    for event in events:
+        victim = event.involved_object
+        preemptor = next((key for uid, key in names.items() if uid in event.message), "-")
+        table.add_row(f"+{event.first_timestamp - sim.start_time:g}s", f"{victim.namespace}/{victim.name}",
+                      preemptor, event.message)
+    console.print(table)
