@@ -4,7 +4,9 @@ kube-apiserver refuses objects that kubesched would otherwise schedule
 silently: names that are not DNS names, malformed label keys and values,
 toleration operators and effects that do not exist, negative requests or
 requests above limits, pods without containers or with two of one name,
-node affinity operators that do not exist, priorities beyond int32.
+node affinity operators that do not exist, priorities beyond int32; and the
+``scheduling.k8s.io`` workload kinds' declarative rules (unions, limits,
+formats, and on update their immutability: :func:`update_problems`).
 :func:`problems` lists them with upstream's field paths and messages; the
 embedded cluster (:class:`~kubesched.core.cluster.memory.MemoryCluster`)
 refuses such objects as the API server does (422 Invalid).
@@ -17,6 +19,7 @@ import re
 from typing import Any
 
 from .core_v1 import Container, Namespace, Pod
+from .scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -57,7 +60,13 @@ def problems(obj: Any) -> list[str]:
         found.append(f"metadata.namespace: Invalid value: {_q(meta.namespace)}: {LABEL_TEXT}")
     found += labels("metadata.labels", meta.labels)
     if isinstance(obj, Pod):
-        found += _pod(obj)
+        found += _pod(obj) + _scheduling_group(obj)
+    elif isinstance(obj, PodGroup):
+        found += _pod_group(obj)
+    elif isinstance(obj, CompositePodGroup):
+        found += _composite_pod_group(obj)
+    elif isinstance(obj, Workload):
+        found += _workload(obj)
     return found
 
 
@@ -165,3 +174,325 @@ def _resources(where: str, container: Container) -> list[str]:
                        f"{name} limit of {limit}")
     return out
 
+
+
+# --- scheduling.k8s.io Workload, PodGroup, CompositePodGroup (declarative +k8s: rules) -------------
+
+UNION_EMPTY = "must specify one of: {}"
+UNION_MANY = "must specify exactly one of: {}"
+IMMUTABLE = "Forbidden: field is immutable"
+PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
+CONDITION_STATUSES = ("False", "True", "Unknown")
+CONDITION_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+CONDITION_REASON_TEXT = ("a condition reason must start with alphabetic character, optionally followed by a string "
+                         "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+BASIC_ALL_TEXT = "the disruptionMode `all` is not supported with the Basic scheduling policy"
+
+
+def short_name(field: str, value: str) -> list[str]:
+    """``+k8s:format=k8s-short-name`` (a DNS label); empty means unset (``Required value``)."""
+    if not value:
+        return [f"{field}: Required value"]
+    out = []
+    if len(value) > 63:
+        out.append(f"{field}: Invalid value: {_q(value)}: must be no more than 63 characters")
+    if not DNS1123_LABEL.match(value):
+        out.append(f"{field}: Invalid value: {_q(value)}: {LABEL_TEXT}")
+    return out
+
+
+def long_name(field: str, value: str) -> list[str]:
+    """``+k8s:format=k8s-long-name`` (a DNS subdomain); empty means unset (``Required value``)."""
+    if not value:
+        return [f"{field}: Required value"]
+    out = []
+    if len(value) > 253:
+        out.append(f"{field}: Invalid value: {_q(value)}: must be no more than 253 characters")
+    if not DNS1123_SUBDOMAIN.match(value):
+        out.append(f"{field}: Invalid value: {_q(value)}: {SUBDOMAIN_TEXT}")
+    return out
+
+
+def _path_segment(field: str, value: str) -> list[str]:
+    """``+k8s:format=k8s-path-segment-name``, required."""
+    if not value:
+        return [f"{field}: Required value"]
+    if value in (".", ".."):
+        return [f"{field}: Invalid value: {_q(value)}: may not be '{value}'"]
+    return [f"{field}: Invalid value: {_q(value)}: may not contain '{c}'" for c in "/%" if c in value]
+
+
+def _union(field: str, members: dict[str, Any]) -> list[str]:
+    """``+k8s:unionMember``: exactly one of ``members`` (manifest name -> value, None or empty = unset)."""
+    names = ", ".join(f"`{name}`" for name in members)
+    given = [name for name, value in members.items() if value is not None and value != ()]
+    if not given:
+        return [f"{field}: Invalid value: \"\": {UNION_EMPTY.format(names)}"]
+    if len(given) > 1:
+        return [f"{field}: Invalid value: \"{{{', '.join(given)}}}\": {UNION_MANY.format(names)}"]
+    return []
+
+
+def _max_items(field: str, items: tuple, limit: int) -> list[str]:
+    noun = "item" if limit == 1 else "items"
+    return [f"{field}: Too many: {len(items)}: must have at most {limit} {noun}"] if len(items) > limit else []
+
+
+def _unique_names(field: str, items: tuple) -> list[str]:
+    """``+k8s:listType=map`` keyed by ``name``: a later item repeating a name is a duplicate."""
+    seen: set[str] = set()
+    out = []
+    for i, item in enumerate(items):
+        if item.name in seen:
+            out.append(f"{field}[{i}]: Duplicate value: {_q(item.name)}")
+        seen.add(item.name)
+    return out
+
+
+def _minimum_one(field: str, value: int) -> list[str]:
+    """``+k8s:required`` and ``+k8s:minimum=1`` on an integer (0 is unset)."""
+    if value == 0:
+        return [f"{field}: Required value"]
+    return [f"{field}: Invalid value: {value}: must be greater than or equal to 1"] if value < 0 else []
+
+
+def _priority_fields(path: str, spec: Any) -> list[str]:
+    """``priorityClassName`` (a long name), ``priority`` (at most 1e9), ``preemptionPolicy`` (an enum)."""
+    out = long_name(f"{path}.priorityClassName", spec.priority_class_name) if spec.priority_class_name else []
+    if spec.priority is not None and spec.priority > 1_000_000_000:
+        out.append(f"{path}.priority: Invalid value: {spec.priority}: must be less than or equal to 1000000000")
+    policy = spec.preemption_policy
+    if policy is not None and policy not in PREEMPTION_POLICIES:
+        out.append(f"{path}.preemptionPolicy: Unsupported value: {_q(policy)}: supported values: "
+                   + ", ".join(_q(p) for p in PREEMPTION_POLICIES))
+    return out
+
+
+def _constraints(path: str, constraints: Any) -> list[str]:
+    if constraints is None:
+        return []
+    where = f"{path}.schedulingConstraints.topology"
+    out = _max_items(where, constraints.topology, 1)
+    for i, constraint in enumerate(constraints.topology):
+        key = f"{where}[{i}].key"
+        out += qualified_name(key, constraint.key) if constraint.key else [f"{key}: Required value"]
+    return out
+
+
+def _disruption(path: str, mode: Any, basic: bool) -> list[str]:
+    if mode is None:
+        return []
+    out = _union(f"{path}.disruptionMode", {"single": mode.single, "all": mode.all})
+    if basic and mode.all is not None:  # KEP-5710: a basic group is not disrupted as a whole
+        out.append(f"{path}.disruptionMode.all: Invalid value: \"\": {BASIC_ALL_TEXT}")
+    return out
+
+
+def _claims(path: str, claims: tuple) -> list[str]:
+    where = f"{path}.resourceClaims"
+    out = _max_items(where, claims, 4) + _unique_names(where, claims)
+    for i, claim in enumerate(claims):
+        item = f"{where}[{i}]"
+        out += short_name(f"{item}.name", claim.name)
+        out += _union(item, {"resourceClaimName": claim.resource_claim_name,
+                             "resourceClaimTemplateName": claim.resource_claim_template_name})
+        for key, value in (("resourceClaimName", claim.resource_claim_name),
+                           ("resourceClaimTemplateName", claim.resource_claim_template_name)):
+            if value is not None:
+                out += long_name(f"{item}.{key}", value)
+    return out
+
+
+def _policy(path: str, policy: Any, count_key: str) -> list[str]:
+    """A scheduling policy union (``basic: {}`` or ``gang: {<count_key>: >= 1}``)."""
+    where = f"{path}.schedulingPolicy"
+    out = _union(where, {"basic": policy.basic, "gang": policy.gang})
+    if policy.gang is not None:
+        count = policy.gang.min_count if count_key == "minCount" else policy.gang.min_group_count
+        out += _minimum_one(f"{where}.gang.{count_key}", count)
+    return out
+
+
+def _workload_ref(path: str, ref: Any) -> list[str]:
+    return long_name(f"{path}.workloadName", ref.workload_name) + short_name(f"{path}.templateName", ref.template_name)
+
+
+def _group_fields(path: str, spec: Any, count_key: str) -> list[str]:
+    """What PodGroups, CompositePodGroups and both kinds of template share."""
+    basic = spec.scheduling_policy.basic is not None and spec.scheduling_policy.gang is None
+    return (_policy(path, spec.scheduling_policy, count_key) + _constraints(path, spec.scheduling_constraints)
+            + _disruption(path, spec.disruption_mode, basic) + _priority_fields(path, spec))
+
+
+def _conditions(path: str, conditions: tuple) -> list[str]:
+    """meta/v1 ``ValidateConditions``: one per type, each well formed."""
+    out = []
+    seen: set[str] = set()
+    for i, condition in enumerate(conditions):
+        where = f"{path}[{i}]"
+        if condition.type in seen:
+            out.append(f"{where}.type: Duplicate value: {_q(condition.type)}")
+        seen.add(condition.type)
+        out += qualified_name(f"{where}.type", condition.type)
+        if condition.status not in CONDITION_STATUSES:
+            out.append(f"{where}.status: Unsupported value: {_q(condition.status)}: supported values: "
+                       + ", ".join(_q(s) for s in CONDITION_STATUSES))
+        if condition.observed_generation < 0:
+            out.append(f"{where}.observedGeneration: Invalid value: {condition.observed_generation}: must be "
+                       "greater than or equal to zero")
+        if condition.last_transition_time is None:
+            out.append(f"{where}.lastTransitionTime: Required value: must be set")
+        if not condition.reason:
+            out.append(f"{where}.reason: Required value: must be set")
+        elif not CONDITION_REASON.match(condition.reason):
+            out.append(f"{where}.reason: Invalid value: {_q(condition.reason)}: {CONDITION_REASON_TEXT}")
+        elif len(condition.reason) > 1024:
+            out.append(f"{where}.reason: Too long: may not be more than 1024 bytes")
+        if len(condition.message) > 32 * 1024:
+            out.append(f"{where}.message: Too long: may not be more than 32768 bytes")
+    return out
+
+
+def _pod_group(group: Any) -> list[str]:
+    spec = group.spec
+    out = []
+    if spec.parent_composite_pod_group_name is not None:
+        out += long_name("spec.parentCompositePodGroupName", spec.parent_composite_pod_group_name)
+        if spec.workload_ref is None:
+            out.append("spec.workloadRef: Required value: must be set when parentCompositePodGroupName is set")
+    if spec.workload_ref is not None:
+        out += _workload_ref("spec.workloadRef", spec.workload_ref)
+    out += _group_fields("spec", spec, "minCount") + _claims("spec", spec.resource_claims)
+    out += _max_items("status.resourceClaimStatuses", group.status.resource_claim_statuses, 4)
+    return out + _conditions("status.conditions", group.status.conditions)
+
+
+def _composite_pod_group(group: Any) -> list[str]:
+    spec = group.spec
+    out = []
+    if spec.parent_composite_pod_group_name is not None:
+        out += long_name("spec.parentCompositePodGroupName", spec.parent_composite_pod_group_name)
+    if spec.workload_ref is None:
+        out.append("spec.workloadRef: Required value")
+    else:
+        out += _workload_ref("spec.workloadRef", spec.workload_ref)
+    out += _group_fields("spec", spec, "minGroupCount")
+    return out + _conditions("status.conditions", group.status.conditions)
+
+
+def _templates(path: str, node: Any) -> list[str]:
+    """The ``podGroupTemplates`` and ``compositePodGroupTemplates`` lists of a
+    Workload spec or a composite template (at most 8 each, unique names), recursively."""
+    out = []
+    for key, items in (("podGroupTemplates", node.pod_group_templates),
+                       ("compositePodGroupTemplates", node.composite_pod_group_templates)):
+        where = f"{path}.{key}"
+        out += _max_items(where, items, 8) + _unique_names(where, items)
+        for i, template in enumerate(items):
+            item = f"{where}[{i}]"
+            out += short_name(f"{item}.name", template.name)
+            if key == "podGroupTemplates":
+                out += _group_fields(item, template, "minCount") + _claims(item, template.resource_claims)
+            else:
+                out += _group_fields(item, template, "minGroupCount") + _templates(item, template)
+    return out
+
+
+def _workload(workload: Any) -> list[str]:
+    spec = workload.spec
+    out = []
+    ref = spec.controller_ref
+    if ref is not None:
+        if ref.api_group:
+            out += long_name("spec.controllerRef.apiGroup", ref.api_group)
+        out += _path_segment("spec.controllerRef.kind", ref.kind) + _path_segment("spec.controllerRef.name", ref.name)
+    out += _union("spec", {"podGroupTemplates": spec.pod_group_templates,
+                           "compositePodGroupTemplates": spec.composite_pod_group_templates})
+    return out + _templates("spec", spec)
+
+
+def _scheduling_group(pod: Pod) -> list[str]:
+    """``spec.schedulingGroup``: a union with one member, ``podGroupName`` (a long name)."""
+    group = pod.spec.scheduling_group
+    if group is None:
+        return []
+    if group.pod_group_name is None:
+        return _union("spec.schedulingGroup", {"podGroupName": None})
+    return long_name("spec.schedulingGroup.podGroupName", group.pod_group_name)
+
+
+def _changed(path: str, old: Any, new: Any) -> list[str]:
+    """``+k8s:immutable``: ``Forbidden: field is immutable`` when the value changed."""
+    return [f"{path}: {IMMUTABLE}"] if old != new else []
+
+
+def _policy_update(path: str, old: Any, new: Any) -> list[str]:
+    """basic is immutable; gang may be neither set nor cleared (its count may change)."""
+    where = f"{path}.schedulingPolicy"
+    out = _changed(f"{where}.basic", old.basic, new.basic)
+    if old.gang is None and new.gang is not None:
+        out.append(f"{where}.gang: Invalid value: \"null\": field cannot be set once created")
+    elif old.gang is not None and new.gang is None:
+        out.append(f"{where}.gang: Invalid value: \"null\": field cannot be cleared once set")
+    return out
+
+
+_FROZEN = (("schedulingConstraints", "scheduling_constraints"), ("disruptionMode", "disruption_mode"),
+           ("priorityClassName", "priority_class_name"), ("priority", "priority"),
+           ("preemptionPolicy", "preemption_policy"))
+
+
+def _group_update(path: str, old: Any, new: Any, extra: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """The immutable fields of a PodGroup (spec) or of a template."""
+    out = []
+    for key, name in _FROZEN + extra:
+        out += _changed(f"{path}.{key}", getattr(old, name), getattr(new, name))
+    return out
+
+
+def _templates_update(path: str, old: Any, new: Any) -> list[str]:
+    """``NoAddItem``/``NoRemoveItem`` on both template lists (matched by name), then each kept template."""
+    out = []
+    for key, name in (("podGroupTemplates", "pod_group_templates"),
+                      ("compositePodGroupTemplates", "composite_pod_group_templates")):
+        where = f"{path}.{key}"
+        before = {t.name: t for t in getattr(old, name)}
+        after = {t.name for t in getattr(new, name)}
+        for i, template in enumerate(getattr(new, name)):
+            previous = before.get(template.name)
+            if previous is None:
+                out.append(f"{where}[{i}]: Forbidden: item may not be added")
+                continue
+            item = f"{where}[{i}]"
+            if key == "podGroupTemplates":
+                out += _policy_update(item, previous.scheduling_policy, template.scheduling_policy)
+                out += _group_update(item, previous, template, (("resourceClaims", "resource_claims"),))
+            else:
+                out += _group_update(item, previous, template) + _templates_update(item, previous, template)
+        out += [f"{where}: Forbidden: item may not be removed" for t in getattr(old, name) if t.name not in after]
+    return out
+
+
+def update_problems(old: Any, new: Any) -> list[str]:
+    """``field: message`` for every rule an update from ``old`` to ``new`` breaks
+    (empty: allowed), for the kinds whose updates the embedded API server
+    checks: Workload, PodGroup and CompositePodGroup (every rule of
+    :func:`problems` on ``new``, plus upstream's immutability: templates may
+    not be added or removed, a group's policy may not switch between basic
+    and gang, and of a PodGroup's spec only ``gang.minCount`` may change) and
+    Pod (``spec.schedulingGroup`` is immutable).  Other kinds: empty."""
+    if isinstance(new, Pod):
+        return _changed("spec.schedulingGroup", old.spec.scheduling_group, new.spec.scheduling_group)
+    if not isinstance(new, (PodGroup, CompositePodGroup, Workload)):
+        return []
+    out = problems(new)
+    if isinstance(new, Workload):
+        out += _changed("spec.controllerRef", old.spec.controller_ref, new.spec.controller_ref)
+        return out + _templates_update("spec", old.spec, new.spec)
+    immutable = (("parentCompositePodGroupName", "parent_composite_pod_group_name"), ("workloadRef", "workload_ref"))
+    if isinstance(new, PodGroup):
+        out += _policy_update("spec", old.spec.scheduling_policy, new.spec.scheduling_policy)
+        immutable += (("resourceClaims", "resource_claims"),)
+    else:
+        immutable += (("schedulingPolicy", "scheduling_policy"),)
+    return out + _group_update("spec", old.spec, new.spec, immutable)

@@ -6,7 +6,10 @@ counter, watches that receive every change in write order, and the API
 server's own bits of behaviour the scheduler relies on (defaulting of
 uid/creationTimestamp, generateName, pods/binding, finalizers, priority
 admission from PriorityClasses, the default StorageClass of new claims, the
-device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``).
+device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``, the
+PodGroup defaults and priorities, and the PodGroup and CompositePodGroup status
+subresource: :meth:`update` keeps their stored status, :meth:`update_status`
+their stored spec and metadata).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondit
 from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
-from ..api.validation import problems
+from ..api.scheduling_v1beta1 import CompositePodGroup, DisruptionMode, PodGroup, SingleDisruptionMode, Workload
+from ..api.validation import problems, update_problems
 from ..clock import Clock, FakeClock
 from .client import (
     ADDED,
@@ -151,7 +155,7 @@ class MemoryCluster(ClusterClient):
                 resource_version=str(self._rv),
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
             )
-            obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), None)
+            obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), None), None)
             found = problems(obj)
             if found:
                 raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
@@ -161,6 +165,8 @@ class MemoryCluster(ClusterClient):
                 self._validate_priority_class(obj, creating=True)
             elif isinstance(obj, PersistentVolumeClaim):
                 obj = self._admit_claim(obj)
+            elif isinstance(obj, (PodGroup, CompositePodGroup)):
+                obj = self._admit_priority(obj, "pod group")
             bucket[key] = obj
             self._emit(ADDED, kind, obj)
             return obj
@@ -248,7 +254,8 @@ class MemoryCluster(ClusterClient):
             status = getattr(obj, "status", None)
             if status is not None and attrs.has(type(status)):
                 obj = attrs.evolve(obj, status=_keep_unset(status, current.status))
-            return self._store_update(kind, self._default_device_taints(attrs.evolve(obj, metadata=meta), current))
+            obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
+            return self._store_update(kind, _default_groups(obj, current))
 
     # --- internals -----------------------------------------------------------------------
 
@@ -293,19 +300,20 @@ class MemoryCluster(ClusterClient):
             return claim
         return attrs.evolve(claim, spec=attrs.evolve(claim.spec, storage_class_name=default.metadata.name))
 
-    def _admit_priority(self, pod: Pod) -> Pod:
-        """Upstream's Priority admission plugin: ``spec.priority`` and
+    def _admit_priority(self, obj: Any, noun: str = "pod") -> Any:
+        """Upstream's Priority admission plugin, for a Pod, a PodGroup or a
+        CompositePodGroup (``noun`` in messages): ``spec.priority`` and
         ``spec.preemptionPolicy`` from ``spec.priorityClassName`` (a stored class
         or a system one), else from the global default class (lowest value if
         several), else priority 0 and PreemptLowerPriority.  A given priority or
-        policy that differs from the class's is refused.  A pod that sets
+        policy that differs from the class's is refused.  An object that sets
         ``spec.priority`` without naming a class keeps it, as on an API server
         without that admission plugin (scheduler_perf's templates do so)."""
-        spec = pod.spec
+        spec = obj.spec
         classes = self._store["PriorityClass"]
         name = spec.priority_class_name
         if not name and spec.priority is not None:
-            return attrs.evolve(pod, spec=attrs.evolve(
+            return attrs.evolve(obj, spec=attrs.evolve(
                 spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
         policy = PREEMPT_LOWER_PRIORITY
         if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
@@ -322,13 +330,13 @@ class MemoryCluster(ClusterClient):
                 name, policy = pc.metadata.name, pc.preemption_policy or PREEMPT_LOWER_PRIORITY
         if spec.priority is not None and spec.priority != priority:
             raise Invalid(f"spec.priority: the integer value of priority ({spec.priority}) must not be provided "
-                          f"in pod spec; priority admission controller computed {priority} from the given "
+                          f"in {noun} spec; priority admission controller computed {priority} from the given "
                           "PriorityClass name")
         if spec.preemption_policy is not None and spec.preemption_policy != policy:
             raise Invalid(f"spec.preemptionPolicy: the string value of PreemptionPolicy ({spec.preemption_policy}) "
-                          f"must not be provided in pod spec; priority admission controller computed {policy} "
+                          f"must not be provided in {noun} spec; priority admission controller computed {policy} "
                           "from the given PriorityClass name")
-        return attrs.evolve(pod, spec=attrs.evolve(spec, priority=priority, priority_class_name=name,
+        return attrs.evolve(obj, spec=attrs.evolve(spec, priority=priority, priority_class_name=name,
                                                    preemption_policy=policy))
 
     def _validate_priority_class(self, pc: PriorityClass, creating: bool) -> None:
@@ -369,11 +377,7 @@ class MemoryCluster(ClusterClient):
         if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
                                         and taint.time_added == current.spec.taint.time_added):
             obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, taint=attrs.evolve(taint, time_added=now)))
-        if current is None:
-            generation = 1
-        else:
-            generation = current.metadata.generation + (obj.spec != current.spec)
-        return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
+        return _with_generation(obj, current)
 
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
@@ -403,7 +407,12 @@ class MemoryCluster(ClusterClient):
                 meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
                                     creation_timestamp=current.metadata.creation_timestamp,
                                     deletion_timestamp=current.metadata.deletion_timestamp)
-                obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
+                obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), current), current)
+                if isinstance(obj, (PodGroup, CompositePodGroup)):  # the status subresource alone writes status
+                    obj = attrs.evolve(obj, status=current.status)
+            found = update_problems(current, obj)
+            if found:
+                raise Invalid(f'{kind} "{obj.metadata.name}" is invalid: ' + "; ".join(found))
             return self._store_update(kind, obj)
 
     def _store_update(self, kind: str, obj: Any) -> Any:
@@ -462,6 +471,24 @@ def _merge_match_label_keys(pod: Pod) -> Pod:
     merged = attrs.evolve(affinity, pod_affinity=_merge_terms(affinity.pod_affinity, labels),
                           pod_anti_affinity=_merge_terms(affinity.pod_anti_affinity, labels))
     return attrs.evolve(pod, spec=attrs.evolve(pod.spec, affinity=merged))
+
+
+def _with_generation(obj: Any, current: Any | None) -> Any:
+    """``metadata.generation`` as the API server keeps it for objects with a
+    spec: 1 when created, one more for every update that changes the spec."""
+    generation = 1 if current is None else current.metadata.generation + (obj.spec != current.spec)
+    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
+
+
+def _default_groups(obj: Any, current: Any | None) -> Any:
+    """The API server's defaulting of Workloads, PodGroups and CompositePodGroups:
+    a PodGroup without ``disruptionMode`` gets ``{single: {}}``; ``generation``
+    as :func:`_with_generation`.  Other kinds are returned unchanged."""
+    if not isinstance(obj, (Workload, PodGroup, CompositePodGroup)):
+        return obj
+    if isinstance(obj, PodGroup) and obj.spec.disruption_mode is None:
+        obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, disruption_mode=DisruptionMode(single=SingleDisruptionMode())))
+    return _with_generation(obj, current)
 
 
 def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:
