@@ -489,7 +489,8 @@ def update_problems(old: Any, new: Any) -> list[str]:
     if isinstance(new, Workload):
         out += _changed("spec.controllerRef", old.spec.controller_ref, new.spec.controller_ref)
         return out + _templates_update("spec", old.spec, new.spec)
-    immutable = (("parentCompositePodGroupName", "parent_composite_pod_group_name"), ("workloadRef", "workload_ref"))
+    immutable: tuple[tuple[str, str], ...] = (("parentCompositePodGroupName", "parent_composite_pod_group_name"),
+                                              ("workloadRef", "workload_ref"))
     if isinstance(new, PodGroup):
         out += _policy_update("spec", old.spec.scheduling_policy, new.spec.scheduling_policy)
         immutable += (("resourceClaims", "resource_claims"),)
