@@ -5,7 +5,9 @@
   arrival order;
 - :mod:`.replay`: pods arrive one at a time and each is tried once; GPU
   allocation and fragmentation are recorded as arrival grows;
-- :mod:`.gpus`: the GPUs of every node as numpy arrays, kept current from the
-  scheduler's DRA manager (for replays and for GPU-aware plugins);
-- :mod:`.fragmentation`: the paper's GPU fragmentation measure.
+- :mod:`.gorand`: Go's math/rand, for arrival orders and node rankings drawn
+  as the paper's simulator draws them.
+
+The GPUs of every node as arrays and the paper's fragmentation measure live
+below the plugins, in :mod:`kubesched.core.gpu`.
 """

@@ -51,21 +51,19 @@ import random
 from pathlib import Path
 from typing import Iterable
 
-import yaml
 from attrs import evolve, frozen
 
-from .fragmentation import DEFAULT_MILLI_CPU, PodShape, TypicalPod, typical_pods
+from ..core.gpu.fragmentation import (
+    DEFAULT_MILLI_CPU,
+    NAMESPACE,
+    TRACE_CONFIGMAP,
+    PodShape,
+    typical_pods,
+    typical_pods_yaml,
+)
+from ..core.gpu.gpus import COMPUTE, DRIVER, MODEL
 from .gorand import GoRand
 
-#: The DRA driver (and DeviceClass) name of the trace's GPUs.
-DRIVER = "gpu.example.com"
-#: The shareable capacity of a GPU: 1 (= 1000m) per device.
-COMPUTE = "compute"
-#: The attribute carrying the GPU model.
-MODEL = "model"
-#: Name (namespace default) of the ConfigMap describing a converted trace.
-TRACE_CONFIGMAP = "kubesched-trace"
-NAMESPACE = "default"
 #: Pods a node may hold (the paper's simulator gives every node 1001).
 MAX_PODS = 1001
 #: The generators the arrival order (and the replay's node ranking) can be drawn from (module docstring).
@@ -265,25 +263,6 @@ def pod_manifest(pod: TracePod) -> dict:
         container["resources"]["claims"] = [{"name": "gpu"}]
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{pod.name}-gpu"}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod.name, "namespace": NAMESPACE}, "spec": spec}
-
-
-def typical_pods_yaml(typical: list[TypicalPod]) -> str:
-    """The typical pods as the ConfigMap holds them."""
-    return yaml.safe_dump([
-        {"milliCPU": t.shape.milli_cpu, "gpuCount": t.shape.gpu_count, "milliGPU": t.shape.milli_gpu,
-         "models": list(t.shape.models), "weight": t.weight}
-        for t in typical
-    ], sort_keys=False)
-
-
-def parse_typical_pods(text: str, where: str = "typical pods") -> list[TypicalPod]:
-    """The inverse of :func:`typical_pods_yaml`; raises ValueError naming ``where``."""
-    try:
-        items = yaml.safe_load(text) or []
-        return [TypicalPod(PodShape(int(i.get("milliCPU", 0)), int(i.get("gpuCount", 0)), int(i.get("milliGPU", 0)),
-                                    tuple(i.get("models") or ())), float(i["weight"])) for i in items]
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{where}: expected a list of {{milliCPU, gpuCount, milliGPU, models, weight}}: {err}") from None
 
 
 def convert(nodes_csv: str | Path, pods_csv: str | Path, out: str | Path, seed: int = 42,

@@ -53,11 +53,10 @@ from ..core.clock import FakeClock
 from ..core.cluster.memory import MemoryCluster
 from ..core.framework.config import KubeSchedulerConfiguration, load_config
 from ..core.framework.registry import Registry
+from ..core.gpu.fragmentation import TRACE_CONFIGMAP, Workload, node_fragmentation, parse_typical_pods
+from ..core.gpu.gpus import COMPUTE, DRIVER, MILLI, NodeGpus
 from ..core.scheduler.scheduler import Scheduler
 from ..plugins import DEFAULT_PLUGINS
-from .fragmentation import Workload, node_fragmentation
-from .gpus import MILLI, NodeGpus
-from .openb import COMPUTE, DRIVER, TRACE_CONFIGMAP, parse_typical_pods
 
 #: Per-node GPU utilisation is sampled every this many percent of arrived demand.
 HEATMAP_STEP = 5
@@ -111,7 +110,7 @@ class ReplayResult:
 
 
 class TraceInfo:
-    """The ConfigMap a converted trace carries (:data:`~.openb.TRACE_CONFIGMAP`)."""
+    """The ConfigMap a converted trace carries (:data:`~kubesched.core.gpu.fragmentation.TRACE_CONFIGMAP`)."""
 
     def __init__(self, configmap: ConfigMap, where: str):
         data = configmap.data

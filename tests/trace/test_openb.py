@@ -10,7 +10,7 @@ import pytest
 from kubesched.core.api import from_manifest
 from kubesched.core.api.core_v1 import ConfigMap, Node, Pod
 from kubesched.core.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.trace.fragmentation import PodShape
+from kubesched.core.gpu.fragmentation import PodShape, parse_typical_pods
 from kubesched.trace.gorand import GoRand
 from kubesched.trace.openb import (
     TraceError,
@@ -18,7 +18,6 @@ from kubesched.trace.openb import (
     arrival_generator,
     arrival_order,
     convert,
-    parse_typical_pods,
     read_nodes,
     read_pods,
 )

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.gpu.gpus import NodeGpus
 from kubesched.drivers.batch_gc import BATCH_THRESHOLDS
 from kubesched.drivers.harness import Harness
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
-from kubesched.trace.gpus import NodeGpus
 from kubesched.trace.openb import convert
 from kubesched.trace.replay import claim_demand, node_ranks, replay
 

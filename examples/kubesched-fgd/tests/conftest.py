@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from kubesched.core.api import from_manifest
+from kubesched.core.gpu.fragmentation import TRACE_CONFIGMAP, PodShape, TypicalPod, typical_pods_yaml
+from kubesched.core.gpu.gpus import DRIVER
 from kubesched.trace import openb
-from kubesched.trace.fragmentation import PodShape, TypicalPod
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 POLICIES = ("fgd", "bestfit", "packing", "clustering", "dotprod", "random")
@@ -26,9 +27,9 @@ def used(node: str, gpu: int, milli: int = 1000):
     return from_manifest({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": f"used-{node}-{gpu}-{uuid.uuid4().hex[:6]}", "namespace": "default"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": openb.DRIVER}}]}},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}},
         "status": {"allocation": {"devices": {"results": [{
-            "request": "gpu", "driver": openb.DRIVER, "pool": node, "device": f"gpu-{gpu}",
+            "request": "gpu", "driver": DRIVER, "pool": node, "device": f"gpu-{gpu}",
             "shareID": str(uuid.uuid4()), "consumedCapacity": {"compute": f"{milli}m", "memory": "0"}}]}}},
     })
 
@@ -51,8 +52,8 @@ HALF = [{"milliCPU": 1000, "gpuCount": 1, "milliGPU": 500, "weight": 1.0}]
 def fgd_typical_pods(typical: list[TypicalPod]) -> object:
     """The ConfigMap FGD reads by default, holding ``typical``."""
     return from_manifest({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": openb.TRACE_CONFIGMAP, "namespace": "default"},
-                          "data": {"typical-pods.yaml": openb.typical_pods_yaml(typical)}})
+                          "metadata": {"name": TRACE_CONFIGMAP, "namespace": "default"},
+                          "data": {"typical-pods.yaml": typical_pods_yaml(typical)}})
 
 
 @pytest.fixture

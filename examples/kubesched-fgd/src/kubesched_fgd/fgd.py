@@ -27,8 +27,14 @@ from attrs import frozen
 
 from kubesched import Status, hookimpl
 from kubesched.core.cluster.client import NotFound
-from kubesched.trace.fragmentation import PodShape, Workload, node_fragmentation
-from kubesched.trace.openb import NAMESPACE, TRACE_CONFIGMAP, parse_typical_pods
+from kubesched.core.gpu.fragmentation import (
+    NAMESPACE,
+    TRACE_CONFIGMAP,
+    PodShape,
+    Workload,
+    node_fragmentation,
+    parse_typical_pods,
+)
 
 from .gpuscore import MAX_NODE_SCORE, GpuArgs, GpuScore, NodeView
 

@@ -31,9 +31,8 @@ from kubesched.core.dra.claims import ClaimNameError, pod_claims
 from kubesched.core.dra.manager import prefer_devices
 from kubesched.core.framework.resources import non_zero_requests
 from kubesched.core.framework.types import MAX_NODE_SCORE
-from kubesched.trace.fragmentation import PodShape
-from kubesched.trace.gpus import MILLI, NodeGpus
-from kubesched.trace.openb import COMPUTE, DRIVER, MODEL
+from kubesched.core.gpu.fragmentation import PodShape
+from kubesched.core.gpu.gpus import COMPUTE, DRIVER, MILLI, MODEL, NodeGpus
 
 #: The paper's normalisation constants: the largest node (128 cores, 8 GPUs).
 MAX_SPEC_CPU = 128000

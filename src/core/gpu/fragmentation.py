@@ -22,12 +22,17 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
+import yaml
 from attrs import frozen
 
 #: Requests without CPU count as this much when shapes are compared (kube-scheduler's non-zero default).
 DEFAULT_MILLI_CPU = 100
 #: Share of the pods whose shapes are typical (the paper's popularity threshold).
 POPULARITY_THRESHOLD = 95
+#: Name (namespace default) of the ConfigMap describing a converted trace; it holds the typical pods
+#: (:func:`typical_pods_yaml`) under ``typical-pods.yaml``.
+TRACE_CONFIGMAP = "kubesched-trace"
+NAMESPACE = "default"
 
 
 @frozen
@@ -84,6 +89,25 @@ def typical_pods(shapes: Iterable[PodShape], threshold: int = POPULARITY_THRESHO
         return [TypicalPod(shape, count / total) for shape, count in chosen]
     share = covered / total
     return [TypicalPod(shape, (count / total) / share) for shape, count in chosen]
+
+
+def typical_pods_yaml(typical: list[TypicalPod]) -> str:
+    """The typical pods as the ConfigMap holds them."""
+    return yaml.safe_dump([
+        {"milliCPU": t.shape.milli_cpu, "gpuCount": t.shape.gpu_count, "milliGPU": t.shape.milli_gpu,
+         "models": list(t.shape.models), "weight": t.weight}
+        for t in typical
+    ], sort_keys=False)
+
+
+def parse_typical_pods(text: str, where: str = "typical pods") -> list[TypicalPod]:
+    """The inverse of :func:`typical_pods_yaml`; raises ValueError naming ``where``."""
+    try:
+        items = yaml.safe_load(text) or []
+        return [TypicalPod(PodShape(int(i.get("milliCPU", 0)), int(i.get("gpuCount", 0)), int(i.get("milliGPU", 0)),
+                                    tuple(i.get("models") or ())), float(i["weight"])) for i in items]
+    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{where}: expected a list of {{milliCPU, gpuCount, milliGPU, models, weight}}: {err}") from None
 
 
 class Workload:

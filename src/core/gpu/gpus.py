@@ -22,11 +22,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from kubesched.core.dra.allocated_devices import DeviceID
-from kubesched.core.dra.manager import DRAManager
+from ..dra.allocated_devices import DeviceID
+from ..dra.manager import DRAManager
 
-from .openb import COMPUTE, DRIVER, MODEL
-
+#: The DRA driver (and DeviceClass) name of the GPUs.
+DRIVER = "gpu.example.com"
+#: The shareable capacity of a GPU: 1 (= 1000m) per device.
+COMPUTE = "compute"
+#: The attribute carrying the GPU model.
+MODEL = "model"
+#: Milli-GPU in one GPU.
 MILLI = 1000
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kubesched.trace.fragmentation import PodShape, TypicalPod, Workload, node_fragmentation, typical_pods
+from kubesched.core.gpu.fragmentation import PodShape, TypicalPod, Workload, node_fragmentation, typical_pods
 
 
 def frag(typical, left, cpu_left, model="", models=()):
