@@ -457,7 +457,6 @@ def claim_with(requests: str, constraints: str = "[]") -> dict:
         (slice_with("[{name: a, taints: [{key: k}]}]"), "spec.devices[0].taints[0].effect", "Required value"),
         (claim_with("[{name: r}]"), "spec.devices.requests[0]", "exactly one of `exactly` or `firstAvailable`"),
         (claim_with("[{name: r, exactly: {deviceClassName: c, count: 0}}]"), "spec.devices.requests[0].exactly.count", "greater than zero"),
-        (claim_with("[{name: r, exactly: {deviceClassName: c, count: 33}}]"), "spec.devices.requests[0].exactly.count", "at most 32"),
         (claim_with("[{name: r, firstAvailable: [{name: a, deviceClassName: c, count: -1}]}]"),
          "spec.devices.requests[0].firstAvailable[0].count", "greater than zero"),
         (claim_with("[{name: r, exactly: {deviceClassName: c, allocationMode: Some}}]"), "spec.devices.requests[0].exactly.allocationMode", "Unsupported value"),
@@ -483,6 +482,14 @@ def test_bad_input_names_the_field(doc, field, words, tmp_path):
         load_objects([path])
     assert err2.value.field == field
     assert err2.value.obj in ("ResourceSlice/s", "ResourceClaim/c")
+
+
+def test_a_count_above_a_claims_32_results_is_accepted_as_the_api_server_does():
+    claim = from_manifest(claim_with(
+        "[{name: r, exactly: {deviceClassName: c, count: 33}},"
+        " {name: s, firstAvailable: [{name: many, deviceClassName: c, count: 1000}, {name: one, deviceClassName: c}]}]"))
+    exactly, first = claim.spec.devices.requests
+    assert exactly.exactly.count == 33 and [sub.count for sub in first.first_available] == [1000, 1]
 
 
 def test_slice_needs_exactly_one_node_selection():

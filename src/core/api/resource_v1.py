@@ -319,15 +319,10 @@ def _check_request_common(selectors, allocation_mode, count, tolerations) -> Non
     _check_max(tolerations, DEVICE_TOLERATIONS_MAX_LENGTH, "tolerations")
     if allocation_mode not in ALLOCATION_MODES:
         raise ManifestError("allocationMode", f"Unsupported value: {allocation_mode!r}: supported values: \"All\", \"ExactCount\"")
-    if allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
-        if count < 1:
-            raise ManifestError("count", f"Invalid value: {count}: must be greater than zero")
-        if count > ALLOCATION_RESULTS_MAX_SIZE:
-            raise ManifestError(
-                "count",
-                f"Invalid value: {count}: must be at most {ALLOCATION_RESULTS_MAX_SIZE} "
-                "(a claim cannot have more allocation results)",
-            )
+    # the API server sets no upper bound: a count above ALLOCATION_RESULTS_MAX_SIZE is stored, and the
+    # allocator refuses the claim (or passes over that firstAvailable subrequest) when it allocates
+    if allocation_mode == ALLOCATION_MODE_EXACT_COUNT and count < 1:
+        raise ManifestError("count", f"Invalid value: {count}: must be greater than zero")
 
 
 @frozen
@@ -335,7 +330,9 @@ class ExactDeviceRequest:
     """``requests[].exactly``: devices of one class.
 
     ``allocation_mode`` ExactCount (default: exactly ``count`` devices, count >= 1,
-    default 1) or All (every matching device; ``count`` is then ignored).
+    default 1; above 32, a claim's limit of results, the API server still accepts
+    it and the allocator cannot satisfy it) or All (every matching device;
+    ``count`` is then ignored).
     ``admin_access`` None/False/True; ``capacity`` (optional) asks for a share of
     a device that allows multiple allocations.
     """

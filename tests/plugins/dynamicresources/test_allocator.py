@@ -791,7 +791,24 @@ def test_more_than_32_devices_for_one_claim_is_an_error():
     with pytest.raises(AllocationError) as err:
         allocate(slices, [claim("claim-0", all_request())])
     assert str(err.value) == "claim default/claim-0: number of requested devices 33 exceeds the claim limit of 32"
-    # (A single count above the limit is rejected when a claim is loaded, see test_resource_api.)
+
+
+def test_one_count_above_the_limit_loads_and_fails_at_allocation():
+    slices = [resource_slice("slice-1", devices=devices(40))]
+    with pytest.raises(AllocationError) as err:
+        allocate(slices, [claim("claim-0", request("req-0", CLASS_A, 33))])
+    assert str(err.value) == "claim default/claim-0: number of requested devices 33 exceeds the claim limit of 32"
+
+
+def test_a_subrequest_count_above_the_limit_falls_through_to_the_next():
+    slices = [resource_slice("slice-1", devices=devices(40))]
+    c = claim("claim-0", first_available("req-0", subrequest("many", CLASS_A, 33), subrequest("two", CLASS_A, 2)))
+    assert allocate(slices, [c]) == [allocation(
+        on_node(), result("req-0/two", DRIVER_A, "pool-1", "device-0"), result("req-0/two", DRIVER_A, "pool-1", "device-1"),
+    )]
+    only_big = claim("claim-1", first_available("req-0", subrequest("many", CLASS_A, 33), subrequest("more", CLASS_A, 40)))
+    with pytest.raises(AllocationError, match="number of requested devices 33 exceeds the claim limit of 32"):
+        allocate(slices, [only_big])
 
 
 def test_subrequest_over_the_limit_falls_back():

@@ -376,6 +376,18 @@ def test_a_claim_past_32_devices_loads_and_its_pod_stays_pending_with_the_alloca
     assert "claim default/big: number of requested devices 40 exceeds the claim limit of 32" in condition(p).message
 
 
+def test_a_first_available_count_past_32_is_passed_over_for_the_next_subrequest():
+    alternatives = from_manifest({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                  "metadata": {"name": "alternatives", "namespace": "default"},
+                                  "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+                                      {"name": "all-of-them", "deviceClassName": DRIVER, "count": 64},
+                                      {"name": "one", "deviceClassName": DRIVER}]}]}}})
+    sim = sim_with(node("n1"), device_class(), gpu_slice("n1", count=64), alternatives,
+                   gpu_pod("p", claim_name="alternatives"))
+    assert sim.pod("p").spec.node_name == "n1"
+    assert devices(sim.get("ResourceClaim", "default/alternatives")) == [("gpu/one", DRIVER, "n1", "gpu-0")]
+
+
 def test_a_node_whose_pool_is_invalid_says_so():
     # a confused driver publishes the same devices in two slices of one pool
     twice = [attrs.evolve(gpu_slice("n1"), metadata=attrs.evolve(gpu_slice("n1").metadata, name=f"n1-gpus-{i}"))
