@@ -21,6 +21,15 @@ same nodes whenever a policy cannot tell them apart, which matters a lot
 "ranked" (the default) does the same with a seeded permutation; "random" is
 upstream's behaviour.
 
+The permutation comes from the trace's generator (its ConfigMap's ``rng``,
+:mod:`.openb`): Python's, seeded with the trace's seed, or - for "go" - Go's
+math/rand where the conversion left it, as the simulator draws it: first the
+10 ``rand.Float64()`` that client-go's Reflectors take for their watch
+timeouts when the simulator's informers start, then ``rand.Perm`` over the
+nodes sorted by name (:func:`go_node_ranks`).  With "go", the scheduler's own
+draws (ties under "random", a plugin's ``handle.rng``, such as the Random
+policy's) continue on that Go source.
+
 Curves are reported like the paper's analysis scripts: for each whole
 percent of arrived GPU demand (relative to the cluster's GPUs), the mean of
 the values recorded at arrivals that round to it (or, when none does, to it
@@ -51,24 +60,29 @@ from ..core.api.core_v1 import ConfigMap, Node, Pod
 from ..core.api.resource_v1 import ResourceClaim
 from ..core.clock import FakeClock
 from ..core.cluster.memory import MemoryCluster
-from ..core.framework.config import KubeSchedulerConfiguration, load_config
+from ..core.framework.config import KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
 from ..core.gpu.fragmentation import TRACE_CONFIGMAP, Workload, node_fragmentation, parse_typical_pods
 from ..core.gpu.gpus import COMPUTE, DRIVER, MILLI, NodeGpus
 from ..core.scheduler.scheduler import Scheduler
-from ..plugins import DEFAULT_PLUGINS
+from .gorand import GoRand
+from .openb import RNGS
 
 #: Per-node GPU utilisation is sampled every this many percent of arrived demand.
 HEATMAP_STEP = 5
 #: How ties between equally scored nodes are broken (module docstring).
 TIE_BREAKS = ("ranked", "random")
+#: Go values the simulator's informers take between the conversion's draws and the node ranking
+#: (one ``rand.Float64()`` per client-go Reflector, for its watch timeout).
+INFORMER_DRAWS = 10
 
 
 @define
 class ReplayResult:
     """What one replay measured.
 
-    ``curve``: ``[arrived %, allocated %]`` per whole percent of arrived GPU
+    ``rng``: the generator of the arrival order and node ranking ("python" or
+    "go"); ``curve``: ``[arrived %, allocated %]`` per whole percent of arrived GPU
     demand; ``fragmentation``: ``[arrived %, fragmented idle GPU compute as % of
     all GPU compute]``; ``gpu_allocation_ratio``: allocated GPU compute at the
     end, % of all; ``heatmap``: per node (``nodes``, ``models``) its GPU
@@ -91,11 +105,12 @@ class ReplayResult:
     models: list[str] = field(factory=list)
     heatmap_arrived: list[int] = field(factory=list)
     heatmap: list[list[int]] = field(factory=list)
+    rng: str = "python"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``kubesched trace replay -o json`` prints."""
         data = asdict(self)
-        first = ("seed", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds")
+        first = ("seed", "rng", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds")
         return {**{key: data[key] for key in first}, **{k: v for k, v in data.items() if k not in first}}
 
     def at(self, arrived: int) -> float | None:
@@ -120,6 +135,14 @@ class TraceInfo:
         except ValueError as err:
             raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data", str(err)) from None
         self.driver = data.get("driver", DRIVER)
+        self.rng = data.get("rng", "python")
+        if self.rng not in RNGS:
+            raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data.rng",
+                                  f"{self.rng!r} is not one of {', '.join(RNGS)}")
+        try:
+            self.rng_draws = int(data.get("rng-draws", "0"))
+        except ValueError as err:
+            raise InvalidManifest(where, f"ConfigMap/{TRACE_CONFIGMAP}", "data.rng-draws", str(err)) from None
         try:
             self.typical = parse_typical_pods(data.get("typical-pods.yaml", "[]"))
         except ValueError as err:
@@ -216,17 +239,24 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
     started = time.perf_counter()
     objects, info, pods_file = load_trace(trace_dir)
     config_name = str(config) if isinstance(config, (str, Path)) else "default"
-    if not isinstance(config, KubeSchedulerConfiguration):
-        config = load_config(config, DEFAULT_PLUGINS)
+    node_names = [o.metadata.name for o in objects if isinstance(o, Node)]
+    generator: GoRand | None = None
+    if info.rng == "go":
+        generator = GoRand(info.seed)
+        generator.advance(info.rng_draws)
+        for _ in range(INFORMER_DRAWS):
+            generator.float64()
+        ranks = go_node_ranks(node_names, generator)
+    else:
+        ranks = node_ranks(node_names, info.seed)
     clock = FakeClock(DEFAULT_START)
     cluster = MemoryCluster(clock, seed=info.seed)
     # the paper's protocol: pods are placed once each, nothing else acts on the cluster (no controllers)
-    harness = Harness(cluster, clock, config, registry or Registry.discover(), seed=info.seed, controllers=())
+    harness = Harness(cluster, clock, config, registry, seed=info.seed, controllers=(), rng=generator,
+                      node_rank=ranks if tie_break == "ranked" else None)
     scheduler = harness.scheduler
     for obj in objects:
         cluster.create(obj)
-    if tie_break == "ranked":
-        scheduler.node_rank = node_ranks([o.metadata.name for o in objects if isinstance(o, Node)], info.seed)
     harness.start()
     _settle(harness, clock)
     table = scheduler.current_snapshot().table
@@ -303,7 +333,7 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
         curve=_discrete(data[:, 0], data[:, 1], up_to),
         fragmentation=_discrete(data[:, 0], data[:, 2], up_to),
         wall_seconds=round(time.perf_counter() - started, 2),
-        nodes=names, models=list(gpus.models), heatmap_arrived=heatmap_arrived, heatmap=heatmap,
+        nodes=names, models=list(gpus.models), heatmap_arrived=heatmap_arrived, heatmap=heatmap, rng=info.rng,
     )
 
 
@@ -314,6 +344,18 @@ def node_ranks(names: list[str], seed: int) -> dict[str, int]:
     positions = list(range(len(ordered)))
     random.Random(seed).shuffle(positions)
     return dict(zip(ordered, positions))
+
+
+def go_node_ranks(names: list[str], generator: GoRand) -> dict[str, int]:
+    """The Go simulator's node priority (module docstring), drawn from
+    ``generator``: the nodes sorted by name, ``Perm(n)``; node ``i`` is renamed
+    ``"%04d-" % perm[i]`` + its name and its selectHost keeps the smallest
+    name among the best, so a node's rank is the position of that name in
+    sorted order (``perm[i]`` itself below 10,000 nodes)."""
+    ordered = sorted(names)
+    perm = generator.perm(len(ordered))
+    renamed = sorted(range(len(ordered)), key=lambda i: f"{perm[i]:04d}-{ordered[i]}")
+    return {ordered[i]: rank for rank, i in enumerate(renamed)}
 
 
 def _cpu_left(scheduler: Scheduler, node_name: str) -> int:

@@ -14,8 +14,9 @@ from kubesched.core.gpu.gpus import NodeGpus
 from kubesched.drivers.batch_gc import BATCH_THRESHOLDS
 from kubesched.drivers.harness import Harness
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
+from kubesched.trace.gorand import GoRand
 from kubesched.trace.openb import convert
-from kubesched.trace.replay import claim_demand, node_ranks, replay
+from kubesched.trace.replay import INFORMER_DRAWS, claim_demand, go_node_ranks, node_ranks, replay
 
 from .helpers import small_trace, write_nodes, write_pods
 
@@ -49,7 +50,8 @@ def test_every_pod_is_tried_once_and_the_curves_are_recorded(trace):
 
 def test_the_json_object_has_the_documented_keys_first(trace):
     data = replay(trace, PACKING, limit=5).to_json()
-    assert list(data)[:5] == ["seed", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds"]
+    assert list(data)[:6] == ["seed", "rng", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds"]
+    assert data["rng"] == "python"
     assert data["pods"] == 5
 
 
@@ -93,6 +95,41 @@ def test_a_replay_collects_garbage_in_larger_batches_and_then_puts_the_process_s
 def test_ranked_tie_break_is_a_seeded_permutation():
     ranks = node_ranks(["b", "a", "c"], seed=1)
     assert sorted(ranks.values()) == [0, 1, 2] and ranks == node_ranks(["c", "b", "a"], seed=1)
+
+
+def test_go_ranking_is_go_s_perm_over_the_nodes_sorted_by_name():
+    ranks = go_node_ranks(["b", "a", "c"], GoRand(1))
+    assert ranks == dict(zip("abc", GoRand(1).perm(3)))
+    # past 9999 the simulator's "%04d-" prefix is wider and sorts as text: "10000-" between "1000-" and "1001-"
+    names = [f"n{i:05d}" for i in range(10001)]
+    perm = GoRand(3).perm(10001)
+    ranks = go_node_ranks(names, GoRand(3))
+    assert ranks[names[perm.index(10000)]] == 1001 and ranks[names[perm.index(1001)]] == 1002
+    assert ranks[names[perm.index(999)]] == 999
+
+
+def test_a_go_trace_ranks_nodes_where_the_conversion_left_go_s_source(tmp_path, monkeypatch):
+    nodes, pods = small_trace(tmp_path)
+    info = convert(nodes, pods, tmp_path / "trace", seed=42, arrival=1.3, rng="go")
+    drawn = []
+    monkeypatch.setattr("kubesched.trace.replay.go_node_ranks",
+                        lambda names, generator: drawn.append(generator.getstate()) or go_node_ranks(names, generator))
+    result = replay(tmp_path / "trace", PACKING)
+    assert result.rng == "go" and result.to_json()["rng"] == "go"
+    expected = GoRand(42)
+    expected.advance(int(info["rng-draws"]) + INFORMER_DRAWS)  # Float64 takes one value (but once in 2**53)
+    assert drawn == [expected.getstate()]
+    again = replay(tmp_path / "trace", PACKING)
+    assert again.curve == result.curve and again.fragmentation == result.fragmentation
+
+
+def test_a_trace_with_an_unknown_generator_is_refused(trace):
+    cluster = json.loads((trace / "cluster.json").read_text())
+    configmap = next(item for item in cluster["items"] if item["kind"] == "ConfigMap")
+    configmap["data"]["rng"] = "perl"
+    (trace / "cluster.json").write_text(json.dumps(cluster))
+    with pytest.raises(InvalidManifest, match="data.rng: 'perl' is not one of python, go"):
+        replay(trace)
 
 
 def test_a_directory_that_is_not_a_trace_is_refused(tmp_path):
