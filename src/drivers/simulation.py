@@ -20,14 +20,14 @@ from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
+from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
+from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decisions import DecisionLog
 from kubesched.drivers.harness import Harness
-from kubesched.plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
 DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc).timestamp()
@@ -43,7 +43,8 @@ class Simulation:
     per-controller settings by controller name (e.g.
     ``{"persistentvolume-controller": {"provisioners": [...]}}``);
     ``decisions``: where the record of every scheduling attempt goes (None:
-    not recorded).  Raises ``ConfigError`` for a bad configuration.
+    not recorded); ``node_rank``: equally scored nodes go to the lowest rank
+    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option).  Raises ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -54,18 +55,16 @@ class Simulation:
         seed: int = 0,
         controller_options: dict[str, Any] | None = None,
         decisions: DecisionLog | None = None,
+        node_rank: dict[str, int] | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
         self.cluster = MemoryCluster(self.clock, seed=seed)
-        self.registry = registry or Registry.discover()
-        if not isinstance(config, KubeSchedulerConfiguration):
-            config = load_config(config, DEFAULT_PLUGINS)
-        self.config = config
-        self.harness = Harness(self.cluster, self.clock, config, self.registry, seed=seed,
-                               controller_options=controller_options)
+        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed,
+                               controller_options=controller_options, decisions=decisions, node_rank=node_rank)
+        self.config = self.harness.config
+        self.registry = self.harness.registry
         self.scheduler = self.harness.scheduler
-        self.scheduler.decisions = decisions
         self.controllers = self.harness.controllers
         #: objects applied or deleted by timed changes (:meth:`change_at`) so far
         self.changes = 0
@@ -94,7 +93,7 @@ class Simulation:
         Raises :class:`InvalidManifest` for a bad manifest now, and from
         :meth:`run` when the cluster refuses an object at that time."""
         sourced = load_sourced_objects(paths)
-        sourced.sort(key=lambda item: isinstance(item[1], Pod))
+        sourced.sort(key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
         self._pending_changes += 1
         self.clock.call_at(self.start_time + offset, lambda: self._change(sourced, delete))
 
@@ -154,14 +153,18 @@ class Simulation:
         return {pod.key: pod.spec.node_name for pod in self.pods()}
 
 
+#: Kinds loaded after the others: they name a PriorityClass (and claims, volumes) resolved when created.
+_NAMES_A_CLASS = (Pod, PodGroup, CompositePodGroup)
+
+
 def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
     """Create every object in the manifest files/directories ``paths`` in
-    ``cluster``: pods after every other object (they refer to priority
-    classes, claims, volumes), otherwise in file order.  Raises
+    ``cluster``: pods and pod groups after every other object (they refer to
+    priority classes, claims, volumes), otherwise in file order.  Raises
     :class:`InvalidManifest` for a bad manifest or an object the cluster
     refuses (naming the file and the object)."""
     sourced = load_sourced_objects(paths)
-    sourced.sort(key=lambda item: isinstance(item[1], Pod))
+    sourced.sort(key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
     for file, obj in sourced:
         try:
             cluster.create(obj)
