@@ -10,6 +10,14 @@ Builders make one object in one line each::
     resource_slice("n1", [device("gpu-0", capacity={"memory": "40Gi"})])
     resource_claim("web-gpu", count=1, capacity={"memory": "10Gi"})
 
+GPUs exactly as ``kubesched trace alibaba-openb`` writes them (one shareable
+device per GPU with a ``compute`` capacity and a ``model``), and a trace to replay::
+
+    gpu_node("n1", gpus=4, model="V100M16")   # [Node, ResourceSlice]
+    gpu_pod("p", milli=500)                   # [ResourceClaim, Pod]: half a GPU
+    gpu_class(); typical_pods_configmap([TypicalPod(PodShape(1000, 1, 500), 1.0)])
+    convert(nodes_csv, pods_csv, trace_dir); replay(trace_dir, config_path)
+
 Quantities are Kubernetes strings; everything else is passed through the same
 manifest conversion as files, so a builder object is exactly what a manifest
 with those fields would give.  :func:`config` writes a configuration that
@@ -31,6 +39,16 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from .core.api import from_manifest
+from .core.gpu.fragmentation import NAMESPACE, TRACE_CONFIGMAP, TypicalPod, typical_pods_yaml
+from .trace import openb
+from .trace.openb import convert
+from .trace.replay import replay
+
+__all__ = [
+    "DRIVER", "claim", "claim_volume", "config", "convert", "csi_node", "device", "device_class",
+    "ephemeral_volume", "gpu_class", "gpu_node", "gpu_pod", "node", "node_scores", "persistent_volume", "pod",
+    "replay", "resource_claim", "resource_slice", "storage_class", "typical_pods_configmap",
+]
 
 
 def node(
@@ -275,6 +293,39 @@ def resource_claim(name: str, device_class_name: str = DRIVER, count: int = 1, n
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": [{"name": "req", "exactly": exactly}]}},
     })
+
+
+# --- GPUs as the trace converter writes them (kubesched.trace.openb) -------------------------
+
+
+def gpu_node(name: str, gpus: int = 2, model: str = "T4", cores: int = 32, memory_mib: int = 131072) -> list:
+    """A Node with ``cores`` CPUs and ``memory_mib`` MiB, and the ResourceSlice
+    of its ``gpus`` GPUs of ``model`` (``gpu-0``...; none without GPUs)."""
+    node = openb.TraceNode(name, cores * 1000, memory_mib, gpus, model if gpus else "")
+    objects = [from_manifest(openb.node_manifest(node))]
+    return objects + [from_manifest(openb.slice_manifest(node))] if gpus else objects
+
+
+def gpu_pod(name: str, milli: int = 1000, count: int = 1, cores: int = 4, models: tuple[str, ...] = (),
+            memory_mib: int = 8192) -> list:
+    """A pod of ``cores`` CPUs asking for ``count`` GPUs of ``milli`` milli-GPU
+    each (any of ``models``), preceded by its ResourceClaim (none for ``count`` 0)."""
+    pod = openb.TracePod(name, cores * 1000, memory_mib, count, milli if count else 0, models)
+    objects = [from_manifest(openb.claim_manifest(pod))] if count else []
+    return objects + [from_manifest(openb.pod_manifest(pod))]
+
+
+def gpu_class():
+    """The DeviceClass of the trace's GPUs."""
+    return from_manifest(openb.device_class())
+
+
+def typical_pods_configmap(typical: list[TypicalPod]):
+    """The ConfigMap a converted trace carries, holding only the ``typical`` pods
+    (what FGD-like plugins read by default)."""
+    return from_manifest({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": TRACE_CONFIGMAP, "namespace": NAMESPACE},
+                          "data": {"typical-pods.yaml": typical_pods_yaml(typical)}})
 
 
 # --- configurations and scores ---------------------------------------------------------------

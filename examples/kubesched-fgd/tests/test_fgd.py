@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from conftest import HALF, class_, gpu_node, gpu_pod, used
-from kubesched.testing import config, node_scores
+from conftest import HALF, used
+from kubesched.testing import config, gpu_class, gpu_node, gpu_pod, node_scores
 
 FGD = {"FGD": 1}
 
 
 def test_typical_pods_come_from_the_trace_configmap(simulate, half_gpus):
-    sim = simulate(class_(), half_gpus, *gpu_node("free"), *gpu_node("shared"), used("shared", 0, 600),
+    sim = simulate(gpu_class(), half_gpus, *gpu_node("free"), *gpu_node("shared"), used("shared", 0, 600),
                    *gpu_pod("new", milli=300), config=config(score=FGD))
     assert sim.placements() == {"default/new": "shared"}
 
 
 def test_without_typical_pods_the_pod_fails_with_the_reason(simulate):
-    sim = simulate(class_(), *gpu_node("n1"), *gpu_pod("new", milli=300), config=config(score=FGD))
+    sim = simulate(gpu_class(), *gpu_node("n1"), *gpu_pod("new", milli=300), config=config(score=FGD))
     (condition,) = [c for c in sim.pod("new").status.conditions if c.type == "PodScheduled"]
     assert condition.reason == "SchedulerError"
     assert "FGD: ConfigMap default/kubesched-trace not found: give args.typicalPods or args.typicalPodsConfigMap" \
@@ -25,7 +25,7 @@ def test_without_typical_pods_the_pod_fails_with_the_reason(simulate):
 def test_cpu_pods_go_where_their_cpu_fragments_no_gpu(simulate):
     # "big" has cores to spare; on "small" 30 cores would leave 2, too few for a typical pod's 4
     typical = [{"milliCPU": 4000, "gpuCount": 1, "milliGPU": 1000, "weight": 1.0}]
-    sim = simulate(class_(), *gpu_node("small", cores=32), *gpu_node("big", cores=96),
+    sim = simulate(gpu_class(), *gpu_node("small", cores=32), *gpu_node("big", cores=96),
                    config=config(score=FGD, args={"FGD": {"typicalPods": typical}}))
     (pod,) = sim.create(gpu_pod("cpu-only", count=0, cores=30))
     scores = {node: s["FGD"] for node, s in node_scores(sim, pod).items()}
@@ -34,7 +34,7 @@ def test_cpu_pods_go_where_their_cpu_fragments_no_gpu(simulate):
 
 
 def test_scores_are_computed_once_per_node_state_and_again_only_for_nodes_that_changed(simulate):
-    sim = simulate(class_(), *gpu_node("a"), *gpu_node("b"),
+    sim = simulate(gpu_class(), *gpu_node("a"), *gpu_node("b"),
                    config=config(score=FGD, args={"FGD": {"typicalPods": HALF}}))
     plugin = sim.scheduler.profiles["default-scheduler"].plugins["FGD"]
     calls = []

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import HALF, class_, gpu_node, gpu_pod, used
-from kubesched.testing import config
+from conftest import HALF, used
+from kubesched.testing import config, gpu_class, gpu_node, gpu_pod
 
 
 def chosen_gpu(simulate, score: dict | None, args: dict | None = None, seed: int = 0) -> str:
-    sim = simulate(class_(), *gpu_node("n1"), used("n1", 1, 600), *gpu_pod("new", milli=300),
+    sim = simulate(gpu_class(), *gpu_node("n1"), used("n1", 1, 600), *gpu_pod("new", milli=300),
                    config=config(score=score, args=args) if score else None, seed=seed)
     assert sim.placements() == {"default/new": "n1"}
     (result,) = sim.get("ResourceClaim", "default/new-gpu").status.allocation.devices.results
@@ -40,7 +40,7 @@ def test_without_a_policy_the_first_gpu_that_fits(simulate):
 
 
 def test_whole_gpus_are_the_free_ones_with_the_lowest_index(simulate):
-    sim = simulate(class_(), *gpu_node("n1", gpus=4), used("n1", 0, 300), *gpu_pod("two", count=2),
+    sim = simulate(gpu_class(), *gpu_node("n1", gpus=4), used("n1", 0, 300), *gpu_pod("two", count=2),
                    config=config(score={"FGD": 1}, args={"FGD": {"typicalPods": HALF}}))
     results = sim.get("ResourceClaim", "default/two-gpu").status.allocation.devices.results
     assert [r.device for r in results] == ["gpu-1", "gpu-2"]

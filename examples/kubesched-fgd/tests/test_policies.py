@@ -10,14 +10,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import CONFIGS, HALF, POLICIES, class_, gpu_node, gpu_pod, used
-from kubesched.testing import config, node_scores
+from conftest import CONFIGS, HALF, POLICIES, used
+from kubesched.testing import config, gpu_class, gpu_node, gpu_pod, node_scores
 
 
 @pytest.fixture
 def three_nodes(simulate):
     def run(policy: str, args: dict | None = None):
-        sim = simulate(class_(), *gpu_node("free"), *gpu_node("shared"), *gpu_node("whole"),
+        sim = simulate(gpu_class(), *gpu_node("free"), *gpu_node("shared"), *gpu_node("whole"),
                        used("shared", 0, 600), used("whole", 0),
                        config=config(score={policy: 1}, args=args))
         (_, pod) = sim.create(gpu_pod("new", milli=300))
@@ -58,7 +58,7 @@ def test_random(three_nodes):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_each_config_scores_with_its_policy_alone(policy, simulate):
     body = yaml.safe_load((CONFIGS / f"{policy}.yaml").read_text())
-    sim = simulate(class_(), *gpu_node("n1"), config=body)
+    sim = simulate(gpu_class(), *gpu_node("n1"), config=body)
     framework = sim.scheduler.profiles["default-scheduler"]
     (name,) = framework.points["score"]
     assert name.lower() == policy and framework.score_weights[name] == 1000

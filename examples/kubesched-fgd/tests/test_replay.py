@@ -7,8 +7,7 @@ import random
 import pytest
 
 from conftest import CONFIGS, POLICIES
-from kubesched.trace.openb import convert
-from kubesched.trace.replay import replay
+from kubesched.testing import convert, replay
 
 
 @pytest.fixture(scope="module")

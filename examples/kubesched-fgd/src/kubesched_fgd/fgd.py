@@ -1,7 +1,7 @@
 """FGD (Fragmentation Gradient Descent): place the pod where GPU fragmentation grows least.
 
 A node's fragmentation is the GPU compute its idle GPUs cannot give to the
-workload's typical pods (:mod:`kubesched.trace.fragmentation`).  The score of
+workload's typical pods (:func:`kubesched.node_fragmentation`).  The score of
 a node is sigmoid((fragmentation before - after placing the pod) / 1000) x
 100, truncated; a pod that shares a GPU is tried on each GPU that fits and
 the node scores its best GPU, which is also the GPU it gets (the first of
@@ -25,13 +25,14 @@ import numpy as np
 import yaml
 from attrs import frozen
 
-from kubesched import Status, hookimpl
-from kubesched.core.cluster.client import NotFound
-from kubesched.core.gpu.fragmentation import (
-    NAMESPACE,
+from kubesched import (
     TRACE_CONFIGMAP,
+    TRACE_NAMESPACE,
+    NotFound,
     PodShape,
+    Status,
     Workload,
+    hookimpl,
     node_fragmentation,
     parse_typical_pods,
 )
@@ -50,7 +51,7 @@ class FGDArgs(GpuArgs):
     """``typicalPods`` (inline) or ``typicalPodsConfigMap`` (``namespace/name``)."""
 
     typical_pods: tuple[dict[str, Any], ...] = ()
-    typical_pods_config_map: str = f"{NAMESPACE}/{TRACE_CONFIGMAP}"
+    typical_pods_config_map: str = f"{TRACE_NAMESPACE}/{TRACE_CONFIGMAP}"
 
 
 def sigmoid_score(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -121,7 +122,7 @@ class FGD(GpuScore):
         else:
             namespace, _, name = self.args.typical_pods_config_map.rpartition("/")
             try:
-                configmap = self.handle.cluster.get("ConfigMap", name, namespace or NAMESPACE)
+                configmap = self.handle.cluster.get("ConfigMap", name, namespace or TRACE_NAMESPACE)
             except NotFound:
                 return (f"ConfigMap {self.args.typical_pods_config_map} not found: give args.typicalPods "
                         f"or args.typicalPodsConfigMap")

@@ -9,10 +9,10 @@ GPUs coming from Dynamic Resource Allocation instead of node annotations:
   capacity request) - :func:`pod_shape`;
 - a node's GPUs and how much compute each has left come from its
   ResourceSlices and the DRA manager's allocated state
-  (:class:`kubesched.trace.gpus.NodeGpus`), lined up with the NodeTable;
+  (:class:`kubesched.NodeGpus`), lined up with the NodeTable;
 - which GPU a pod that shares one gets is the policy's choice too (the paper's
   "GPU selection"): the plugin registers a device preference with
-  :func:`kubesched.core.dra.manager.prefer_devices` in PreFilter (so that it
+  :func:`kubesched.prefer_devices` in PreFilter (so that it
   holds even when a single feasible node skips scoring) and DynamicResources
   allocates in that order when Reserve commits the node.  Whole GPUs are
   taken lowest index first, as in the paper.
@@ -26,13 +26,20 @@ from typing import Any, ClassVar
 import numpy as np
 from attrs import frozen
 
-from kubesched import hookimpl
-from kubesched.core.dra.claims import ClaimNameError, pod_claims
-from kubesched.core.dra.manager import prefer_devices
-from kubesched.core.framework.resources import non_zero_requests
-from kubesched.core.framework.types import MAX_NODE_SCORE
-from kubesched.core.gpu.fragmentation import PodShape
-from kubesched.core.gpu.gpus import COMPUTE, DRIVER, MILLI, MODEL, NodeGpus
+from kubesched import (
+    GPU_COMPUTE,
+    GPU_DRIVER,
+    GPU_MODEL,
+    MAX_NODE_SCORE,
+    MILLI,
+    ClaimNameError,
+    NodeGpus,
+    PodShape,
+    hookimpl,
+    non_zero_requests,
+    pod_claims,
+    prefer_devices,
+)
 
 #: The paper's normalisation constants: the largest node (128 cores, 8 GPUs).
 MAX_SPEC_CPU = 128000
@@ -46,10 +53,10 @@ class GpuArgs:
     capacity and their model attribute."""
 
     STRICT: ClassVar[bool] = True
-    device_class: str = DRIVER
-    driver: str = DRIVER
-    compute: str = COMPUTE
-    model: str = MODEL
+    device_class: str = GPU_DRIVER
+    driver: str = GPU_DRIVER
+    compute: str = GPU_COMPUTE
+    model: str = GPU_MODEL
 
 
 def pod_shape(pod, claims, device_class: str, compute: str) -> PodShape:
