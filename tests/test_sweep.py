@@ -79,6 +79,16 @@ def test_a_changed_config_recomputes_only_its_cells(tmp_path):
     assert sorted(outcome.computed) == ["cluster--packing--seed42--arrival1.3", "cluster--packing--seed43--arrival1.3"]
 
 
+def test_the_go_generator_recomputes_the_openb_cells_and_is_recorded(tmp_path):
+    python = small_spec(tmp_path, seeds=[42])
+    assert "4 cell(s) computed, 0 already done" in runner_invoke("sweep", str(python))
+    go = small_spec(tmp_path, seeds=[42], rng="go")
+    assert "2 cell(s) computed, 2 already done" in runner_invoke("sweep", str(go))  # the manifests cells stay
+    rows = {row["cell"]: row for row in read_results(tmp_path / "small-results")}
+    assert {row["rng"] for row in rows.values() if row["trace"] == "openb"} == {"go"}
+    assert rows["openb--packing--seed42--arrival1.3"]["pods"] > 0
+
+
 def test_an_interrupted_sweep_computes_only_the_missing_cells_when_run_again(tmp_path):
     spec = load_spec(small_spec(tmp_path))
 
@@ -139,6 +149,7 @@ def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path):
     ({"record": ["heatmap"]}, "record: a list of curve, fragmentation"),
     ({"traces": [{"name": "t", "manifests": ".", "thin": 2}]}, "traces[0]: give either manifests or nodes and pods"),
     ({"colour": "blue"}, "colour: unknown field"),
+    ({"rng": "java"}, "rng: one of python, go, got 'java'"),
 ])
 def test_a_bad_sweep_file_is_refused_naming_the_field(tmp_path, change, problem):
     spec = small_spec(tmp_path, **change)

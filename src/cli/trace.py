@@ -1,10 +1,14 @@
 """``kubesched trace ...``: convert a production trace and replay it.
 
-- ``kubesched trace alibaba-openb --nodes CSV --pods CSV [--seed N] [--arrival 1.3] -o DIR``
-  writes the trace as manifests (:mod:`.openb`); with ``--replay`` it is
-  replayed right away (``--config``, ``--format``);
+- ``kubesched trace alibaba-openb --nodes CSV --pods CSV [--seed N] [--arrival 1.3] [--rng python|go] -o DIR``
+  writes the trace as manifests (:mod:`kubesched.trace.openb`); ``--rng go``
+  draws the arrival order (and the replay's node ranking) from Go's
+  math/rand exactly as the FGD paper's simulator does, so a seed gives the
+  paper's run of that seed; with ``--replay`` it is replayed right away
+  (``--config``, ``--format``);
 - ``kubesched trace replay DIR --config FILE [-o table|json|csv]`` replays a
-  converted trace (:mod:`.replay`).
+  converted trace (:mod:`kubesched.trace.replay`) with the generator it was
+  converted with.
 
 Invalid input exits with status 2 and one line naming the file and the problem.
 """
@@ -43,6 +47,13 @@ class TieBreak(str, enum.Enum):
     random = "random"
 
 
+class Rng(str, enum.Enum):
+    """:data:`kubesched.trace.openb.RNGS`."""
+
+    python = "python"
+    go = "go"
+
+
 def _refuse(message: str) -> None:
     typer.echo(message, err=True)
     raise typer.Exit(INVALID_INPUT)
@@ -59,15 +70,22 @@ def alibaba_openb(
     config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration for --replay."),
     output: Format = typer.Option(Format.table, "--format", help="--replay output: table, json or csv."),
     tie_break: TieBreak = typer.Option(TieBreak.ranked, "--tie-break", help="--replay: ties between nodes (see trace replay)."),
+    rng: Rng = typer.Option(
+        Rng.python, "--rng",
+        help="Generator of the arrival order and node ranking: 'python' (Mersenne Twister) or 'go' (Go's math/rand, "
+             "drawn as the FGD paper's simulator draws: a seed gives the paper's run of that seed)."),
 ) -> None:
     """Convert Alibaba's GPU trace (cluster-trace-gpu-v2023, "openb") into Nodes,
     ResourceSlices and pods with ResourceClaims, in the FGD paper's arrival order."""
     try:
-        info = convert(nodes, pods, out, seed=seed, arrival=arrival)
+        info = convert(nodes, pods, out, seed=seed, arrival=arrival, rng=rng.value)
     except TraceError as err:
         _refuse(str(err))
+    except ValueError as err:
+        _refuse(f"--seed: {err}")
     typer.echo(f"{out}: {info['pods']} pods asking for {int(info['gpu-demand-milli']) / 1000:g} GPUs "
-               f"on {int(info['gpu-capacity-milli']) // 1000} GPUs (seed {seed}, arrival {arrival:g})", err=True)
+               f"on {int(info['gpu-capacity-milli']) // 1000} GPUs (seed {seed}, arrival {arrival:g}, rng {rng.value})",
+               err=True)
     if do_replay:
         _replay_and_print(out, config, output, None, tie_break, None)
 
@@ -124,6 +142,6 @@ def _print_table(result: ReplayResult) -> None:
             table.add_row(str(point), f"{value:.2f}", f"{fragmented.get(point, float('nan')):.2f}")
     console.print(table)
     console.print(
-        f"seed {result.seed}, arrival {result.arrival:g}: {result.pods} pod(s) arrived, {result.bound} scheduled, "
+        f"seed {result.seed} ({result.rng} rng), arrival {result.arrival:g}: {result.pods} pod(s) arrived, {result.bound} scheduled, "
         f"{result.failed} failed; GPU allocation {result.gpu_allocation_ratio:.2f} % of {result.gpus} GPUs; "
         f"{result.wall_seconds:g}s", soft_wrap=True)

@@ -51,17 +51,21 @@ class Inputs:
     """Every file the cells read: ``files`` content hash -> bytes; ``traces``
     name -> ``{"nodes", "pods", "thin"}`` (openb, hashes) or ``{"manifests":
     {relative path: hash}}``; ``configs`` name -> hash; ``record``: the
-    curves to keep."""
+    curves to keep; ``rng``: the openb traces' generator."""
 
     files: dict[str, bytes]
     traces: dict[str, dict[str, Any]]
     configs: dict[str, str]
     record: tuple[str, ...]
+    rng: str = "python"
 
     def digest(self, cell: Cell) -> str:
-        """What the cell's result depends on: its inputs' contents and parameters."""
+        """What the cell's result depends on: its inputs' contents and parameters
+        (an openb trace's generator only when it is not the default, so earlier results stay valid)."""
         trace = json.dumps(self.traces[cell.trace], sort_keys=True)
         key = f"{trace}|{self.configs[cell.config]}|{cell.seed}|{cell.arrival!r}|{','.join(self.record)}"
+        if self.rng != "python" and "manifests" not in self.traces[cell.trace]:
+            key += f"|rng={self.rng}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -98,7 +102,7 @@ def build_inputs(spec: SweepSpec) -> Inputs:
             traces[trace.name] = {"nodes": add(trace.nodes), "pods": add(trace.pods), "thin": trace.thin,
                                   "pods_file": trace.pods.name}
     configs = {config.name: add(config.path) for config in spec.configs}
-    return Inputs(files, traces, configs, spec.record)
+    return Inputs(files, traces, configs, spec.record, spec.rng)
 
 
 def run_cell(cell: Cell, inputs: Inputs) -> dict[str, Any]:
@@ -127,14 +131,16 @@ def _replay(cell: Cell, inputs: Inputs, trace: dict[str, Any], config: Path) -> 
 
     nodes = _materialise(inputs, trace["nodes"], ".csv", thin=trace["thin"])
     pods = _materialise(inputs, trace["pods"], ".csv")
-    converted = CACHE_DIR / "traces" / f"{nodes.stem}-{pods.stem}-{cell.seed}-{cell.arrival:g}"
+    generator = "" if inputs.rng == "python" else f"-{inputs.rng}"
+    converted = CACHE_DIR / "traces" / f"{nodes.stem}-{pods.stem}-{cell.seed}-{cell.arrival:g}{generator}"
     if not (converted / "pods.json").is_file():
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(dir=CACHE_DIR))
-        convert(nodes, pods, scratch / "trace", seed=cell.seed, arrival=cell.arrival)
+        convert(nodes, pods, scratch / "trace", seed=cell.seed, arrival=cell.arrival, rng=inputs.rng)
         _publish(scratch / "trace", converted)
     result = replay(converted, config)
-    row: dict[str, Any] = {"kind": "openb", "workload": Path(trace["pods_file"]).stem, "pods": result.pods, "bound": result.bound, "failed": result.failed,
+    row: dict[str, Any] = {"kind": "openb", "workload": Path(trace["pods_file"]).stem, "rng": result.rng,
+                           "pods": result.pods, "bound": result.bound, "failed": result.failed,
                            "gpus": result.gpus, "gpu_allocation_ratio": result.gpu_allocation_ratio}
     if "curve" in inputs.record:
         row["curve_arrived"] = [point[0] for point in result.curve]

@@ -15,6 +15,8 @@
       path: ../examples/kubesched-fgd/configs/fgd.yaml
     seeds: [42, 43]                         # or "42-51"
     arrivals: [1.3]                         # arrival ratios of the openb traces (default [1.3])
+    rng: go                                 # arrival order and node ranking from Go's math/rand, as the
+                                            # paper's simulator draws them (default python)
     record: [curve, fragmentation]          # per-arrival curves to keep (default both)
 
 Paths are relative to the sweep file.  Every (trace, config, seed, arrival)
@@ -29,6 +31,8 @@ from typing import Any
 
 import attrs
 import yaml
+
+from ..trace.openb import RNGS
 
 #: What a cell may record besides its final numbers.
 RECORDABLE = ("curve", "fragmentation")
@@ -73,6 +77,7 @@ class SweepSpec:
     seeds: tuple[int, ...]
     arrivals: tuple[float, ...] = (1.3,)
     record: tuple[str, ...] = RECORDABLE
+    rng: str = "python"
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -85,7 +90,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     except yaml.YAMLError as err:
         raise SweepError(f"{path}: not YAML: {err}") from None
     where = str(path)
-    doc = _mapping(document, where, "", {"name", "traces", "configs", "seeds", "arrivals", "record"})
+    doc = _mapping(document, where, "", {"name", "traces", "configs", "seeds", "arrivals", "record", "rng"})
     base = path.parent
     traces = tuple(_trace(item, where, f"traces[{i}]", base) for i, item in enumerate(_list(doc, where, "traces")))
     configs = tuple(_config(item, where, f"configs[{i}]", base)
@@ -102,11 +107,14 @@ def load_spec(path: str | Path) -> SweepSpec:
     record = doc.get("record", list(RECORDABLE))
     if not isinstance(record, list) or any(r not in RECORDABLE for r in record):
         raise SweepError(f"{where}: record: a list of {', '.join(RECORDABLE)}, got {record!r}")
+    rng = doc.get("rng", "python")
+    if rng not in RNGS:
+        raise SweepError(f"{where}: rng: one of {', '.join(RNGS)}, got {rng!r}")
     name = doc.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise SweepError(f"{where}: name: a non-empty string, got {name!r}")
     return SweepSpec(name=name, source=path, traces=traces, configs=configs, seeds=seeds,
-                     arrivals=tuple(float(a) for a in arrivals), record=tuple(record))
+                     arrivals=tuple(float(a) for a in arrivals), record=tuple(record), rng=rng)
 
 
 def _mapping(value: Any, where: str, field: str, allowed: set[str]) -> dict[str, Any]:

@@ -163,15 +163,23 @@ def test_trace_commands(tmp_path):
     done = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods),
                                "-o", str(out), "--seed", "7", "--replay", "--format", "json"])
     assert done.exit_code == 0, done.output
-    assert "on 16 GPUs (seed 7, arrival 1.3)" in done.output
+    assert "on 16 GPUs (seed 7, arrival 1.3, rng python)" in done.output
     data = json.loads(done.output.splitlines()[-1])
-    assert data["seed"] == 7 and data["pods"] > 0 and len(data["curve"]) > 10
+    assert data["seed"] == 7 and data["rng"] == "python" and data["pods"] > 0 and len(data["curve"]) > 10
     csv = runner.invoke(app, ["trace", "replay", str(out), "-o", "csv", "--limit", "10"])
     assert csv.exit_code == 0, csv.output
     assert csv.output.splitlines()[0] == "arrived_pct,allocated_pct,fragmented_pct"
     table = runner.invoke(app, ["trace", "replay", str(out), "--limit", "10", "--save", str(tmp_path / "r.json")])
     assert table.exit_code == 0 and "10 pod(s) arrived" in table.output
     assert json.loads((tmp_path / "r.json").read_text())["pods"] == 10
+
+    go = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods),
+                             "-o", str(tmp_path / "go"), "--seed", "7", "--rng", "go"])
+    assert go.exit_code == 0 and "(seed 7, arrival 1.3, rng go)" in go.output
+    replayed = runner.invoke(app, ["trace", "replay", str(tmp_path / "go"), "--limit", "10", "-o", "json"])
+    assert replayed.exit_code == 0 and json.loads(replayed.output)["rng"] == "go"
+    table = runner.invoke(app, ["trace", "replay", str(tmp_path / "go"), "--limit", "10"])
+    assert "seed 7 (go rng)" in table.output
 
 
 def test_trace_commands_refuse_bad_input_with_one_line(tmp_path):
@@ -181,6 +189,12 @@ def test_trace_commands_refuse_bad_input_with_one_line(tmp_path):
     assert done.exit_code == 2 and "nodes.csv: line 2: cpu_milli: not a number: 'x'" in done.output
     missing = runner.invoke(app, ["trace", "replay", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "cluster.json: not found" in missing.output
+    huge = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods),
+                               "-o", str(tmp_path / "go"), "--rng", "go", "--seed", str(2**63)])
+    assert huge.exit_code == 2 and "--seed: a Go seed is an int64" in huge.output
+    unknown = runner.invoke(app, ["trace", "alibaba-openb", "--nodes", str(nodes), "--pods", str(pods),
+                                  "-o", str(tmp_path / "go"), "--rng", "java"])
+    assert unknown.exit_code == 2 and "'java' is not one of 'python', 'go'" in unknown.output
 
 
 def test_report_draws_the_plots(trace, tmp_path):
