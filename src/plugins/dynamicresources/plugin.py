@@ -5,7 +5,9 @@
 - PreFilter: resolves the pod's claims; claims already allocated restrict the
   pod to their ``allocation.nodeSelector``; unallocated ones need their
   DeviceClasses and no allocation in flight, and get a structured
-  :class:`Allocator` over the slices and the devices already taken.
+  :class:`Allocator` over the slices and the devices already taken.  Extended
+  resources that devices serve add one more claim (:mod:`.extended`), which
+  PreBind creates.
 - Filter (per node): allocated claims must be usable on the node; the others
   must be allocatable there (the result is kept for Reserve and published
   for Score plugins through :mod:`kubesched.core.dra.manager`).  A CEL error is
@@ -37,19 +39,12 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.api.core_v1 import ContainerExtendedResourceRequest, PodExtendedResourceClaimStatus
-from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.nodeaffinity import selector_matches
 from kubesched.core.api.resource_v1 import (
-    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
-    DeviceClaim,
-    DeviceRequest,
-    ExactDeviceRequest,
     ResourceClaim,
     ResourceClaimConsumerReference,
-    ResourceClaimSpec,
 )
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
@@ -66,7 +61,6 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
     NODE,
@@ -79,6 +73,7 @@ from kubesched.core.framework.types import (
 )
 
 from .batch import DeviceColumns
+from .extended import ExtendedResourceClaim, claim_to_create, extended_resource_claim, record_in_pod
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -126,52 +121,6 @@ class DynamicResourcesArgs:
 
 
 @attrs.define
-class _ExtendedClaim:
-    """The claim kube-scheduler makes for a pod's extended resources that devices
-    serve (KEP-5004): one request ``container-<c>-request-<r>`` per container and
-    resource, ``backed`` the resource names and their DeviceClasses.  A node
-    that advertises some of the resources in allocatable serves those the
-    classic way, so the claim differs per node: :meth:`on` gives the node's
-    variant and what the pod's ``status.extendedResourceClaimStatus`` will
-    say.  It exists only in the cycle until PreBind creates it (``created``)."""
-
-    pod: Any
-    backed: dict[str, str]
-    index: int = 0
-    chosen: tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]] | None = None
-    created: ResourceClaim | None = None
-    _variants: dict[frozenset[str], tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]]] = \
-        field(factory=dict)
-
-    @property
-    def claim(self) -> ResourceClaim:
-        """The claim when devices serve every resource (no node advertises any)."""
-        return self._variant(frozenset(self.backed))[0]
-
-    @property
-    def resources(self) -> frozenset[str]:
-        return frozenset(self.backed)
-
-    def on(self, node) -> tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]] | None:
-        """The claim and container mappings for ``node``: requests only for the
-        resources it does not advertise; None when it advertises them all."""
-        missing = frozenset(name for name in self.backed if node.allocatable.get(name, 0) <= 0)
-        return self._variant(missing) if missing else None
-
-    def _variant(self, missing: frozenset[str]) -> tuple[ResourceClaim, tuple[ContainerExtendedResourceRequest, ...]]:
-        variant = self._variants.get(missing)
-        if variant is None:
-            pod = self.pod
-            requests, mappings = extended_resource_requests(pod, {name: self.backed[name] for name in missing})
-            claim = ResourceClaim(
-                metadata=ObjectMeta(name=f"{pod.metadata.name}-extended-resources",
-                                    namespace=pod.metadata.namespace, uid=f"{pod.metadata.uid}/extended-resources"),
-                spec=ResourceClaimSpec(devices=DeviceClaim(requests=tuple(requests))))
-            variant = self._variants[missing] = (claim, tuple(mappings))
-        return variant
-
-
-@attrs.define
 class _State:
     """What PreFilter found for one pod (upstream ``stateData``).
 
@@ -196,7 +145,7 @@ class _State:
     released: set[str] = field(factory=set)
     removed: dict[str, set[str]] = field(factory=dict)
     feasible: Any = None
-    extended: _ExtendedClaim | None = None
+    extended: ExtendedResourceClaim | None = None
 
     def clone(self) -> "_State":
         """Dry runs (nominated pods, preemption) change a clone, never this state."""
@@ -317,7 +266,7 @@ class DynamicResources:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        extended = self._extended_claim(pod)
+        extended = extended_resource_claim(pod, self.dra)
         if not pod.spec.resource_claims and extended is None:
             return Status(Code.SKIP)
         data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
@@ -367,22 +316,9 @@ class DynamicResources:
             return None
         return {claim.key: result for claim, result in zip(to_allocate, results)}
 
-    def _extended_claim(self, pod) -> _ExtendedClaim | None:
-        """The claim for the pod's requests of extended resources that a
-        DeviceClass serves (DRAExtendedResource), or None.  Nodes that advertise
-        a resource in allocatable serve it the classic way (Filter drops the
-        claim there).  Laid out as upstream's ``createRequestsAndMappings``:
-        see :func:`extended_resource_requests`."""
-        containers = [*pod.spec.init_containers, *pod.spec.containers]
-        if not any(name not in NATIVE_RESOURCES for c in containers
-                   for name in (*c.resources.requests, *c.resources.limits)):
-            return None  # the common case, at the cost of a glance
-        backed = self.dra.device_backed({name for c in containers for name in container_requests(c)})
-        return _ExtendedClaim(pod, backed) if backed else None
-
     def _to_allocate(self, data: _State, node) -> list[ResourceClaim]:
         """The claims to allocate on ``node``; the extended-resource claim as
-        ``node`` needs it (:meth:`_ExtendedClaim.on`), or not at all."""
+        ``node`` needs it (:meth:`ExtendedResourceClaim.on`), or not at all."""
         extended = data.extended
         claims = []
         for i in data.to_allocate:
@@ -726,7 +662,7 @@ class DynamicResources:
                 pending = pending or not set(wanted) <= true
         return Status(Code.WAIT) if pending else None
 
-    def _create_extended_claim(self, data: _State, extended: _ExtendedClaim, pod) -> None:
+    def _create_extended_claim(self, data: _State, extended: ExtendedResourceClaim, pod) -> None:
         """Create the pod's extended-resource claim (owned by the pod, annotated
         ``resource.kubernetes.io/extended-resource-claim: "true"``), write its
         allocation and the pod in ``reservedFor``, and record it in the pod's
@@ -737,14 +673,9 @@ class DynamicResources:
             return
         claim, mappings = extended.chosen
         cluster = self.handle.cluster
-        meta = ObjectMeta(
-            generate_name=f"{pod.metadata.name}-extended-resources-", namespace=pod.metadata.namespace,
-            annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}, finalizers=(FINALIZER,),
-            owner_references=(OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
-                                             uid=pod.metadata.uid, controller=True, block_owner_deletion=True),))
         uid = claim.metadata.uid
         try:
-            created = cluster.create(attrs.evolve(claim, metadata=meta))
+            created = cluster.create(claim_to_create(pod, claim))
             extended.created = created
             reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
             updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
@@ -755,10 +686,7 @@ class DynamicResources:
         extended.created = updated
         data.claims[extended.index] = updated
         self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
-        recorded = PodExtendedResourceClaimStatus(request_mappings=mappings,
-                                                  resource_claim_name=updated.metadata.name)
-        retry_on_conflict(cluster, pod, lambda current: cluster.update_status(attrs.evolve(
-            current, status=attrs.evolve(current.status, extended_resource_claim_status=recorded))))
+        record_in_pod(cluster, pod, mappings, updated.metadata.name)
 
     def _bind_claim(self, data: _State, index: int, pod) -> ResourceClaim:
         """Upstream ``bindClaim``: finalizer (a normal update), then allocation and
@@ -807,78 +735,6 @@ class DynamicResources:
             # a pod sharing the claim may have been refused meanwhile ("in the process of being
             # allocated") after the watch event had come: retry it as that event would
             self.handle.move_pods(ClusterEvent("ResourceClaim", ActionType.UPDATE), released, written)
-
-
-def extended_resource_requests(
-    pod, backed: dict[str, str]
-) -> tuple[list[DeviceRequest], list[ContainerExtendedResourceRequest]]:
-    """The device requests and container mappings of a pod's extended-resource
-    claim (``backed``: resource -> DeviceClass), as upstream lays them out: one
-    request ``container-<c>-request-<r>`` per container and resource, ``c``
-    counting init containers first and ``r`` the resource's place among the
-    container's sorted requests; a non-sidecar init container (it runs before
-    the others and ends) first reuses the devices of the long-lived containers
-    after it, asks only for the rest, and such init containers share the
-    largest of their requests.  Requests sorted by name."""
-    containers = [*pod.spec.init_containers, *pod.spec.containers]
-    first_regular = len(pod.spec.init_containers)
-    short_lived = [i for i in range(first_regular) if containers[i].restart_policy != "Always"]
-    long_lived = [i for i in range(len(containers)) if i not in short_lived]
-    requests: list[DeviceRequest] = []
-    mappings: list[ContainerExtendedResourceRequest] = []
-    for resource in sorted(backed):
-        long_requests: list[DeviceRequest | None] = [None] * len(containers)
-        long_mappings: list[ContainerExtendedResourceRequest] = []
-        for i in long_lived:
-            long_requests[i], found = _container_request(i, containers[i], resource, backed[resource], [])
-            long_mappings += found
-        largest: DeviceRequest | None = None
-        short_names: set[str] = set()
-        short_mappings: list[ContainerExtendedResourceRequest] = []
-        for i in short_lived:
-            request, found = _container_request(i, containers[i], resource, backed[resource], long_requests[i:])
-            if request is not None:
-                short_names.add(request.name)
-                if largest is None or _count(largest) < _count(request):
-                    largest = request
-            short_mappings += found
-        if largest is not None and len(short_names) > 1:
-            short_mappings = [attrs.evolve(m, request_name=largest.name) if m.request_name in short_names else m
-                              for m in short_mappings]
-        if largest is not None:
-            requests.append(largest)
-        requests += [request for request in long_requests if request is not None]
-        mappings += long_mappings + short_mappings
-    return sorted(requests, key=lambda request: request.name), mappings
-
-
-def _container_request(index: int, container, resource: str, class_name: str,
-                       reusable: list[DeviceRequest | None]) -> tuple[DeviceRequest | None,
-                                                                       list[ContainerExtendedResourceRequest]]:
-    """The request for ``resource`` of one container (None when it asks for none,
-    or when the ``reusable`` requests of later long-lived containers cover it).
-    Limits stand in for missing requests, as the API server defaults them."""
-    effective = container_requests(container)
-    wanted = effective.get(resource, 0)
-    if not wanted:
-        return None, []
-    mappings = []
-    covered = 0
-    for request in reusable:
-        if request is None:
-            continue
-        covered += _count(request)
-        mappings.append(ContainerExtendedResourceRequest(container.name, resource, request.name))
-        if covered >= wanted:
-            return None, mappings
-    name = f"container-{index}-request-{sorted(effective).index(resource)}"
-    mappings.append(ContainerExtendedResourceRequest(container.name, resource, name))
-    return DeviceRequest(name=name, exactly=ExactDeviceRequest(device_class_name=class_name,
-                                                                count=wanted - covered)), mappings
-
-
-def _count(request: DeviceRequest) -> int:
-    return request.exactly.count if request.exactly is not None else 0
 
 
 def binding_conditions(claim: ResourceClaim) -> list[tuple[Any, tuple[str, ...], tuple[str, ...]]]:

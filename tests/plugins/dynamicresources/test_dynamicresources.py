@@ -557,7 +557,7 @@ def test_class_devices_count_only_the_newest_generation_of_a_pool():
 
 
 def _layout(spec: dict) -> tuple[list, list]:
-    from kubesched.plugins.dynamicresources.plugin import extended_resource_requests
+    from kubesched.plugins.dynamicresources.extended import extended_resource_requests
 
     p = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
     requests, mappings = extended_resource_requests(p, {"example.com/gpu": "gpus"})
