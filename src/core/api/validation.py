@@ -191,25 +191,22 @@ BASIC_ALL_TEXT = "the disruptionMode `all` is not supported with the Basic sched
 
 def short_name(field: str, value: str) -> list[str]:
     """``+k8s:format=k8s-short-name`` (a DNS label); empty means unset (``Required value``)."""
-    if not value:
-        return [f"{field}: Required value"]
-    out = []
-    if len(value) > 63:
-        out.append(f"{field}: Invalid value: {_q(value)}: must be no more than 63 characters")
-    if not DNS1123_LABEL.match(value):
-        out.append(f"{field}: Invalid value: {_q(value)}: {LABEL_TEXT}")
-    return out
+    return _dns_name(field, value, DNS1123_LABEL, 63, LABEL_TEXT)
 
 
 def long_name(field: str, value: str) -> list[str]:
     """``+k8s:format=k8s-long-name`` (a DNS subdomain); empty means unset (``Required value``)."""
+    return _dns_name(field, value, DNS1123_SUBDOMAIN, 253, SUBDOMAIN_TEXT)
+
+
+def _dns_name(field: str, value: str, pattern: re.Pattern, limit: int, text: str) -> list[str]:
     if not value:
         return [f"{field}: Required value"]
     out = []
-    if len(value) > 253:
-        out.append(f"{field}: Invalid value: {_q(value)}: must be no more than 253 characters")
-    if not DNS1123_SUBDOMAIN.match(value):
-        out.append(f"{field}: Invalid value: {_q(value)}: {SUBDOMAIN_TEXT}")
+    if len(value) > limit:
+        out.append(f"{field}: Invalid value: {_q(value)}: must be no more than {limit} characters")
+    if not pattern.match(value):
+        out.append(f"{field}: Invalid value: {_q(value)}: {text}")
     return out
 
 
