@@ -11,10 +11,9 @@ from rich.table import Table
 
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import ConfigError, load_config
+from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry, extension_points
-from kubesched.core.scheduler.scheduler import Scheduler
-from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.drivers.harness import Harness
 
 from .common import refuse
 
@@ -46,9 +45,8 @@ def plugins() -> None:
 def validate(file: Path = typer.Argument(..., help="KubeSchedulerConfiguration file.")) -> None:
     """Load a configuration and build every profile's plugins; report the first problem."""
     try:
-        config = load_config(file, DEFAULT_PLUGINS)
         clock = FakeClock()
-        scheduler = Scheduler(MemoryCluster(clock), config, Registry.discover(), clock)
+        scheduler = Harness(MemoryCluster(clock), clock, file, controllers=()).scheduler
     except (ConfigError, PluginError) as err:
         refuse(str(err) if str(err).startswith(str(file)) else f"{file}: {err}")
     for name, framework in scheduler.profiles.items():

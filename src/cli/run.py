@@ -13,10 +13,10 @@ import typer
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.clock import RealClock
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import ConfigError, load_config
+from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decisions import DecisionPublisher
-from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.drivers.harness import scheduler_configuration
 
 from .common import kube_cluster, refuse
 
@@ -70,7 +70,7 @@ def run(
     if binding_workers is not None and (embedded or binding_workers < 0):
         refuse("--binding-workers: zero or more, against an API server (the embedded cluster binds at once)")
     try:
-        loaded = load_config(config, DEFAULT_PLUGINS)
+        loaded = scheduler_configuration(config)
         cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig)
         if embedded:
             load_paths(cluster, filename)

@@ -111,23 +111,19 @@ class Daemon:
         self.embedded = embedded
         self.informers = Informers(cluster)
         self.clock = _WakingClock(self.informers.wakeup)
-        self.harness = Harness(cluster, self.clock, config, registry or Registry.discover(), seed=seed,
-                               embedded=embedded, informers=self.informers)
+        self.bind_pool: ThreadPoolExecutor | None = None
+        if isinstance(cluster, KubernetesCluster) and binding_workers > 0:
+            # PreBind, Bind and preemption's evictions off the scheduling loop, as upstream's binding goroutines
+            self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
+        self.harness = Harness(cluster, self.clock, config, registry, seed=seed, embedded=embedded,
+                               informers=self.informers, decisions=decisions, bind_pool=self.bind_pool,
+                               bind_wakeup=self.informers.wakeup.set if self.bind_pool is not None else None)
         self.scheduler = self.harness.scheduler
         self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers
         self.decisions = decisions
         self.shutdown_grace = shutdown_grace
-        self.bind_pool: ThreadPoolExecutor | None = None
-        if isinstance(cluster, KubernetesCluster) and binding_workers > 0:
-            # Bind's API call off the scheduling loop, as upstream's binding goroutines
-            self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
-            self.scheduler.bind_pool = self.bind_pool
-            self.scheduler.bind_wakeup = self.informers.wakeup.set
-            for framework in self.scheduler.profiles.values():
-                framework.handle.api_workers = self.bind_pool  # preemption's evictions, off the loop too
         if decisions is not None:
-            self.scheduler.decisions = decisions
             self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))
         self.elector: LeaderElector | None = None
         election = config.leader_election

@@ -13,6 +13,9 @@ kube-controller-manager share one informer factory per process.
 
 from __future__ import annotations
 
+import random
+from concurrent.futures import Executor
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kubesched.controllers import build_controller_manager
@@ -20,32 +23,57 @@ from kubesched.core.clock import Clock, FakeClock
 from kubesched.core.cluster.client import ClusterClient
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.base import ControllerContext
-from kubesched.core.framework.config import KubeSchedulerConfiguration
+from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
 from kubesched.core.framework.registry import Registry
+from kubesched.core.observability.decisions import DecisionLog
 from kubesched.core.scheduler.scheduler import Scheduler
 from kubesched.drivers.quiescence import run_simulation
+from kubesched.plugins import DEFAULT_PLUGINS
+
+#: What may stand for a configuration: a KubeSchedulerConfiguration file, its dict, a loaded one, or None
+#: (the default profile).
+ConfigSource = str | Path | dict | KubeSchedulerConfiguration | None
+
+
+def scheduler_configuration(config: ConfigSource) -> KubeSchedulerConfiguration:
+    """``config`` loaded and merged over kube-scheduler's default plugins (a
+    loaded one as it is).  Raises ``ConfigError`` naming the file and field."""
+    if isinstance(config, KubeSchedulerConfiguration):
+        return config
+    return load_config(config, DEFAULT_PLUGINS)
 
 
 class Harness:
     """The :class:`Scheduler` and a controller manager sharing ``informers``.
 
-    ``controllers``: the controller names to run (None: every one that
+    ``config``: see :func:`scheduler_configuration`; ``registry``: the
+    plugins (default: entry-point discovery); ``controllers``: the controller names to run (None: every one that
     applies; ``()``: none); ``embedded``: the cluster is kubesched's own (the
     embedded-only controllers run); ``controller_options``: per-controller
     settings by name; ``seed``: tie-breaking; ``informers``: the set to share
-    (default: a new one over ``cluster``; the daemon's clock wakes on it).  Raises ``ConfigError`` for a
-    bad scheduler configuration and ``KeyError`` for an unknown controller.
+    (default: a new one over ``cluster``; the daemon's clock wakes on it);
+    ``rng``, ``node_rank``, ``decisions``, ``bind_pool``, ``bind_wakeup``:
+    the :class:`Scheduler`'s options.  Raises ``ConfigError`` for a bad
+    scheduler configuration, ``PluginError`` for broken plugins and
+    ``KeyError`` for an unknown controller.
     Call :meth:`start` once, then :meth:`step` (or :meth:`run_to_quiescence`
     on a fake clock) from one thread.
     """
 
-    def __init__(self, cluster: ClusterClient, clock: Clock, config: KubeSchedulerConfiguration, registry: Registry,
-                 *, seed: int = 0, embedded: bool = True, controllers: Iterable[str] | None = None,
-                 controller_options: dict[str, Any] | None = None, informers: Informers | None = None):
+    def __init__(self, cluster: ClusterClient, clock: Clock, config: ConfigSource = None,
+                 registry: Registry | None = None, *, seed: int = 0, embedded: bool = True,
+                 controllers: Iterable[str] | None = None, controller_options: dict[str, Any] | None = None,
+                 informers: Informers | None = None, rng: random.Random | None = None,
+                 node_rank: dict[str, int] | None = None, decisions: DecisionLog | None = None,
+                 bind_pool: Executor | None = None, bind_wakeup: Callable[[], object] | None = None):
         self.cluster = cluster
         self.clock = clock
+        self.config = scheduler_configuration(config)
+        self.registry = registry or Registry.discover()
         self.informers = informers or Informers(cluster)
-        self.scheduler = Scheduler(cluster, config, registry, clock, seed=seed, informers=self.informers)
+        self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed, informers=self.informers,
+                                   rng=rng, node_rank=node_rank, decisions=decisions, bind_pool=bind_pool,
+                                   bind_wakeup=bind_wakeup)
         self.controllers = build_controller_manager(
             ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {}),
             None if controllers is None else list(controllers))

@@ -24,11 +24,10 @@ from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
+from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decisions import DecisionLog
 from kubesched.drivers.harness import Harness
-from kubesched.plugins import DEFAULT_PLUGINS
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
 DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc).timestamp()
@@ -44,7 +43,8 @@ class Simulation:
     per-controller settings by controller name (e.g.
     ``{"persistentvolume-controller": {"provisioners": [...]}}``);
     ``decisions``: where the record of every scheduling attempt goes (None:
-    not recorded).  Raises ``ConfigError`` for a bad configuration.
+    not recorded); ``node_rank``: equally scored nodes go to the lowest rank
+    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option).  Raises ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -55,18 +55,16 @@ class Simulation:
         seed: int = 0,
         controller_options: dict[str, Any] | None = None,
         decisions: DecisionLog | None = None,
+        node_rank: dict[str, int] | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
         self.cluster = MemoryCluster(self.clock, seed=seed)
-        self.registry = registry or Registry.discover()
-        if not isinstance(config, KubeSchedulerConfiguration):
-            config = load_config(config, DEFAULT_PLUGINS)
-        self.config = config
-        self.harness = Harness(self.cluster, self.clock, config, self.registry, seed=seed,
-                               controller_options=controller_options)
+        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed,
+                               controller_options=controller_options, decisions=decisions, node_rank=node_rank)
+        self.config = self.harness.config
+        self.registry = self.harness.registry
         self.scheduler = self.harness.scheduler
-        self.scheduler.decisions = decisions
         self.controllers = self.harness.controllers
         #: objects applied or deleted by timed changes (:meth:`change_at`) so far
         self.changes = 0

@@ -103,9 +103,8 @@ def test_the_same_reasons_without_batch_forms():
 
 def test_equal_nodes_go_to_the_lowest_rank_when_ranks_are_set():
     for ranked in ("n3", "n0", "n5"):
-        sim = Simulation(config=config())
+        sim = Simulation(config=config(), node_rank={f"n{i}": (0 if f"n{i}" == ranked else i + 1) for i in range(6)})
         sim.create([node(f"n{i}") for i in range(6)])
-        sim.scheduler.node_rank = {f"n{i}": (0 if f"n{i}" == ranked else i + 1) for i in range(6)}
         sim.create([pod("web", cpu="1")])
         sim.run()
         assert sim.pod("web").spec.node_name == ranked

@@ -9,7 +9,7 @@ import kubesched
 from kubesched import Code, PostFilterResult, Status
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.cluster.client import Conflict
-from kubesched.core.scheduler.scheduler import num_feasible_nodes_to_find
+from kubesched.core.scheduler.scheduling_cycle import num_feasible_nodes_to_find
 from kubesched.testing import node, pod
 
 from .helpers import DEFAULT, condition, config, plugin, simulation

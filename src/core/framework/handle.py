@@ -70,6 +70,7 @@ class Handle:
         dra: Callable[[], "DRAManager"] | None = None,
         rng: random.Random | None = None,
         move_pods: Callable[[Any, Any, Any], object] | None = None,
+        api_workers: Executor | None = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -85,7 +86,7 @@ class Handle:
         self._move_pods = move_pods
         self.rng = rng if rng is not None else random.Random(0)
         #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
-        self.api_workers: Executor | None = None
+        self.api_workers = api_workers
 
     @property
     def snapshot(self) -> "Snapshot":

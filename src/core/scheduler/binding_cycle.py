@@ -1,9 +1,9 @@
 """The binding cycle: waiting on Permit, PreBind (with waits), Bind, PostBind
-(upstream ``schedule_one.go``'s ``bindingCycle`` and the framework's waiting pods).
+(upstream ``schedule_one.go``'s ``bindingCycle``).
 
 Any failure unreserves in reverse order, forgets the assumed pod, requeues
 it and tells the queue that the room it held is free again.  The scheduler
-never blocks: a Permit wait (:class:`WaitingPod`) and a PreBind wait
+never blocks: a Permit wait (a :class:`~kubesched.core.framework.waiting_pods.WaitingPod`) and a PreBind wait
 (:class:`BindingWait`) are timers on the clock, and a daemon runs PreBind and
 Bind on binding workers (what the plugins change of the state the scheduling
 cycle reads comes back to the loop through ``Handle.on_loop``).
@@ -14,7 +14,6 @@ cycle reads comes back to the loop through ``Handle.on_loop``).
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 import time
 from concurrent.futures import Executor
@@ -31,6 +30,7 @@ from ..framework.handle import calls_for_the_loop
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent, PreBindWait
+from ..framework.waiting_pods import WaitingPod
 from .cache import CacheError
 from .queue import QueuedPodInfo
 from .recording import binding_record
@@ -39,57 +39,13 @@ if TYPE_CHECKING:
     from ..observability.decisions import DecisionLog
     from .cache import Cache
     from .queue import SchedulingQueue
-    from .scheduler import Scheduler, SchedulingStats
+    from .scheduling_cycle import ScheduleResult
+    from .stats import SchedulingStats
 
 log = logging.getLogger(__name__)
 
 #: marks a call a binding worker queued for the loop (Handle.on_loop) in ``bind_results``
 _LOOP_CALL = object()
-
-
-class WaitingPod:
-    """A pod that a Permit plugin told to wait.  ``allow(plugin)`` /
-    ``reject(plugin, message)``; when every waiting plugin allowed, the
-    binding cycle runs; a timeout rejects it."""
-
-    def __init__(self, scheduler: "Scheduler", pod: Pod, waits: dict[str, float],
-                 resume: Callable[[Status | None], None]):
-        self.pod = pod
-        self._scheduler = scheduler
-        self._resume = resume
-        self.pending: dict[str, Timer] = {}
-        self.started = scheduler.clock.now()
-        for plugin, timeout in waits.items():
-            message = f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}"
-            self.pending[plugin] = scheduler.clock.call_later(timeout, functools.partial(self.reject, plugin, message))
-
-    def allow(self, plugin: str) -> None:
-        timer = self.pending.pop(plugin, None)
-        if timer is not None:
-            timer.cancel()
-        if not self.pending:
-            self._finish(None)
-
-    def reject(self, plugin: str, message: str) -> None:
-        self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
-
-    def preempt(self, plugin: str, message: str) -> None:
-        """Preemption took the pod's place: it fails with an Error status, so it
-        is retried after backoff rather than parked as unschedulable (upstream
-        ``WaitingPod.Preempt``)."""
-        self._stop(Status(Code.ERROR, (message,), plugin))
-
-    def _stop(self, status: Status) -> None:
-        for timer in self.pending.values():
-            timer.cancel()
-        self.pending.clear()
-        self._finish(status)
-
-    def _finish(self, status: Status | None) -> None:
-        result = "Success" if status is None else status.code.name.title().replace("_", "")
-        metrics.PERMIT_WAIT_DURATION.labels(result).observe(self._scheduler.clock.now() - self.started)
-        self._scheduler.waiting_pods.pop(self.pod.metadata.uid, None)
-        self._resume(status)
 
 
 @attrs.define
@@ -114,6 +70,7 @@ class BindingCycle:
     clock: Clock
     stats: SchedulingStats
     attempt_started: dict[str, float]
+    waiting_pods: dict[str, WaitingPod]
     binding_waits: dict[str, BindingWait]
     decisions: DecisionLog | None
     #: where PreBind and Bind plugins run (None: on the scheduling loop, as simulations need for determinism)
@@ -142,6 +99,16 @@ class BindingCycle:
 
     if TYPE_CHECKING:  # the scheduling cycle's failure handling, in scheduler.py
         def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None: ...
+
+    def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, result: ScheduleResult) -> None:
+        """After a scheduling cycle that placed the pod: wait on Permit (a
+        :class:`WaitingPod`) or go straight into the binding cycle."""
+        assumed, node_name = result.assumed, result.node_name
+        if result.waits:
+            WaitingPod(assumed, result.waits, self.clock, self.waiting_pods,
+                       lambda permit: self.binding_cycle(fwk, state, info, assumed, node_name, permit))
+            return
+        self.binding_cycle(fwk, state, info, assumed, node_name, None)
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,

@@ -20,7 +20,7 @@ from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 if TYPE_CHECKING:
     from ..cluster.informer import Informers
     from ..framework.runtime import Framework
-    from .binding_cycle import WaitingPod
+    from ..framework.waiting_pods import WaitingPod
     from .cache import Cache
     from .queue import SchedulingQueue
 

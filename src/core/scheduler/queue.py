@@ -169,7 +169,9 @@ class SchedulingQueue:
     ``less``: the QueueSort plugin's ``less(a, b)``; ``pre_enqueue(pod)``:
     runs the pod's profile's PreEnqueue plugins (Status or None);
     ``hints``: profile name -> [(plugin, ClusterEventWithHint)];
-    ``profile_of(pod)``: the pod's profile name.  Backoff values are seconds.
+    ``profile_of(pod)``: the pod's profile name; ``nominator``: the pods
+    nominated to nodes (shared with the plugins' handles; default: a new
+    one).  Backoff values are seconds.
     """
 
     def __init__(
@@ -181,6 +183,7 @@ class SchedulingQueue:
         profile_of: Callable[[Pod], str],
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
+        nominator: Nominator | None = None,
     ):
         self.clock = clock
         self._less = less
@@ -203,7 +206,7 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._backoff_timer: Timer | None = None
         self._flush_timer: Timer | None = None
-        self.nominator = Nominator()
+        self.nominator = nominator or Nominator()
         #: Called whenever a pod enters activeQ (wakes a sleeping loop).
         self.on_activate: Callable[[], None] = lambda: None
 
