@@ -1,2 +1,3 @@
-"""Helpers Score plugins share: score normalisation (upstream helper.DefaultNormalizeScore) and
-utilisation shapes (helper.BuildBrokenLinearFunction)."""
+"""Helpers plugins share: score normalisation (upstream helper.DefaultNormalizeScore), utilisation
+shapes (helper.BuildBrokenLinearFunction), a pod's default selector (helper.DefaultSelector) and
+the per-node/batch verdicts of topology plugins (``verdicts``)."""

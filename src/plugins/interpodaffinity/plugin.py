@@ -33,7 +33,7 @@ from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.affinity import AffinityTerms, WeightedAffinityTerm
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
     NODE,
@@ -42,6 +42,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
+from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
 from .filtering import NAME, REASON_AFFINITY, PreFilterState
 from .scoring import TopologyScores, existing_terms_score, incoming_terms_score, normalize, scoring_terms
@@ -135,21 +136,15 @@ class InterPodAffinity:
         pre = self._state(state, pod)
         if pre is None:
             return None
-        reason = pre.verdict(node_info.node)
-        if reason is None:
-            return None
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if reason == REASON_AFFINITY else Code.UNSCHEDULABLE
-        return Status(code, (reason,))
+        return filter_status(pre.verdict(node_info.node), REASON_AFFINITY)
 
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
         if pre is None:
             return np.ones(len(rows), dtype=bool)
-        rows = np.asarray(rows, dtype=np.intp)
-        if table is not pre.table:  # another table's domain ids: judge node by node
-            return table.per_node(rows, lambda info: pre.verdict(info.node) is None)
-        return pre.passes(table, rows)
+        return on_rows(table, rows, pre.table, lambda rows: pre.passes(table, rows),
+                       lambda info: pre.verdict(info.node) is None)
 
     # --- PreScore / Score ----------------------------------------------------------------
 
@@ -181,12 +176,10 @@ class InterPodAffinity:
     @hookimpl
     def score_batch(self, state, pod, table, rows):
         scores = state.get(PRE_SCORE_KEY)
-        rows = np.asarray(rows, dtype=np.intp)
         if scores is None:
             return np.zeros(len(rows), dtype=np.int64)
-        if table is not scores.table:  # another table's domain ids: score node by node
-            return table.per_node(rows, lambda info: scores.node(info.node.metadata.labels), dtype=np.int64)
-        return scores.rows(rows)
+        return on_rows(table, rows, scores.table, scores.rows, lambda info: scores.node(info.node.metadata.labels),
+                       dtype=np.int64)
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

@@ -41,7 +41,7 @@ from kubesched.core.framework.cycle_state import FEASIBLE_ROWS_KEY
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -52,6 +52,7 @@ from kubesched.core.framework.types import (
     QueueingHint,
 )
 from kubesched.core.plugin_helpers.default_selector import WORKLOAD_KINDS, default_selector, is_empty
+from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
 from .constraints import (
     DO_NOT_SCHEDULE,
@@ -315,21 +316,20 @@ class PodTopologySpread:
         pre = self._state(state, pod)
         if pre is None:
             return None
-        reason = self._judge(pre, pod.metadata.labels, node_info.node.metadata.labels)
-        if reason is None:
-            return None
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if reason == REASON_NODE_LABEL_NOT_MATCH else Code.UNSCHEDULABLE
-        return Status(code, (reason,))
+        return filter_status(self._judge(pre, pod.metadata.labels, node_info.node.metadata.labels),
+                             REASON_NODE_LABEL_NOT_MATCH)
 
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
         if pre is None:
             return np.ones(len(rows), dtype=bool)
-        rows = np.asarray(rows, dtype=np.intp)
-        if table is not pre.table:  # another table's domain ids: judge node by node
-            labels = pod.metadata.labels
-            return table.per_node(rows, lambda info: self._judge(pre, labels, info.node.metadata.labels) is None)
+        labels = pod.metadata.labels
+        return on_rows(table, rows, pre.table, lambda rows: self._passes(pre, pod, table, rows),
+                       lambda info: self._judge(pre, labels, info.node.metadata.labels) is None)
+
+    def _passes(self, pre, pod, table, rows: np.ndarray) -> np.ndarray:
+        """Filter over the NodeTable ``rows`` of the table ``pre`` was computed on."""
         passes = np.ones(len(rows), dtype=bool)
         for index, constraint in enumerate(pre.constraints):
             ids = table.domain_ids(constraint.topology_key)[rows]
@@ -420,12 +420,13 @@ class PodTopologySpread:
     @hookimpl
     def score_batch(self, state, pod, table, rows):
         pre = state.get(PRE_SCORE_KEY)
-        rows = np.asarray(rows, dtype=np.intp)
         if pre is None:
             return np.zeros(len(rows), dtype=np.int64)
-        if table is not pre.table:  # another table's domain ids: score node by node
-            return table.per_node(rows, lambda info: 0 if info.name in pre.ignored else self._score_node(pre, info),
-                                  dtype=np.int64)
+        return on_rows(table, rows, pre.table, lambda rows: self._rows_scores(pre, table, rows),
+                       lambda info: 0 if info.name in pre.ignored else self._score_node(pre, info), dtype=np.int64)
+
+    def _rows_scores(self, pre, table, rows: np.ndarray) -> np.ndarray:
+        """Score over the NodeTable ``rows`` of the table ``pre`` was computed on (ignored nodes 0)."""
         scores = self._scores(pre, rows)
         if pre.ignored:
             scores[np.isin(table.names[rows], list(pre.ignored))] = 0
