@@ -78,12 +78,8 @@ POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 #: Every DeviceClass also stands for the extended resource named this prefix + the class name.
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
-#: Annotation on claims the scheduler creates for extended resources.
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 #: Namespace label that allows ``adminAccess: true`` requests.
 ADMIN_ACCESS_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
-#: Prefix of the implicit extended resource name of a DeviceClass.
-DEVICE_CLASS_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 #: Condition type on DeviceTaintRule status.
 DEVICE_TAINT_CONDITION_EVICTION_IN_PROGRESS = "EvictionInProgress"
 
