@@ -18,23 +18,32 @@ from .ephemeral import EphemeralVolumeController
 from .persistentvolume import PersistentVolumeController
 from .resourceclaim import ResourceClaimController
 
-#: name -> controller class, in start order.
-CONTROLLERS: dict[str, type[Controller]] = {
-    "resourceclaim": ResourceClaimController,
-    EphemeralVolumeController.name: EphemeralVolumeController,
-    PersistentVolumeController.name: PersistentVolumeController,
-    DeviceTaintEvictionController.name: DeviceTaintEvictionController,
-    DisruptionController.name: DisruptionController,
-}
+#: name (kube-controller-manager's, where upstream has the controller) -> controller class, in start order.
+CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
+    ResourceClaimController,
+    EphemeralVolumeController,
+    PersistentVolumeController,
+    DeviceTaintEvictionController,
+    DisruptionController,
+)}
+
+
+def _known(name: str, what: str) -> None:
+    if name not in CONTROLLERS:
+        raise KeyError(f"{what}: unknown controller {name!r} (known: {', '.join(CONTROLLERS)})")
 
 
 def build_controller_manager(ctx: ControllerContext, names: list[str] | None = None) -> ControllerManager:
     """A :class:`ControllerManager` with the named controllers (default: every
     controller that applies: embedded-only ones only when ``ctx.embedded``).
-    Raises ``KeyError`` for an unknown name."""
+    Raises ``KeyError`` naming an unknown controller, in ``names`` or in
+    ``ctx.options`` (options for a controller nobody runs would be ignored)."""
+    for name in ctx.options:
+        _known(name, "controller options")
     chosen = list(CONTROLLERS) if names is None else names
     controllers = []
     for name in chosen:
+        _known(name, "controllers")
         cls = CONTROLLERS[name]
         if cls.embedded_only and not ctx.embedded:
             continue

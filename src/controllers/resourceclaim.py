@@ -50,7 +50,7 @@ def generate_name(pod_name: str, claim_name: str) -> str:
 class ResourceClaimController(Controller):
     """Queue items: ``("pod", "ns/name")`` and ``("claim", "ns/name")``."""
 
-    name = "resource-claim-controller"
+    name = "resourceclaim-controller"
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
