@@ -15,7 +15,7 @@ from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.cluster.client import AlreadyExists, NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.volume.claims import claim_key, ephemeral_claim_name, volume_is_for_pod
+from kubesched.core.volume.claims import claim_key, ephemeral_pvc_name, volume_is_for_pod
 
 
 class EphemeralVolumeController(Controller):
@@ -39,7 +39,7 @@ class EphemeralVolumeController(Controller):
         for volume in pod.spec.volumes:
             if volume.ephemeral is None:
                 continue
-            name = ephemeral_claim_name(pod, volume)
+            name = ephemeral_pvc_name(pod, volume)
             claim = self.claims.get(claim_key(pod.metadata.namespace, name))
             if claim is not None and volume_is_for_pod(pod, claim) is None:
                 try:
@@ -55,7 +55,7 @@ class EphemeralVolumeController(Controller):
             template = volume.ephemeral.volume_claim_template if volume.ephemeral is not None else None
             if template is None:
                 continue
-            name = ephemeral_claim_name(pod, volume)
+            name = ephemeral_pvc_name(pod, volume)
             if claim_key(pod.metadata.namespace, name) in self.claims:
                 continue  # ours, or a conflicting claim VolumeBinding reports
             owner = OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid,

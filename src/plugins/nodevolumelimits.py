@@ -35,8 +35,8 @@ from kubesched.core.framework.types import (
 from kubesched.core.volume.claims import (
     claim_class,
     claim_key,
-    claim_name,
-    is_claim_of_pod,
+    is_pvc_of_pod,
+    pvc_name,
     volume_is_for_pod,
 )
 from kubesched.core.volume.csi_translation import (
@@ -108,7 +108,7 @@ class NodeVolumeLimits:
         out = []
         namespace = pod.metadata.namespace
         for volume in pod.spec.volumes:
-            name = claim_name(pod, volume)
+            name = pvc_name(pod, volume)
             if name is None:
                 source = csi_source(volume)
                 if source is not None:
@@ -271,7 +271,7 @@ class NodeVolumeLimits:
 
     @staticmethod
     def _after_claim_added(pod, old, new):
-        return QueueingHint.QUEUE if is_claim_of_pod(pod, new) else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if is_pvc_of_pod(pod, new) else QueueingHint.QUEUE_SKIP
 
 
 def csi_node_limits(csi_node: CSINode | None) -> dict[str, int]:

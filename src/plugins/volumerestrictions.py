@@ -30,7 +30,7 @@ from kubesched.core.framework.types import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from kubesched.core.volume.claims import READ_WRITE_ONCE_POD, claim_key, is_claim_of_pod
+from kubesched.core.volume.claims import READ_WRITE_ONCE_POD, claim_key, is_pvc_of_pod
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "
@@ -156,4 +156,4 @@ class VolumeRestrictions:
     @staticmethod
     def _after_claim_added(pod, old, new):
         """One of the pod's claims (its access modes are needed) was created."""
-        return QueueingHint.QUEUE if is_claim_of_pod(pod, new, ephemeral=False) else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if is_pvc_of_pod(pod, new, ephemeral=False) else QueueingHint.QUEUE_SKIP

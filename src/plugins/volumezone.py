@@ -31,7 +31,7 @@ from kubesched.core.volume.claims import (
     ZONE_GA,
     claim_class,
     claim_key,
-    is_claim_of_pod,
+    is_pvc_of_pod,
     zones_of_label,
 )
 
@@ -137,4 +137,4 @@ class VolumeZone:
     @staticmethod
     def _after_claim_change(pod, old, new):
         """One of the pod's claim volumes was created or changed (e.g. got bound)."""
-        return QueueingHint.QUEUE if is_claim_of_pod(pod, new, ephemeral=False) else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if is_pvc_of_pod(pod, new, ephemeral=False) else QueueingHint.QUEUE_SKIP

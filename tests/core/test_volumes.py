@@ -15,7 +15,7 @@ from kubesched.core.volume.claims import (
     bind_volume_to_claim,
     claim_class,
     find_matching_volume,
-    pod_claims,
+    pod_pvcs,
     topology_terms_match,
     volume_is_for_pod,
 )
@@ -33,7 +33,7 @@ ZONE = "topology.kubernetes.io/zone"
 def test_a_pods_claims_include_its_ephemeral_volumes():
     p = pod("web", volumes=[{"name": "a", "persistentVolumeClaim": {"claimName": "data"}},
                             ephemeral_volume("scratch"), {"name": "s", "secret": {"secretName": "x"}}])
-    assert list(pod_claims(p)) == [("data", False), ("web-scratch", True)]
+    assert list(pod_pvcs(p)) == [("data", False), ("web-scratch", True)]
 
 
 def test_an_ephemeral_claim_must_be_controlled_by_the_pod():

@@ -65,39 +65,39 @@ STORAGE = "storage"
 FILESYSTEM = "Filesystem"
 
 
-# --- a pod's claims ------------------------------------------------------------------------------
+# --- a pod's PersistentVolumeClaims (core/dra has its ResourceClaims) ----------------------------
 
 
-def ephemeral_claim_name(pod: Pod, volume: Volume) -> str:
+def ephemeral_pvc_name(pod: Pod, volume: Volume) -> str:
     """The claim of a generic ephemeral volume: ``<pod name>-<volume name>``."""
     return f"{pod.metadata.name}-{volume.name}"
 
 
-def claim_name(pod: Pod, volume: Volume) -> str | None:
-    """The claim a pod volume uses, or None for a volume without one."""
+def pvc_name(pod: Pod, volume: Volume) -> str | None:
+    """The PersistentVolumeClaim a pod volume uses, or None for a volume without one."""
     if volume.persistent_volume_claim is not None:
         return volume.persistent_volume_claim.claim_name
     if volume.ephemeral is not None:
-        return ephemeral_claim_name(pod, volume)
+        return ephemeral_pvc_name(pod, volume)
     return None
 
 
-def pod_claims(pod: Pod) -> Iterator[tuple[str, bool]]:
-    """``(claim name, is ephemeral)`` for each volume of ``pod`` that uses a claim."""
+def pod_pvcs(pod: Pod) -> Iterator[tuple[str, bool]]:
+    """``(PVC name, is ephemeral)`` for each volume of ``pod`` that uses a PersistentVolumeClaim."""
     for volume in pod.spec.volumes:
         if volume.persistent_volume_claim is not None:
             yield volume.persistent_volume_claim.claim_name, False
         elif volume.ephemeral is not None:
-            yield ephemeral_claim_name(pod, volume), True
+            yield ephemeral_pvc_name(pod, volume), True
 
 
-def is_claim_of_pod(pod: Pod, claim: PersistentVolumeClaim | None, ephemeral: bool = True) -> bool:
+def is_pvc_of_pod(pod: Pod, claim: PersistentVolumeClaim | None, ephemeral: bool = True) -> bool:
     """True when ``claim`` is one the pod uses (by namespace and name); generic
     ephemeral volumes' claims count unless ``ephemeral`` is False."""
     if claim is None or claim.metadata.namespace != pod.metadata.namespace:
         return False
     return any(name == claim.metadata.name and (ephemeral or not is_ephemeral)
-               for name, is_ephemeral in pod_claims(pod))
+               for name, is_ephemeral in pod_pvcs(pod))
 
 
 def volume_is_for_pod(pod: Pod, claim: PersistentVolumeClaim) -> str | None:

@@ -49,7 +49,7 @@ from kubesched.core.volume.claims import (
     is_claim_fully_bound,
     is_delay_binding_mode,
     node_affinity_matches,
-    pod_claims,
+    pod_pvcs,
     requested_storage,
     topology_terms_match,
     volume_class,
@@ -133,7 +133,7 @@ class VolumeBinder:
         :class:`VolumeBindingError` with upstream's message when one is
         missing, lost, being deleted or (ephemeral) not the pod's."""
         has_claims = False
-        for name, ephemeral in pod_claims(pod):
+        for name, ephemeral in pod_pvcs(pod):
             has_claims = True
             claim = self.pvc_cache.get_api_obj(claim_key(pod.metadata.namespace, name))
             if claim is None:
@@ -162,7 +162,7 @@ class VolumeBinder:
         bind-completed counts as unbound Immediate (pre-bound claims are the PV
         controller's).  Raises :class:`VolumeBindingError`."""
         claims = PodVolumeClaims()
-        for name, ephemeral in pod_claims(pod):
+        for name, ephemeral in pod_pvcs(pod):
             claim = self._pod_claim(pod, name, ephemeral)
             if is_claim_fully_bound(claim):
                 claims.bound.append(claim)
@@ -309,7 +309,7 @@ class VolumeBinder:
 
     def all_claims_bound(self, pod: Pod) -> bool:
         """Upstream ``arePodVolumesBound``, against the assume cache."""
-        for name, _ in pod_claims(pod):
+        for name, _ in pod_pvcs(pod):
             claim = self.pvc_cache.get(claim_key(pod.metadata.namespace, name))
             if claim is None or not is_claim_fully_bound(claim):
                 return False

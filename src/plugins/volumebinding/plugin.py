@@ -48,7 +48,7 @@ from kubesched.core.plugin_helpers.shape import (
     UtilizationShapePoint,
     validate_shape,
 )
-from kubesched.core.volume.claims import claim_class, is_claim_of_pod, pod_claims, requested_storage
+from kubesched.core.volume.claims import claim_class, is_pvc_of_pod, pod_pvcs, requested_storage
 from kubesched.core.volume.csi_translation import MIGRATED_PLUGINS_ANNOTATION
 
 from .binder import (
@@ -140,7 +140,7 @@ class VolumeBinding:
     def filter(self, state, pod, node_info):
         data = state.get(STATE_KEY)
         if data is None or data.claims is None:
-            if not any(True for _ in pod_claims(pod)):
+            if not any(True for _ in pod_pvcs(pod)):
                 return None  # Filter run without PreFilter on a pod without claims
             return Status.as_error(f"{STATE_KEY!r} not found in cycle state")
         try:
@@ -295,4 +295,4 @@ class VolumeBinding:
 
 def claim_of_pod_changed(pod, old, new):
     """A claim of the pod (a claim volume or a generic ephemeral volume's) was created or changed."""
-    return QueueingHint.QUEUE if is_claim_of_pod(pod, new) else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if is_pvc_of_pod(pod, new) else QueueingHint.QUEUE_SKIP
