@@ -42,15 +42,15 @@ PHASES: dict[str, list[tuple[str, ...]]] = {
     "Reserve (DRA allocation)": [("core/framework/runtime.py", "run_reserve")],
     "PreBind (claim status writes)": [("core/framework/runtime.py", "run_pre_bind")],
     "Bind": [("core/framework/runtime.py", "run_bind")],
-    "failure handling (events, pod status)": [("core/scheduler/scheduler.py", "handle_failure")],
+    "failure handling (events, pod status)": [("core/scheduler/scheduling_cycle.py", "handle_failure")],
     "the embedded API server (create/update/delete)": [
         ("core/cluster/memory.py", "create"), ("core/cluster/memory.py", "update"),
         ("core/cluster/memory.py", "update_status"), ("core/cluster/memory.py", "delete"),
         ("core/cluster/memory.py", "bind")],
     "informers (watch events to caches)": [("core/cluster/informer.py", "pump")],
     "the replay's GPU and fragmentation bookkeeping": [
-        ("trace/fragmentation.py", "node_fragmentation", "trace/replay.py"),
-        ("trace/gpus.py", "sync", "trace/replay.py")],
+        ("core/gpu/fragmentation.py", "node_fragmentation", "trace/replay.py"),
+        ("core/gpu/gpus.py", "sync", "trace/replay.py")],
 }
 
 

@@ -5,6 +5,8 @@ on this machine's cores or a Ray cluster, resumable, into one Parquet table.
 - :mod:`.cells`: one cell and the function that runs it (the same for every engine);
 - :mod:`.engines`: a local process pool or Ray tasks;
 - :mod:`.results`: a Parquet file per finished cell, one table for all;
-- :mod:`.runner`: the cells not done yet, on an engine;
-- :mod:`.figures`: the grid drawn as the FGD paper does (``kubesched report``).
+- :mod:`.runner`: the cells not done yet, on an engine.
+
+The grid drawn as the FGD paper does (``kubesched report``) is
+:mod:`kubesched.analysis.plots`.
 """

@@ -1,8 +1,11 @@
 """CEL device selectors for Dynamic Resource Allocation.
 
 The public API does not depend on the engine underneath (cel-python, module
-``celpy``, evaluated with its tree-walking interpreter; see
-``reference/dependencies.md`` §1 for why and for its known bugs)::
+``celpy``, evaluated with its tree-walking interpreter: its compiled runner
+writes module globals on every evaluation, so it is not thread-safe; and it
+looks methods up by bare name, so overloads that share a name, such as
+``isGreaterThan`` of Quantity and Semver, are one function dispatching on
+type in ``library``)::
 
     selector = compile('device.driver == "gpu.example.com" && '
                        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0')

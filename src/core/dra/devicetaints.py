@@ -7,8 +7,8 @@ it in its ResourceSlice plus the ``spec.taint`` of every DeviceTaintRule whose
 ``spec.deviceSelector`` selects it (upstream's ResourceSlice tracker merges
 those into the slices the scheduler sees).
 
-Decision on the rule selector (the API documentation and upstream disagree, see
-reference/dra.md §7): a rule **without** ``deviceSelector`` (None) selects *no*
+Decision on the rule selector (the API documentation and upstream's scheduler
+disagree): a rule **without** ``deviceSelector`` (None) selects *no*
 device, as the API documentation says and as upstream's eviction controller
 does; an *empty* selector (``deviceSelector: {}``) selects every device.
 Upstream's scheduler-side slice tracker applies a nil selector to every device;

@@ -18,7 +18,7 @@ is chosen), and devices in pool order (driver, pool name), slice name and
 published order.  Devices for one request are tried as combinations, not
 permutations.  Selectors are evaluated class first, then request, the first
 false result deciding; their results are remembered in the
-:class:`~kubesched.core.cel.SelectorCache`, so each (selector, device) pair is
+:class:`~kubesched.core.dra.selectors.SelectorCache`, so each (selector, device) pair is
 evaluated once per device version.
 
 Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
