@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from machine_speed import factor_note, machine_factor
+
 from kubesched.core.api import from_manifest
 from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
 from kubesched.core.dra.selectors import SelectorCache
@@ -100,7 +102,7 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=10, help="devices per node")
     parser.add_argument("--pods", type=int, default=50, help="pods (scheduling cycles) per case")
     args = parser.parse_args()
-    print(f"{args.nodes} nodes x {args.devices} devices, {args.pods} pods per case")
+    print(f"{args.nodes} nodes x {args.devices} devices, {args.pods} pods per case; {factor_note(machine_factor())}")
     for label, count, match in (("1 claim x 1 device", 1, False), ("1 claim x 4 devices, matchAttribute", 4, True)):
         rate, per_pod, placed = run(args.nodes, args.devices, args.pods, count, match)
         print(f"{label:40s} {rate:10.0f} allocations/s   {per_pod * 1000:7.1f} ms per pod over all nodes"

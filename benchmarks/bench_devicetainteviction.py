@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from machine_speed import factor_note, machine_factor
+
 from kubesched.controllers.devicetainteviction import DeviceTaintEvictionController
 from kubesched.core.api import from_manifest
 from kubesched.core.clock import FakeClock
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--devices", type=int, default=8)
     args = parser.parse_args()
+    factor = machine_factor()
     cluster, clock = build(args.nodes, args.devices)
     pods = args.nodes * args.devices
     informers = Informers(cluster)
@@ -100,7 +103,7 @@ def main() -> None:
     timings["evict"] = time.perf_counter() - began
     assert not cluster.list("Pod").items
 
-    print(f"{args.nodes} nodes x {args.devices} devices = {pods} claims/pods")
+    print(f"{args.nodes} nodes x {args.devices} devices = {pods} claims/pods; {factor_note(factor)}")
     for name, seconds in timings.items():
         print(f"  {name:8s} {seconds * 1000:9.1f} ms  {pods / seconds:10.0f} pods/s")
 

@@ -11,7 +11,9 @@ data/scheduler_perf/affinity/ and topology_spreading/ (the variants with
 have, so they are left out) plus SchedulingBasic/5000Nodes_10000Pods of
 misc/ with the full default profile, and prints SchedulingThroughput Average
 (pods/s, wall clock) beside the target: three times upstream's threshold
-(2,000 pods/s for SchedulingBasic).
+(2,000 pods/s for SchedulingBasic), stated at machine factor 1.0
+(benchmarks/machine_speed.py, measured first): a workload meets it when its
+Average is at least target / factor here.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from machine_speed import factor_note, machine_factor
 
 from kubesched.perf import run
 from kubesched.perf.config import load_test_cases
@@ -47,6 +51,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None, help="test case names to run (default: all)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     args = parser.parse_args()
+    factor = machine_factor()
+    if args.output == "table":
+        print(f"targets at factor 1.0; {factor_note(factor)}", flush=True)
     rows = []
     for folder, test, workload, target in workloads():
         if args.only and test not in args.only:
@@ -56,17 +63,17 @@ def main() -> int:
         average = result.data_items[0].data["Average"] if result.data_items else None
         rows.append({"test": f"{test}/{workload}", "status": result.status, "average": average,
                      "threshold": result.threshold, "target": target, "seconds": round(time.time() - started),
-                     "reason": result.reason})
+                     "reason": result.reason, "machine_factor": round(factor, 3)})
         if args.output == "table":
             row = rows[-1]
             shown = f"{average:8.0f}" if average is not None else "       -"
-            verdict = "met" if average is not None and average >= target else result.status if average is None \
-                else "below"
+            verdict = "met" if average is not None and average >= target / factor else result.status \
+                if average is None else "below"
             print(f"{row['test']:<66} {shown} {result.threshold:8.0f} {target:8.0f}  {verdict:<6} "
                   f"{row['seconds']:4d}s {result.reason[:80]}", flush=True)
     if args.output == "json":
         json.dump(rows, sys.stdout, indent=1)
-    return 0 if all(r["average"] is not None and r["average"] >= r["target"] for r in rows) else 1
+    return 0 if all(r["average"] is not None and r["average"] >= r["target"] / factor for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -21,9 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_speed import factor_note, machine_factor
+
 from kubesched.core.observability.decisions import DecisionLog
 from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import WorkloadExecutor
+from kubesched.perf.executor import WorkloadExecutor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +55,7 @@ def main() -> None:
     parser.add_argument("--workload", default="5000Nodes_10000Pods")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    factor = machine_factor()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         record = Path(scratch) / "decisions.jsonl"
@@ -60,7 +63,7 @@ def main() -> None:
             for recording in (False, True):
                 rows.append((recording, *run_once(args.config, args.test, args.workload,
                                                   record if recording else None)))
-    print(f"{args.test}/{args.workload}")
+    print(f"{args.test}/{args.workload}; {factor_note(factor)}")
     print(f"{'record':>7} {'pods/s':>8} {'wall s':>7} {'lines':>7} {'MB':>7} {'bytes/line':>10}")
     for recording, throughput, wall, lines, size in rows:
         per_line = f"{size / lines:.0f}" if lines else "-"

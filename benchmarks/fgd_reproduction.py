@@ -33,7 +33,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from machine_speed import machine_factor
+from machine_speed import factor_note, machine_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/alibaba-gpu-v2023"
@@ -129,8 +129,8 @@ def table(results: dict[tuple[str, str], dict], traces: list[str], policies: lis
                 f"| {'yes' if same else 'no'} | {result['wall_seconds']:.1f} |")
     lines += ["", f"{exact} of {total} replays exact; largest difference anywhere: allocation {worst_alloc:.2f}, "
                   f"fragmentation {worst_frag:.2f} points.",
-              "", f"Wall seconds per replay at machine factor {factor:.2f} (benchmarks/machine_speed.py, measured "
-                  f"before the replays; at factor 1.0 a replay takes wall / {factor:.2f}), one replay at a time."]
+              "", f"Wall seconds per replay, one at a time, loading included; {factor_note(factor)}, measured "
+                  "before the replays."]
     if not_exact:
         lines += ["", "Not exact:", ""] + [f"- {line}" for line in not_exact]
     return "\n".join(lines) + "\n"

@@ -26,6 +26,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from machine_speed import factor_note, machine_factor
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT / "data/alibaba-gpu-v2023"
 CONFIGS = ROOT / "examples/kubesched-fgd/configs"
@@ -41,7 +43,8 @@ examples/kubesched-fgd/configs/<policy>.yaml`: GPUs as DRA devices (ResourceSlic
 capacity), the policy an out-of-tree Score plugin, pods tried once each in the paper's arrival order,
 ties between equally scored nodes broken by a seeded node ranking as the paper's simulator does. "paper" is
 the mean over the authors' 10 published runs (fgd-published-results); the seeds are the paper's, but
-Python's random generator stands in for Go's, so the orders (and single runs) differ while the means compare.
+Python's random generator stands in for Go's, so the orders (and single runs) differ while the means compare
+(`--rng go` gives the paper's single runs themselves: see fgd-reproduction.md).
 """
 
 
@@ -116,6 +119,7 @@ def main() -> int:
     parser.add_argument("--alone", action="store_true",
                         help="also time one replay per policy (first seed) with nothing else running")
     args = parser.parse_args()
+    factor = machine_factor()
     from kubesched.trace.openb import convert
 
     data, work = Path(args.data), Path(args.work)
@@ -144,8 +148,8 @@ def main() -> int:
     text = "# The FGD paper's table, replayed on kubesched\n\n" + table(results, published(data, workload), seeds, workload)
     text += HOW
     text += (f"\n{len(results)} replays, {args.jobs} at a time, on "
-             f"{os.cpu_count()} CPUs (Python {platform.python_version()}); a replay's wall time includes loading "
-             "the trace and is longer while another replay shares the machine.\n")
+             f"{os.cpu_count()} CPUs (Python {platform.python_version()}), {factor_note(factor)}; a replay's wall "
+             "time includes loading the trace and is longer while another replay shares the machine.\n")
     if args.alone:
         lines = ["", f"Wall time of one replay alone (seed {seeds[0]}, nothing else running, loading included):", "",
                  "| policy | wall s |", "|---|---:|"]

@@ -37,6 +37,12 @@ def machine_factor(repeats: int = 5) -> float:
     return loop_seconds(repeats) / REFERENCE_S
 
 
+def factor_note(factor: float) -> str:
+    """How the scripts print ``factor`` beside their numbers."""
+    return (f"machine factor {factor:.2f} (benchmarks/machine_speed.py; at factor 1.0: rates x {factor:.2f}, "
+            f"seconds / {factor:.2f})")
+
+
 def main() -> int:
     seconds = loop_seconds()
     factor = seconds / REFERENCE_S

@@ -6,7 +6,8 @@
     python benchmarks/run_perf.py --workload 5000Nodes_10000Pods
     python benchmarks/run_perf.py --config PATH --test NAME
 
-Also prints the process's peak resident memory (MiB) on stderr.  The config
+Also prints the machine factor first (benchmarks/machine_speed.py; on stderr
+with ``-o json``) and the process's peak resident memory (MiB) on stderr.  The config
 defaults to the repository's data/scheduler_perf/misc/performance-config.yaml
 (override with --config or $SCHEDULER_PERF_CONFIG).
 """
@@ -18,6 +19,8 @@ import os
 import resource
 import sys
 from pathlib import Path
+
+from machine_speed import factor_note, machine_factor
 
 from kubesched.cli.perf import perf_command
 
@@ -32,6 +35,7 @@ def main() -> int:
     parser.add_argument("--workload", default=None, help="one workload (default: all of the test case)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     args = parser.parse_args()
+    print(factor_note(machine_factor()), file=sys.stderr if args.output == "json" else sys.stdout, flush=True)
     code = perf_command(args.config, args.test, args.workload, args.output)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"peak RSS: {peak:.0f} MiB", file=sys.stderr)

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import yaml
+from machine_speed import factor_note, machine_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Extra interpreter arguments for the daemon subprocess, e.g. SOAK_PROFILE="-m cProfile -o daemon.prof".
@@ -184,14 +185,16 @@ def main() -> None:
                         help="apiserver mode: each pod with a ResourceClaim for one of 8 devices per node")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     args = parser.parse_args()
+    factor = machine_factor()
     results = []
     if args.mode in ("embedded", "both"):
         results.append(run_embedded(args))
     if args.mode in ("apiserver", "both"):
         results.append(run_apiserver(args))
     if args.output == "json":
-        print(json.dumps(results, indent=2))
+        print(json.dumps([{**row, "machine_factor": round(factor, 3)} for row in results], indent=2))
         return
+    print(factor_note(factor))
     columns = ("mode", "pods", "bound", "pending", "seconds", "pods_per_second", "latency_p50_ms",
                "latency_p99_ms", "latency_max_ms", "peak_rss_mib")
     print("  ".join(f"{c:>15}" for c in columns))

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import yaml
+from machine_speed import factor_note, machine_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -79,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    print(factor_note(machine_factor()))
     print(f"{'run':>4} {'leads after (s)':>16} {'binds after (s)':>16}")
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as scratch:
