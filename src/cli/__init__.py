@@ -9,6 +9,7 @@
 - ``kubesched sweep SPEC.yaml``: an experiment grid, resumable, locally or on Ray (:mod:`.sweep`);
 - ``kubesched report RESULTS...``: plots of replays and sweeps, the HTML page of decisions (:mod:`.report`);
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`.trace`);
+- ``kubesched ui -f DIR``: the simulator in a browser, on loopback (:mod:`.ui`; the extra ``kubesched[ui]``);
 - ``kubesched plugins`` and ``kubesched config validate FILE`` (:mod:`.config`).
 
 Invalid input exits with status 2 and one line ``FILE: KIND/NAME: FIELD: problem`` (:mod:`.common`).
@@ -29,10 +30,11 @@ from .simulate import simulate
 from .snapshot import snapshot
 from .sweep import sweep
 from .trace import trace_app
+from .ui import ui
 
 app = typer.Typer(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
                   add_completion=False)
-for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report):
+for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report, ui):
     app.command()(command)
 app.add_typer(config_app, name="config")
 app.add_typer(trace_app, name="trace")

@@ -1,0 +1,334 @@
+"""The web application of ``kubesched ui``: Starlette routes, Jinja2 pages, server-sent events.
+
+Every view is a GET address (its permalink; links and forms go through
+htmx's boost, which keeps the address bar on the view shown).  Edits are
+POSTs that return to the page they came from while the
+:class:`~kubesched.ui.runs.Runs` worker re-simulates; ``/events`` streams
+the state (``event: state``, JSON data) at once and after every change, and
+the page's script asks htmx to refresh the main view and the changes panel
+when a newer outcome is ready.  Static files (htmx, uPlot and their
+licences, the page's script and style) are served from the package; nothing
+is fetched from elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import attrs
+import yaml
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from kubesched.analysis.compare import compare
+from kubesched.analysis.explain import quantity
+from kubesched.analysis.html_page import html_report
+from kubesched.core.api import to_manifest
+from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.framework.config import ConfigError, load_config
+from kubesched.core.framework.registry import PluginError
+from kubesched.core.quantity import QuantityError, to_scheduler_units
+from kubesched.plugins import DEFAULT_PLUGINS
+
+from .bundle import bundle_zip
+from .outcome import Outcome, placement_diff
+from .runs import Runs, simulate
+from .scenario import Edit, config_edit, object_edit
+from .views.cluster import cluster_page, node_page
+from .views.configs import effective_profiles, other_configuration, plugin_catalogue, side_by_side
+from .views.devices import devices_page
+from .views.pod import pod_page
+from .views.podgroups import podgroups_page
+from .views.timeline import state_at, timeline_page
+
+HERE = Path(__file__).resolve().parent
+#: Seconds between keep-alive comments on an idle event stream.
+KEEPALIVE_SECONDS = 15.0
+
+
+def _number(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def make_templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.filters["number"] = _number
+    templates.env.filters["quantity"] = lambda amount, resource: quantity(resource, int(amount))
+    return templates
+
+
+def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
+    """The application over ``runs`` (started by the caller)."""
+    templates = make_templates()
+
+    def render(request: Request, template: str, outcome: Outcome | None, status_code: int = 200,
+               **context: Any) -> Response:
+        def link(**changes: Any) -> str:
+            """This view's address with the query parameters ``changes`` set (None: removed)."""
+            params = {**request.query_params, **{k: v for k, v in changes.items()}}
+            query = urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+            return request.url.path + (f"?{query}" if query else "")
+
+        return templates.TemplateResponse(request, template, {
+            "title": title, "status": runs.status(), "outcome": outcome, "link": link,
+            "url": request.url.path + (f"?{request.url.query}" if request.url.query else ""), **context},
+            status_code=status_code)
+
+    def waiting(request: Request) -> Response | None:
+        """The page shown while the current scenario has no outcome yet (None when it has one)."""
+        if runs.current() is None:
+            return render(request, "waiting.html", None)
+        return None
+
+    def arg(request: Request, name: str, default: str = "") -> str:
+        return request.query_params.get(name, default)
+
+    def int_arg(request: Request, name: str, default: int = 1) -> int:
+        try:
+            return int(request.query_params.get(name, default))
+        except ValueError:
+            return default
+
+    async def cluster(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        data = cluster_page(outcome, sort=arg(request, "sort", "name"), descending=arg(request, "desc") == "1",
+                            page=int_arg(request, "page"), query=arg(request, "q"),
+                            pending_page=int_arg(request, "ppage"), grid_resource=arg(request, "grid", "cpu"))
+        return render(request, "cluster.html", outcome, nav="cluster", **data)
+
+    async def node(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        data = node_page(outcome, request.path_params["name"], page=int_arg(request, "page"))
+        if data is None:
+            return render(request, "missing.html", outcome, what=f"node {request.path_params['name']}", status_code=404)
+        return render(request, "node.html", outcome, nav="cluster", **data)
+
+    async def pod(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        key = f"{request.path_params['namespace']}/{request.path_params['name']}"
+        data = pod_page(outcome, key)
+        if data is None:
+            return render(request, "missing.html", outcome, what=f"pod {key}")
+        return render(request, "pod.html", outcome, nav="cluster", **data)
+
+    async def devices(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        return render(request, "devices.html", outcome, nav="devices", **devices_page(outcome))
+
+    async def podgroups(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        return render(request, "podgroups.html", outcome, nav="podgroups",
+                      **podgroups_page(outcome, topology=arg(request, "topology")))
+
+    async def timeline(request: Request) -> Response:
+        if (page := waiting(request)) is not None:
+            return page
+        outcome = runs.current()
+        assert outcome is not None
+        data = timeline_page(outcome)
+        t = _float(arg(request, "t"), data["duration"])
+        return render(request, "timeline.html", outcome, nav="timeline", state=state_at(outcome, t), **data)
+
+    async def timeline_state(request: Request) -> Response:
+        outcome = runs.current()
+        if outcome is None:
+            return HTMLResponse("")
+        t = _float(arg(request, "t"), outcome.timeline.duration)
+        return render(request, "timeline_state.html", outcome, state=state_at(outcome, t))
+
+    async def whatif(request: Request) -> Response:
+        kind, key = arg(request, "kind"), arg(request, "key")
+        scenario = runs.history.current()
+        editing = ""
+        if kind:
+            obj = scenario.find(kind, key)
+            editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
+        return render(request, "whatif.html", runs.current(), nav="whatif", kind=kind, key=key, editing=editing,
+                      history=runs.history, config_text=scenario.config_text,
+                      plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
+
+    async def changes(request: Request) -> Response:
+        before, after = runs.baseline(), runs.current()
+        diff = placement_diff(before, after) if before is not None and after is not None and before is not after else None
+        return render(request, "changes.html", after, diff=diff, history=runs.history)
+
+    def back(request: Request, error: str = "") -> Response:
+        target = request.headers.get("referer") or "/whatif"
+        if error:
+            return RedirectResponse(f"/whatif?error={_quote(error)}", status_code=303)
+        return RedirectResponse(target, status_code=303)
+
+    async def edit_object(request: Request) -> Response:
+        form = await request.form()
+        try:
+            edit = object_edit(str(form.get("label", "")), str(form.get("kind", "")), str(form.get("key", "")),
+                               str(form.get("yaml", "")))
+            runs.edit(edit)
+        except InvalidManifest as err:
+            return back(request, str(err))
+        return back(request)
+
+    async def edit_delete(request: Request) -> Response:
+        form = await request.form()
+        kind, key = str(form.get("kind", "")), str(form.get("key", ""))
+        if runs.history.current().find(kind, key) is None:
+            return back(request, f"(edit): {kind}/{key}: no such object in the scenario")
+        runs.edit(Edit(f"delete {kind}/{key}", kind, key, None))
+        return back(request)
+
+    async def edit_node(request: Request) -> Response:
+        name = request.path_params["name"]
+        form = await request.form()
+        node = runs.history.current().find("Node", name)
+        if node is None:
+            return back(request, f"(edit): Node/{name}: the node is not in the scenario (created by a timed change?)")
+        manifest = to_manifest(node)
+        status = manifest.setdefault("status", {})
+        allocatable = dict(status.get("allocatable") or {})
+        changed = []
+        for field, value in form.items():
+            if not field.startswith("allocatable.") or not str(value).strip():
+                continue
+            resource, text = field.removeprefix("allocatable."), str(value).strip()
+            try:
+                to_scheduler_units(resource, text)
+            except (QuantityError, ValueError) as err:
+                return back(request, f"(edit): Node/{name}: status.allocatable.{resource}: {err}")
+            if allocatable.get(resource) != text:
+                allocatable[resource] = text
+                changed.append(f"{resource}={text}")
+        if "cordon" in form:
+            manifest.setdefault("spec", {})["unschedulable"] = form["cordon"] == "1"
+            changed.append("cordon" if form["cordon"] == "1" else "uncordon")
+        if not changed:
+            return back(request)
+        status["allocatable"] = allocatable
+        try:
+            runs.edit(Edit(f"Node/{name}: {', '.join(changed)}", "Node", name, manifest))
+        except InvalidManifest as err:
+            return back(request, str(err))
+        return back(request)
+
+    async def edit_config(request: Request) -> Response:
+        form = await request.form()
+        try:
+            runs.edit(config_edit(str(form.get("yaml", ""))))
+        except (ConfigError, PluginError) as err:
+            return back(request, str(err))
+        return back(request)
+
+    async def undo(request: Request) -> Response:
+        runs.undo()
+        return back(request)
+
+    async def redo(request: Request) -> Response:
+        runs.redo()
+        return back(request)
+
+    async def config_diff(request: Request) -> Response:
+        other = arg(request, "other")
+        outcome = runs.current()
+        context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
+        try:
+            scenario = runs.history.current()
+            a = load_config(scenario.config_dict(), DEFAULT_PLUGINS)
+            profiles_a = effective_profiles(a, runs.registry)
+            if other:
+                b_config, b_text = other_configuration(other)
+                context["rows"] = side_by_side(profiles_a, effective_profiles(b_config, runs.registry))
+                if arg(request, "run") == "1" and outcome is not None:
+                    other_outcome = await run_in_threadpool(
+                        simulate, attrs.evolve(scenario, config_text=b_text), (), runs.registry, runs.seed,
+                        runs.start_time)
+                    context["metrics"] = compare(outcome.summary("A (current)"), other_outcome.summary(f"B ({other})"))
+            else:
+                context["rows"] = side_by_side(profiles_a, profiles_a)
+        except (ConfigError, PluginError, InvalidManifest) as err:
+            context["error"] = str(err)
+        return render(request, "config_diff.html", outcome, nav="config", **context)
+
+    async def export_html(request: Request) -> Response:
+        outcome = runs.current()
+        if outcome is None:
+            return Response("no outcome yet", status_code=409)
+        text = await run_in_threadpool(html_report, outcome.sim, outcome.records, title)
+        return HTMLResponse(text, headers={"Content-Disposition": 'attachment; filename="kubesched-report.html"'})
+
+    async def export_bundle(request: Request) -> Response:
+        data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.current())
+        return Response(data, media_type="application/zip",
+                        headers={"Content-Disposition": 'attachment; filename="kubesched-bundle.zip"'})
+
+    async def status(request: Request) -> Response:
+        return JSONResponse(runs.status())
+
+    async def events(request: Request) -> Response:
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(changed.set)
+
+        async def stream():
+            runs.listen(wake)
+            try:
+                while True:
+                    changed.clear()
+                    yield f"event: state\ndata: {json.dumps(runs.status())}\n\n"
+                    while not changed.is_set():
+                        try:
+                            await asyncio.wait_for(changed.wait(), KEEPALIVE_SECONDS)
+                        except asyncio.TimeoutError:
+                            yield ": keep-alive\n\n"
+            finally:
+                runs.unlisten(wake)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    routes = [
+        Route("/", cluster), Route("/node/{name}", node), Route("/pod/{namespace}/{name}", pod),
+        Route("/devices", devices), Route("/podgroups", podgroups), Route("/timeline", timeline),
+        Route("/timeline/state", timeline_state), Route("/whatif", whatif), Route("/panel/changes", changes),
+        Route("/edit/object", edit_object, methods=["POST"]), Route("/edit/delete", edit_delete, methods=["POST"]),
+        Route("/edit/node/{name}", edit_node, methods=["POST"]), Route("/edit/config", edit_config, methods=["POST"]),
+        Route("/undo", undo, methods=["POST"]), Route("/redo", redo, methods=["POST"]),
+        Route("/config", config_diff), Route("/export/report.html", export_html),
+        Route("/export/bundle.zip", export_bundle), Route("/api/status", status), Route("/events", events),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    return Starlette(routes=routes)
+
+
+def _float(text: str, default: float) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return default
+
+
+def _quote(text: str) -> str:
+    return quote(text, safe="")

@@ -1,0 +1,182 @@
+"""One finished run, read once for every page, and the difference between two runs.
+
+An :class:`Outcome` keeps the simulation (its cluster holds the final
+objects), the decision records grouped by pod, per node the allocatable and
+requested amount of every resource as numpy columns (a 5,000-node table is
+sorted and paged without a loop over nodes), each Pending pod's reason
+summed up from its latest attempt's Filter groups, and the
+:class:`~kubesched.ui.timeline.Timeline`.  :func:`placement_diff` is the
+What-if panel: pods moved, newly pending, newly scheduled, newly preempted
+and utilisation deltas, from :func:`kubesched.analysis.compare.compare`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from kubesched.analysis.compare import compare, summarize
+from kubesched.analysis.explain import attempts_of
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.framework.resources import CPU, MEMORY
+
+from .timeline import PlacementLog, Timeline
+
+#: Rows of a per-node table in the diff (the largest changes).
+DIFF_NODES_SHOWN = 20
+
+
+def reason_summary(groups: list[dict[str, Any]]) -> str:
+    """A Filter attempt's rejected groups as one line, the largest first:
+    ``4,812 nodes: Insufficient nvidia.com/gpu · 150: untolerated taint``."""
+    parts = []
+    for i, group in enumerate(groups):
+        count = f"{group['count']:,}"
+        parts.append(f"{count} node{'s' if group['count'] != 1 else ''}: {group['reason']}" if i == 0
+                     else f"{count}: {group['reason']}")
+    return " · ".join(parts)
+
+
+def pending_reason(pod: Pod, attempts: list[dict[str, Any]]) -> str:
+    """Why ``pod`` is Pending, in one line: its latest attempt's Filter groups
+    (:func:`reason_summary`), or the attempt's message, or the scheduling
+    gates that keep it out of the queue, or its PodScheduled condition."""
+    if attempts:
+        last = attempts[-1]
+        groups = (last.get("filter") or {}).get("rejected") or []
+        if groups:
+            return reason_summary(groups)
+        if last.get("message"):
+            return str(last["message"])
+    if pod.spec.scheduling_gates:
+        gates = ", ".join(gate.name for gate in pod.spec.scheduling_gates)
+        return f"waits for its scheduling gates ({gates}): PreEnqueue keeps it out of the queue"
+    condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+    if condition is not None and condition.message:
+        return f"{condition.reason}: {condition.message}"
+    return "not attempted yet"
+
+
+class Outcome:
+    """A finished run of one scenario (see the module docstring).
+
+    ``key``: the scenario's identity (:meth:`History.key`); ``sim``: the
+    :class:`~kubesched.drivers.simulation.Simulation`; ``records``: its
+    decision records; ``log``: the :class:`PlacementLog` filled while it ran;
+    ``marks``: (seconds since the start, label) of timed changes;
+    ``wall_seconds``: how long the run took.  Arrays are indexed like
+    :attr:`node_names` (sorted) and :attr:`resources` (cpu, memory, then
+    every extended resource some node has, sorted; amounts in scheduler
+    units: milli-CPU, bytes, counts).
+    """
+
+    def __init__(self, key: tuple, sim: Any, records: list[dict[str, Any]], log: PlacementLog,
+                 marks: list[tuple[float, str]], wall_seconds: float):
+        self.key = key
+        self.sim = sim
+        self.records = records
+        self.wall_seconds = wall_seconds
+        self.by_pod: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            self.by_pod.setdefault(record.get("pod", ""), []).append(record)
+        self.nodes = {node.metadata.name: node for node in sim.cluster.list("Node").items}
+        infos = sorted(sim.scheduler.node_infos(), key=lambda info: info.name)
+        self.node_names = [info.name for info in infos]
+        self.node_index = {name: i for i, name in enumerate(self.node_names)}
+        extended = sorted({r for info in infos for r, amount in info.allocatable.items() if amount and "/" in r})
+        self.resources = [CPU, MEMORY, *extended]
+        self.allocatable = np.array([[info.allocatable.get(r, 0) for r in self.resources] for info in infos],
+                                    dtype=np.int64).reshape(len(infos), len(self.resources))
+        self.requested = np.array([[info.requested.get(r, 0) for r in self.resources] for info in infos],
+                                  dtype=np.int64).reshape(len(infos), len(self.resources))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.percent = np.where(self.allocatable > 0, 100.0 * self.requested / np.maximum(self.allocatable, 1),
+                                    np.nan)
+        self.pod_counts = np.array([len(info.pods) for info in infos], dtype=np.int64)
+        self.cordoned = np.array([self.nodes[n].spec.unschedulable if n in self.nodes else False
+                                  for n in self.node_names], dtype=bool)
+        self.taints = [", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"
+                                 for t in self.nodes[n].spec.taints) if n in self.nodes else ""
+                       for n in self.node_names]
+        self.pods = sim.pods()
+        self.pod_by_key = {pod.key: pod for pod in self.pods}
+        self.pending = [pod for pod in self.pods
+                        if not pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")]
+        self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key)) for pod in self.pending}
+        self.preempted = {f"{e.involved_object.namespace}/{e.involved_object.name}" for e in sim.events("Preempted")}
+        capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
+        self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
+
+    def attempts(self, pod_key: str) -> list[dict[str, Any]]:
+        """The scheduling attempts of a pod, oldest first (each with its binding line)."""
+        return attempts_of(self.by_pod.get(pod_key, []), pod_key)
+
+    @property
+    def bound(self) -> int:
+        return len(self.pods) - len(self.pending)
+
+    def reasons_across_pending(self) -> list[tuple[str, int]]:
+        """(Filter reason, how many Pending pods it rejects on some node) over
+        every Pending pod's latest attempt, the most common first."""
+        counts: Counter[str] = Counter()
+        for pod in self.pending:
+            attempts = self.attempts(pod.key)
+            groups = (attempts[-1].get("filter") or {}).get("rejected", []) if attempts else []
+            if groups:
+                counts.update({group["reason"] for group in groups})
+            else:
+                counts[self.pending_reasons[pod.key]] += 1
+        return counts.most_common()
+
+    def utilisation(self) -> dict[str, float | None]:
+        """resource -> % of the cluster's allocatable requested (None: no node has it)."""
+        out: dict[str, float | None] = {}
+        for i, r in enumerate(self.resources):
+            total = int(self.allocatable[:, i].sum())
+            out[r] = round(100.0 * int(self.requested[:, i].sum()) / total, 1) if total else None
+        return out
+
+    def summary(self, label: str):
+        """This run as :func:`kubesched.analysis.compare.summarize` sees it."""
+        return summarize(label, self.pods, self.nodes.values())
+
+
+def placement_diff(before: Outcome, after: Outcome) -> dict[str, Any]:
+    """What changed from ``before`` (the files as they are) to ``after`` (with
+    the edits), JSON-ready: ``moved`` (pod, node before, node after),
+    ``newlyPending`` and ``newlyScheduled`` (pod, node), ``newlyPreempted``,
+    ``added``/``removed`` pods, ``utilisation`` (resource -> before, after,
+    delta in points) and ``nodes``: the :data:`DIFF_NODES_SHOWN` nodes whose
+    requested share changed most (node, resource, before %, after %)."""
+    differences = compare(before.summary("before"), after.summary("after"))
+    moved, newly_pending, newly_scheduled = [], [], []
+    for row in differences["moved"]:
+        pod, a, b = row["pod"], row["a"], row["b"]
+        if pod not in before.pod_by_key or pod not in after.pod_by_key:
+            continue
+        if a and b:
+            moved.append((pod, a, b))
+        elif a:
+            newly_pending.append((pod, a, after.pending_reasons.get(pod, "")))
+        else:
+            newly_scheduled.append((pod, b))
+    usage_before, usage_after = before.utilisation(), after.utilisation()
+    utilisation = []
+    for r in sorted(set(usage_before) | set(usage_after), key=lambda r: (r not in (CPU, MEMORY), r)):
+        a, b = usage_before.get(r), usage_after.get(r)
+        utilisation.append((r, a, b, round((b or 0) - (a or 0), 1)))
+    nodes = []
+    for row in differences["nodes"]:
+        for r in differences["resources"]:
+            a = (row["a"] or {}).get(r)
+            b = (row["b"] or {}).get(r)
+            if a != b:
+                nodes.append((row["node"], r, a, b))
+    nodes.sort(key=lambda n: -abs((n[3] or 0) - (n[2] or 0)))
+    return {"moved": moved, "newlyPending": newly_pending, "newlyScheduled": newly_scheduled,
+            "newlyPreempted": sorted(after.preempted - before.preempted),
+            "added": sorted(set(after.pod_by_key) - set(before.pod_by_key)),
+            "removed": sorted(set(before.pod_by_key) - set(after.pod_by_key)),
+            "utilisation": utilisation, "nodes": nodes[:DIFF_NODES_SHOWN], "nodesChanged": len(nodes)}

@@ -1,0 +1,276 @@
+"""Simulating scenarios in the background: the files as they are, and with the browser's edits.
+
+:func:`simulate` runs one :class:`~kubesched.ui.scenario.Scenario` on a new
+:class:`~kubesched.drivers.simulation.Simulation` (fake clock, until nothing
+more can happen), recording every decision and the pods' placements over
+time, and returns its :class:`~kubesched.ui.outcome.Outcome`.
+
+:class:`Runs` owns the :class:`~kubesched.ui.scenario.History` and one worker
+thread.  The pages need two outcomes: the *baseline* (the files, no edit)
+and the *current* one (the edits up to the cursor); the worker simulates
+whichever is missing, newest wishes first.  A run that is no longer wanted
+- a newer edit, an undo, a file saved - stops at its next scheduling
+attempt: its decision log raises :class:`RunCancelled` when the scheduler
+asks it whether to record the attempt.  A few outcomes are kept, so undo
+and redo show an earlier state at once.  Listeners (the server-sent events)
+are called from the worker thread whenever the state changes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from kubesched.core.api import resource_of
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
+from kubesched.core.cluster.client import ApiError
+from kubesched.core.framework.config import ConfigError
+from kubesched.core.framework.registry import PluginError, Registry
+from kubesched.core.observability.decisions import DecisionLog
+from kubesched.drivers.simulation import DEFAULT_START, Simulation
+
+from .outcome import Outcome
+from .scenario import Edit, History, Scenario, TimedChange, read_scenario, watched_files
+from .timeline import PlacementLog
+
+#: Outcomes kept beyond the two the pages show (for undo and redo).
+KEPT_OUTCOMES = 4
+
+#: Kinds created after the others: they name priority classes, claims and volumes resolved when created.
+_CREATED_LAST = (Pod, PodGroup, CompositePodGroup)
+
+
+class RunCancelled(Exception):
+    """A run stopped because its scenario is no longer wanted."""
+
+
+class _CancellableRecord(DecisionLog):
+    """Decision records kept in memory; :meth:`wants`, which the scheduler
+    asks before every attempt, raises :class:`RunCancelled` once ``stale()``."""
+
+    def __init__(self, stale: Callable[[], bool]):
+        super().__init__()
+        self.stale = stale
+
+    def wants(self, pod_key: str) -> bool:
+        if self.stale():
+            raise RunCancelled(pod_key)
+        return True
+
+
+def simulate(scenario: Scenario, key: tuple = (), registry: Registry | None = None, seed: int = 0,
+             start: float = DEFAULT_START, stale: Callable[[], bool] = lambda: False) -> Outcome:
+    """Run ``scenario`` to quiescence and return its :class:`Outcome`.
+    Raises :class:`RunCancelled` (``stale()`` became true),
+    :class:`InvalidManifest` (the cluster refused an object, named with its
+    file), ``ConfigError`` or ``PluginError``."""
+    started = time.perf_counter()
+    record = _CancellableRecord(stale)
+    sim = Simulation(config=scenario.config_dict(), registry=registry, seed=seed, start=start, decisions=record)
+    log = PlacementLog(sim.harness.informers, sim.clock)
+    ordered = sorted(scenario.objects, key=lambda item: isinstance(item[1], _CREATED_LAST))
+    for file, obj in ordered:
+        try:
+            sim.cluster.create(obj)
+        except ApiError as err:
+            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+    for change in scenario.changes:
+        sim.change_at(change.offset, [change.path], delete=change.delete)
+    sim.run()
+    marks = [(change.offset, f"{'--delete-at' if change.delete else '--at'} {change.offset:g}s={change.path.name}")
+             for change in scenario.changes]
+    marks += [(event.first_timestamp - start, f"preempted {event.involved_object.name}")
+              for event in sim.events("Preempted")]
+    return Outcome(key, sim, record.records, log, marks, time.perf_counter() - started)
+
+
+class Runs:
+    """The scenarios and their outcomes, simulated on a worker thread (see the module docstring).
+
+    ``paths``, ``config``, ``changes``: what ``kubesched ui`` was given (read
+    again by :meth:`reload_files` when a file changes); ``registry``,
+    ``seed``, ``start``: every run's.  Raises what :func:`read_scenario`
+    raises for bad input.  Call :meth:`start` to begin and :meth:`close` to
+    stop.
+    """
+
+    def __init__(self, paths: Iterable[Path], config: Path | None = None, changes: Iterable[TimedChange] = (),
+                 registry: Registry | None = None, seed: int = 0, start: float = DEFAULT_START):
+        self.paths, self.config, self.changes = list(paths), config, list(changes)
+        self.registry = registry or Registry.discover()
+        self.seed, self.start_time = seed, start
+        self._files = watched_files(self.paths, config, self.changes)
+        self.history = History(read_scenario(self.paths, config, self.changes))
+        self.outcomes: dict[tuple, Outcome] = {}
+        self.failed: dict[tuple, str] = {}
+        #: grows with every change of state (an edit, a finished or failed run); the pages show it
+        self.version = 0
+        self.running: tuple | None = None
+        self.file_error = ""
+        self._lock = threading.Condition()
+        self._listeners: list[Callable[[], None]] = []
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="kubesched-ui-runs", daemon=True)
+
+    # --- the worker ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the worker (a run under way stops at its next attempt)."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def wanted(self) -> list[tuple]:
+        """The scenario keys the pages need: the current one, then the baseline."""
+        current, baseline = self.history.key(), self.history.key(0)
+        return [current] if current == baseline else [current, baseline]
+
+    def _next(self) -> tuple[tuple, Scenario] | None:
+        for key in self.wanted():
+            if key not in self.outcomes and key not in self.failed:
+                upto = len(key) - 1
+                return key, self.history.scenario(upto)
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and self._next() is None:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                job = self._next()
+                assert job is not None
+                key, scenario = job
+                self.running = key
+            self._changed()
+            def stale(key: tuple = key) -> bool:
+                return self._closed or key not in self.wanted()
+
+            try:
+                outcome = simulate(scenario, key, self.registry, self.seed, self.start_time, stale=stale)
+            except RunCancelled:
+                with self._lock:
+                    self.running = None
+                continue
+            except (InvalidManifest, ConfigError, PluginError) as err:
+                with self._lock:
+                    self.failed[key] = str(err)
+                    self.running = None
+                self._changed()
+                continue
+            with self._lock:
+                self.outcomes[key] = outcome
+                self.running = None
+                wanted = set(self.wanted())
+                for old in [k for k in self.outcomes if k not in wanted][:-KEPT_OUTCOMES or None]:
+                    del self.outcomes[old]
+            self._changed()
+
+    # --- listeners ----------------------------------------------------------------------
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` (from another thread) after every change of state."""
+        with self._lock:
+            self._listeners.append(callback)
+
+    def unlisten(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+    def _changed(self) -> None:
+        with self._lock:
+            self.version += 1
+            listeners = list(self._listeners)
+            self._lock.notify_all()
+        for callback in listeners:
+            callback()
+
+    # --- what the pages read ------------------------------------------------------------
+
+    def current(self) -> Outcome | None:
+        """The outcome of the scenario with the edits up to the cursor (None while it runs)."""
+        with self._lock:
+            return self.outcomes.get(self.history.key())
+
+    def baseline(self) -> Outcome | None:
+        """The outcome of the files with no edit."""
+        with self._lock:
+            return self.outcomes.get(self.history.key(0))
+
+    def error(self) -> str:
+        """Why the current scenario cannot be simulated ("" when it can)."""
+        with self._lock:
+            return self.file_error or self.failed.get(self.history.key(), "")
+
+    def status(self) -> dict[str, Any]:
+        """The state in brief (JSON-ready, the server-sent events' data)."""
+        with self._lock:
+            current = self.outcomes.get(self.history.key())
+            text = (f"re-simulating ({len(self.history.key()) - 1} edit(s))" if self.running is not None
+                    else f"error: {self.error()}" if self.error()
+                    else f"{current.bound} scheduled, {len(current.pending)} pending, {len(current.node_names)} "
+                         f"nodes; simulated in {current.wall_seconds:.2f}s" if current is not None else "waiting")
+            return {"version": self.version, "running": self.running is not None, "ready": current is not None,
+                    "edits": self.history.cursor, "undo": self.history.cursor > 0,
+                    "redo": self.history.cursor < len(self.history.edits), "error": self.error(), "text": text}
+
+    def wait(self, version: int = 0, timeout: float | None = None) -> bool:
+        """Block until the current outcome (or its error) is there and the
+        state is newer than ``version``; False after ``timeout`` seconds."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: self.version > version and self.running is None and self._next() is None, timeout)
+
+    # --- changes ------------------------------------------------------------------------
+
+    def edit(self, edit: Edit) -> None:
+        """Make ``edit`` (raises :class:`InvalidManifest` when it does not apply) and re-simulate."""
+        with self._lock:
+            self.history.add(edit)
+        self._changed()
+
+    def undo(self) -> bool:
+        with self._lock:
+            done = self.history.undo()
+        if done:
+            self._changed()
+        return done
+
+    def redo(self) -> bool:
+        with self._lock:
+            done = self.history.redo()
+        if done:
+            self._changed()
+        return done
+
+    def reload_files(self) -> bool:
+        """Read the files again if one changed since they were last read
+        (True then).  A bad file leaves the last good scenario in place and
+        its one-line error in :meth:`error`."""
+        files = watched_files(self.paths, self.config, self.changes)
+        if files == self._files:
+            return False
+        self._files = files
+        try:
+            base = read_scenario(self.paths, self.config, self.changes)
+        except (InvalidManifest, ConfigError) as err:
+            with self._lock:
+                self.file_error = str(err)
+            self._changed()
+            return True
+        with self._lock:
+            self.file_error = ""
+            self.history.replace_base(base)
+        self._changed()
+        return True

@@ -1,0 +1,235 @@
+"""What the UI simulates: the objects of ``-f`` DIR and the configuration, with the browser's edits on top.
+
+A :class:`Scenario` is one complete input - every object in creation order,
+the KubeSchedulerConfiguration's text and the ``--at``/``--delete-at``
+changes - parsed once: re-simulating after an edit creates the already
+parsed (immutable) objects again instead of reading the files.  The
+:class:`History` keeps the scenario read from the files (its ``base``) and
+the list of :class:`Edit` made since, with a cursor for undo and redo; a
+file saved in DIR replaces the base and the edits apply on top of the new
+one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import yaml
+
+from kubesched.core.api import resource_of, to_manifest
+from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects, manifest_files, parse_document
+from kubesched.core.framework.config import ConfigError, load_config
+from kubesched.plugins import DEFAULT_PLUGINS
+
+#: The kind an :class:`Edit` names to replace the configuration.
+CONFIG_KIND = "KubeSchedulerConfiguration"
+
+_serials = itertools.count(1)
+
+
+@attrs.frozen
+class TimedChange:
+    """``--at OFFSET=FILE`` (``delete``: ``--delete-at``): ``offset`` seconds after the start."""
+
+    offset: float
+    path: Path
+    delete: bool = False
+
+
+def object_id(obj: Any) -> tuple[str, str]:
+    """(kind, ``namespace/name`` or ``name``) of an API object; a namespaced
+    object without a namespace is in ``default``, as the API server puts it."""
+    resource = resource_of(obj)
+    meta = obj.metadata
+    if resource.namespaced:
+        return resource.kind, f"{meta.namespace or 'default'}/{meta.name}"
+    return resource.kind, meta.name
+
+
+@attrs.frozen
+class Scenario:
+    """One input to simulate.  ``objects``: (source file, object) in creation
+    order (pods are created after the rest by the run); ``config_text``: the
+    KubeSchedulerConfiguration YAML ("" for the default profile);
+    ``changes``: the timed changes."""
+
+    objects: tuple[tuple[str, Any], ...]
+    config_text: str = ""
+    changes: tuple[TimedChange, ...] = ()
+
+    def find(self, kind: str, key: str) -> Any | None:
+        """The object of ``kind`` named ``key`` (``namespace/name`` or ``name``), or None."""
+        for _, obj in self.objects:
+            if object_id(obj) == (kind, key):
+                return obj
+        return None
+
+    def config_dict(self) -> dict | None:
+        """The configuration as a dict (None: the default profile)."""
+        return yaml.safe_load(self.config_text) if self.config_text.strip() else None
+
+
+def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange]) -> Scenario:
+    """The scenario of the files: every object of ``paths``, the ``config``
+    file's text, the ``changes`` (their files are read when a run applies
+    them).  Raises :class:`InvalidManifest` or :class:`ConfigError` (naming
+    the file) for bad input and :class:`ConfigError` for a missing file."""
+    paths = list(paths)
+    for path in paths:
+        if not Path(path).exists():
+            raise ConfigError(f"{path}: no such file or directory")
+    objects = tuple(load_sourced_objects(paths))
+    text = ""
+    if config is not None:
+        try:
+            text = Path(config).read_text()
+        except OSError as err:
+            raise ConfigError(f"{config}: cannot read: {err.strerror}") from None
+        load_config(config, DEFAULT_PLUGINS)  # refuses a bad file here, naming it
+    changes = tuple(changes)
+    for change in changes:
+        load_sourced_objects([change.path])
+    return Scenario(objects, text, changes)
+
+
+def watched_files(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange]) -> dict[str, tuple]:
+    """file -> (mtime_ns, size) of every input file (the manifests found in
+    directories now, the configuration, the timed changes' files)."""
+    files: list[Path] = []
+    for path in [*paths, *(c.path for c in changes)]:
+        try:
+            files.extend(manifest_files(path))
+        except (OSError, InvalidManifest):
+            files.append(Path(path))
+    if config is not None:
+        files.append(Path(config))
+    out: dict[str, tuple] = {}
+    for file in files:
+        try:
+            stat = file.stat()
+            out[str(file)] = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            out[str(file)] = ()
+    return out
+
+
+@attrs.frozen
+class Edit:
+    """One change made in the browser: the object ``kind``/``key`` replaced by
+    ``manifest`` (a manifest dict), created when it did not exist, or deleted
+    (``manifest`` None); for :data:`CONFIG_KIND`, ``manifest`` is
+    ``{"text": YAML}``.  ``label`` says what was done, for the history."""
+
+    label: str
+    kind: str
+    key: str
+    manifest: dict | None
+    serial: int = attrs.field(factory=lambda: next(_serials))
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """``scenario`` with this edit made."""
+        if self.kind == CONFIG_KIND:
+            return attrs.evolve(scenario, config_text=(self.manifest or {}).get("text", ""))
+        new = parse_document(self.manifest, "(edit)") if self.manifest is not None else None
+        objects, replaced = [], False
+        for file, obj in scenario.objects:
+            if object_id(obj) != (self.kind, self.key):
+                objects.append((file, obj))
+            elif new is not None:
+                objects.append((file, new))
+                replaced = True
+        if new is not None and not replaced:
+            objects.append(("(edit)", new))
+        return attrs.evolve(scenario, objects=tuple(objects))
+
+
+def object_edit(label: str, kind: str, key: str, text: str) -> Edit:
+    """The edit replacing object ``kind``/``key`` by the YAML ``text`` (one
+    manifest; its kind and name must stay those of the object, or it is a new
+    object when ``key`` is "").  Raises :class:`InvalidManifest` naming the
+    object and field of a bad manifest."""
+    where = f"{kind}/{key}" if key else "(new object)"
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InvalidManifest("(edit)", where, "", f"not YAML: {err}") from None
+    if not isinstance(doc, dict):
+        raise InvalidManifest("(edit)", where, "", "expected one manifest (a mapping with apiVersion and kind)")
+    obj = parse_document(doc, "(edit)")
+    new_id = object_id(obj)
+    if key and new_id != (kind, key):
+        raise InvalidManifest("(edit)", where, "metadata.name",
+                              f"an edit keeps the object's kind and name (got {new_id[0]}/{new_id[1]})")
+    return Edit(label or f"edit {new_id[0]}/{new_id[1]}", new_id[0], new_id[1], to_manifest(obj))
+
+
+def config_edit(text: str) -> Edit:
+    """The edit replacing the configuration by the YAML ``text`` ("" for the
+    default profile).  Raises :class:`ConfigError` for a bad configuration."""
+    if text.strip():
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"configuration: not YAML: {err}") from None
+        load_config(data, DEFAULT_PLUGINS)
+    return Edit("edit the configuration", CONFIG_KIND, "", {"text": text})
+
+
+class History:
+    """The base scenario and the edits made since, with undo and redo.
+
+    :meth:`current` is the base with the first ``cursor`` edits applied;
+    :meth:`add` drops the edits undone before it.  :attr:`base_version`
+    grows when the files are read again (:meth:`replace_base`).  Not
+    thread-safe: the server calls it from one thread at a time (under the
+    :class:`~kubesched.ui.runs.Runs` lock).
+    """
+
+    def __init__(self, base: Scenario):
+        self.base = base
+        self.base_version = 1
+        self.edits: list[Edit] = []
+        self.cursor = 0
+
+    def current(self) -> Scenario:
+        return self.scenario()
+
+    def scenario(self, upto: int | None = None) -> Scenario:
+        """The base with the first ``upto`` edits applied (default: up to the cursor)."""
+        scenario = self.base
+        for edit in self.edits[:self.cursor if upto is None else upto]:
+            scenario = edit.apply(scenario)
+        return scenario
+
+    def key(self, upto: int | None = None) -> tuple:
+        """Identifies the scenario of the first ``upto`` edits (default: the cursor) over this base."""
+        upto = self.cursor if upto is None else upto
+        return (self.base_version, *(edit.serial for edit in self.edits[:upto]))
+
+    def add(self, edit: Edit) -> None:
+        """Make ``edit`` (after checking it applies to the current scenario;
+        raises :class:`InvalidManifest` otherwise)."""
+        edit.apply(self.current())
+        del self.edits[self.cursor:]
+        self.edits.append(edit)
+        self.cursor += 1
+
+    def undo(self) -> bool:
+        if self.cursor == 0:
+            return False
+        self.cursor -= 1
+        return True
+
+    def redo(self) -> bool:
+        if self.cursor == len(self.edits):
+            return False
+        self.cursor += 1
+        return True
+
+    def replace_base(self, base: Scenario) -> None:
+        """The files changed: ``base`` is what they hold now; edits stay."""
+        self.base = base
+        self.base_version += 1

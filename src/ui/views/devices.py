@@ -1,0 +1,141 @@
+"""The Devices page (DRA): ResourceSlices by node, pool and driver; which claim holds which device for
+which pods; for a claim still unallocated, why no device matched.
+
+The "why" is computed the way the allocator looks at a device, request by
+request: the device's driver must be the one of a DeviceClass selector's
+world (every device of every slice is tried), the class's selectors and then
+the request's own CEL selectors must hold (the first that does not is
+named, or its evaluation error), and the device must not be held by another
+claim.  Devices are counted per verdict, with a few names each.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from kubesched.core.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
+from kubesched.core.dra.selectors import DeviceView
+
+from ..outcome import Outcome
+
+#: Device names listed per verdict.
+NAMES_SHOWN = 8
+
+
+def _holders(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str, str], ResourceClaim]:
+    """(driver, pool, device) -> the claim whose allocation holds it."""
+    out = {}
+    for claim in claims:
+        allocation = claim.status.allocation
+        if allocation is None:
+            continue
+        for result in allocation.devices.results:
+            out[(result.driver, result.pool, result.device)] = claim
+    return out
+
+
+def _failing_selector(expressions: list[tuple[str, str]], view: DeviceView) -> str:
+    """The first (where, expression) that the device does not satisfy, as text ("" when all hold)."""
+    for where, expression in expressions:
+        try:
+            if not compile(expression).matches(view):
+                return f"{where} selector is false: {expression}"
+        except (CelRuntimeError, CelCompileError) as err:
+            return f"{where} selector fails: {err}"
+    return ""
+
+
+def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: dict[str, DeviceClass],
+                   holders: dict[tuple[str, str, str], ResourceClaim]) -> list[dict[str, Any]]:
+    """Per request of an unallocated ``claim``: its device class, count and
+    the devices by verdict (``matches, free``; ``held by <claim>``; ``class
+    selector is false: ...``; ``request selector is false: ...``)."""
+    out = []
+    for request in claim.spec.devices.requests:
+        subrequests: list[tuple[str, Any]] = (
+            [(request.name, request.exactly)] if request.exactly is not None
+            else [(f"{request.name}/{sub.name}", sub) for sub in request.first_available])
+        for label, sub in subrequests:
+            device_class = classes.get(sub.device_class_name)
+            verdicts: dict[str, list[str]] = defaultdict(list)
+            if device_class is None:
+                verdicts[f"DeviceClass {sub.device_class_name!r} does not exist"] = []
+            else:
+                expressions = [("class", s.cel.expression) for s in device_class.spec.selectors if s.cel]
+                expressions += [("request", s.cel.expression) for s in sub.selectors if s.cel]
+                for resource_slice in slices:
+                    spec = resource_slice.spec
+                    for device in spec.devices:
+                        name = f"{spec.node_name or spec.pool.name}/{device.name}"
+                        try:
+                            failing = _failing_selector(expressions, DeviceView.from_device(spec.driver, device))
+                        except CelRuntimeError as err:
+                            failing = f"attributes cannot be read: {err}"
+                        holder = holders.get((spec.driver, spec.pool.name, device.name))
+                        if failing:
+                            verdicts[failing].append(name)
+                        elif holder is not None:
+                            verdicts[f"matches, held by claim {holder.key}"].append(name)
+                        else:
+                            verdicts["matches, free"].append(name)
+            out.append({"request": label,
+                        "deviceClass": sub.device_class_name, "count": sub.count,
+                        "mode": sub.allocation_mode,
+                        "verdicts": sorted(((verdict, len(names), names[:NAMES_SHOWN])
+                                            for verdict, names in verdicts.items()),
+                                           key=lambda v: (not v[0].startswith("matches"), -v[1]))})
+    return out
+
+
+def devices_page(outcome: Outcome) -> dict[str, Any]:
+    """The Devices page's data: ``slices`` (node, pool, driver, devices with
+    their holder claim and its pods), ``claims`` (every claim: allocated
+    devices or, when unallocated, :func:`claim_verdicts` and the pods
+    waiting for it)."""
+    cluster = outcome.sim.cluster
+    slices = sorted(cluster.list("ResourceSlice").items,
+                    key=lambda s: (s.spec.node_name or "", s.spec.pool.name, s.spec.driver, s.metadata.name))
+    claims = sorted(cluster.list("ResourceClaim").items, key=lambda c: c.key)
+    classes = {c.metadata.name: c for c in cluster.list("DeviceClass").items}
+    holders = _holders(claims)
+    pods_of = {claim.key: [f"{claim.metadata.namespace}/{ref.name}" for ref in claim.status.reserved_for]
+               for claim in claims}
+    waiting: dict[str, list[str]] = defaultdict(list)
+    for pod in outcome.pending:
+        for status in pod.status.resource_claim_statuses:
+            if status.resource_claim_name:
+                waiting[f"{pod.metadata.namespace}/{status.resource_claim_name}"].append(pod.key)
+        for ref in pod.spec.resource_claims:
+            if ref.resource_claim_name:
+                waiting[f"{pod.metadata.namespace}/{ref.resource_claim_name}"].append(pod.key)
+    rows = []
+    for resource_slice in slices:
+        spec = resource_slice.spec
+        for device in spec.devices:
+            holder = holders.get((spec.driver, spec.pool.name, device.name))
+            rows.append({"node": spec.node_name or "", "pool": spec.pool.name, "driver": spec.driver,
+                         "slice": resource_slice.metadata.name, "device": device.name,
+                         "attributes": ", ".join(f"{k}={_attribute_text(v)}" for k, v in device.attributes.items()),
+                         "claim": holder.key if holder is not None else "",
+                         "pods": pods_of.get(holder.key, []) if holder is not None else []})
+    claim_rows = []
+    for claim in claims:
+        allocation = claim.status.allocation
+        row: dict[str, Any] = {"key": claim.key, "pods": pods_of[claim.key], "allocated": allocation is not None,
+                               "waiting": sorted(set(waiting.get(claim.key, [])))}
+        if allocation is not None:
+            row["devices"] = [f"{r.driver} {r.pool}/{r.device} ({r.request})" for r in allocation.devices.results]
+        else:
+            row["requests"] = claim_verdicts(claim, slices, classes, holders)
+        claim_rows.append(row)
+    return {"devices": rows, "claims": claim_rows}
+
+
+def _attribute_text(value: Any) -> str:
+    for name in ("string_value", "int_value", "bool_value", "version_value"):
+        found = getattr(value, name, None)
+        if found is not None:
+            return str(found).lower() if isinstance(found, bool) else str(found)
+    return str(value)

@@ -1,0 +1,62 @@
+"""A pod's page: every scheduling attempt from its decision records, and what would make it fit.
+
+Each attempt shows what the framework recorded as it ran
+(:mod:`kubesched.core.framework.decision`): PreFilter answers, the Filter
+groups (plugin, reason, how many nodes, their names), nodes examined k of N,
+the score breakdown of the best nodes (raw, normalized, weighted per plugin;
+the chosen node marked), PostFilter's nominated node and victims, where the
+cycle failed (Reserve, Permit) and the binding cycle's PreBind/Bind outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.analysis.explain import explain, quantity
+
+from ..outcome import Outcome
+
+
+def attempt_view(record: dict[str, Any], total_nodes: int) -> dict[str, Any]:
+    """One attempt's record as the template shows it."""
+    filtered = record.get("filter") or {}
+    groups = [{**group, "more": group["count"] - len(group["nodes"])} for group in filtered.get("rejected", [])]
+    shortfall = [(node, ", ".join(f"{quantity(r, amount)} {r}" for r, amount in missing.items()))
+                 for node, missing in (filtered.get("shortfall") or {}).items()]
+    score = record.get("score")
+    table = None
+    if score:
+        table = {"scored": score["scored"], "plugins": [{"plugin": p["plugin"], "weight": p["weight"]}
+                                                       for p in score["plugins"]], "rows": []}
+        for i, node in enumerate(score["nodes"]):
+            table["rows"].append({"node": node, "chosen": node == record.get("node"), "total": score["total"][i],
+                                  "cells": [(p["raw"][i], p["normalized"][i], p["weighted"][i])
+                                            for p in score["plugins"]]})
+    binding = record.get("binding")
+    return {"attempt": record.get("attempt"), "time": record.get("time", 0.0), "result": record.get("result", ""),
+            "node": record.get("node", ""), "message": record.get("message", ""),
+            "movedBy": record.get("movedBy", ""), "profile": record.get("profile", ""),
+            "preFilter": record.get("preFilter", []), "preFilterSkipped": record.get("preFilterSkipped", []),
+            "evaluated": filtered.get("evaluated"), "feasible": filtered.get("feasible"), "total_nodes": total_nodes,
+            "groups": groups, "shortfall": shortfall, "score": table, "postFilter": record.get("postFilter"),
+            "failedAt": record.get("failedAt"), "binding": binding}
+
+
+def pod_page(outcome: Outcome, key: str) -> dict[str, Any] | None:
+    """The page of pod ``key`` (``namespace/name``): status, node, every
+    attempt (latest first) and, when Pending, the suggestions of
+    :func:`kubesched.analysis.explain.explain`; None when the run has no such pod."""
+    pod = outcome.pod_by_key.get(key)
+    if pod is None:
+        return None
+    records = outcome.by_pod.get(key, [])
+    answer = explain(records, key, pod, outcome.nodes.values())
+    start = outcome.sim.start_time
+    attempts = [attempt_view(record, len(outcome.node_names)) for record in outcome.attempts(key)]
+    for attempt in attempts:
+        attempt["time"] = attempt["time"] - start
+    return {"key": key, "pod": pod, "status": answer["status"], "node": pod.spec.node_name or answer.get("node", ""),
+            "message": answer.get("message", ""), "reason": outcome.pending_reasons.get(key, ""),
+            "priority": pod.spec.priority or 0, "suggestions": answer.get("suggestions", []),
+            "attempts": attempts[::-1], "preempted": key in outcome.preempted,
+            "nominated": pod.status.nominated_node_name}

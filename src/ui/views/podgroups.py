@@ -1,0 +1,65 @@
+"""The PodGroups page: every PodGroup (scheduling.k8s.io/v1beta1) with its members in a zone -> rack -> node
+tree, minCount vs placed vs waiting, and why the group waits.
+
+Members are the pods whose ``spec.schedulingGroup.podGroupName`` names the
+group (same namespace).  A gang's minCount is ``schedulingPolicy.gang.minCount``
+(a basic group places members one by one: no minimum).  The rack level is
+the group's topology constraint key when it has one (the label every member
+must share), else the ``topology`` asked for (default
+:data:`DEFAULT_RACK_KEY`); the zone is ``topology.kubernetes.io/zone``.
+Why a group waits: its conditions (PodGroupInitiallyScheduled ...) and
+each waiting member's latest decision record.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..outcome import Outcome
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+#: The rack level when a group names no topology constraint.
+DEFAULT_RACK_KEY = "topology.kubernetes.io/rack"
+
+
+def podgroups_page(outcome: Outcome, topology: str = "") -> dict[str, Any]:
+    """``groups``: per PodGroup its policy, minCount, placed and waiting
+    members, the topology key, ``tree`` (zone -> rack -> node -> members),
+    the waiting members with their reasons, and its conditions."""
+    groups = sorted(outcome.sim.cluster.list("PodGroup").items, key=lambda g: g.key)
+    members: dict[str, list] = defaultdict(list)
+    for pod in outcome.pods:
+        group = pod.spec.scheduling_group
+        if group is not None and group.pod_group_name:
+            members[f"{pod.metadata.namespace}/{group.pod_group_name}"].append(pod)
+    out = []
+    for group in groups:
+        policy = group.spec.scheduling_policy
+        constraints = group.spec.scheduling_constraints
+        keys = [c.key for c in constraints.topology] if constraints is not None else []
+        rack_key = keys[0] if keys else (topology or DEFAULT_RACK_KEY)
+        pods = sorted(members.get(group.key, []), key=lambda p: p.key)
+        placed = [p for p in pods if p.spec.node_name]
+        waiting = [p for p in pods if not p.spec.node_name]
+        tree: dict[str, dict[str, dict[str, list[str]]]] = defaultdict(lambda: defaultdict(dict))
+        for pod in placed:
+            node = outcome.nodes.get(pod.spec.node_name)
+            labels = node.metadata.labels if node is not None else {}
+            zone = labels.get(ZONE_KEY, "(no zone)")
+            rack = labels.get(rack_key, f"(no {rack_key})")
+            tree[zone][rack].setdefault(pod.spec.node_name, []).append(pod.key)
+        out.append({
+            "key": group.key,
+            "policy": "gang" if policy.gang is not None else "basic",
+            "minCount": policy.gang.min_count if policy.gang is not None else None,
+            "members": len(pods), "placed": len(placed), "waiting": [
+                {"key": p.key, "reason": outcome.pending_reasons.get(p.key, "")} for p in waiting],
+            "rackKey": rack_key, "constrained": bool(keys),
+            "tree": {zone: {rack: dict(sorted(nodes.items())) for rack, nodes in sorted(racks.items())}
+                     for zone, racks in sorted(tree.items())},
+            "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                           for c in group.status.conditions],
+            "priority": group.spec.priority,
+        })
+    return {"groups": out, "topology": topology or DEFAULT_RACK_KEY}
