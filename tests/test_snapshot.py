@@ -67,7 +67,7 @@ def test_secrets_config_data_and_container_env_are_never_copied(tmp_path):
     pod = live.pods()[0]
     container = attrs.evolve(pod.spec.containers[0], extra={
         "env": [{"name": "TOKEN", "value": "s3cr3t"}], "command": ["run", "--password=s3cr3t"]})
-    live.cluster.update(attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=(container,))))
+    live.cluster.update(attrs.evolve(pod, spec=attrs.evolve(pod.spec, containers=(container,) + pod.spec.containers[1:])))
     out = _snapshot(live, tmp_path)
     text = "".join(path.read_text() for path in out.iterdir())
     assert "s3cr3t" not in text and "ConfigMap" not in text

@@ -81,7 +81,7 @@ def test_delete_hands_over_the_last_known_object():
     informers.add_handlers("Pod", on_delete=deleted.append)
     informers.start()
     created = cluster.create(pod("a"))
-    cluster.update(attrs.evolve(created, status=attrs.evolve(created.status, phase="Running")))
+    cluster.update_status(attrs.evolve(created, status=attrs.evolve(created.status, phase="Running")))
     cluster.delete("Pod", "a", "default")
     informers.pump()
     (last,) = deleted

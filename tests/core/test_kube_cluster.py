@@ -9,7 +9,8 @@ import pytest
 
 from fake_apiserver import wait_until
 from kubesched.core.api import from_manifest
-from kubesched.core.api.resource_v1 import ResourceClaimConsumerReference
+from kubesched.core.api.convert import structure
+from kubesched.core.api.resource_v1 import AllocationResult, ResourceClaimConsumerReference
 from kubesched.core.clock import RealClock
 from kubesched.core.cluster.client import AlreadyExists, Conflict, Invalid, NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import Informers
@@ -72,6 +73,10 @@ def test_a_timed_out_binding_is_retried_and_its_first_try_counts(apiserver, tmp_
     assert apiserver.cluster.get("Pod", "web", "default").spec.node_name == "n1"
 
 
+ALLOCATION = structure({"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1",
+                                                  "device": "gpu-0"}]}}, AllocationResult)
+
+
 def test_a_conflicting_claim_status_update_is_retried_on_a_fresh_read(kube, apiserver):
     claim = kube.create(from_manifest({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -85,7 +90,7 @@ def test_a_conflicting_claim_status_update_is_retried_on_a_fresh_read(kube, apis
             kube.update(attrs.evolve(current, metadata=attrs.evolve(current.metadata, labels={"touched": "yes"})))
         writes.append(current.metadata.resource_version)
         consumer = ResourceClaimConsumerReference(resource="pods", name="p", uid="p-uid")
-        return attrs.evolve(current, status=attrs.evolve(current.status, reserved_for=(consumer,)))
+        return attrs.evolve(current, status=attrs.evolve(current.status, allocation=ALLOCATION, reserved_for=(consumer,)))
 
     stored = retry_on_conflict(kube, claim, lambda current: kube.update_status(reserve(current)))
     assert len(writes) == 2 and writes[0] == claim.metadata.resource_version

@@ -448,6 +448,6 @@ def test_growing_a_node_releases_the_pod():
     assert sim.placements() == {"default/p": ""}
     n = sim.get("Node", "n")
     bigger = node("n", cpu="4")
-    sim.cluster.update(attrs.evolve(n, status=bigger.status))
+    sim.cluster.update_status(attrs.evolve(n, status=bigger.status))
     sim.run()
     assert sim.placements() == {"default/p": "n"}

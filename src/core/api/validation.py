@@ -18,7 +18,10 @@ import json
 import re
 from typing import Any
 
+import attrs
+
 from .core_v1 import Container, Namespace, Pod
+from .resource_v1 import ResourceClaim
 from .scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -477,9 +480,11 @@ def update_problems(old: Any, new: Any) -> list[str]:
     :func:`problems` on ``new``, plus upstream's immutability: templates may
     not be added or removed, a group's policy may not switch between basic
     and gang, and of a PodGroup's spec only ``gang.minCount`` may change) and
-    Pod (``spec.schedulingGroup`` is immutable).  Other kinds: empty."""
+    Pod (``spec.schedulingGroup`` is immutable, and of the rest of the spec
+    only what :data:`POD_UPDATE_FORBIDDEN` names may change).  Other kinds: empty."""
     if isinstance(new, Pod):
-        return _changed("spec.schedulingGroup", old.spec.scheduling_group, new.spec.scheduling_group)
+        return (_changed("spec.schedulingGroup", old.spec.scheduling_group, new.spec.scheduling_group)
+                + _pod_spec_update(old, new))
     if not isinstance(new, (PodGroup, CompositePodGroup, Workload)):
         return []
     out = problems(new)
@@ -494,3 +499,92 @@ def update_problems(old: Any, new: Any) -> list[str]:
     else:
         immutable += (("schedulingPolicy", "scheduling_policy"),)
     return out + _group_update("spec", old.spec, new.spec, immutable)
+
+
+#: kube-apiserver's refusal of a pod update that changes more of the spec than it may.
+POD_UPDATE_FORBIDDEN = ("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+                        "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+                        "to 1 if it was previously negative)")
+#: What a pod's scheduling gates allow beyond that (upstream's mutable scheduling directives of a gated pod).
+GATES_ONLY_REMOVED = "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate"
+#: How many consumers a ResourceClaim may be reserved for.
+RESERVED_FOR_MAX = 256
+
+
+def _pod_spec_update(old: Pod, new: Pod) -> list[str]:
+    """Upstream's ``ValidatePodUpdate``: the spec may change only in container
+    and init-container images, added tolerations, removed scheduling gates
+    and fields kubesched keeps unmodelled (``extra``: not compared, as
+    ``activeDeadlineSeconds`` may change); ``spec.nodeName`` only through
+    pods/binding.  A gated pod may also gain node selector entries and change
+    its node affinity (mutable scheduling directives)."""
+    before, after = old.spec, new.spec
+    out = []
+    if not set(after.scheduling_gates) <= set(before.scheduling_gates):
+        out.append(GATES_ONLY_REMOVED)
+    if [c.name for c in after.containers] != [c.name for c in before.containers] \
+            or [c.name for c in after.init_containers] != [c.name for c in before.init_containers]:
+        return out + [POD_UPDATE_FORBIDDEN]
+    masked = attrs.evolve(
+        after,
+        containers=tuple(attrs.evolve(c, image=b.image) for c, b in zip(after.containers, before.containers)),
+        init_containers=tuple(attrs.evolve(c, image=b.image)
+                              for c, b in zip(after.init_containers, before.init_containers)),
+        tolerations=before.tolerations if set(before.tolerations) <= set(after.tolerations) else after.tolerations,
+        scheduling_gates=before.scheduling_gates, scheduling_group=before.scheduling_group)
+    if before.scheduling_gates and set(before.node_selector.items()) <= set(after.node_selector.items()):
+        masked = attrs.evolve(masked, node_selector=before.node_selector, affinity=before.affinity)
+    if masked != before:
+        out.append(POD_UPDATE_FORBIDDEN)
+    return out
+
+
+def status_update_problems(old: Any, new: Any) -> list[str]:
+    """``field: message`` for every rule a ``/status`` update from ``old`` to
+    ``new`` breaks (empty: allowed).  ResourceClaim (upstream's
+    ``validateResourceClaimStatusUpdate``): ``reservedFor`` holds at most
+    :data:`RESERVED_FOR_MAX` consumers, each with resource, name and a unique
+    uid, and only with an allocation (so a claim still reserved cannot be
+    deallocated), and gains none once the claim is being deleted; an
+    allocation, once set, is immutable (it may only be cleared); a device
+    status must name an allocated device.  Other kinds: empty."""
+    if not isinstance(new, ResourceClaim):
+        return []
+    status, before = new.status, old.status
+    out = []
+    reserved = status.reserved_for
+    if len(reserved) > RESERVED_FOR_MAX:
+        out.append(f"status.reservedFor: Too many: {len(reserved)}: must have at most {RESERVED_FOR_MAX} items")
+    seen: set[str] = set()
+    for index, ref in enumerate(reserved):
+        where = f"status.reservedFor[{index}]"
+        out += [f"{where}.{name}: Required value" for name in ("resource", "name", "uid") if not getattr(ref, name)]
+        if ref.uid and ref.uid in seen:
+            out.append(f"{where}: Duplicate value: {_q(ref.uid)}")
+        seen.add(ref.uid)
+    if reserved and status.allocation is None:
+        out.append("status.reservedFor: Forbidden: may not be specified when `allocated` is not set")
+    elif new.metadata.deletion_timestamp is not None and not set(reserved) <= set(before.reserved_for):
+        out.append("status.reservedFor: Forbidden: new entries may not be added while `deallocationRequested` or "
+                   "`deletionTimestamp` are set")
+    if before.allocation is not None and status.allocation is not None and status.allocation != before.allocation:
+        out.append("status.allocation: Invalid value: \"object\": field is immutable")
+    allocated = set()
+    if status.allocation is not None:
+        allocated = {(r.driver, r.pool, r.device, r.share_id) for r in status.allocation.devices.results}
+    for index, device in enumerate(status.devices):
+        if (device.driver, device.pool, device.device, device.share_id) not in allocated:
+            name = "/".join((device.driver, device.pool, device.device) + ((device.share_id,) if device.share_id else ()))
+            out.append(f"status.devices[{index}]: Invalid value: {_q(name)}: must be an allocated device in the claim")
+    return out
+
+
+def resize_problems(old: Pod, new: Pod) -> list[str]:
+    """``field: message`` when a pod's ``resize`` subresource (in-place
+    resize) would change more than its containers' resources."""
+    unresized = attrs.evolve(new.spec, containers=tuple(
+        attrs.evolve(c, resources=b.resources) for c, b in zip(new.spec.containers, old.spec.containers)))
+    if len(new.spec.containers) != len(old.spec.containers) or unresized != old.spec:
+        return ["spec: Forbidden: only cpu and memory resources of containers are mutable through pods/resize"]
+    return []

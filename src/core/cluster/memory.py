@@ -38,7 +38,7 @@ from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..api.scheduling_v1beta1 import CompositePodGroup, DisruptionMode, PodGroup, SingleDisruptionMode, Workload
-from ..api.validation import problems, update_problems
+from ..api.validation import problems, resize_problems, status_update_problems, update_problems
 from ..clock import Clock, FakeClock
 from .client import (
     ADDED,
@@ -156,6 +156,7 @@ class MemoryCluster(ClusterClient):
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
             )
             obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), None), None)
+            obj = _with_generation(obj, None)
             found = problems(obj)
             if found:
                 raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
@@ -180,12 +181,15 @@ class MemoryCluster(ClusterClient):
     def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
               patch_type: str = STRATEGIC_MERGE_PATCH, uid: str | None = None,
               resource_version: str | None = None) -> Any:
-        """See :meth:`ClusterClient.patch`.  The fail hook sees the verb ``patch``
-        or ``patch_status`` and ``namespace/name``."""
+        """See :meth:`ClusterClient.patch`; a Pod also has the ``resize``
+        subresource, which changes only its containers' resources (upstream's
+        in-place pod resize).  The fail hook sees the verb ``patch`` or
+        ``patch_<subresource>`` and ``namespace/name``."""
         resource = RESOURCES.get(kind)
-        if resource is None or subresource not in ("", "status"):
+        if resource is None or subresource not in ("", "status") + (("resize",) if kind == "Pod" else ()):
             raise NotFound(f"the server could not find the requested resource ({kind} {subresource})".rstrip())
-        self._check_fail("patch_status" if subresource else "patch", kind, f"{namespace}/{name}" if namespace else name)
+        self._check_fail(f"patch_{subresource}" if subresource else "patch", kind,
+                         f"{namespace}/{name}" if namespace else name)
         body = with_preconditions(patch, uid, resource_version)
         with self._lock:
             current = self.get(kind, name, namespace)
@@ -198,9 +202,7 @@ class MemoryCluster(ClusterClient):
             if obj.metadata.uid != current.metadata.uid:
                 raise Invalid(f'{kind} "{name}" is invalid: metadata.uid: Invalid value: "{obj.metadata.uid}": '
                               "field is immutable")
-            if not subresource and hasattr(current, "status"):
-                obj = attrs.evolve(obj, status=current.status)
-            return self._write(kind, obj, status_only=bool(subresource))
+            return self._write(kind, obj, subresource)
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         self._check_fail("bind", "Pod", f"{namespace}/{name}")
@@ -212,6 +214,9 @@ class MemoryCluster(ClusterClient):
                 raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "{pod.spec.node_name}"')
             if pod.metadata.deletion_timestamp is not None:
                 raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is being deleted, cannot be assigned to a host')
+            if pod.spec.scheduling_gates:
+                raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} has non-empty '
+                               ".spec.schedulingGates")
             now = self.clock.now()
             conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
             conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
@@ -255,7 +260,7 @@ class MemoryCluster(ClusterClient):
             if status is not None and attrs.has(type(status)):
                 obj = attrs.evolve(obj, status=_keep_unset(status, current.status))
             obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
-            return self._store_update(kind, _default_groups(obj, current))
+            return self._store_update(kind, _with_generation(_default_groups(obj, current), current))
 
     # --- internals -----------------------------------------------------------------------
 
@@ -377,17 +382,19 @@ class MemoryCluster(ClusterClient):
         if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
                                         and taint.time_added == current.spec.taint.time_added):
             obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, taint=attrs.evolve(taint, time_added=now)))
-        return _with_generation(obj, current)
+        return obj
 
     def _replace(self, obj: Any, status_only: bool) -> Any:
         kind = resource_of(obj).kind
         self._check_fail("update_status" if status_only else "update", kind, obj)
         with self._lock:
-            return self._write(kind, obj, status_only)
+            return self._write(kind, obj, "status" if status_only else "")
 
-    def _write(self, kind: str, obj: Any, status_only: bool) -> Any:
+    def _write(self, kind: str, obj: Any, subresource: str) -> Any:
         """Store ``obj`` over the stored object of its name (an update, or the
-        result of a patch), with the resourceVersion and UID checks."""
+        result of a patch) through ``subresource`` ("", "status" or a Pod's
+        "resize"), with the resourceVersion and UID checks and the API
+        server's update validation."""
         with self._lock:
             current = self.get(kind, obj.metadata.name, obj.metadata.namespace)
             rv = obj.metadata.resource_version
@@ -397,9 +404,19 @@ class MemoryCluster(ClusterClient):
                     "the object has been modified; please apply your changes to the latest version and try again"
                 )
             if obj.metadata.uid and obj.metadata.uid != current.metadata.uid:
-                raise Conflict(f'Precondition failed: UID mismatch for {kind} "{obj.metadata.name}"')
-            if status_only:
+                raise Conflict(f'Operation cannot be fulfilled on {resource_of(obj).plural} "{obj.metadata.name}": '
+                               f"Precondition failed: UID in precondition: {obj.metadata.uid}, UID in object meta: "
+                               f"{current.metadata.uid}")
+            if subresource == "status":
                 obj = attrs.evolve(current, status=obj.status)
+                found = status_update_problems(current, obj) + update_problems(current, obj)
+            elif subresource == "resize":
+                found = resize_problems(current, obj)
+                obj = attrs.evolve(current, spec=obj.spec)
+            if subresource:
+                if found:
+                    raise Invalid(f'{kind} "{obj.metadata.name}" is invalid: ' + "; ".join(found))
+                return self._store_update(kind, obj)
             else:
                 if isinstance(obj, PriorityClass):
                     self._validate_priority_class(obj, creating=False)
@@ -408,7 +425,8 @@ class MemoryCluster(ClusterClient):
                                     creation_timestamp=current.metadata.creation_timestamp,
                                     deletion_timestamp=current.metadata.deletion_timestamp)
                 obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), current), current)
-                if isinstance(obj, (PodGroup, CompositePodGroup)):  # the status subresource alone writes status
+                obj = _with_generation(obj, current)
+                if hasattr(current, "status"):  # the status subresource alone writes status
                     obj = attrs.evolve(obj, status=current.status)
             found = update_problems(current, obj)
             if found:
@@ -475,7 +493,10 @@ def _merge_match_label_keys(pod: Pod) -> Pod:
 
 def _with_generation(obj: Any, current: Any | None) -> Any:
     """``metadata.generation`` as the API server keeps it for objects with a
-    spec: 1 when created, one more for every update that changes the spec."""
+    spec: 1 when created, one more for every update that changes the spec.
+    Objects without a spec are returned unchanged."""
+    if not hasattr(obj, "spec"):
+        return obj
     generation = 1 if current is None else current.metadata.generation + (obj.spec != current.spec)
     return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
 
@@ -488,7 +509,7 @@ def _default_groups(obj: Any, current: Any | None) -> Any:
         return obj
     if isinstance(obj, PodGroup) and obj.spec.disruption_mode is None:
         obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, disruption_mode=DisruptionMode(single=SingleDisruptionMode())))
-    return _with_generation(obj, current)
+    return obj
 
 
 def _global_default(classes: Iterable[PriorityClass]) -> PriorityClass | None:
