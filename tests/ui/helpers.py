@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import urllib.error
 import urllib.parse
 import urllib.request
+from html import unescape
 from pathlib import Path
 from typing import Iterator
 
@@ -32,9 +34,15 @@ def serving(paths, config=None, changes=(), watch: bool = False) -> Iterator:
         runs.close()
 
 
-def get(server, path: str) -> str:
-    with urllib.request.urlopen(server.url.rstrip("/") + path, timeout=RUN_TIMEOUT) as response:
-        return response.read().decode()
+def get(server, path: str, status: int = 200) -> str:
+    """The page at ``path``, which must answer with ``status``."""
+    try:
+        with urllib.request.urlopen(server.url.rstrip("/") + path, timeout=RUN_TIMEOUT) as response:
+            code, body = response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        code, body = err.code, err.read().decode()
+    assert code == status, (path, code, body[:500])
+    return body
 
 
 def post(server, path: str, fields: dict[str, str]) -> str:
@@ -47,4 +55,4 @@ def post(server, path: str, fields: dict[str, str]) -> str:
 
 def text(html: str) -> str:
     """The page's text, tags dropped and white space collapsed."""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()

@@ -1,0 +1,124 @@
+"""The pages of `kubesched ui` as a person reads them, over HTTP from a running server."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from .helpers import ROOT, get, serving, text
+
+pytest.importorskip("starlette")
+
+
+def _nodes(count: int) -> dict:
+    return {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": f"n-{i:03d}", "labels": {"kubernetes.io/hostname": f"n-{i:03d}"}},
+         "status": {"allocatable": {"cpu": str(1 + i % 7), "memory": "8Gi", "pods": "110"}}} for i in range(count)]}
+
+
+def test_the_cluster_page_sorts_and_pages_the_node_table_and_draws_one_grid(tmp_path):
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(_nodes(250)))
+    with serving([tmp_path]) as (_, server):
+        first = get(server, "/")
+        rows = re.findall(r'<tr>\s*<td><a href="/node/(n-\d+)">', first)
+        assert rows == [f"n-{i:03d}" for i in range(100)]  # a page, not 250 rows
+        assert "page 1 of 3" in text(first)
+        assert first.count("<canvas") == 1 and re.search(r'"names": \["n-000", "n-001"', first)
+        last = get(server, "/?page=3")
+        assert re.findall(r'<tr>\s*<td><a href="/node/(n-\d+)">', last)[0] == "n-200"
+        biggest = get(server, "/?sort=cpu&desc=1")  # every node is empty: ties keep the name order
+        assert re.findall(r'<tr>\s*<td><a href="/node/(n-\d+)">', biggest)[0] == "n-000"
+        filtered = text(get(server, "/?q=n-24"))
+        assert "10 node(s)" in filtered
+
+
+def test_a_scheduled_pods_page_shows_the_score_breakdown_and_the_binding():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        page = get(server, "/pod/shop/web-1")
+        node = runs.current().pod_by_key["shop/web-1"].spec.node_name
+        assert f"Scheduled on {node}" in text(page)
+        chosen = re.search(r'<tr class="chosen"><td><a href="/node/([^"]+)">', page)
+        assert chosen and chosen.group(1) == node
+        assert "NodeResourcesFit ×1" in page and "TaintToleration ×3" in page
+        assert re.search(rf"Bound on {node} at \+[0-9.]+s", text(page))
+
+
+def test_the_node_page_lists_its_pods_and_offers_the_allocatable_form():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        page = get(server, "/node/gpu-b3")
+        assert "nvidia.com/gpu=present:NoSchedule" in text(page)
+        assert 'name="allocatable.nvidia.com/gpu" value="1"' in page
+        on_node = sorted(p.key for p in runs.current().pods if p.spec.node_name == "gpu-b3")
+        assert re.findall(r'<td><a href="/pod/([^"]+)">', page) == on_node
+        assert "Not found" in get(server, "/node/nope", status=404)
+
+
+def test_the_devices_page_shows_who_holds_each_device_and_why_a_claim_found_none():
+    with serving([ROOT / "examples/dra"]) as (runs, server):
+        page = text(get(server, "/devices"))
+        outcome = runs.current()
+        resnet = outcome.pod_by_key["ml/train-resnet"]
+        claim = f"ml/{resnet.status.resource_claim_statuses[0].resource_claim_name}"
+        # the allocated devices, their claim and its pod
+        assert re.search(rf"h100-1 h100-1 gpu.example.com gpu-0 .* {claim} ml/train-resnet", page)
+        # finetune-llm's claim: the A100s fail its selector, the H100s that match are held by train-resnet's claim
+        assert "waiting: ml/finetune-llm" in page
+        assert ("9 device(s): request selector is false: "
+                "device.capacity['gpu.example.com'].memory.compareTo(quantity('80Gi')) >= 0") in page
+        assert f"2 device(s): matches, held by claim {claim}" in page
+
+
+def test_the_timeline_marks_timed_changes_and_shows_the_cluster_at_t():
+    from kubesched.ui.scenario import TimedChange
+
+    changes = [TimedChange(60, ROOT / "examples/device-taints/taint-gpu-b.yaml"),
+               TimedChange(120, ROOT / "examples/device-taints/train-0.yaml")]
+    with serving([ROOT / "examples/device-taints/cluster"], changes=changes) as (runs, server):
+        page = get(server, "/timeline")
+        assert '"--at 60s=taint-gpu-b.yaml"' in page and '"--at 120s=train-0.yaml"' in page
+        start = text(get(server, "/timeline/state?t=0"))
+        after_eviction = text(get(server, "/timeline/state?t=90"))
+        assert "At T = +0.0s" in start and "At T = +90.0s" in after_eviction
+        assert "created default/train-0" in start
+        bound_at_start = int(re.search(r"(\d+) bound on", start).group(1))
+        bound_after = int(re.search(r"(\d+) bound on", after_eviction).group(1))
+        assert bound_after == bound_at_start - 1  # train-0 evicted by the NoExecute taint at 60s
+        assert "deleted default/train-0 gpu-b" in after_eviction
+
+
+def test_the_config_diff_shows_effective_profiles_and_runs_the_other_side():
+    with serving([ROOT / "examples/cluster"]) as (_, server):
+        page = get(server, "/config?other=configs/bin-packing.yaml:bin-packing-scheduler&run=1")
+        differing = re.findall(r'<tr class="differs"><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>',
+                               page)
+        fit = [row for row in differing if row[1] == "NodeResourcesFit args"]
+        assert fit and "MostAllocated" in fit[0][3] and "LeastAllocated" not in fit[0][3]
+        assert "Pods placed differently" in page and "nodesInUse" in page
+        missing = get(server, "/config?other=configs/nope.yaml")
+        assert 'class="error">configs/nope.yaml' in missing
+
+
+def test_the_podgroups_page_shows_members_placed_and_waiting_by_zone_and_rack(tmp_path):
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"r{rack}-n{i}", "labels": {
+        "topology.kubernetes.io/zone": "zone-a", "topology.kubernetes.io/rack": f"rack-{rack}"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}} for rack in (1, 2) for i in (1, 2)]
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"train-{i}"},
+             "spec": {"schedulingGroup": {"podGroupName": "train"},
+                      "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}} for i in range(5)]
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all([*nodes, group, *pods]))
+    with serving([tmp_path]) as (runs, server):
+        page = text(get(server, "/podgroups"))
+        outcome = runs.current()
+        placed = [p for p in outcome.pods if p.spec.node_name]
+        assert "default/train gang, minCount 3" in page
+        assert f"5 member(s): {len(placed)} placed, {5 - len(placed)} waiting" in page
+        for pod in placed:
+            rack = pod.spec.node_name.split("-")[0].replace("r", "rack-")
+            assert f"rack {rack}" in page and f"{pod.spec.node_name} : " in page
+        if len(placed) < 5:
+            assert "Why it waits" in page
