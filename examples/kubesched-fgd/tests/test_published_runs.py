@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CONFIGS
-from kubesched.trace.openb import convert
-from kubesched.trace.replay import replay
+from kubesched.testing import convert, replay
 
 DATA = Path(__file__).resolve().parents[3] / "data/alibaba-gpu-v2023"
 
