@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -66,8 +67,11 @@ def make_templates() -> Jinja2Templates:
     return templates
 
 
-def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
-    """The application over ``runs`` (started by the caller)."""
+def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event | None = None) -> Starlette:
+    """The application over ``runs`` (started by the caller).  Event streams
+    end once ``closing`` is set and the runs' listeners are called (the
+    server's shutdown does both)."""
+    closing = closing or threading.Event()
     templates = make_templates()
 
     def render(request: Request, template: str, outcome: Outcome | None, status_code: int = 200,
@@ -85,7 +89,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
 
     def waiting(request: Request) -> Response | None:
         """The page shown while the current scenario has no outcome yet (None when it has one)."""
-        if runs.current() is None:
+        if runs.latest() is None:
             return render(request, "waiting.html", None)
         return None
 
@@ -101,7 +105,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
     async def cluster(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         data = cluster_page(outcome, sort=arg(request, "sort", "name"), descending=arg(request, "desc") == "1",
                             page=int_arg(request, "page"), query=arg(request, "q"),
@@ -111,7 +115,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
     async def node(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         data = node_page(outcome, request.path_params["name"], page=int_arg(request, "page"))
         if data is None:
@@ -121,7 +125,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
     async def pod(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         key = f"{request.path_params['namespace']}/{request.path_params['name']}"
         data = pod_page(outcome, key)
@@ -132,14 +136,14 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
     async def devices(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         return render(request, "devices.html", outcome, nav="devices", **devices_page(outcome))
 
     async def podgroups(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         return render(request, "podgroups.html", outcome, nav="podgroups",
                       **podgroups_page(outcome, topology=arg(request, "topology")))
@@ -147,14 +151,14 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
     async def timeline(request: Request) -> Response:
         if (page := waiting(request)) is not None:
             return page
-        outcome = runs.current()
+        outcome = runs.latest()
         assert outcome is not None
         data = timeline_page(outcome)
         t = _float(arg(request, "t"), data["duration"])
         return render(request, "timeline.html", outcome, nav="timeline", state=state_at(outcome, t), **data)
 
     async def timeline_state(request: Request) -> Response:
-        outcome = runs.current()
+        outcome = runs.latest()
         if outcome is None:
             return HTMLResponse("")
         t = _float(arg(request, "t"), outcome.timeline.duration)
@@ -167,7 +171,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
         if kind:
             obj = scenario.find(kind, key)
             editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
-        return render(request, "whatif.html", runs.current(), nav="whatif", kind=kind, key=key, editing=editing,
+        return render(request, "whatif.html", runs.latest(), nav="whatif", kind=kind, key=key, editing=editing,
                       history=runs.history, config_text=scenario.config_text,
                       plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
 
@@ -251,7 +255,7 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
 
     async def config_diff(request: Request) -> Response:
         other = arg(request, "other")
-        outcome = runs.current()
+        outcome = runs.latest()
         context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
         try:
             scenario = runs.history.current()
@@ -272,14 +276,14 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
         return render(request, "config_diff.html", outcome, nav="config", **context)
 
     async def export_html(request: Request) -> Response:
-        outcome = runs.current()
+        outcome = runs.latest()
         if outcome is None:
             return Response("no outcome yet", status_code=409)
         text = await run_in_threadpool(html_report, outcome.sim, outcome.records, title)
         return HTMLResponse(text, headers={"Content-Disposition": 'attachment; filename="kubesched-report.html"'})
 
     async def export_bundle(request: Request) -> Response:
-        data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.current())
+        data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.latest())
         return Response(data, media_type="application/zip",
                         headers={"Content-Disposition": 'attachment; filename="kubesched-bundle.zip"'})
 
@@ -296,10 +300,10 @@ def create_app(runs: Runs, title: str = "kubesched ui") -> Starlette:
         async def stream():
             runs.listen(wake)
             try:
-                while True:
+                while not closing.is_set():
                     changed.clear()
                     yield f"event: state\ndata: {json.dumps(runs.status())}\n\n"
-                    while not changed.is_set():
+                    while not changed.is_set() and not closing.is_set():
                         try:
                             await asyncio.wait_for(changed.wait(), KEEPALIVE_SECONDS)
                         except asyncio.TimeoutError:

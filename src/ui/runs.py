@@ -110,6 +110,7 @@ class Runs:
         #: grows with every change of state (an edit, a finished or failed run); the pages show it
         self.version = 0
         self.running: tuple | None = None
+        self._latest: Outcome | None = None
         self.file_error = ""
         self._lock = threading.Condition()
         self._listeners: list[Callable[[], None]] = []
@@ -170,6 +171,8 @@ class Runs:
                 continue
             with self._lock:
                 self.outcomes[key] = outcome
+                if key == self.history.key():
+                    self._latest = outcome
                 self.running = None
                 wanted = set(self.wanted())
                 for old in [k for k in self.outcomes if k not in wanted][:-KEPT_OUTCOMES or None]:
@@ -188,6 +191,13 @@ class Runs:
             if callback in self._listeners:
                 self._listeners.remove(callback)
 
+    def notify(self) -> None:
+        """Call every listener now (a server that stops ends its event streams so)."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for callback in listeners:
+            callback()
+
     def _changed(self) -> None:
         with self._lock:
             self.version += 1
@@ -202,6 +212,12 @@ class Runs:
         """The outcome of the scenario with the edits up to the cursor (None while it runs)."""
         with self._lock:
             return self.outcomes.get(self.history.key())
+
+    def latest(self) -> Outcome | None:
+        """The current outcome, or while it runs the one finished last (the
+        pages show it, marked as being re-simulated)."""
+        with self._lock:
+            return self.outcomes.get(self.history.key()) or self._latest
 
     def baseline(self) -> Outcome | None:
         """The outcome of the files with no edit."""

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import socket
 import threading
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -42,11 +42,12 @@ class UiServer:
         self.socket.bind((HOST, port))
         self.socket.listen(128)
         self.url = f"http://{HOST}:{self.socket.getsockname()[1]}/"
-        app = create_app(runs, title)
+        self.closing = threading.Event()
+        app = create_app(runs, title, self.closing)
         if watch:
             app.router.lifespan_context = self._watching
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config, self._end_streams)
         self._thread: threading.Thread | None = None
 
     @contextlib.asynccontextmanager
@@ -63,6 +64,10 @@ class UiServer:
         finally:
             task.cancel()
 
+    def _end_streams(self) -> None:
+        self.closing.set()
+        self.runs.notify()
+
     def run(self) -> None:
         """Serve until interrupted."""
         self.server.run(sockets=[self.socket])
@@ -78,3 +83,16 @@ class UiServer:
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that ends the event streams first when it shuts down
+    (they would otherwise hold the shutdown until its timeout)."""
+
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]):
+        super().__init__(config)
+        self.on_shutdown = on_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.on_shutdown()
+        await super().shutdown(sockets)

@@ -1,0 +1,119 @@
+"""`kubesched ui` in a real browser: Debian's Chromium driven through Debian's chromium-driver (Selenium).
+
+A person opens the cluster page, clicks the pending pod, follows the node
+that lacks the least, raises its allocatable in the form and sees the pod's
+new placement in the changes panel once the background run is over (the
+page hears it through the server-sent events).  No browser is downloaded:
+the test uses /usr/bin/chromium and /usr/bin/chromedriver, and is skipped
+where they are not installed unless ``KUBESCHED_REQUIRE_BROWSER=1`` (.ci/run
+installs them).  Screenshots go to the test's directory, or to
+``$KUBESCHED_SCREENSHOTS`` (``KUBESCHED_SCREENSHOTS=docs`` regenerates the
+README's pictures).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .helpers import ROOT, RUN_TIMEOUT, serving
+
+pytest.importorskip("starlette")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+REQUIRED = os.environ.get("KUBESCHED_REQUIRE_BROWSER") == "1"
+# the flags of tests/test_html_report.py, and a window the size of a laptop screen
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,900"]
+
+pytestmark = pytest.mark.skipif((CHROMIUM is None or CHROMEDRIVER is None) and not REQUIRED,
+                                reason="Debian's chromium and chromium-driver are not installed")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    assert CHROMIUM and CHROMEDRIVER, "KUBESCHED_REQUIRE_BROWSER=1 but chromium or chromedriver is missing"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(RUN_TIMEOUT)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("KUBESCHED_SCREENSHOTS") or tmp_path)
+    folder = folder if folder.is_absolute() else ROOT / folder
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _errors(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def test_a_person_makes_the_pending_pod_fit_by_editing_a_nodes_allocatable(browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    shots = _shots(tmp_path)
+    # htmx replaces the main view and the panel when a run is over: an element found may be gone a moment later
+    wait = WebDriverWait(browser, RUN_TIMEOUT, ignored_exceptions=(StaleElementReferenceException,))
+    with serving([ROOT / "examples/cluster"], watch=True) as (_, server):
+        browser.get(server.url)
+        wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, "#changes h2")))  # the panel loaded
+        grid = browser.find_element(By.ID, "grid")
+        assert grid.size["height"] > 0 and browser.execute_script(
+            "return document.getElementById('grid').getContext('2d').getImageData(5, 5, 1, 1).data[3]") == 255
+        browser.save_screenshot(str(shots / "ui-cluster.png"))
+
+        browser.find_element(By.LINK_TEXT, "ml/train-llm").click()
+        wait.until(ready.title_contains("kubesched"))
+        wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Pod ml/train-llm"))
+        wait.until(ready.text_to_be_present_in_element((By.ID, "main"), "nodes examined 6 of 6, 0 feasible"))
+        browser.save_screenshot(str(shots / "ui-pod.png"))
+
+        # the node that lacks the least, in the table of what the nodes that fail only on resources miss
+        browser.find_element(By.XPATH, "//h3[starts-with(., 'Missing')]/following-sibling::table[1]"
+                                       "//a[@href='/node/gpu-b3']").click()
+        wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Node gpu-b3"))
+        form = browser.find_element(By.ID, "edit-allocatable")
+        for field, value in (("allocatable.nvidia.com/gpu", "9"), ("allocatable.memory", "64Gi")):
+            box = form.find_element(By.NAME, field)
+            box.clear()
+            box.send_keys(value)
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "changes"), "ml/train-llm: pending → gpu-b3"))
+        # the main view was refreshed by the same event: gpu-b3 now holds the pod
+        wait.until(ready.text_to_be_present_in_element((By.ID, "main"), "ml/train-llm"))
+        wait.until(ready.text_to_be_present_in_element((By.ID, "changes"), "Newly scheduled (1)"))
+        assert browser.find_element(By.CSS_SELECTOR, "header form button").is_enabled()  # Undo
+        browser.save_screenshot(str(shots / "ui-whatif.png"))
+        assert _errors(browser) == []
+
+
+def test_the_devices_page_of_the_dra_example_renders(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    with serving([ROOT / "examples/dra"]) as (_, server):
+        browser.get(server.url + "devices")
+        page = browser.find_element(By.ID, "main").text
+        assert "matches, held by claim ml/train-resnet-gpus-" in page
+        assert "request selector is false" in page
+        browser.save_screenshot(str(_shots(tmp_path) / "ui-devices.png"))
+        assert _errors(browser) == []
