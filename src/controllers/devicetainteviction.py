@@ -58,6 +58,7 @@ from kubesched.core.api.resource_v1 import (
 )
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import changed_object
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
 from kubesched.core.dra.claims import (
     ClaimNameError,
@@ -483,7 +484,7 @@ class DeviceTaintEvictionController(Controller):
         if existing is None or (existing.status, existing.reason, existing.message) != (
                 condition.status, condition.reason, condition.message):
             conditions = tuple(c for c in pod.status.conditions if c.type != DISRUPTION_TARGET) + (condition,)
-            self.cluster.update_status(attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=conditions)))
+            patch_status(self.cluster, pod, attrs.evolve(pod.status, conditions=conditions))
         try:
             self.cluster.delete("Pod", name, namespace, uid=uid)
         except NotFound:

@@ -30,10 +30,10 @@ from typing import Any, get_args, get_origin
 import attrs
 import json_merge_patch
 
-from ..api import core_v1, resource_v1
-from ..api.convert import EXTRA, manifest_key
+from ..api import core_v1, resource_of, resource_v1
+from ..api.convert import EXTRA, manifest_key, unstructure
 from ..api.meta import Condition, ObjectMeta, OwnerReference
-from .client import ApiError, BadRequest
+from .client import ApiError, BadRequest, ClusterClient
 
 #: Content-Type of a strategic merge patch.
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -83,6 +83,69 @@ def with_preconditions(patch: Any, uid: str | None, resource_version: str | None
     if resource_version:
         meta["resourceVersion"] = resource_version
     return {**patch, "metadata": meta}
+
+
+def two_way_merge_patch(original: dict, modified: dict, cls: type | None = None) -> dict:
+    """The strategic merge patch that turns ``original`` into ``modified``
+    (manifests of class ``cls``), as upstream's ``CreateTwoWayMergePatch``:
+    changed and added keys, ``null`` for removed ones; in a list merged on a
+    key, only the changed or new elements (with their key) and a ``$patch:
+    delete`` element per removed one; in a merged list of strings, the added
+    strings and a ``$deleteFromPrimitiveList`` directive for removed ones;
+    any other list whole.  Empty when nothing changed.  (Upstream also sends
+    ``$setElementOrder``; the order of a merged list is not kept here.)"""
+    patch: dict = {}
+    fields = _fields(cls)
+    for key in list(original) + [k for k in modified if k not in original]:
+        if key not in modified:
+            patch[key] = None
+            continue
+        old, new = original.get(key), modified[key]
+        if key in original and old == new:
+            continue
+        element = fields.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            patch[key] = two_way_merge_patch(old, new, element)
+        elif isinstance(old, list) and isinstance(new, list) and (cls, key) in MERGED_STRING_LISTS:
+            added = [v for v in new if v not in old]
+            if added:
+                patch[key] = added
+            removed = [v for v in old if v not in new]
+            if removed:
+                patch[f"{_DELETE_FROM}{key}"] = removed
+        elif isinstance(old, list) and isinstance(new, list) and element in MERGE_KEYS:
+            merge_key = MERGE_KEYS[element]  # type: ignore[index]
+            before = {item.get(merge_key): item for item in old if isinstance(item, dict)}
+            items = []
+            for item in new:
+                previous = before.get(item.get(merge_key))
+                if previous is None:
+                    items.append(item)
+                elif previous != item:
+                    items.append({merge_key: item[merge_key], **two_way_merge_patch(previous, item, element)})
+            kept = {item.get(merge_key) for item in new}
+            items += [{merge_key: value, _DIRECTIVE: "delete"} for value in before if value not in kept]
+            patch[key] = items
+        else:
+            patch[key] = new
+    return patch
+
+
+def patch_status(cluster: ClusterClient, obj: Any, status: Any, resource_version: str | None = None) -> Any:
+    """Write ``status`` as ``obj``'s new status with a strategic-merge PATCH of
+    ``/status`` from ``obj.status`` (the informer's copy) to ``status``, with
+    ``obj``'s UID as precondition: upstream's ``util.PatchPodStatus``, which
+    kube-scheduler uses for pod conditions and ``nominatedNodeName`` so that
+    a kubelet's write in between is merged, not a 409.  ``resource_version``
+    adds that precondition too (for a change that must not race, such as a
+    deallocation).  Returns the stored object, or ``obj`` when nothing
+    changed (no request).  Raises what :meth:`ClusterClient.patch` raises."""
+    diff = two_way_merge_patch(unstructure(obj.status), unstructure(status), type(status))
+    if not diff:
+        return obj
+    meta = obj.metadata
+    return cluster.patch(resource_of(obj).kind, meta.name, {"status": diff}, meta.namespace, subresource="status",
+                         uid=meta.uid, resource_version=resource_version)
 
 
 def apply_patch(doc: dict, patch: Any, patch_type: str, cls: type | None = None) -> Any:

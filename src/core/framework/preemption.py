@@ -39,6 +39,7 @@ from kubesched.core.api.core_v1 import Pod, PodCondition
 from kubesched.core.api.podpriority import earliest_start_time_of_highest_priority, pod_priority
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.cluster.client import ApiError, Conflict, NotFound
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.diagnosis import Diagnosis, FitError
 from kubesched.core.framework.handle import Handle
@@ -243,15 +244,22 @@ class Evaluator:
         return None
 
     def _evict(self, preemptor: Pod, victim: Pod) -> ApiError | None:
-        """The API calls of an eviction: DisruptionTarget, then delete (UID precondition)."""
+        """The API calls of an eviction, as upstream's: the DisruptionTarget
+        condition (a strategic-merge patch of the victim's status from the
+        informer's copy, UID precondition), then DELETE (UID precondition).  A
+        failed condition write is logged and the victim deleted all the same;
+        a victim gone or replaced is no error."""
         cluster = self.handle.cluster
-        try:
-            current = cluster.get("Pod", victim.metadata.name, victim.metadata.namespace)
-            if current.metadata.uid != victim.metadata.uid:
+        marked = with_disruption_target(victim, preemptor, self.handle.clock.now())
+        if marked is not victim:
+            try:
+                patch_status(cluster, victim, marked.status)
+            except NotFound:
                 return None
-            marked = with_disruption_target(current, preemptor, self.handle.clock.now())
-            if marked is not current:
-                cluster.update_status(marked)
+            except ApiError as err:
+                log.warning("could not add the DisruptionTarget condition to a preemption victim", extra={
+                    "pod": victim.key, "preemptor": preemptor.key, "err": err.message})
+        try:
             cluster.delete("Pod", victim.metadata.name, victim.metadata.namespace, uid=victim.metadata.uid)
         except (NotFound, Conflict):
             return None
@@ -297,8 +305,7 @@ class Evaluator:
             if current is None or not current.status.nominated_node_name:
                 continue
             try:
-                self.handle.cluster.update_status(
-                    attrs.evolve(current, status=attrs.evolve(current.status, nominated_node_name="")))
+                patch_status(self.handle.cluster, current, attrs.evolve(current.status, nominated_node_name=""))
             except ApiError:
                 pass
 

@@ -24,6 +24,7 @@ from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod, PodCondition
 from ..cluster.client import ApiError
+from ..cluster.patch import patch_status
 from ..framework.cycle_state import CycleState
 from ..framework.decision import AttemptRecord, status_json
 from ..framework.nodeinfo import PodInfo
@@ -368,9 +369,9 @@ class SchedulingCycle:
         conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
         updated = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=conditions, nominated_node_name=nominated))
         try:
-            self.cluster.update_status(updated)
+            patch_status(self.cluster, pod, updated.status)  # upstream's util.PatchPodStatus
         except ApiError:
-            pass  # gone, changed meanwhile or refused: the next attempt writes it again
+            pass  # gone, replaced or refused: the next attempt writes it again
 
 
 def one_node_fit_message(pod: Pod, status: Status) -> str:

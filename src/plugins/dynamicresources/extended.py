@@ -29,7 +29,7 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceClaimSpec,
 )
-from kubesched.core.cluster.client import retry_on_conflict
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
 
 
@@ -107,11 +107,11 @@ def claim_to_create(pod, claim: ResourceClaim) -> ResourceClaim:
 
 def record_in_pod(cluster, pod, mappings: tuple[ContainerExtendedResourceRequest, ...], claim_name: str) -> None:
     """Write the pod's ``status.extendedResourceClaimStatus``: the claim's name and
-    which container's resource each request serves (retried on conflict).
-    Raises the cluster client's ApiError."""
+    which container's resource each request serves (a strategic-merge patch of
+    the pod's status, as upstream's ``PatchPodStatus``).  Raises the cluster
+    client's ApiError."""
     recorded = PodExtendedResourceClaimStatus(request_mappings=mappings, resource_claim_name=claim_name)
-    retry_on_conflict(cluster, pod, lambda current: cluster.update_status(attrs.evolve(
-        current, status=attrs.evolve(current.status, extended_resource_claim_status=recorded))))
+    patch_status(cluster, pod, attrs.evolve(pod.status, extended_resource_claim_status=recorded))
 
 
 def extended_resource_requests(

@@ -48,6 +48,7 @@ from kubesched.core.api.resource_v1 import (
 )
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator.allocator import (
     INVALID_POOLS,
@@ -504,7 +505,10 @@ class DynamicResources:
             claim = data.claims[index]
             users = claim.status.reserved_for
             if not users or (len(users) == 1 and users[0].uid == pod.metadata.uid):
-                freed = attrs.evolve(claim, status=attrs.evolve(claim.status, allocation=None, reserved_for=()))
+                # upstream clears the device statuses with the allocation: the API server
+                # refuses a device status for a device that is not allocated
+                freed = attrs.evolve(claim, status=attrs.evolve(claim.status, allocation=None, reserved_for=(),
+                                                                devices=()))
                 try:
                     self.handle.cluster.update_status(freed)
                 except ApiError as err:
@@ -604,16 +608,20 @@ class DynamicResources:
                     pass  # upstream only logs: the claim controller drops stale reservations
 
     def _drop_reservation(self, claim: ResourceClaim, pod) -> None:
-        """Remove ``pod`` from ``reservedFor`` (upstream: a strategic-merge patch
-        with a UID precondition).  A claim whose devices have binding conditions
-        and that no other pod uses is deallocated too (allocation and device
-        status cleared): binding failed or timed out, so the devices go back."""
+        """Remove ``pod`` from ``reservedFor`` with a strategic-merge patch of the
+        claim's status and its UID as precondition (upstream's Unreserve: a
+        ``$patch: delete`` of the pod's entry).  A claim whose devices have
+        binding conditions and that no other pod uses is deallocated too
+        (allocation and device status cleared, on the resourceVersion read, so
+        no reservation made meanwhile is lost): binding failed or timed out, so
+        the devices go back."""
         def attempt(current: ResourceClaim) -> ResourceClaim:
             kept = tuple(ref for ref in current.status.reserved_for if ref.uid != pod.metadata.uid)
             status = attrs.evolve(current.status, reserved_for=kept)
             if not kept and binding_conditions(current):
                 status = attrs.evolve(status, allocation=None, devices=())
-            return self.handle.cluster.update_status(attrs.evolve(current, status=status))
+                return patch_status(self.handle.cluster, current, status, current.metadata.resource_version)
+            return patch_status(self.handle.cluster, current, status)
 
         retry_on_conflict(self.handle.cluster, claim, attempt)
 
