@@ -95,10 +95,12 @@ def pod(
     extra_resources: dict[str, str] | None = None,
     scheduling_gates: Iterable[str] = (),
     claims: Iterable[str] = (),
+    pod_group: str | None = None,
     **spec: Any,
 ):
     """A core/v1 Pod with one container requesting ``cpu``/``memory`` (and
-    ``extra_resources``) and using the ResourceClaims named in ``claims``;
+    ``extra_resources``), using the ResourceClaims named in ``claims``, a
+    member of PodGroup ``pod_group`` (``spec.schedulingGroup``) when given;
     other keyword arguments are raw camelCase spec fields."""
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra_resources or {})
@@ -120,6 +122,8 @@ def pod(
             body[key] = value
     if scheduling_gates:
         body["schedulingGates"] = [{"name": g} for g in scheduling_gates]
+    if pod_group is not None:
+        body["schedulingGroup"] = {"podGroupName": pod_group}
     if claims:
         container.setdefault("resources", {})["claims"] = [{"name": c} for c in claims]
         body["resourceClaims"] = [{"name": c, "resourceClaimName": c} for c in claims]
@@ -129,6 +133,27 @@ def pod(
         "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": body,
     })
+
+
+def pod_group(name: str, min_count: int | None = None, topology_key: str | None = None, namespace: str = "default",
+              priority: int | None = None, priority_class: str | None = None, disruption_mode: str | None = None,
+              **spec: Any):
+    """A scheduling.k8s.io/v1beta1 PodGroup: a gang of ``min_count`` pods, or a
+    basic group when ``min_count`` is None; ``topology_key``: all members in
+    one domain of that node label; ``disruption_mode``: "single" or "all";
+    other keyword arguments are raw camelCase spec fields."""
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    body: dict[str, Any] = {"schedulingPolicy": policy, **spec}
+    if topology_key is not None:
+        body["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    if priority is not None:
+        body["priority"] = priority
+    if priority_class is not None:
+        body["priorityClassName"] = priority_class
+    if disruption_mode is not None:
+        body["disruptionMode"] = {disruption_mode: {}}
+    return from_manifest({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                          "metadata": {"name": name, "namespace": namespace}, "spec": body})
 
 
 def persistent_volume(

@@ -86,13 +86,16 @@ def test_defaults():
 def test_default_profile_points_and_weights():
     fw = framework(simulation(None))
     assert fw.points["queueSort"] == ["PrioritySort"]
-    assert fw.points["preEnqueue"] == ["SchedulingGates", "DynamicResources"]
+    assert fw.points["preEnqueue"] == ["SchedulingGates", "DynamicResources", "GangScheduling"]
     assert fw.points["filter"] == DEFAULT_FILTERS
     assert fw.points["score"] == DEFAULT_SCORES
     assert fw.points["bind"] == ["DefaultBinder"]
     assert fw.score_weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                                 "VolumeBinding": 1, "PodTopologySpread": 2, "InterPodAffinity": 2,
                                 "DynamicResources": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+    assert fw.points["placementGenerate"] == ["TopologyPlacementGenerator"]
+    assert fw.points["placementFeasible"] == ["GangScheduling"]
+    assert fw.placement_score_weights == {"NodeResourcesFit": 1, "PodGroupPodsCount": 1}
 
 
 def test_the_documented_example_file_loads(tmp_path):

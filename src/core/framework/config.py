@@ -66,6 +66,10 @@ class Plugins:
     pre_bind: PluginSet = PluginSet()
     bind: PluginSet = PluginSet()
     post_bind: PluginSet = PluginSet()
+    placement_generate: PluginSet = PluginSet()
+    placement_feasible: PluginSet = PluginSet()
+    placement_score: PluginSet = PluginSet()
+    pod_group_post_filter: PluginSet = PluginSet()
     multi_point: PluginSet = PluginSet()
 
 
@@ -73,6 +77,7 @@ class Plugins:
 POINT_KEYS = {f: f.split("_")[0] + "".join(p.title() for p in f.split("_")[1:]) for f in (
     "pre_enqueue", "queue_sort", "pre_filter", "filter", "post_filter", "pre_score", "score",
     "reserve", "permit", "pre_bind", "bind", "post_bind",
+    "placement_generate", "placement_feasible", "placement_score", "pod_group_post_filter",
 )}
 
 

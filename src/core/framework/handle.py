@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..cluster.client import ClusterClient
     from ..cluster.informer import Informers
+    from .podgroups import PodGroupManager
     from .snapshot import Snapshot
 
 
@@ -50,6 +51,7 @@ class Handle:
     - ``dra``: the scheduler's shared :class:`DRAManager` (claims assumed and in
       flight, classes, slices, taint rules), created on first use;
     - ``rng``: the scheduler's seeded random source (random choices stay reproducible);
+    - ``pod_groups``: the scheduler's :class:`PodGroupManager`;
     - ``api_workers``: an executor for API calls off the scheduling loop
       (preemption's evictions), set by a daemon; None in simulations;
     - :meth:`on_loop` and :meth:`move_pods`: for PreBind and Bind plugins,
@@ -71,6 +73,7 @@ class Handle:
         rng: random.Random | None = None,
         move_pods: Callable[[Any, Any, Any], object] | None = None,
         api_workers: Executor | None = None,
+        pod_groups: "PodGroupManager | None" = None,
     ):
         self.cluster = cluster
         self.informers = informers
@@ -87,10 +90,19 @@ class Handle:
         self.rng = rng if rng is not None else random.Random(0)
         #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
         self.api_workers = api_workers
+        self._pod_groups = pod_groups
 
     @property
     def snapshot(self) -> "Snapshot":
         return self._snapshot()
+
+    @property
+    def pod_groups(self) -> "PodGroupManager":
+        """Every PodGroup's pods (all, assumed, assigned, unscheduled) and
+        object (upstream ``Handle.PodGroupManager()``)."""
+        if self._pod_groups is None:
+            raise RuntimeError("this handle has no PodGroup manager")
+        return self._pod_groups
 
     @property
     def dra(self) -> "DRAManager":

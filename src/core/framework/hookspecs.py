@@ -1,4 +1,4 @@
-"""One pluggy hookspec per kube-scheduler extension point.
+"""One pluggy hookspec per kube-scheduler extension point, grouped by the cycle they run in.
 
 A plugin is a class whose methods carry :data:`hookimpl`; it implements the
 extension points whose hooks it defines, with exactly these argument names
@@ -11,16 +11,35 @@ directly in the profile's order (pluggy's own per-call dispatch is too slow for
 per-node hooks); so these specs document and validate, they are not called
 through ``pm.hook``.
 
-Order of a scheduling cycle: PreEnqueue (when queued) -> QueueSort -> PreFilter
--> Filter (per node) -> PostFilter (no node fits) -> PreScore -> Score (per
-node) -> NormalizeScore -> Reserve -> Permit; then the binding cycle: wait on
-Permit -> PreBind -> Bind -> PostBind.  Any failure after Reserve runs
-Unreserve of every Reserve plugin in reverse order.
+Order of a pod's scheduling cycle: PreEnqueue (when queued) -> QueueSort ->
+PreFilter -> Filter (per node) -> PostFilter (no node fits) -> PreScore ->
+Score (per node) -> NormalizeScore -> Reserve -> Permit; then the binding
+cycle: wait on Permit -> PreBind -> Bind -> PostBind.  Any failure after
+Reserve runs Unreserve of every Reserve plugin in reverse order.
+
+A PodGroup's cycle (workload-aware scheduling, KEP-4671/5732) wraps the pod's:
+PlacementGenerate (the sets of nodes a whole group may take) -> per
+placement, each member through PreFilter..Reserve, PlacementFeasible after
+each -> PlacementScore -> NormalizePlacementScore; PodGroupPostFilter once
+when the whole group fails (per-pod PostFilter does not run inside it); then
+each member's Permit and binding cycle.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pluggy
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..api.core_v1 import Pod
+    from .cycle_state import CycleState
+    from .nodeinfo import NodeInfo, PodInfo
+    from .podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
+    from .snapshot import NodeTable
+    from .status import Status
 
 PROJECT = "kubesched"
 
@@ -33,8 +52,10 @@ class ExtensionPoints:
     """The hookspecs.  Each docstring says when the hook runs, what it may
     change and what each Status code means there."""
 
+    # --- the queue (upstream PreEnqueuePlugin, QueueSortPlugin, EnqueueExtensions) ---------------
+
     @hookspec
-    def pre_enqueue(self, pod):
+    def pre_enqueue(self, pod: Pod) -> Status | None:
         """PreEnqueue: called before ``pod`` (core/v1 Pod) enters activeQ.
 
         Success lets it in; any other status gates it: the pod waits in the
@@ -44,7 +65,7 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def less(self, pod_info_a, pod_info_b):
+    def less(self, pod_info_a: Any, pod_info_b: Any) -> bool:
         """QueueSort: True when queued pod A goes before B in activeQ.
 
         Arguments are :class:`QueuedPodInfo` (``.pod``, ``.timestamp`` in
@@ -52,7 +73,15 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def pre_filter(self, state, pod, nodes):
+    def events_to_register(self) -> list[Any]:
+        """EnqueueExtensions: the cluster events that may make a pod this
+        plugin rejected schedulable, as a list of :class:`ClusterEventWithHint`.
+        Not implemented: every event may.  Empty list: none."""
+
+    # --- a pod's scheduling cycle: filtering (PreFilterPlugin, FilterPlugin, PostFilterPlugin) -------
+
+    @hookspec
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Any:
         """PreFilter: once per cycle before Filter; ``nodes`` is the snapshot's NodeInfo list.
 
         May write pre-computed data into ``state`` (CycleState).  Returns a
@@ -65,18 +94,20 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def pre_filter_add_pod(self, state, pod, pod_info_to_add, node_info):
+    def pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_info_to_add: PodInfo,
+                           node_info: NodeInfo) -> Status | None:
         """PreFilterExtensions.AddPod: update ``state`` as if ``pod_info_to_add``
         ran on ``node_info`` (nominated pods, preemption dry runs).  Treat
         ``node_info`` as read-only.  Returns Status or None."""
 
     @hookspec
-    def pre_filter_remove_pod(self, state, pod, pod_info_to_remove, node_info):
+    def pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_info_to_remove: PodInfo,
+                              node_info: NodeInfo) -> Status | None:
         """PreFilterExtensions.RemovePod: update ``state`` as if
         ``pod_info_to_remove`` left ``node_info``.  Returns Status or None."""
 
     @hookspec
-    def filter(self, state, pod, node_info):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Filter: can ``pod`` run on ``node_info``?
 
         Success/None: yes.  Unschedulable: no, preemption may help.
@@ -86,7 +117,7 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def filter_batch(self, state, pod, table, rows):
+    def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray) -> np.ndarray | None:
         """Batch form of Filter over the snapshot's columnar view.
 
         ``table`` is the snapshot's NodeTable, ``rows`` an int array of the
@@ -97,7 +128,8 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def filter_batch_status(self, state, pod, table, rows):
+    def filter_batch_status(self, state: CycleState, pod: Pod, table: NodeTable,
+                            rows: np.ndarray) -> tuple[np.ndarray, list[Status]] | None:
         """Batch form of Filter's rejections, for a pod that fits nowhere.
 
         Returns ``(index, statuses)``: ``index`` an int array of ``len(rows)``,
@@ -108,7 +140,7 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def post_filter(self, state, pod, filtered_node_status):
+    def post_filter(self, state: CycleState, pod: Pod, filtered_node_status: Any) -> Any:
         """PostFilter: no node fits; try to make room (preemption).
 
         ``filtered_node_status`` maps node name -> Status of the failure.
@@ -120,8 +152,10 @@ class ExtensionPoints:
         FailedScheduling message.
         """
 
+    # --- a pod's scheduling cycle: scoring (PreScorePlugin, ScorePlugin with ScoreExtensions) ----------
+
     @hookspec
-    def pre_score(self, state, pod, nodes):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         """PreScore: once per cycle with the feasible NodeInfo list.
 
         Skip: this plugin's Score is skipped for this pod.  Any other
@@ -129,7 +163,7 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def score(self, state, pod, node_info):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
         """Score: how much ``pod`` likes ``node_info``; an int (or a Status for an error).
 
         After NormalizeScore every score must be within [0, 100]; it is then
@@ -137,51 +171,91 @@ class ExtensionPoints:
         """
 
     @hookspec
-    def score_batch(self, state, pod, table, rows):
+    def score_batch(self, state: CycleState, pod: Pod, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """Batch form of Score: an int64 array of scores for the NodeTable
         ``rows``.  Must agree with :meth:`score`."""
 
     @hookspec
-    def normalize_score(self, state, pod, node_names, scores):
+    def normalize_score(self, state: CycleState, pod: Pod, node_names: Any, scores: np.ndarray) -> Status | None:
         """NormalizeScore: rewrite ``scores`` (int64 numpy array, in place),
         one per name in ``node_names``, into [0, 100].  Returns Status or None."""
 
+    # --- the end of the scheduling cycle (ReservePlugin, PermitPlugin) ------------------------------
+
     @hookspec
-    def reserve(self, state, pod, node_name):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Reserve: the pod is assumed on ``node_name``; reserve what the
         plugin tracks.  A failure runs Unreserve of every Reserve plugin."""
 
     @hookspec
-    def unreserve(self, state, pod, node_name):
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Unreserve: undo Reserve.  Must be idempotent; may run even when
         Reserve did not."""
 
     @hookspec
-    def permit(self, state, pod, node_name):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> Any:
         """Permit: the last gate before binding.  Returns a Status (or None)
         or ``(Status, timeout_seconds)``.  Wait: the binding cycle waits until
         some plugin allows or rejects the waiting pod, or the timeout (at most
         15 minutes) rejects it.  Any rejection unreserves the pod."""
 
+    # --- the binding cycle (PreBindPlugin, BindPlugin, PostBindPlugin) ------------------------------
+
     @hookspec
-    def pre_bind(self, state, pod, node_name):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
         """PreBind: work that must succeed before binding (volumes, devices).
         Unschedulable: scheduling failure; any other non-success: error."""
 
     @hookspec
-    def bind(self, state, pod, node_name):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind: bind the pod to the node.  Skip: not this plugin's pod; the
         first other result ends Bind."""
 
     @hookspec
-    def post_bind(self, state, pod, node_name):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """PostBind: informational, after a successful bind."""
 
+    # --- a PodGroup's scheduling cycle (PlacementGeneratePlugin, PlacementFeasiblePlugin,
+    # --- PlacementScorePlugin with PlacementScoreExtensions, PodGroupPostFilterPlugin) -------------
+
     @hookspec
-    def events_to_register(self):
-        """EnqueueExtensions: the cluster events that may make a pod this
-        plugin rejected schedulable, as a list of :class:`ClusterEventWithHint`.
-        Not implemented: every event may.  Empty list: none."""
+    def placement_generate(self, state: CycleState, group: PodGroupInfo, parent: Placement) -> Any:
+        """PlacementGenerate: the placements (sets of nodes) ``group`` may be
+        placed in, within ``parent`` (all nodes for a group of its own).
+        Returns a list of :class:`Placement`, or ``(placements, Status)``, or
+        a Status.  Several plugins' placements are intersected (non-empty
+        intersections kept).  Error fails the group's cycle; Unschedulable
+        rejects the group."""
+
+    @hookspec
+    def placement_feasible(self, state: CycleState, group: PodGroupInfo, progress: PlacementProgress) -> Status | None:
+        """PlacementFeasible: after each member tried in a placement (and once
+        before the first), may the group still be placed there?  Success: yes,
+        enough members are placed; Wait: not yet, go on with the next member;
+        Unschedulable: it cannot be any more (the placement is abandoned);
+        Error fails the cycle."""
+
+    @hookspec
+    def placement_score(self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments) -> int | Status:
+        """PlacementScore: how good a feasible placement is for ``group``,
+        given where its members went there.  After NormalizePlacementScore
+        every score is within [0, 100]; it is then multiplied by the plugin's
+        weight and the highest total wins."""
+
+    @hookspec
+    def normalize_placement_score(self, state: CycleState, group: PodGroupInfo, scores: np.ndarray) -> Status | None:
+        """PlacementScoreExtensions.NormalizePlacementScore: rewrite ``scores``
+        (int64 numpy array, one per feasible placement, in place) into [0, 100]."""
+
+    @hookspec
+    def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, schedule_group: Any) -> Any:
+        """PodGroupPostFilter: the whole group failed; make room for it
+        (workload-aware preemption).  ``schedule_group()`` runs the group's
+        algorithm again on the current (possibly changed) snapshot and returns
+        its Status.  Returns ``(nominations | None, Status | None)`` where
+        nominations map member UIDs to nominated node names.  Success ends the
+        chain and the members wait for their nominations; Unschedulable lets
+        the next plugin try; UnschedulableAndUnresolvable or Error stops."""
 
 
 #: config key of an extension point -> the hooks a plugin implements for it.
@@ -199,4 +273,8 @@ EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
     "preBind": ("pre_bind",),
     "bind": ("bind",),
     "postBind": ("post_bind",),
+    "placementGenerate": ("placement_generate",),
+    "placementFeasible": ("placement_feasible",),
+    "placementScore": ("placement_score", "normalize_placement_score"),
+    "podGroupPostFilter": ("pod_group_post_filter",),
 }

@@ -22,6 +22,7 @@ from .diagnosis import Diagnosis, NodeToStatus
 from .handle import Handle
 from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
 from .nodeinfo import NodeInfo, PodInfo
+from .placements import PlacementExtensionPoints
 from .registry import PluginError, Registry, build_args, implemented_hooks
 from .snapshot import NodeTable, Snapshot
 from .status import Code, Status
@@ -48,7 +49,7 @@ ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 MIN_FILTER_CHUNK = 256
 
 
-class Framework:
+class Framework(PlacementExtensionPoints):
     """The plugins of one profile.
 
     Attributes per extension point are lists of ``(plugin_name, bound_method)``
@@ -71,6 +72,7 @@ class Framework:
         self._instantiate(registry)
         self.points: dict[str, list[str]] = self._resolve_points()
         self.score_weights = self._score_weights()
+        self.placement_score_weights = self._score_weights("placementScore")
         self._bind_methods()
         self._check_required()
 
@@ -169,19 +171,23 @@ class Framework:
             result[point] = overrides + from_multi + rest
         return result
 
-    def _score_weights(self) -> dict[str, int]:
+    def _score_weights(self, point: str = "score") -> dict[str, int]:
+        """Weights of the plugins at ``point`` (score or placementScore): as
+        configured there or in multiPoint, 0 meaning 1."""
         weights: dict[str, int] = {}
-        refs: list[PluginRef] = list(self.profile.plugins.score.enabled) + list(self.profile.plugins.multi_point.enabled)
+        attr = "score" if point == "score" else "placement_score"
+        refs: list[PluginRef] = (list(getattr(self.profile.plugins, attr).enabled)
+                                 + list(self.profile.plugins.multi_point.enabled))
         for ref in refs:
-            if ref.name not in self.plugins or not self._implements(ref.name, "score") or ref.name in weights:
+            if ref.name not in self.plugins or not self._implements(ref.name, point) or ref.name in weights:
                 continue
             if ref.weight < 0:
-                raise self._fail(f"plugins.score: {ref.name}: weight must be positive")
+                raise self._fail(f"plugins.{point}: {ref.name}: weight must be positive")
             if ref.weight > INT32_MAX:
-                raise self._fail(f"plugins.score: {ref.name}: weight {ref.weight} is not an int32")
+                raise self._fail(f"plugins.{point}: {ref.name}: weight {ref.weight} is not an int32")
             weights[ref.name] = ref.weight or 1
         if sum(weights.values()) * MAX_NODE_SCORE > INT64_MAX:
-            raise self._fail("plugins.score: total score of Score plugins could overflow (the weights times "
+            raise self._fail(f"plugins.{point}: total score of {point} plugins could overflow (the weights times "
                              f"{MAX_NODE_SCORE} exceed {INT64_MAX})")
         return weights
 
@@ -214,6 +220,11 @@ class Framework:
         self.pre_bind_plugins = self._methods("preBind")
         self.bind_plugins = self._methods("bind")
         self.post_bind_plugins = self._methods("postBind")
+        self.placement_generate_plugins = self._methods("placementGenerate")
+        self.placement_feasible_plugins = self._methods("placementFeasible")
+        self.placement_score_plugins = self._methods("placementScore")
+        self.normalize_placement = dict(self._methods("placementScore", "normalize_placement_score"))
+        self.pod_group_post_filter_plugins = self._methods("podGroupPostFilter")
 
     def _check_required(self) -> None:
         if len(self.queue_sort_plugins) != 1:
@@ -467,12 +478,13 @@ class Framework:
                 rejected += 1
 
     def diagnose(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, narrowing: set[str],
-                 nominated: Mapping[str, list[PodInfo]]) -> Diagnosis:
+                 nominated: Mapping[str, list[PodInfo]], within: np.ndarray | None = None) -> Diagnosis:
         """Why a pod fits nowhere: what Filter says of each node of the snapshot
-        (upstream's ``Diagnosis.NodeToStatus``).  ``rows``: the rows PreFilter
-        left; the others were cut by the ``narrowing`` PreFilter plugins'
-        PreFilterResult and are UnschedulableAndUnresolvable, blaming them, as
-        upstream does.  Raises :class:`FilterError` on a plugin Error."""
+        (upstream's ``Diagnosis.NodeToStatus``), or of the nodes ``within`` a
+        placement (a PodGroup cycle: the others are not counted).  ``rows``:
+        the rows PreFilter left; the others were cut by the ``narrowing``
+        PreFilter plugins' PreFilterResult and are UnschedulableAndUnresolvable,
+        blaming them, as upstream does.  Raises :class:`FilterError` on a plugin Error."""
         diagnosis = Diagnosis()
         statuses = self.filter_statuses(state, pod, snapshot, rows)
         considered = np.zeros(len(snapshot), dtype=bool)
@@ -481,11 +493,16 @@ class Framework:
             row = snapshot.index.get(name)
             if pods and row is not None and considered[row]:
                 statuses[row] = self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated)
-        if len(rows) < len(snapshot):
+        universe = np.ones(len(snapshot), dtype=bool) if within is None else np.zeros(len(snapshot), dtype=bool)
+        if within is not None:
+            universe[within] = True
+        if len(rows) < int(universe.sum()):
             diagnosis.unschedulable_plugins |= narrowing
             cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                          (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
             statuses = [status if kept else cut for status, kept in zip(statuses, considered.tolist())]
+        if within is not None:
+            statuses = [status if inside else None for status, inside in zip(statuses, universe.tolist())]
         diagnosis.node_status = NodeToStatus(snapshot.index, statuses)
         present = diagnosis.node_status.values()
         for status in dict(zip(map(id, present), present)).values():  # each shared Status once

@@ -150,7 +150,9 @@ class DecisionPublisher(DecisionLog):
 
     def write(self, record: dict[str, Any]) -> None:
         super().write(record)
-        key = record["pod"]
+        key = record.get("pod")
+        if key is None:
+            return  # a PodGroup's record: kept in the file, no pod annotation holds it
         with self._changed:
             if record.get("phase") == "binding":
                 attempt = self._latest.get(key)

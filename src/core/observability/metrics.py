@@ -86,6 +86,19 @@ LEADER_ELECTION_MASTER_STATUS = Gauge(
     "'name' is the string used to identify the lease.",
     ["name"])
 
+PODGROUP_SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_podgroup_schedule_attempts_total",
+    "Number of attempts to schedule pod groups, by the result. 'unschedulable' means a pod group could not be "
+    "scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"])
+PODGROUP_SCHEDULING_ATTEMPT_DURATION = Histogram(
+    "scheduler_podgroup_scheduling_attempt_duration_seconds",
+    "Pod group scheduling attempt latency in seconds (the whole pod group cycle)",
+    ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15))
+PODGROUP_SCHEDULING_ALGORITHM_DURATION = Histogram(
+    "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15))
+
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 
 
@@ -98,6 +111,12 @@ def observe_attempt(result: str, profile: str, seconds: float) -> None:
     """One scheduling attempt ended with ``result`` after ``seconds`` (wall clock)."""
     SCHEDULE_ATTEMPTS.labels(result, profile).inc()
     SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
+
+
+def observe_pod_group_attempt(result: str, profile: str, seconds: float) -> None:
+    """One PodGroup scheduling attempt ended with ``result`` after ``seconds`` (wall clock)."""
+    PODGROUP_SCHEDULE_ATTEMPTS.labels(result, profile).inc()
+    PODGROUP_SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
 
 
 def observe_bound(attempts: int, sli_seconds: float) -> None:

@@ -48,6 +48,11 @@ class Cache:
         state = self._pods.get(pod.metadata.uid)
         return state is not None and state.assumed
 
+    def assumed_node(self, pod: Pod) -> str | None:
+        """The node ``pod`` is assumed on, or None when it is not assumed."""
+        state = self._pods.get(pod.metadata.uid)
+        return state.node_name if state is not None and state.assumed else None
+
     def assumed_pods(self) -> list[Pod]:
         return [s.pod for s in self._pods.values() if s.assumed]
 

@@ -19,6 +19,7 @@ from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 
 if TYPE_CHECKING:
     from ..cluster.informer import Informers
+    from ..framework.podgroups import PodGroupManager
     from ..framework.runtime import Framework
     from ..framework.waiting_pods import WaitingPod
     from .cache import Cache
@@ -30,6 +31,7 @@ class EventHandlers:
     the scheduler's cache, queue, profiles, informers and waiting pods)."""
 
     cache: Cache
+    pod_groups: PodGroupManager
     queue: SchedulingQueue
     informers: Informers
     profiles: dict[str, Framework]
@@ -78,6 +80,8 @@ class EventHandlers:
         self.cache.remove_node(node)
 
     def _on_pod_add(self, pod: Pod) -> None:
+        if not pod.terminal:
+            self.pod_groups.add_pod(pod)
         if pod.spec.node_name:
             if not pod.terminal:
                 self.cache.add_pod(pod)
@@ -86,6 +90,10 @@ class EventHandlers:
             self.queue.add(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
+        if new.terminal:
+            self.pod_groups.delete_pod(new)
+        else:
+            self.pod_groups.update_pod(old, new)
         if new.spec.node_name:
             if not old.spec.node_name:
                 self.queue.delete(old)
@@ -111,6 +119,7 @@ class EventHandlers:
                 self.queue.add(new)
 
     def _on_pod_delete(self, pod: Pod) -> None:
+        self.pod_groups.delete_pod(pod)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
             self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)

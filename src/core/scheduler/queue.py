@@ -18,6 +18,12 @@ Mirrors upstream's ``internal/queue``:
   waiting at Permit or in its binding cycle) are remembered: when the pod comes
   back unschedulable, an event one of its rejecting plugins cares about moves
   it at once instead of leaving it in the pool (upstream's in-flight events).
+- A pod that names a PodGroup (``spec.schedulingGroup``) is never queued
+  alone: it is a member of its group's :class:`QueuedPodGroupInfo`, which
+  sits in activeQ, backoffQ or the pool as one entity (KEP-4671's queued
+  entities).  The group enters activeQ once PreEnqueue passes for every
+  member, is ordered by the PodGroup's priority, and backs off as one;
+  members that arrive while the group is in flight join its next attempt.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from ..api.core_v1 import Pod
 from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
-from ..framework.types import ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..framework.types import UNSCHEDULED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -82,6 +88,45 @@ class QueuedPodInfo:
     @property
     def uid(self) -> str:
         return self.pod_info.pod.metadata.uid
+
+    @property
+    def priority(self) -> int:
+        """What QueueSort orders by: the pod's priority."""
+        return self.pod_info.pod.spec.priority or 0
+
+
+class QueuedPodGroupInfo(QueuedPodInfo):
+    """A PodGroup in the queue: one entity for all its pending members
+    (upstream's ``QueuedPodGroupInfo``).
+
+    ``key``: ``namespace/name`` of the PodGroup; ``members``: pod UID ->
+    the member's own :class:`QueuedPodInfo` (its pod, attempts, gate), in
+    arrival order; ``attempt``: the members a popped group is being scheduled
+    with (those that arrive meanwhile wait for the next attempt);
+    ``group_priority``: the PodGroup's ``spec.priority`` (None while the
+    group is unknown: the members' priority then).  ``pod`` is a
+    representative member (for QueueSort, profiles and queueing hints);
+    timestamps, attempts, backoff and rejecting plugins are the group's.
+    """
+
+    __slots__ = ("key", "members", "attempt", "group_priority")
+
+    def __init__(self, key: str, first: QueuedPodInfo, now: float):
+        super().__init__(first.pod, now)
+        self.pod_info = first.pod_info
+        self.key = key
+        self.members: dict[str, QueuedPodInfo] = {}
+        self.attempt: list[QueuedPodInfo] = []
+        self.group_priority: int | None = None
+
+    @property
+    def uid(self) -> str:
+        return self.key
+
+    @property
+    def priority(self) -> int:
+        """What QueueSort orders by: the PodGroup's priority."""
+        return self.group_priority if self.group_priority is not None else super().priority
 
 
 class _Entry:
@@ -171,7 +216,9 @@ class SchedulingQueue:
     ``hints``: profile name -> [(plugin, ClusterEventWithHint)];
     ``profile_of(pod)``: the pod's profile name; ``nominator``: the pods
     nominated to nodes (shared with the plugins' handles; default: a new
-    one).  Backoff values are seconds.
+    one); ``group_of(pod)``: the ``namespace/name`` of the PodGroup a pod
+    belongs to (None: queued alone); ``group_priority(key)``: that PodGroup's
+    priority (None while it is unknown).  Backoff values are seconds.
     """
 
     def __init__(
@@ -184,6 +231,8 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         nominator: Nominator | None = None,
+        group_of: Callable[[Pod], str | None] = lambda pod: None,
+        group_priority: Callable[[str], int | None] = lambda key: None,
     ):
         self.clock = clock
         self._less = less
@@ -207,18 +256,26 @@ class SchedulingQueue:
         self._backoff_timer: Timer | None = None
         self._flush_timer: Timer | None = None
         self.nominator = nominator or Nominator()
+        self._group_of = group_of
+        self._group_priority = group_priority
+        #: PodGroup key -> its entity (also in _pods or _in_flight under the key); pod UID -> its group
+        self._groups: dict[str, QueuedPodGroupInfo] = {}
+        self._member_of: dict[str, QueuedPodGroupInfo] = {}
         #: Called whenever a pod enters activeQ (wakes a sleeping loop).
         self.on_activate: Callable[[], None] = lambda: None
 
     # --- counts --------------------------------------------------------------------------
 
     def pending_counts(self) -> dict[str, int]:
-        """Pods per queue: active, backoff, unschedulable and gated."""
-        gated = sum(1 for info in self._unschedulable.values() if info.gating_plugin)
+        """Pods per queue: active, backoff, unschedulable and gated (a group counts its members)."""
+        def size(info: QueuedPodInfo) -> int:
+            return len(info.members) if isinstance(info, QueuedPodGroupInfo) else 1
+
+        gated = sum(size(info) for info in self._unschedulable.values() if info.gating_plugin)
         return {
-            "active": sum(1 for e in self._active if not e.removed),
-            "backoff": sum(1 for e in self._backoff if not e.removed),
-            "unschedulable": len(self._unschedulable) - gated,
+            "active": sum(size(e.info) for e in self._active if not e.removed),
+            "backoff": sum(size(e.info) for e in self._backoff if not e.removed),
+            "unschedulable": sum(size(info) for info in self._unschedulable.values()) - gated,
             "gated": gated,
         }
 
@@ -228,29 +285,87 @@ class SchedulingQueue:
         return bool(self._active)
 
     def __contains__(self, pod: Pod) -> bool:
-        return pod.metadata.uid in self._pods
+        return pod.metadata.uid in self._pods or pod.metadata.uid in self._member_of
 
     def get(self, pod: Pod) -> QueuedPodInfo | None:
+        """The queue's entry for ``pod``: its own, or its entry as a member of a group."""
+        group = self._member_of.get(pod.metadata.uid)
+        if group is not None:
+            return group.members.get(pod.metadata.uid)
         return self._pods.get(pod.metadata.uid)
 
+    def group(self, pod: Pod) -> QueuedPodGroupInfo | None:
+        """The queued group ``pod`` is a member of, or None."""
+        return self._member_of.get(pod.metadata.uid)
+
     def pending_pods(self) -> list[QueuedPodInfo]:
-        return list(self._pods.values())
+        """Every pending pod (members of queued groups included)."""
+        out: list[QueuedPodInfo] = []
+        for info in self._pods.values():
+            out.extend(info.members.values() if isinstance(info, QueuedPodGroupInfo) else (info,))
+        return out
 
     # --- adding --------------------------------------------------------------------------
 
     def add(self, pod: Pod) -> None:
         """A new pending pod (informer add)."""
-        if pod.metadata.uid in self._pods or pod.metadata.uid in self._in_flight:
+        uid = pod.metadata.uid
+        if uid in self._pods or uid in self._in_flight or uid in self._member_of:
             return
         info = QueuedPodInfo(pod, self.clock.now())
-        self._pods[info.uid] = info
         if pod.status.nominated_node_name:
             # a nomination made earlier (status.nominatedNodeName) keeps holding its room
             self.nominator.add(info.pod_info, pod.status.nominated_node_name)
+        key = self._group_of(pod)
+        if key is not None:
+            self._add_member(key, info)
+            return
+        self._pods[info.uid] = info
         self._enqueue_gated_or_active(info)
 
-    def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
+    def _add_member(self, key: str, info: QueuedPodInfo) -> None:
+        """``info`` joins its group's entity (made on the first member)."""
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = QueuedPodGroupInfo(key, info, self.clock.now())
+            self._pods[key] = group
+        group.members[info.uid] = info
+        self._member_of[info.uid] = group
         status = self._pre_enqueue(info.pod)
+        info.gating_plugin = status.plugin if status is not None else ""
+        info.gating_status = status
+        if group.key in self._in_flight:
+            return  # joins the next attempt
+        if status is None and group.gating_plugin:
+            self._enqueue_gated_or_active(group)
+        elif group.where == UNSCHEDULABLE and not group.gating_plugin:
+            if self._hint(group, ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), None, info.pod):
+                group.moved_by = "UnscheduledPodAdd"
+                self._move(group)
+        elif not group.where:
+            self._enqueue_gated_or_active(group)
+
+    def _gate(self, info: QueuedPodInfo) -> Status | None:
+        """PreEnqueue for a pod, or for a group: its gated members run it again
+        (the others passed already); the group passes when a member does
+        (members still gated stay out of its attempts), else the first
+        member's status holds it."""
+        if not isinstance(info, QueuedPodGroupInfo):
+            return self._pre_enqueue(info.pod)
+        held: Status | None = None
+        passing = False
+        for member in info.members.values():
+            if member.gating_status is not None:
+                member.gating_status = self._pre_enqueue(member.pod)
+                member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
+            if member.gating_status is None:
+                passing = True
+            elif held is None:
+                held = member.gating_status
+        return None if passing else held
+
+    def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
+        status = self._gate(info)
         if status is not None:
             info.gating_plugin = status.plugin
             info.gating_status = status
@@ -261,6 +376,8 @@ class SchedulingQueue:
         self._to_active(info)
 
     def _to_active(self, info: QueuedPodInfo) -> None:
+        if isinstance(info, QueuedPodGroupInfo):
+            info.group_priority = self._group_priority(info.key)
         self._detach(info)
         entry = _Entry(info, next(self._seq), self._less)
         info._entry = entry
@@ -303,7 +420,8 @@ class SchedulingQueue:
     # --- the scheduling loop's side ------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (now in flight), or None when activeQ is empty."""
+        """The head of activeQ (now in flight), or None when activeQ is empty.
+        A group comes with its ``attempt``: its members now, each counting an attempt."""
         while self._active:
             entry = heapq.heappop(self._active)
             if entry.removed:
@@ -315,15 +433,50 @@ class SchedulingQueue:
             self._in_flight[info.uid] = info
             info.popped_at = self._event_seq
             info.attempts += 1
+            now = self.clock.now()
             if info.initial_attempt_timestamp is None:
-                info.initial_attempt_timestamp = self.clock.now()
+                info.initial_attempt_timestamp = now
+            if isinstance(info, QueuedPodGroupInfo):
+                info.attempt = [member for member in info.members.values() if member.gating_status is None]
+                for member in info.attempt:
+                    member.attempts += 1
+                    if member.initial_attempt_timestamp is None:
+                        member.initial_attempt_timestamp = now
             return info
         return None
 
     def done(self, pod: Pod) -> None:
-        """The pod's scheduling attempt ended (bound, or handed back)."""
+        """The pod's scheduling attempt ended (bound, or handed back); a group's
+        member going to its binding cycle leaves the group."""
+        group = self._member_of.pop(pod.metadata.uid, None)
+        if group is not None:
+            group.members.pop(pod.metadata.uid, None)
+            return
         if self._in_flight.pop(pod.metadata.uid, None) is not None:
             self._forget_in_flight_events()
+
+    def group_done(self, group: QueuedPodGroupInfo, rejectors: set[str] | None = None,
+                   pending: bool = False) -> None:
+        """A group's attempt ended.  ``rejectors`` None: the group succeeded, the
+        members left (not attempted, or that failed on their own) go back to
+        activeQ; a set: the group failed and waits as one entity, as
+        :meth:`add_unschedulable` (an empty set: an error, to backoffQ)."""
+        self._in_flight.pop(group.key, None)
+        if not group.members:
+            self._groups.pop(group.key, None)
+            self._forget_in_flight_events()
+            return
+        group.pod_info = next(iter(group.members.values())).pod_info
+        if rejectors is None:
+            self._pods[group.key] = group
+            self._enqueue_gated_or_active(group)
+            self._forget_in_flight_events()
+            return
+        arrived = any(member not in group.attempt for member in group.members.values())
+        self.add_unschedulable(group, rejectors, pending)
+        if arrived and group.where == UNSCHEDULABLE and not group.gating_plugin:
+            group.moved_by = "UnscheduledPodAdd"
+            self._move(group)
 
     def _forget_in_flight_events(self) -> None:
         """Drop the remembered events no in-flight pod needs any more."""
@@ -382,7 +535,21 @@ class SchedulingQueue:
 
     def update(self, old: Pod, new: Pod) -> None:
         """A pending pod changed.  Gated pods re-run PreEnqueue; an unschedulable
-        pod whose spec, labels or generated claims changed is moved, as upstream."""
+        pod whose spec, labels or generated claims changed is moved, as upstream
+        (a member moves its group)."""
+        group = self._member_of.get(new.metadata.uid)
+        if group is not None:
+            member = group.members[new.metadata.uid]
+            member.pod_info = PodInfo(new)
+            self.nominator.update(old, member.pod_info)
+            if group.where == UNSCHEDULABLE and (group.gating_plugin or member.gating_status is not None):
+                if member.gating_status is not None:
+                    member.gating_status = self._pre_enqueue(new)
+                    member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
+                self._enqueue_gated_or_active(group)
+            elif group.where == UNSCHEDULABLE and (old.spec != new.spec or old.metadata.labels != new.metadata.labels):
+                self._move(group)
+            return
         info = self._pods.get(new.metadata.uid)
         if info is None:
             flying = self._in_flight.get(new.metadata.uid)
@@ -401,6 +568,17 @@ class SchedulingQueue:
                 self._move(info)
 
     def delete(self, pod: Pod) -> None:
+        group = self._member_of.pop(pod.metadata.uid, None)
+        if group is not None:
+            group.members.pop(pod.metadata.uid, None)
+            self.nominator.delete(pod)
+            if not group.members and group.key not in self._in_flight:
+                self._groups.pop(group.key, None)
+                self._pods.pop(group.key, None)
+                self._detach(group)
+            elif group.members:
+                group.pod_info = next(iter(group.members.values())).pod_info
+            return
         info = self._pods.pop(pod.metadata.uid, None)
         if info is not None:
             self._detach(info)
@@ -408,8 +586,8 @@ class SchedulingQueue:
         self.nominator.delete(pod)
 
     def activate(self, pod: Pod) -> None:
-        """Move a pending pod to activeQ now (upstream ``Activate``)."""
-        info = self._pods.get(pod.metadata.uid)
+        """Move a pending pod (or its group) to activeQ now (upstream ``Activate``)."""
+        info = self._member_of.get(pod.metadata.uid) or self._pods.get(pod.metadata.uid)
         if info is not None and info.where in (UNSCHEDULABLE, BACKOFF) and not info.gating_plugin:
             info.moved_by = "ForceActivate"
             self._to_active(info)
@@ -444,11 +622,14 @@ class SchedulingQueue:
                 continue
             if hint is None:
                 return True
-            try:
-                if hint(info.pod, old, new) == QueueingHint.QUEUE:
+            # a group moves when any member's hint says Queue (KEP-4671's optimistic rule)
+            pods = [m.pod for m in info.members.values()] if isinstance(info, QueuedPodGroupInfo) else [info.pod]
+            for pod in pods:
+                try:
+                    if hint(pod, old, new) == QueueingHint.QUEUE:
+                        return True
+                except Exception:  # noqa: BLE001 - upstream: a failing hint means Queue
                     return True
-            except Exception:  # noqa: BLE001 - upstream: a failing hint means Queue
-                return True
         return False
 
     def move_all(self, event: ClusterEvent, old: Any = None, new: Any = None,

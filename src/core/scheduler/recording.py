@@ -8,16 +8,19 @@ Everything here runs only when a DecisionLog is set and wants the pod.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from ..framework.decision import MAX_NODES_PER_GROUP, AttemptRecord, status_json
+from ..framework.decision import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
 from ..framework.nodeinfo import NodeInfo
 from ..framework.resources import pod_requests
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
 from ..framework.status import Status
+
+if TYPE_CHECKING:
+    from .podgroup_cycle import PlacementResult
 
 #: The Filter plugin whose rejections :func:`resource_shortfall` explains.
 FIT_PLUGIN = "NodeResourcesFit"
@@ -107,4 +110,46 @@ def binding_record(record: AttemptRecord, now: float, node_name: str, status: St
     if status is not None:
         out["message"] = status.message()
         out["failedAt"] = status_json(status)
+    return out
+
+
+def first_unplaced(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, fit: Any) -> dict[str, Any]:
+    """The first member of a PodGroup that did not fit in a placement, as its
+    group's record keeps it: the pod, upstream's FitError message, the
+    rejected nodes grouped, and the resources missing on the nodes that only
+    NodeResourcesFit rejected (taken while the members before it are assumed)."""
+    node_status = fit.diagnosis.node_status
+    out: dict[str, Any] = {"pod": pod.key, "message": fit.message(),
+                           "rejected": group_statuses(sorted(node_status.items()))}
+    shortfall = resource_shortfall(fwk, state, pod, snapshot, node_status)
+    if shortfall:
+        out["shortfall"] = shortfall
+    return out
+
+
+def group_record(key: str, attempt: int, now: float, profile: str, result: str, message: str, min_count: int,
+                 scheduled_before: int, chosen: "PlacementResult | None",
+                 tried: "list[PlacementResult]") -> dict[str, Any]:
+    """A PodGroup attempt's line (``phase: podgroup``): its result and message,
+    ``minCount``, members placed before it, the ``chosen`` placement, and per
+    placement tried whether it was feasible, how many members it placed, its
+    status and the first member that did not fit there."""
+    placements = []
+    for result_ in tried:
+        entry: dict[str, Any] = {"name": result_.placement.name, "nodes": len(result_.placement.rows),
+                                 "feasible": result_.status is None, "placed": len(result_.placed),
+                                 "tried": len(result_.members)}
+        if result_.status is not None:
+            entry["status"] = status_json(result_.status)
+        if result_.first_unplaced is not None:
+            entry["firstUnplaced"] = result_.first_unplaced
+        placements.append(entry)
+    out: dict[str, Any] = {"podGroup": key, "attempt": attempt, "time": now, "profile": profile,
+                           "phase": "podgroup", "result": result, "minCount": min_count,
+                           "scheduledBefore": scheduled_before, "placements": placements}
+    if message:
+        out["message"] = message
+    if chosen is not None and result == "Scheduled":
+        out["placement"] = chosen.placement.name
+        out["assignments"] = {m.info.pod.key: m.node_name for m in chosen.placed}
     return out

@@ -26,6 +26,7 @@ from kubesched.core.observability.decisions import DecisionLog
 from kubesched.core.observability.events import EventRecorder
 
 from ..api.core_v1 import Pod
+from ..api.scheduling_v1beta1 import pod_group_key
 from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
@@ -33,6 +34,7 @@ from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import Handle
 from ..framework.nodeinfo import NodeInfo
+from ..framework.podgroups import PodGroupManager
 from ..framework.registry import Registry
 from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
@@ -40,14 +42,14 @@ from ..framework.waiting_pods import WaitingPod
 from .binding_cycle import BindingCycle, BindingWait
 from .cache import Cache
 from .event_handlers import EventHandlers
-from .queue import Nominator, QueuedPodInfo, SchedulingQueue
-from .scheduling_cycle import SchedulingCycle
+from .podgroup_cycle import PodGroupCycle
+from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .stats import SchedulingStats
 
 log = logging.getLogger(__name__)
 
 
-class Scheduler(EventHandlers, SchedulingCycle, BindingCycle):
+class Scheduler(EventHandlers, PodGroupCycle, BindingCycle):
     """kube-scheduler over a :class:`ClusterClient`.
 
     ``config`` is a loaded :class:`KubeSchedulerConfiguration`; ``registry``
@@ -106,6 +108,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle):
         self.profiles: dict[str, Framework] = {}
         self._dra: DRAManager | None = None
         nominator = Nominator()
+        #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
+        self.pod_groups = PodGroupManager(self.informers, lambda pod: self.cache.assumed_node(pod))
         for profile in config.profiles:
             handle = Handle(
                 cluster=cluster,
@@ -121,11 +125,15 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle):
                 rng=self.rng,
                 move_pods=lambda event, old, new: self.queue.move_all(event, old, new),
                 api_workers=bind_pool,
+                pod_groups=self.pod_groups,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
         if len(sorts) > 1:
             raise ConfigError("queueSort: all profiles must use the same queue sort plugin with the same args")
+        #: pods that name a PodGroup are scheduled as groups when a profile has a PlacementFeasible plugin
+        #: (GangScheduling, in the default profile); otherwise one by one, as kube-scheduler without GenericWorkload
+        self.workload_aware = any(fw.placement_feasible_plugins for fw in self.profiles.values())
         self.queue = SchedulingQueue(
             clock=clock,
             less=next(iter(self.profiles.values())).less,
@@ -135,8 +143,14 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle):
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,
+            group_of=pod_group_key if self.workload_aware else lambda pod: None,
+            group_priority=self._pod_group_priority,
         )
         self._register_handlers()
+
+    def _pod_group_priority(self, key: str) -> int | None:
+        pod_group = self.pod_groups.pod_group(key)
+        return pod_group.spec.priority if pod_group is not None else None
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
@@ -243,9 +257,13 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle):
 
     def schedule_one(self) -> None:
         """Upstream ``ScheduleOne``: one pod through the scheduling cycle and,
-        unless Permit makes it wait, the binding cycle."""
+        unless Permit makes it wait, the binding cycle; or one PodGroup through
+        its cycle (:mod:`.podgroup_cycle`)."""
         info = self.queue.pop()
         if info is None:
+            return
+        if isinstance(info, QueuedPodGroupInfo):
+            self.schedule_one_pod_group(info)
             return
         pod = info.pod
         fwk = self.profiles.get(pod.spec.scheduler_name)

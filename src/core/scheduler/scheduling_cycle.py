@@ -129,8 +129,10 @@ class SchedulingCycle:
         except CycleError as err:
             self.handle_cycle_error(fwk, state, info, err.status)
             return None
-        assumed = self.assume_and_reserve(fwk, state, info, node_name)
-        if assumed is None:
+        assumed, status = self.assume_and_reserve(fwk, state, info, node_name)
+        if status is not None:
+            self._write_record(state, "Error", status.message(), node_name, failed_at=("Reserve", status))
+            self._fail_status(fwk, info, status)
             return None
         status, waits = fwk.run_permit(state, assumed, node_name)
         if status is not None:
@@ -144,28 +146,27 @@ class SchedulingCycle:
         return ScheduleResult(assumed, node_name, waits)
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                           node_name: str) -> Pod | None:
+                           node_name: str) -> tuple[Pod, Status | None]:
         """Assume the pod on ``node_name`` in the cache (its nomination ends) and
-        run Reserve; returns the assumed pod, or None when Reserve failed (the
-        pod is forgotten and back in the queue)."""
+        run Reserve.  Returns the assumed pod and Reserve's failure (None: it
+        holds its node); after a failure the pod is already unreserved and
+        forgotten."""
         pod = info.pod
         assumed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, node_name=node_name))
         self.cache.assume_pod(assumed, info.pod_info)
         self.queue.nominator.delete(pod)
         status = fwk.run_reserve(state, assumed, node_name)
         if status is not None:
-            self._write_record(state, "Error", status.message(), node_name, failed_at=("Reserve", status))
             self._undo_assume(fwk, state, assumed, node_name)
-            self._fail_status(fwk, info, status)
-            return None
-        return assumed
+        return assumed, status
 
     def handle_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
-                         post_filter: bool, nominated: str | None = None) -> None:
+                         post_filter: bool, nominated: str | None = None, requeue: bool = True) -> None:
         """No node fits ``info``'s pod: PostFilter (when ``post_filter`` and the
         profile has any) may nominate a node; then the failure is recorded and
         the pod handed back with upstream's FitError message.  ``nominated``:
-        the nomination to keep when PostFilter does not run (None: as it is)."""
+        the nomination to keep when PostFilter does not run (None: as it is);
+        ``requeue``: False for a PodGroup's member (its group is requeued once)."""
         pod = info.pod
         # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
         if fit.num_all_nodes == 0:
@@ -184,7 +185,7 @@ class SchedulingCycle:
             if fit.num_all_nodes:
                 record_unschedulable(state.record, fwk, state, pod, self.snapshot, fit.diagnosis.node_status)
             self._write_record(state, REASON_UNSCHEDULABLE, message, nominated=nominated)
-        self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending)
+        self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
 
     def handle_cycle_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, status: Status) -> None:
         """An Error status aborted the attempt: recorded, and the pod back to backoff with SchedulerError."""
@@ -206,15 +207,17 @@ class SchedulingCycle:
             record.post_filter = {**(record.post_filter or {}), "nominatedNodeName": nominated}
         self.decisions.write(record.to_json())
 
-    def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> str:
-        """Upstream ``SchedulePod``: the name of the chosen node.  Raises
-        :class:`FitError` when no node fits."""
+    def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
+                     within: np.ndarray | None = None) -> str:
+        """Upstream ``SchedulePod``: the name of the chosen node, among the
+        snapshot rows ``within`` a placement when given (a PodGroup cycle).
+        Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
         self.cache.update_snapshot(self.snapshot)
-        num_nodes = len(self.snapshot)
+        num_nodes = len(self.snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        feasible = self.find_nodes_that_fit(fwk, state, info)
+        feasible = self.find_nodes_that_fit(fwk, state, info, within)
         if len(feasible) == 1:
             return self.snapshot.nodes[feasible[0]].name
         nodes = self.snapshot.table.info_array[feasible].tolist()
@@ -246,24 +249,29 @@ class SchedulingCycle:
         """``rank`` (:attr:`node_rank`) per snapshot row (nodes without a rank last)."""
         return self.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
-    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> np.ndarray:
+    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
+                            within: np.ndarray | None = None) -> np.ndarray:
         """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node first,
-        then Filter.  Returns feasible snapshot rows; raises :class:`FitError`."""
+        then Filter, over the snapshot or the rows ``within`` a placement.
+        Returns feasible snapshot rows; raises :class:`FitError`."""
         pod = info.pod
         snapshot = self.snapshot
+        num_nodes = len(snapshot) if within is None else len(within)
         result, status, rejectors = fwk.run_pre_filter(state, pod, snapshot.nodes)
         if status is not None:
             if status.code == Code.ERROR:
                 raise CycleError(status)
-            diagnosis = Diagnosis(
-                node_status=NodeToStatus(snapshot.index, [status] * len(snapshot)),
-                pre_filter_msg=status.message(),
-            )
+            statuses: list[Status | None] = [status] * len(snapshot)
+            if within is not None:
+                statuses = [None] * len(snapshot)
+                for row in within.tolist():
+                    statuses[row] = status
+            diagnosis = Diagnosis(node_status=NodeToStatus(snapshot.index, statuses), pre_filter_msg=status.message())
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins = rejectors
             else:
                 diagnosis.unschedulable_plugins = rejectors
-            raise FitError(pod, len(snapshot), diagnosis)
+            raise FitError(pod, num_nodes, diagnosis)
 
         nominator = self.queue.nominator
         nominated = {name: pods for name in nominator.nodes() if (pods := nominator.pods_to_respect(pod, name))}
@@ -271,7 +279,7 @@ class SchedulingCycle:
             nominated_name = pod.status.nominated_node_name
             if nominated_name:
                 row = snapshot.index.get(nominated_name)
-                if row is not None:
+                if row is not None and (within is None or _holds(within, row)):
                     node_info = snapshot.nodes[row]
                     pods = nominated.get(nominated_name, [])
                     if fwk.run_filter_with_nominated_pods(state, pod, node_info, pods) is None:
@@ -284,9 +292,11 @@ class SchedulingCycle:
                                 dtype=np.int64)
             else:
                 rows = np.arange(len(snapshot), dtype=np.int64)
+            if within is not None:
+                rows = np.intersect1d(rows, within, assume_unique=True)
             feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows, nominated) if len(rows) else rows
             if len(feasible) == 0:
-                raise FitError(pod, len(snapshot), fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated))
+                raise FitError(pod, num_nodes, fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within))
         except FilterError as err:
             raise CycleError(err.status) from None
         return feasible
@@ -336,11 +346,14 @@ class SchedulingCycle:
         rejectors: set[str],
         nominated_node: str | None = None,
         pending: bool = False,
+        requeue: bool = True,
     ) -> None:
         """Upstream ``handleSchedulingFailure``: FailedScheduling event, the pod's
-        PodScheduled=False condition, back to the queue.  ``nominated_node``:
-        None keeps the pod's nomination; a node name nominates the pod there
-        (the queue's nominator and ``status.nominatedNodeName``); "" clears it."""
+        PodScheduled=False condition, back to the queue (unless ``requeue`` is
+        False: a PodGroup's member, whose group goes back once).
+        ``nominated_node``: None keeps the pod's nomination; a node name
+        nominates the pod there (the queue's nominator and
+        ``status.nominatedNodeName``); "" clears it."""
         pod = info.pod
         started = self.attempt_started.pop(pod.metadata.uid, None)
         if started is not None:
@@ -351,7 +364,8 @@ class SchedulingCycle:
         if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
             self.queue.done(pod)
             return
-        self.queue.add_unschedulable(info, rejectors, pending)
+        if requeue:
+            self.queue.add_unschedulable(info, rejectors, pending)
         if nominated_node is not None:
             self.queue.nominator.add(info.pod_info, nominated_node)
         self._update_pod_status(current, reason, message, nominated_node)
@@ -372,6 +386,12 @@ class SchedulingCycle:
             patch_status(self.cluster, pod, updated.status)  # upstream's util.PatchPodStatus
         except ApiError:
             pass  # gone, replaced or refused: the next attempt writes it again
+
+
+def _holds(rows: np.ndarray, row: int) -> bool:
+    """Is ``row`` in the ascending array ``rows``?"""
+    at = int(np.searchsorted(rows, row))
+    return at < len(rows) and int(rows[at]) == row
 
 
 def one_node_fit_message(pod: Pod, status: Status) -> str:

@@ -12,6 +12,7 @@ nodes), MostAllocated (bin packing) or RequestedToCapacityRatio (a piecewise
 linear shape over utilisation), each a weighted average over
 ``scoringStrategy.resources`` (default cpu and memory, weight 1).
 Both Filter and Score have vectorised batch forms over the NodeTable.
+PlacementScore prefers the placement a PodGroup fills most tightly.
 """
 
 from __future__ import annotations
@@ -252,6 +253,31 @@ class NodeResourcesFit:
             allocs = [np.where(score > 0, alloc, 0) for score, alloc in zip(scores, allocs)]
             return weighted_average(scores, allocs, weights, rounding=True)
         return weighted_average(scores, allocs, weights)
+
+    # --- PlacementScore (a PodGroup's placements) -----------------------------------------
+
+    @hookimpl
+    def placement_score(self, state, group, assignments):
+        """The tightest fit (KEP-5732): how much of the placement's cpu and
+        memory is requested with the group's members there, 0..100 (the mean
+        of the two shares), so that a group fills a domain before opening
+        another."""
+        snapshot = self.handle.snapshot
+        assumed = {pod.metadata.uid for pod in self.handle.pod_groups.state(group.key).assumed_pods()}
+        allocatable = {CPU: 0, MEMORY: 0}
+        requested = {CPU: 0, MEMORY: 0}
+        for info in snapshot.table.info_array[assignments.placement.rows].tolist():
+            for resource in (CPU, MEMORY):
+                allocatable[resource] += info.allocatable.get(resource, 0)
+                requested[resource] += info.requested.get(resource, 0)
+        for pod, _ in assignments.assignments:
+            if pod.metadata.uid not in assumed:
+                asked = pod_requests(pod)
+                for resource in (CPU, MEMORY):
+                    requested[resource] += asked.get(resource, 0)
+        shares = [min(requested[r], allocatable[r]) * MAX_NODE_SCORE // allocatable[r]
+                  for r in (CPU, MEMORY) if allocatable[r]]
+        return sum(shares) // len(shares) if shares else 0
 
     # --- queueing hints ------------------------------------------------------------------
 

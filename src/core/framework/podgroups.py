@@ -1,0 +1,161 @@
+"""PodGroups as the scheduler sees them (upstream ``PodGroupManager``, ``PodGroupState``,
+``PodGroupInfo``, ``Placement`` and the placement extension points' values).
+
+:class:`PodGroupManager` follows every pod that names a PodGroup
+(``spec.schedulingGroup.podGroupName``) and the PodGroup objects themselves:
+per group all, unscheduled, assumed and assigned pods, and the pod -> group
+index.  Plugins reach it as ``handle.pod_groups``.  The values below are
+what the PodGroup scheduling cycle hands to PlacementGenerate,
+PlacementFeasible, PlacementScore and PodGroupPostFilter plugins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+from attrs import field, frozen
+
+from ..api.core_v1 import Pod
+from ..api.scheduling_v1beta1 import PodGroup, pod_group_key
+
+if TYPE_CHECKING:
+    from ..cluster.informer import Informers
+
+
+@frozen(eq=False)
+class Placement:
+    """A set of nodes a whole group may be placed on (upstream ``Placement``):
+    ``name`` (e.g. the topology domain's value) and ``rows``, the snapshot's
+    NodeTable rows of its nodes (an ascending int64 array).  Placements may
+    overlap."""
+
+    name: str
+    rows: np.ndarray
+
+
+@frozen
+class PlacementProgress:
+    """How far a group got inside one placement: ``scheduled`` members (placed
+    before this cycle or in it so far) and ``remaining`` members of the
+    attempt not tried yet (upstream ``PlacementProgress``)."""
+
+    scheduled: int
+    remaining: int
+
+
+@frozen(eq=False)
+class PodGroupInfo:
+    """The group a PodGroup cycle schedules (upstream ``PodGroupInfo``):
+    ``namespace``, ``name``, ``pod_group`` (the PodGroup object),
+    ``unscheduled_pods`` (the attempt's members, in the order they are tried)
+    and ``scheduled_before``: its pods already assigned or assumed when the
+    cycle began (upstream's snapshot ``ScheduledPodsCount``)."""
+
+    namespace: str
+    name: str
+    pod_group: PodGroup
+    unscheduled_pods: tuple[Pod, ...] = ()
+    scheduled_before: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@frozen(eq=False)
+class PodGroupAssignments:
+    """What a group's members got inside one placement (upstream
+    ``PodGroupAssignments``): ``placement`` and ``assignments``, one
+    ``(pod, node name)`` per member placed there in this cycle."""
+
+    placement: Placement
+    assignments: tuple[tuple[Pod, str], ...] = field(factory=tuple)
+
+
+class PodGroupState:
+    """One PodGroup's pods: ``all_pods`` (UID -> the newest Pod), and which of
+    them are assigned (``spec.nodeName`` set), assumed (in the scheduler's
+    cache, binding) or still unscheduled."""
+
+    __slots__ = ("all_pods", "_assumed_node")
+
+    def __init__(self, assumed_node: Callable[[Pod], str | None]):
+        self.all_pods: dict[str, Pod] = {}
+        self._assumed_node = assumed_node
+
+    def _is_assumed(self, pod: Pod) -> bool:
+        return self._assumed_node(pod) is not None
+
+    def assigned_pods(self) -> list[Pod]:
+        return [pod for pod in self.all_pods.values() if pod.spec.node_name]
+
+    def assumed_pods(self) -> list[Pod]:
+        return [pod for pod in self.all_pods.values() if not pod.spec.node_name and self._is_assumed(pod)]
+
+    def unscheduled_pods(self) -> list[Pod]:
+        return [pod for pod in self.all_pods.values() if not pod.spec.node_name and not self._is_assumed(pod)]
+
+    def scheduled_count(self) -> int:
+        """Assumed and assigned pods (upstream ``ScheduledPodsCount``)."""
+        return sum(1 for pod in self.all_pods.values() if pod.spec.node_name or self._is_assumed(pod))
+
+    def scheduled_nodes(self) -> list[str]:
+        """The node of every assigned or assumed pod."""
+        nodes = []
+        for pod in self.all_pods.values():
+            node = pod.spec.node_name or self._assumed_node(pod)
+            if node:
+                nodes.append(node)
+        return nodes
+
+
+class PodGroupManager:
+    """Every PodGroup's pods and object, kept by the scheduler's informer
+    handlers (:meth:`add_pod`, :meth:`update_pod`, :meth:`delete_pod`);
+    ``assumed_node(pod)`` asks the scheduler's cache where a pod is assumed
+    (None: it is not).  PodGroup objects come from the shared informers'
+    store."""
+
+    def __init__(self, informers: "Informers", assumed_node: Callable[[Pod], str | None]):
+        self._informers = informers
+        self._assumed_node = assumed_node
+        self._states: dict[str, PodGroupState] = {}
+
+    def pod_group(self, key: str) -> PodGroup | None:
+        """The PodGroup ``namespace/name`` as the informers last saw it, or None."""
+        return self._informers.get("PodGroup", key)
+
+    def group_of(self, pod: Pod) -> PodGroup | None:
+        """The PodGroup ``pod`` names, or None (none named, or not known yet)."""
+        key = pod_group_key(pod)
+        return self.pod_group(key) if key is not None else None
+
+    def state(self, key: str) -> PodGroupState:
+        """The pods of PodGroup ``namespace/name`` (an empty state when none is known)."""
+        return self._states.get(key) or PodGroupState(self._assumed_node)
+
+    def keys(self) -> list[str]:
+        """Every PodGroup key some pod names."""
+        return list(self._states)
+
+    def add_pod(self, pod: Pod) -> None:
+        key = pod_group_key(pod)
+        if key is None:
+            return
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = PodGroupState(self._assumed_node)
+        state.all_pods[pod.metadata.uid] = pod
+
+    def update_pod(self, old: Any, new: Pod) -> None:
+        self.add_pod(new)
+
+    def delete_pod(self, pod: Pod) -> None:
+        key = pod_group_key(pod)
+        if key is None or key not in self._states:
+            return
+        state = self._states[key]
+        state.all_pods.pop(pod.metadata.uid, None)
+        if not state.all_pods:
+            del self._states[key]

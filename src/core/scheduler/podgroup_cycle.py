@@ -1,0 +1,457 @@
+"""The PodGroup scheduling cycle (upstream ``schedule_one_podgroup.go``; KEP-4671 gang
+scheduling, KEP-5732 topology-aware workload scheduling).
+
+A group popped from the queue is scheduled all at once on one snapshot: its
+profile's PlacementGenerate plugins give the placements (sets of nodes: one
+per rack for a rack constraint, else all nodes); in each placement every
+member goes through PreFilter, Filter and Score among the placement's
+nodes with the members before it already assumed and reserved, and
+PlacementFeasible says after each whether the group can still make it
+there; the feasible placements are scored (PlacementScore) and the best one
+kept.  Only a group that succeeded sends members to Permit and their binding
+cycles; otherwise every assume and Reserve is undone in reverse order, the
+members go back to the queue as one entity with the group's reason, their
+nominations are cleared, and the PodGroup's ``PodGroupInitiallyScheduled``
+condition says why (it never goes back from True).  :class:`PodGroupCycle`
+is a part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from kubesched.core.api.podpriority import PREEMPT_LOWER_PRIORITY, pod_priority
+from kubesched.core.api.scheduling_v1beta1 import (
+    POD_GROUP_INITIALLY_SCHEDULED,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    PodGroup,
+)
+from kubesched.core.framework.diagnosis import FitError
+from kubesched.core.observability import metrics
+
+from ..api.convert import format_time
+from ..api.core_v1 import Pod
+from ..cluster.client import ApiError
+from ..framework.cycle_state import CycleState
+from ..framework.placements import PlacementError
+from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
+from ..framework.runtime import Framework
+from ..framework.status import Code, Status
+from .queue import QueuedPodGroupInfo, QueuedPodInfo
+from .recording import first_unplaced, group_record
+from .scheduling_cycle import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
+from .scheduling_cycle import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
+from .scheduling_cycle import CycleError, ScheduleResult, SchedulingCycle
+
+if TYPE_CHECKING:
+    from ..framework.podgroups import PodGroupManager
+
+#: A group's rejection when every placement failed (upstream's message).
+NO_PLACEMENT = "0/{} placements are available"
+#: The error a group's members carry when it is unschedulable (upstream errPodGroupUnschedulable).
+GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+#: Fewest feasible placements to find before scoring stops looking (KEP-5732 beta's
+#: percentage of placements to score, adaptive like percentageOfNodesToScore).
+MIN_FEASIBLE_PLACEMENTS = 1
+
+
+def feasible_placements_to_find(num_placements: int, num_nodes: int) -> int:
+    """How many feasible placements to find before choosing (KEP-5732 beta):
+    all of them on small clusters, ``p = 50 - nodes/125`` percent (at least
+    5) of them on large ones, never fewer than :data:`MIN_FEASIBLE_PLACEMENTS`."""
+    if num_nodes < 100:
+        return num_placements
+    percentage = max(50 - num_nodes // 125, 5)
+    return max(math.ceil(num_placements * percentage / 100), MIN_FEASIBLE_PLACEMENTS)
+
+
+@attrs.define
+class MemberResult:
+    """One member's outcome inside a placement: its queue entry, CycleState,
+    the node it was assumed on (with the assumed pod) or its failure."""
+
+    info: QueuedPodInfo
+    state: CycleState
+    node_name: str = ""
+    assumed: Pod | None = None
+    fit: FitError | None = None
+    status: Status | None = None
+
+
+@attrs.define
+class PlacementResult:
+    """What one placement gave: ``status`` (None: feasible), the members'
+    results in the order tried, and whether they are still assumed."""
+
+    placement: Placement
+    status: Status | None
+    members: list[MemberResult]
+    applied: bool = True
+    #: the first member that did not fit, for the group's decision record (when recorded)
+    first_unplaced: dict | None = None
+
+    @property
+    def placed(self) -> list[MemberResult]:
+        return [m for m in self.members if m.assumed is not None]
+
+    def assignments(self) -> PodGroupAssignments:
+        return PodGroupAssignments(self.placement, tuple((m.assumed, m.node_name) for m in self.placed
+                                                         if m.assumed is not None))
+
+
+class PodGroupCycle(SchedulingCycle):
+    """The PodGroup scheduling cycle of the :class:`Scheduler` (a part of it,
+    built on the pod's scheduling cycle: it uses its algorithm, assume and
+    failure handling, and the scheduler's profiles and PodGroup manager)."""
+
+    profiles: dict[str, Framework]
+    pod_groups: PodGroupManager
+
+    if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py
+        def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
+                          result: ScheduleResult) -> None: ...
+
+    def schedule_one_pod_group(self, group: QueuedPodGroupInfo) -> None:
+        """Upstream ``scheduleOnePodGroup``: the group's attempt, from its
+        validation to the members' binding cycles or its return to the queue."""
+        members = []
+        for member in group.attempt:
+            pod = member.pod
+            if pod.metadata.deletion_timestamp is not None or self.cache.is_assumed(pod):
+                self.queue.done(pod)
+                continue
+            members.append(member)
+        if not members:
+            self.queue.group_done(group)
+            return
+        started = time.perf_counter()
+        self.stats.cycles += 1
+        fwk, problem = self._framework_for(members)
+        pod_group = self.pod_groups.pod_group(group.key)
+        if fwk is None or problem:
+            self._group_failed(fwk or next(iter(self.profiles.values())), group, members, pod_group,
+                               Status(Code.ERROR, (problem,)), [])
+            return
+        if pod_group is None:  # deleted while queued: the members wait for it again
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                            (f"waiting for pod's pod group {group.key.partition('/')[2]!r} to appear in scheduling "
+                             "queue",), "GangScheduling")
+            self._group_failed(fwk, group, members, None, status, [])
+            return
+        problem = validate_members(pod_group, [m.pod for m in members],
+                                   self.pod_groups.state(group.key).assigned_pods())
+        if problem:
+            self._group_failed(fwk, group, members, pod_group, Status(Code.ERROR, (problem,)), [])
+            return
+        members.sort(key=_member_order)
+        for member in members:
+            self.attempt_started[member.uid] = time.perf_counter()
+        info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
+                            tuple(m.pod for m in members), self.pod_groups.state(group.key).scheduled_count())
+        group_state = CycleState()
+        outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
+        metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
+        if outcome.status is None:
+            self._group_scheduled(fwk, group, pod_group, outcome, tried)
+        else:
+            self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome)
+        metrics.observe_pod_group_attempt(
+            "scheduled" if outcome.status is None else
+            "error" if outcome.status.code == Code.ERROR else "unschedulable",
+            fwk.profile_name, time.perf_counter() - started)
+
+    def _framework_for(self, members: list[QueuedPodInfo]) -> tuple[Framework | None, str]:
+        """The one profile of all members (upstream ``frameworkForPodGroup``), or the problem."""
+        names = {m.pod.spec.scheduler_name for m in members}
+        if len(names) > 1:
+            first, second = sorted(names)[:2]
+            return None, (f"all pods in a single pod group should have the same .spec.schedulerName set, "
+                          f"got: {second!r} and {first!r}")
+        name = names.pop()
+        fwk = self.profiles.get(name)
+        return fwk, "" if fwk is not None else f"profile not found for scheduler name {name!r}"
+
+    # --- the algorithm ----------------------------------------------------------------------
+
+    def pod_group_algorithm(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
+                            members: list[QueuedPodInfo]) -> tuple[PlacementResult, list[PlacementResult]]:
+        """Upstream ``podGroupSchedulingPlacementAlgorithm``: try the group in
+        each placement (the nominated one first), score the feasible ones and
+        keep the best assumed.  Returns the chosen (or, when none is
+        feasible, the most promising) result and every placement tried."""
+        self.cache.update_snapshot(self.snapshot)
+        table = self.snapshot.table
+        parent = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
+        placements, status = fwk.run_placement_generate(group_state, info, parent)
+        if status is not None:
+            return PlacementResult(parent, status, [], applied=False), []
+        placements = sorted(placements, key=lambda p: p.name)
+        nominated = _nominated_placement(placements, members, table.names)
+        if nominated is not None:
+            placements.remove(nominated)
+            placements.insert(0, nominated)
+        to_find = feasible_placements_to_find(len(placements), len(self.snapshot))
+        tried: list[PlacementResult] = []
+        feasible: list[PlacementResult] = []
+        current: PlacementResult | None = None
+        for placement in placements:
+            if current is not None:
+                self._revert(fwk, current)
+            result = self._evaluate_placement(fwk, group_state, info, members, placement)
+            tried.append(result)
+            current = result
+            if result.status is not None:
+                if result.status.code == Code.ERROR:
+                    self._revert(fwk, result)
+                    return result, tried
+                continue
+            feasible.append(result)
+            if placement is nominated or len(feasible) >= to_find:
+                break
+        if not feasible:
+            if current is not None:
+                self._revert(fwk, current)
+            if len(placements) == 1 and tried:
+                return tried[0], tried
+            reason = NO_PLACEMENT.format(len(placements))
+            if tried:
+                reason += ": " + "; ".join(f"{r.placement.name or 'all nodes'}: {r.status.message()}"
+                                           for r in tried if r.status is not None)
+            best = max(tried, key=lambda r: len(r.placed), default=PlacementResult(parent, None, [], False))
+            return PlacementResult(best.placement, Status(Code.UNSCHEDULABLE, (reason,)), best.members, False), tried
+        chosen = feasible[0]
+        if len(feasible) > 1:
+            self.cache.update_snapshot(self.snapshot)
+            try:
+                totals = fwk.run_placement_score(group_state, info, [r.assignments() for r in feasible])
+            except PlacementError as err:
+                assert current is not None
+                self._revert(fwk, current)
+                return PlacementResult(parent, err.status, [], False), tried
+            chosen = feasible[int(np.argmax(totals))]  # ties: the first tried (placements are in name order)
+        if chosen is not current:
+            assert current is not None
+            self._revert(fwk, current)
+            chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement)
+            if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
+                self._revert(fwk, chosen)
+                return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
+        return chosen, tried
+
+    def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
+                            members: list[QueuedPodInfo], placement: Placement) -> PlacementResult:
+        """Upstream ``podGroupSchedulingDefaultAlgorithm`` within ``placement``:
+        members one by one, each assumed and reserved where it fits, with
+        PlacementFeasible before the first and after each; what was assumed
+        stays so (see :meth:`_revert`)."""
+        scheduled = info.scheduled_before
+        remaining = len(members)
+        results: list[MemberResult] = []
+        result = PlacementResult(placement, None, results)
+        status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
+        if status is not None and status.code != Code.WAIT:
+            result.status = status if status.code == Code.ERROR else status
+            return result
+        any_scheduled = False
+        for member in members:
+            state = self.new_cycle_state(fwk, member)
+            outcome = MemberResult(member, state)
+            results.append(outcome)
+            try:
+                node_name = self.schedule_pod(fwk, state, member, within=placement.rows)
+            except FitError as fit:
+                outcome.fit = fit
+                if result.first_unplaced is None and self._recording(info.key):
+                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.snapshot, fit)
+            except CycleError as err:
+                result.status = err.status
+                return result
+            else:
+                assumed, reserve = self.assume_and_reserve(fwk, state, member, node_name)
+                if reserve is None:
+                    outcome.node_name, outcome.assumed = node_name, assumed
+                    scheduled += 1
+                    any_scheduled = True
+                elif reserve.code == Code.ERROR:
+                    result.status = reserve
+                    return result
+                else:
+                    outcome.status = reserve
+            remaining -= 1
+            status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
+            if status is not None and status.code != Code.WAIT:
+                result.status = status
+                return result
+        if status is not None:  # still waiting with nobody left: the group cannot make it here
+            result.status = Status(Code.UNSCHEDULABLE, status.reasons, status.plugin)
+        elif not any_scheduled:
+            result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
+        return result
+
+    def _revert(self, fwk: Framework, result: PlacementResult) -> None:
+        """Unreserve and forget what ``result`` assumed, last member first."""
+        if not result.applied:
+            return
+        for member in reversed(result.members):
+            if member.assumed is not None:
+                self._undo_assume(fwk, member.state, member.assumed, member.node_name)
+        result.applied = False
+
+    # --- the outcome ------------------------------------------------------------------------
+
+    def _group_scheduled(self, fwk: Framework, group: QueuedPodGroupInfo, pod_group: PodGroup,
+                         chosen: PlacementResult, tried: list[PlacementResult]) -> None:
+        """The group fits: its placed members go to Permit and binding; members
+        that did not fit on their own wait with their reasons; the group's
+        remaining members go back to the queue."""
+        self._record_group(fwk, group, pod_group, "Scheduled", "", chosen, tried)
+        for member in chosen.members:
+            if member.assumed is None:
+                if member.fit is not None:
+                    self.handle_fit_error(fwk, member.state, member.info, member.fit, post_filter=False,
+                                          requeue=False)
+                elif member.status is not None:
+                    self._write_record(member.state, "Unschedulable", member.status.message())
+                    self._member_failed(fwk, member.info, member.status)
+                continue
+            status, waits = fwk.run_permit(member.state, member.assumed, member.node_name)
+            if status is not None:
+                self._write_record(member.state, status.code.name.title().replace("_", ""), status.message(),
+                                   member.node_name, failed_at=("Permit", status))
+                self._undo_assume(fwk, member.state, member.assumed, member.node_name)
+                self._member_failed(fwk, member.info, status)
+                continue
+            self._write_record(member.state, "WaitingOnPermit" if waits else "Scheduled", "", member.node_name)
+            self.stats.scheduled += 1
+            self.queue.done(member.info.pod)
+            self.start_binding(fwk, member.state, member.info,
+                               ScheduleResult(member.assumed, member.node_name, waits))
+        self.queue.group_done(group)
+        self._write_condition(pod_group, "True", REASON_SCHEDULED, "")
+
+    def _member_failed(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
+        """A member of a group that fits failed on its own after its node was
+        chosen (Reserve or Permit): it waits with its group."""
+        if status.code == Code.ERROR:
+            self.stats.errors += 1
+            self.handle_failure(fwk, info, POD_REASON_SCHEDULER_ERROR, status.message(), set(), "", requeue=False)
+        else:
+            self.stats.unschedulable += 1
+            self.handle_failure(fwk, info, POD_REASON_UNSCHEDULABLE, status.message(),
+                                {status.plugin} if status.plugin else set(), "", requeue=False)
+
+    def _group_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
+                      pod_group: PodGroup | None, status: Status, tried: list[PlacementResult],
+                      outcome: PlacementResult | None = None) -> None:
+        """The group does not fit (or its attempt failed): every member back
+        with the group's reason, nominations cleared, the group waiting as one
+        entity for an event one of the rejecting plugins cares about."""
+        error = status.code == Code.ERROR
+        message = status.message()
+        if pod_group is not None:
+            self._record_group(fwk, group, pod_group, "Error" if error else "Unschedulable", message,
+                               outcome, tried)
+        rejectors: set[str] = set() if error else {status.plugin} if status.plugin else set()
+        pending = False
+        own = {m.info.uid: m for m in outcome.members} if outcome is not None else {}
+        for member in members:
+            result = own.get(member.uid)
+            if result is not None and result.fit is not None and not error:
+                rejectors |= result.fit.diagnosis.unschedulable_plugins | result.fit.diagnosis.pending_plugins
+            if result is not None:
+                self._write_record(result.state, "Error" if error else "Unschedulable", message)
+            if error:
+                self.stats.errors += 1
+                self.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
+            else:
+                self.stats.unschedulable += 1
+                self.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), "", requeue=False)
+        if not error:
+            rejectors |= {name for name, _ in fwk.placement_feasible_plugins}
+            rejectors |= {name for name, _ in fwk.placement_generate_plugins}
+        self.queue.group_done(group, rejectors, pending)
+        if pod_group is not None:
+            self._write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
+                                  message)
+
+    def _write_condition(self, pod_group: PodGroup, status: str, reason: str, message: str) -> None:
+        """``PodGroupInitiallyScheduled`` by a strategic-merge patch of status
+        with observedGeneration, as upstream ``PatchPodGroupStatus``; a True
+        condition is never set back, and an unchanged one is not written."""
+        current = self.pod_groups.pod_group(pod_group.key) or pod_group
+        existing = current.condition(POD_GROUP_INITIALLY_SCHEDULED)
+        if existing is not None and existing.status == "True" and status != "True":
+            return
+        generation = current.metadata.generation
+        if existing is not None and (existing.status, existing.reason, existing.message,
+                                     existing.observed_generation) == (status, reason, message, generation):
+            return
+        changed = existing is None or existing.status != status
+        since = self.clock.now() if changed or existing is None else existing.last_transition_time
+        condition = {"type": POD_GROUP_INITIALLY_SCHEDULED, "status": status, "reason": reason, "message": message,
+                     "observedGeneration": generation, "lastTransitionTime": format_time(since)}
+        try:
+            self.cluster.patch("PodGroup", current.metadata.name, {"status": {"conditions": [condition]}},
+                               current.metadata.namespace, subresource="status", uid=current.metadata.uid)
+        except ApiError:
+            pass  # gone or changed meanwhile: the next attempt writes it again
+
+    def _record_group(self, fwk: Framework, group: QueuedPodGroupInfo, pod_group: PodGroup, result: str,
+                      message: str, chosen: PlacementResult | None, tried: list[PlacementResult]) -> None:
+        """The group's decision record (placements tried, members placed in
+        each, the first member that did not fit and why), when recorded."""
+        if self.decisions is None or not self._recording(group.key):
+            return
+        scheduled = self.pod_groups.state(group.key).scheduled_count()
+        if chosen is not None and chosen.applied:
+            scheduled -= len(chosen.placed)
+        self.decisions.write(group_record(group.key, group.attempts, self.clock.now(), fwk.profile_name, result,
+                                          message, pod_group.min_count, scheduled, chosen, tried))
+
+    def _recording(self, key: str) -> bool:
+        """Is the attempt of PodGroup ``key`` recorded?"""
+        return self.decisions is not None and self.decisions.wants(f"podgroup/{key}")
+
+
+def validate_members(pod_group: PodGroup, pods: list[Pod], scheduled: list[Pod]) -> str:
+    """The scheduler's own checks of a group (upstream ``validatePodGroup`` and
+    ``validateScheduledPods``): every member, queued or already scheduled, has
+    the PodGroup's priority and preemption policy.  Returns the problem ("": none)."""
+    priority = pod_group.priority_value
+    policy = pod_group.spec.preemption_policy or PREEMPT_LOWER_PRIORITY
+    for pod in [*pods, *scheduled]:
+        if pod_priority(pod) != priority:
+            return (f"all pods in a single pod group should have the same priority as the pod group's priority, "
+                    f"got {pod_priority(pod)} and {priority}")
+        own = pod.spec.preemption_policy or PREEMPT_LOWER_PRIORITY
+        if own != policy:
+            return (f"all pods in a single pod group should have the same preemption policy as the pod group's "
+                    f"preemption policy, got {own} and {policy}")
+    return ""
+
+
+def _member_order(info: QueuedPodInfo) -> tuple:
+    """Members in a deterministic order (upstream ``GetUnscheduledPods``): higher
+    priority first, then the earliest first attempt, then by name."""
+    pod = info.pod
+    return (-pod_priority(pod), info.initial_attempt_timestamp or 0.0, pod.metadata.name)
+
+
+def _nominated_placement(placements: list[Placement], members: list[QueuedPodInfo],
+                         names: np.ndarray) -> Placement | None:
+    """The placement holding most of the members' nominated nodes (tried first,
+    as upstream does for a group preemption made room for), or None."""
+    nominated = {m.pod.status.nominated_node_name for m in members if m.pod.status.nominated_node_name}
+    if not nominated or len(placements) < 2:
+        return None
+    counts = [sum(1 for name in names[p.rows].tolist() if name in nominated) for p in placements]
+    best = int(np.argmax(counts))
+    return placements[best] if counts[best] else None
+

@@ -1,0 +1,104 @@
+"""GangScheduling: all or nothing for a PodGroup's pods (upstream plugins/gangscheduling, 1.37).
+
+PreEnqueue holds a member back until its PodGroup exists and, for a gang,
+until at least ``minCount`` of its pods are known; PlacementFeasible tells
+the PodGroup cycle, member by member, whether ``minCount`` can still be met
+in the placement being tried.  Its queueing hints retry a waiting group when
+a member pod or its PodGroup is added, or when ``minCount`` is lowered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_name
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.types import (
+    ASSIGNED_POD,
+    UNSCHEDULED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+
+NAME = "GangScheduling"
+
+
+class GangScheduling:
+    """PreEnqueue (UnschedulableAndUnresolvable "waiting for pod's pod group %q
+    to appear in scheduling queue" / "waiting for minCount pods from a gang to
+    appear in scheduling queue") and PlacementFeasible (Wait "minCount (%d)
+    is not yet satisfied: %d scheduled, %d remaining", Unschedulable "minCount
+    (%d) cannot be satisfied: ..."), as upstream; a basic group needs one pod."""
+
+    name = NAME
+
+    def __init__(self, args: Any, handle: Any):
+        self.handle = handle
+
+    @hookimpl
+    def pre_enqueue(self, pod):
+        name = pod_group_name(pod)
+        if name is None:
+            return None
+        groups = self.handle.pod_groups
+        pod_group = groups.group_of(pod)
+        if pod_group is None:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                          (f"waiting for pod's pod group {name!r} to appear in scheduling queue",))
+        if pod_group.is_gang and len(groups.state(pod_group.key).all_pods) < pod_group.min_count:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                          ("waiting for minCount pods from a gang to appear in scheduling queue",))
+        return None
+
+    @hookimpl
+    def placement_feasible(self, state, group, progress):
+        min_count = group.pod_group.min_count
+        counts = f"{progress.scheduled} scheduled, {progress.remaining} remaining"
+        if progress.scheduled + progress.remaining < min_count:
+            return Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: {counts}",))
+        if progress.scheduled < min_count:
+            return Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: {counts}",))
+        return None
+
+    @hookimpl
+    def events_to_register(self):
+        # schedulingGroup is immutable: pod adds are the only pod events that can complete a gang
+        return [
+            ClusterEventWithHint(ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), pod_added),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ADD), pod_added),
+            ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), pod_group_added),
+            ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.UPDATE), pod_group_updated),
+        ]
+
+
+def _same_group(pod: Any, namespace: str, name: str | None) -> bool:
+    return name is not None and pod.metadata.namespace == namespace and pod_group_name(pod) == name
+
+
+def pod_added(pod, old, new) -> QueueingHint:
+    """A pod of ``pod``'s group arrived (unscheduled or bound): Queue."""
+    if new is None or pod_group_name(pod) is None:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if _same_group(pod, new.metadata.namespace, pod_group_name(new)) \
+        else QueueingHint.QUEUE_SKIP
+
+
+def pod_group_added(pod, old, new: PodGroup | None) -> QueueingHint:
+    """``pod``'s PodGroup appeared: Queue."""
+    if new is None:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if _same_group(pod, new.metadata.namespace, new.metadata.name) \
+        else QueueingHint.QUEUE_SKIP
+
+
+def pod_group_updated(pod, old: PodGroup | None, new: PodGroup | None) -> QueueingHint:
+    """``pod``'s gang lowered ``minCount``: Queue (anything else cannot help)."""
+    if old is None or new is None or not _same_group(pod, new.metadata.namespace, new.metadata.name):
+        return QueueingHint.QUEUE_SKIP
+    before, after = old.spec.scheduling_policy.gang, new.spec.scheduling_policy.gang
+    if before is None or after is None:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if after.min_count < before.min_count else QueueingHint.QUEUE_SKIP

@@ -1,0 +1,57 @@
+"""TopologyPlacementGenerator: one placement per topology domain of a PodGroup's constraint
+(upstream plugins/topologyaware, KEP-5732).
+
+A PodGroup with ``schedulingConstraints.topology: [{key: K}]`` must have all
+its pods on nodes that share one value of node label K.  The placements are
+the parent placement's nodes partitioned by their value of K (nodes without
+the label take no part); members already running or assumed lock the group
+to their domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kubesched.core.framework.hookspecs import hookimpl
+from kubesched.core.framework.podgroups import Placement
+from kubesched.core.framework.status import Code, Status
+
+NAME = "TopologyPlacementGenerator"
+
+
+class TopologyPlacementGenerator:
+    """PlacementGenerate: no constraint -> the parent placement; else one
+    placement per value of the key (named by the value), only the locked one
+    when members are placed; Error "more than 1 domain found for pod group"
+    when placed members span several domains or sit on a node without the
+    label."""
+
+    name = NAME
+
+    def __init__(self, args: Any, handle: Any):
+        self.handle = handle
+
+    @hookimpl
+    def placement_generate(self, state, group, parent):
+        key = group.pod_group.topology_key
+        if key is None:
+            return [parent]
+        snapshot = self.handle.snapshot
+        table = snapshot.table
+        ids = table.domain_ids(key)
+        values = table.domain_values(key)
+        locked: set[int] = set()
+        for node in self.handle.pod_groups.state(group.key).scheduled_nodes():
+            row = snapshot.index.get(node)
+            locked.add(int(ids[row]) if row is not None else -1)
+        if len(locked) > 1 or -1 in locked:
+            return Status(Code.ERROR, ("more than 1 domain found for pod group",))
+        parent_ids = ids[parent.rows]
+        placements = []
+        for domain in sorted(set(np.unique(parent_ids).tolist()) - {-1}, key=lambda d: values[d]):
+            if locked and domain not in locked:
+                continue
+            placements.append(Placement(values[domain], parent.rows[parent_ids == domain]))
+        return placements
