@@ -250,12 +250,16 @@ class ExtensionPoints:
     @hookspec
     def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, schedule_group: Any) -> Any:
         """PodGroupPostFilter: the whole group failed; make room for it
-        (workload-aware preemption).  ``schedule_group()`` runs the group's
-        algorithm again on the current (possibly changed) snapshot and returns
-        its Status.  Returns ``(nominations | None, Status | None)`` where
-        nominations map member UIDs to nominated node names.  Success ends the
-        chain and the members wait for their nominations; Unschedulable lets
-        the next plugin try; UnschedulableAndUnresolvable or Error stops."""
+        (workload-aware preemption).  ``schedule_group(removed=())`` runs the
+        group's algorithm again (without PodGroupPostFilter) as if the running
+        pods ``removed`` were gone, undoes it, and returns ``(Status | None,
+        {member UID: node name})``: None when the group would fit, and where
+        each member would go.  Returns ``(nominations | None, Status | None)``
+        where nominations map member UIDs to nominated node names.  Success
+        ends the chain, and the members wait for their nominations (the
+        group's next attempt starts no preemption); Unschedulable lets the
+        next plugin try (its reasons join the group's message);
+        UnschedulableAndUnresolvable or Error stops."""
 
 
 #: config key of an extension point -> the hooks a plugin implements for it.

@@ -48,6 +48,11 @@ class Cache:
         state = self._pods.get(pod.metadata.uid)
         return state is not None and state.assumed
 
+    def pod_state(self, pod: Pod) -> Pod | None:
+        """The pod as the cache holds it (bound or assumed), or None."""
+        state = self._pods.get(pod.metadata.uid)
+        return state.pod if state is not None else None
+
     def assumed_node(self, pod: Pod) -> str | None:
         """The node ``pod`` is assumed on, or None when it is not assumed."""
         state = self._pods.get(pod.metadata.uid)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import attrs
 import numpy as np
@@ -158,10 +158,20 @@ class PodGroupCycle(SchedulingCycle):
         group_state = CycleState()
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
+        nominations: dict[str, str] | None = None
+        if outcome.status is not None and outcome.status.is_rejected():
+            if group.waiting_on_preemption:
+                group.waiting_on_preemption = False  # the retry after a preemption starts no new one
+            elif fwk.pod_group_post_filter_plugins:
+                nominations, status = fwk.run_pod_group_post_filter(
+                    group_state, info, lambda removed=(): self.try_pod_group(fwk, info, members, removed))
+                if status is not None and status.reasons:
+                    outcome.status = Status(outcome.status.code, (*outcome.status.reasons, *status.reasons),
+                                            outcome.status.plugin)
         if outcome.status is None:
             self._group_scheduled(fwk, group, pod_group, outcome, tried)
         else:
-            self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome)
+            self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome, nominations)
         metrics.observe_pod_group_attempt(
             "scheduled" if outcome.status is None else
             "error" if outcome.status.code == Code.ERROR else "unschedulable",
@@ -244,6 +254,23 @@ class PodGroupCycle(SchedulingCycle):
                 self._revert(fwk, chosen)
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
+
+    def try_pod_group(self, fwk: Framework, info: PodGroupInfo, members: list[QueuedPodInfo],
+                      removed: Iterable[Pod] = ()) -> tuple[Status | None, dict[str, str]]:
+        """What PodGroupPostFilter's ``schedule_group(removed)`` runs: the
+        group's algorithm (no PodGroupPostFilter) as if the running pods
+        ``removed`` were gone, undone afterwards.  Returns its status (None:
+        the group would fit) and where each member would go (pod UID -> node)."""
+        gone = [pod for pod in removed if self.cache.pod_state(pod) is not None]
+        for pod in gone:
+            self.cache.remove_pod(pod)
+        try:
+            result, _ = self.pod_group_algorithm(fwk, CycleState(), info, members)
+            self._revert(fwk, result)
+            return result.status, {m.info.uid: m.node_name for m in result.placed}
+        finally:
+            for pod in gone:
+                self.cache.add_pod(pod)
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], placement: Placement) -> PlacementResult:
@@ -349,10 +376,12 @@ class PodGroupCycle(SchedulingCycle):
 
     def _group_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
                       pod_group: PodGroup | None, status: Status, tried: list[PlacementResult],
-                      outcome: PlacementResult | None = None) -> None:
+                      outcome: PlacementResult | None = None, nominations: dict[str, str] | None = None) -> None:
         """The group does not fit (or its attempt failed): every member back
-        with the group's reason, nominations cleared, the group waiting as one
-        entity for an event one of the rejecting plugins cares about."""
+        with the group's reason and its nomination cleared - or, when
+        PodGroupPostFilter made room (``nominations``: pod UID -> node), set
+        to where it will go - and the group waiting as one entity for an event
+        one of the rejecting plugins cares about."""
         error = status.code == Code.ERROR
         message = status.message()
         if pod_group is not None:
@@ -372,10 +401,13 @@ class PodGroupCycle(SchedulingCycle):
                 self.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
             else:
                 self.stats.unschedulable += 1
-                self.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), "", requeue=False)
+                nominated = (nominations or {}).get(member.uid, "")
+                self.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), nominated, requeue=False)
         if not error:
             rejectors |= {name for name, _ in fwk.placement_feasible_plugins}
             rejectors |= {name for name, _ in fwk.placement_generate_plugins}
+            rejectors |= {name for name, _ in fwk.pod_group_post_filter_plugins} if nominations else set()
+        group.waiting_on_preemption = bool(nominations)
         self.queue.group_done(group, rejectors, pending)
         if pod_group is not None:
             self._write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,

@@ -109,7 +109,7 @@ class QueuedPodGroupInfo(QueuedPodInfo):
     timestamps, attempts, backoff and rejecting plugins are the group's.
     """
 
-    __slots__ = ("key", "members", "attempt", "group_priority")
+    __slots__ = ("key", "members", "attempt", "group_priority", "waiting_on_preemption")
 
     def __init__(self, key: str, first: QueuedPodInfo, now: float):
         super().__init__(first.pod, now)
@@ -118,6 +118,8 @@ class QueuedPodGroupInfo(QueuedPodInfo):
         self.members: dict[str, QueuedPodInfo] = {}
         self.attempt: list[QueuedPodInfo] = []
         self.group_priority: int | None = None
+        #: its last attempt ended with room being made for it (PodGroupPostFilter): the next starts no preemption
+        self.waiting_on_preemption = False
 
     @property
     def uid(self) -> str:
