@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -24,6 +25,7 @@ import attrs
 import yaml
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -138,7 +140,8 @@ def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event
             return page
         outcome = runs.latest()
         assert outcome is not None
-        return render(request, "devices.html", outcome, nav="devices", **devices_page(outcome))
+        return render(request, "devices.html", outcome, nav="devices",
+                      **devices_page(outcome, int_arg(request, "page"), int_arg(request, "cpage")))
 
     async def podgroups(request: Request) -> Response:
         if (page := waiting(request)) is not None:
@@ -324,7 +327,31 @@ def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event
         Route("/export/bundle.zip", export_bundle), Route("/api/status", status), Route("/events", events),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(ServerTiming)])
+
+
+class ServerTiming:
+    """ASGI middleware: every response says how long the application took to
+    start answering (``Server-Timing: app;dur=<ms>``; browsers' developer
+    tools show it, the benchmark reads it)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                elapsed = 1000 * (time.perf_counter() - started)
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"server-timing", f"app;dur={elapsed:.1f}".encode())]}
+            await send(message)
+
+        await self.app(scope, receive, timed)
 
 
 def _float(text: str, default: float) -> float:

@@ -19,6 +19,7 @@ from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
 from kubesched.core.dra.selectors import DeviceView
 
 from ..outcome import Outcome
+from .cluster import paged, pages_of
 
 #: Device names listed per verdict.
 NAMES_SHOWN = 8
@@ -48,10 +49,14 @@ def _failing_selector(expressions: list[tuple[str, str]], view: DeviceView) -> s
 
 
 def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: dict[str, DeviceClass],
-                   holders: dict[tuple[str, str, str], ResourceClaim]) -> list[dict[str, Any]]:
+                   holders: dict[tuple[str, str, str], ResourceClaim],
+                   memo: dict[tuple, dict[str, list[str]]] | None = None) -> list[dict[str, Any]]:
     """Per request of an unallocated ``claim``: its device class, count and
     the devices by verdict (``matches, free``; ``held by <claim>``; ``class
-    selector is false: ...``; ``request selector is false: ...``)."""
+    selector is false: ...``; ``request selector is false: ...``).  ``memo``
+    keeps the verdicts of a (class, selectors) pair for the next claim (the
+    claims of one template ask the same)."""
+    memo = {} if memo is None else memo
     out = []
     for request in claim.spec.devices.requests:
         subrequests: list[tuple[str, Any]] = (
@@ -59,8 +64,11 @@ def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: d
             else [(f"{request.name}/{sub.name}", sub) for sub in request.first_available])
         for label, sub in subrequests:
             device_class = classes.get(sub.device_class_name)
+            memo_key = (sub.device_class_name, tuple(s.cel.expression for s in sub.selectors if s.cel))
             verdicts: dict[str, list[str]] = defaultdict(list)
-            if device_class is None:
+            if memo_key in memo:
+                verdicts = memo[memo_key]
+            elif device_class is None:
                 verdicts[f"DeviceClass {sub.device_class_name!r} does not exist"] = []
             else:
                 expressions = [("class", s.cel.expression) for s in device_class.spec.selectors if s.cel]
@@ -80,6 +88,7 @@ def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: d
                             verdicts[f"matches, held by claim {holder.key}"].append(name)
                         else:
                             verdicts["matches, free"].append(name)
+                memo[memo_key] = verdicts
             out.append({"request": label,
                         "deviceClass": sub.device_class_name, "count": sub.count,
                         "mode": sub.allocation_mode,
@@ -89,11 +98,11 @@ def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: d
     return out
 
 
-def devices_page(outcome: Outcome) -> dict[str, Any]:
-    """The Devices page's data: ``slices`` (node, pool, driver, devices with
-    their holder claim and its pods), ``claims`` (every claim: allocated
-    devices or, when unallocated, :func:`claim_verdicts` and the pods
-    waiting for it)."""
+def devices_page(outcome: Outcome, page: int = 1, claims_page: int = 1) -> dict[str, Any]:
+    """The Devices page's data: one page of ``devices`` (node, pool, driver,
+    device, its holder claim and that claim's pods) and one page of
+    ``claims`` (unallocated ones first: the pods waiting for them and
+    :func:`claim_verdicts`; then allocated ones with their devices)."""
     cluster = outcome.sim.cluster
     slices = sorted(cluster.list("ResourceSlice").items,
                     key=lambda s: (s.spec.node_name or "", s.spec.pool.name, s.spec.driver, s.metadata.name))
@@ -110,27 +119,33 @@ def devices_page(outcome: Outcome) -> dict[str, Any]:
         for ref in pod.spec.resource_claims:
             if ref.resource_claim_name:
                 waiting[f"{pod.metadata.namespace}/{ref.resource_claim_name}"].append(pod.key)
-    rows = []
-    for resource_slice in slices:
-        spec = resource_slice.spec
-        for device in spec.devices:
-            holder = holders.get((spec.driver, spec.pool.name, device.name))
-            rows.append({"node": spec.node_name or "", "pool": spec.pool.name, "driver": spec.driver,
-                         "slice": resource_slice.metadata.name, "device": device.name,
-                         "attributes": ", ".join(f"{k}={_attribute_text(v)}" for k, v in device.attributes.items()),
-                         "claim": holder.key if holder is not None else "",
-                         "pods": pods_of.get(holder.key, []) if holder is not None else []})
-    claim_rows = []
-    for claim in claims:
+    claims.sort(key=lambda c: (c.status.allocation is not None, c.key))
+    claims_page, low, high = paged(len(claims), claims_page)
+    claim_rows: list[dict[str, Any]] = []
+    memo: dict[tuple, dict[str, list[str]]] = {}
+    for claim in claims[low:high]:
         allocation = claim.status.allocation
         row: dict[str, Any] = {"key": claim.key, "pods": pods_of[claim.key], "allocated": allocation is not None,
                                "waiting": sorted(set(waiting.get(claim.key, [])))}
         if allocation is not None:
             row["devices"] = [f"{r.driver} {r.pool}/{r.device} ({r.request})" for r in allocation.devices.results]
         else:
-            row["requests"] = claim_verdicts(claim, slices, classes, holders)
+            row["requests"] = claim_verdicts(claim, slices, classes, holders, memo)
         claim_rows.append(row)
-    return {"devices": rows, "claims": claim_rows}
+    devices = [(resource_slice, device) for resource_slice in slices for device in resource_slice.spec.devices]
+    page, low, high = paged(len(devices), page)
+    rows = []
+    for resource_slice, device in devices[low:high]:
+        spec = resource_slice.spec
+        holder = holders.get((spec.driver, spec.pool.name, device.name))
+        rows.append({"node": spec.node_name or "", "pool": spec.pool.name, "driver": spec.driver,
+                     "slice": resource_slice.metadata.name, "device": device.name,
+                     "attributes": ", ".join(f"{k}={_attribute_text(v)}" for k, v in device.attributes.items()),
+                     "claim": holder.key if holder is not None else "",
+                     "pods": pods_of.get(holder.key, []) if holder is not None else []})
+    return {"devices": rows, "page": page, "pages": pages_of(len(devices)), "device_count": len(devices),
+            "claims": claim_rows, "claims_page": claims_page, "claims_pages": pages_of(len(claims)),
+            "claim_count": len(claims)}
 
 
 def _attribute_text(value: Any) -> str:
