@@ -22,8 +22,9 @@ Mirrors upstream's ``internal/queue``:
   alone: it is a member of its group's :class:`QueuedPodGroupInfo`, which
   sits in activeQ, backoffQ or the pool as one entity (KEP-4671's queued
   entities).  The group enters activeQ once PreEnqueue passes for every
-  member, is ordered by the PodGroup's priority, and backs off as one;
-  members that arrive while the group is in flight join its next attempt.
+  member (a member waiting for its claims or gates holds the group), is
+  ordered by the PodGroup's priority, and backs off as one; members that
+  arrive while the group is in flight join its next attempt.
 """
 
 from __future__ import annotations
@@ -338,9 +339,13 @@ class SchedulingQueue:
         info.gating_status = status
         if group.key in self._in_flight:
             return  # joins the next attempt
-        if status is None and group.gating_plugin:
+        if status is not None:
+            if not group.gating_plugin:  # it holds the whole group (the others stay as they are)
+                group.gating_plugin, group.gating_status = status.plugin, status
+                self._to_unschedulable(group)
+        elif group.gating_plugin:
             self._enqueue_gated_or_active(group)
-        elif group.where == UNSCHEDULABLE and not group.gating_plugin:
+        elif group.where == UNSCHEDULABLE:
             if self._hint(group, ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), None, info.pod):
                 group.moved_by = "UnscheduledPodAdd"
                 self._move(group)
@@ -349,22 +354,20 @@ class SchedulingQueue:
 
     def _gate(self, info: QueuedPodInfo) -> Status | None:
         """PreEnqueue for a pod, or for a group: its gated members run it again
-        (the others passed already); the group passes when a member does
-        (members still gated stay out of its attempts), else the first
-        member's status holds it."""
+        (the others passed already) and the group passes when every member
+        does (a member waiting for its claims or its scheduling gates holds
+        its whole group), else the first gated member's status holds it."""
         if not isinstance(info, QueuedPodGroupInfo):
             return self._pre_enqueue(info.pod)
         held: Status | None = None
-        passing = False
         for member in info.members.values():
-            if member.gating_status is not None:
-                member.gating_status = self._pre_enqueue(member.pod)
-                member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
             if member.gating_status is None:
-                passing = True
-            elif held is None:
+                continue
+            member.gating_status = self._pre_enqueue(member.pod)
+            member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
+            if held is None:
                 held = member.gating_status
-        return None if passing else held
+        return held
 
     def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
         status = self._gate(info)
@@ -439,7 +442,7 @@ class SchedulingQueue:
             if info.initial_attempt_timestamp is None:
                 info.initial_attempt_timestamp = now
             if isinstance(info, QueuedPodGroupInfo):
-                info.attempt = [member for member in info.members.values() if member.gating_status is None]
+                info.attempt = list(info.members.values())
                 for member in info.attempt:
                     member.attempts += 1
                     if member.initial_attempt_timestamp is None:
@@ -544,10 +547,7 @@ class SchedulingQueue:
             member = group.members[new.metadata.uid]
             member.pod_info = PodInfo(new)
             self.nominator.update(old, member.pod_info)
-            if group.where == UNSCHEDULABLE and (group.gating_plugin or member.gating_status is not None):
-                if member.gating_status is not None:
-                    member.gating_status = self._pre_enqueue(new)
-                    member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
+            if group.where == UNSCHEDULABLE and group.gating_plugin:
                 self._enqueue_gated_or_active(group)
             elif group.where == UNSCHEDULABLE and (old.spec != new.spec or old.metadata.labels != new.metadata.labels):
                 self._move(group)

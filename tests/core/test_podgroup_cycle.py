@@ -1,0 +1,185 @@
+"""The PodGroup scheduling cycle, through a simulation: all or nothing, one
+topology domain, members that arrive late, what a failed gang releases, and
+the PodGroup's condition."""
+
+from kubesched.core.api import from_manifest
+from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED
+from kubesched.core.observability.decisions import DecisionLog
+from kubesched.drivers.simulation import Simulation
+from kubesched.testing import DRIVER, device, device_class, node, pod, pod_group, resource_slice
+
+
+def run(*objects, **kwargs) -> Simulation:
+    sim = Simulation(**kwargs)
+    sim.create(list(objects))
+    sim.run()
+    return sim
+
+
+def members(sim, prefix="p"):
+    return {p.metadata.name: p.spec.node_name for p in sim.pods() if p.metadata.name.startswith(prefix)}
+
+
+def condition(sim, name="g"):
+    return sim.cluster.get("PodGroup", name, "default").condition(POD_GROUP_INITIALLY_SCHEDULED)
+
+
+def pod_condition(sim, name):
+    return next(c for c in sim.pod(name).status.conditions if c.type == "PodScheduled")
+
+
+def rack_nodes(racks=3, per_rack=2, cpu="2"):
+    return [node(f"r{r}-n{i}", cpu=cpu, labels={"topology.kubernetes.io/rack": f"rack-{r}"})
+            for r in range(racks) for i in range(per_rack)]
+
+
+def test_a_gang_of_min_count_pods_binds_all():
+    sim = run(*(node(f"n{i}", cpu="2") for i in range(3)), pod_group("g", 3),
+              *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(3)))
+    assert all(members(sim).values()), members(sim)
+    got = condition(sim)
+    assert (got.status, got.reason, got.observed_generation) == ("True", "Scheduled", 1)
+    assert sim.scheduler.stats.bound == 3
+
+
+def test_one_pod_short_binds_none_and_waits_with_the_message():
+    sim = run(*(node(f"n{i}", cpu="2") for i in range(3)), pod_group("g", 4),
+              *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(3)))
+    assert not any(members(sim).values())
+    for name in ("p0", "p1", "p2"):
+        queued = sim.scheduler.queued(sim.pod(name))
+        assert queued.gating_plugin == "GangScheduling"
+        assert queued.gating_status.message() == "waiting for minCount pods from a gang to appear in scheduling queue"
+    assert sim.scheduler.stats.cycles == 0  # never tried alone
+    assert sim.scheduler.pending_counts()["gated"] == 3
+
+
+def test_a_pod_naming_a_group_that_never_appears_is_never_scheduled_alone():
+    sim = run(node("n0"), pod("p0", cpu="1", pod_group="missing"))
+    assert members(sim) == {"p0": ""}
+    assert sim.scheduler.queued(sim.pod("p0")).gating_status.message() == \
+        "waiting for pod's pod group 'missing' to appear in scheduling queue"
+
+
+def test_a_gang_that_fits_only_partly_binds_none_and_releases_every_reservation():
+    """5 members on 2 nodes of 2 CPUs, each with a device of its own: 4 could run, none does;
+    no CPU, no device stays taken."""
+    template = from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}})
+    objects = [device_class(), template, pod_group("g", 5)]
+    for i in range(2):
+        objects += [node(f"n{i}", cpu="2"), resource_slice(f"n{i}", [device(f"gpu-{d}") for d in range(3)])]
+    for i in range(5):
+        objects.append(pod(f"p{i}", cpu="1", pod_group="g",
+                           resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}]))
+    sim = run(*objects)
+    assert not any(members(sim).values())
+    assert condition(sim).message == "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"
+    assert pod_condition(sim, "p0").message == "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"
+    assert all(not info.requested.get("cpu") for info in sim.scheduler.node_infos())
+    assert sim.scheduler.cache_sizes()["assumed_pods"] == 0
+    claims = sim.cluster.list("ResourceClaim").items
+    assert claims and all(c.status.allocation is None and not c.status.reserved_for for c in claims)
+
+
+def test_a_late_member_completes_the_gang():
+    sim = Simulation()
+    sim.create([node("n0", cpu="4"), pod_group("g", 3), *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(2))])
+    sim.run()
+    assert not any(members(sim).values())
+    sim.create([pod("p2", cpu="1", pod_group="g")])
+    sim.run()
+    assert members(sim) == {"p0": "n0", "p1": "n0", "p2": "n0"}
+
+
+def test_lowering_min_count_lets_the_gang_go():
+    sim = Simulation()
+    sim.create([node("n0", cpu="4"), pod_group("g", 3), *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(2))])
+    sim.run()
+    group = sim.cluster.get("PodGroup", "g", "default")
+    gang = group.spec.scheduling_policy.gang
+    import attrs
+    sim.cluster.update(attrs.evolve(group, spec=attrs.evolve(group.spec, scheduling_policy=attrs.evolve(
+        group.spec.scheduling_policy, gang=attrs.evolve(gang, min_count=2)))))
+    sim.run()
+    assert members(sim) == {"p0": "n0", "p1": "n0"}
+
+
+def test_a_rack_constraint_puts_all_members_in_one_rack_that_fits():
+    # rack-0 has 2 CPUs left in all, rack-1 is full, rack-2 has room for the 3 members
+    busy = [pod("busy-0", cpu="1500m", node_name="r0-n0"), pod("busy-1", cpu="1500m", node_name="r0-n1"),
+            pod("busy-2", cpu="2", node_name="r1-n0"), pod("busy-3", cpu="2", node_name="r1-n1")]
+    sim = run(*rack_nodes(), *busy, pod_group("g", 3, topology_key="topology.kubernetes.io/rack"),
+              *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(3)))
+    placed = members(sim)
+    assert all(placed.values()) and {name.split("-")[0] for name in placed.values()} == {"r2"}, placed
+
+
+def test_no_rack_fits_none_bound_with_the_placements_message():
+    sim = run(*rack_nodes(), pod_group("g", 3, topology_key="topology.kubernetes.io/rack"),
+              *(pod(f"p{i}", cpu="2", pod_group="g") for i in range(3)))
+    assert not any(members(sim).values())
+    message = condition(sim).message
+    assert message.startswith("0/3 placements are available: rack-0: minCount (3) cannot be satisfied"), message
+
+
+def test_members_already_placed_lock_the_groups_rack():
+    sim = Simulation()
+    sim.create([*rack_nodes(per_rack=2, cpu="1"), pod_group("g", 1, topology_key="topology.kubernetes.io/rack"),
+                pod("p0", cpu="1", pod_group="g")])
+    sim.run()
+    rack = members(sim)["p0"].split("-")[0]
+    sim.create([pod("p1", cpu="1", pod_group="g"), pod("p2", cpu="1", pod_group="g")])
+    sim.run()
+    placed = members(sim)
+    assert placed["p1"].startswith(rack) and placed["p2"] == "", placed  # the rack is full: p2 waits
+
+
+def test_a_basic_group_schedules_what_fits():
+    sim = run(node("n0", cpu="2"), pod_group("g"), *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(3)))
+    placed = members(sim)
+    assert sorted(placed.values()) == ["", "n0", "n0"], placed
+    assert condition(sim).status == "True"
+
+
+def test_the_condition_never_goes_back_from_true():
+    sim = Simulation()
+    sim.create([node("n0", cpu="2"), pod_group("g"), pod("p0", cpu="1", pod_group="g")])
+    sim.run()
+    sim.create([pod("p1", cpu="4", pod_group="g")])
+    sim.run()
+    assert members(sim) == {"p0": "n0", "p1": ""}
+    assert condition(sim).status == "True"
+
+
+def test_members_with_another_priority_fail_the_group_as_a_scheduler_error():
+    sim = run(node("n0", cpu="4"), pod_group("g", 2, priority=10), pod("p0", cpu="1", pod_group="g", priority=10),
+              pod("p1", cpu="1", pod_group="g", priority=5))
+    assert not any(members(sim).values())
+    got = condition(sim)
+    assert got.reason == "SchedulerError"
+    assert got.message == ("all pods in a single pod group should have the same priority as the pod group's "
+                           "priority, got 5 and 10")
+
+
+def test_a_group_is_ordered_by_its_priority_and_attempted_once_for_all_members():
+    sim = run(node("n0", cpu="3"), pod_group("low", 3, priority=1), pod_group("high", 3, priority=100),
+              *(pod(f"low{i}", cpu="1", pod_group="low", priority=1) for i in range(3)),
+              *(pod(f"high{i}", cpu="1", pod_group="high", priority=100) for i in range(3)))
+    assert members(sim, "high") == {f"high{i}": "n0" for i in range(3)}
+    assert not any(members(sim, "low").values())
+
+
+def test_the_decision_record_tells_the_racks_tried():
+    log = DecisionLog()
+    run(*rack_nodes(), pod_group("g", 3, topology_key="topology.kubernetes.io/rack"),
+        *(pod(f"p{i}", cpu="2", pod_group="g") for i in range(3)), decisions=log)
+    (record, *_) = [r for r in log.records if r.get("phase") == "podgroup"]
+    assert record["podGroup"] == "default/g" and record["result"] == "Unschedulable" and record["minCount"] == 3
+    assert [p["name"] for p in record["placements"]] == ["rack-0", "rack-1", "rack-2"]
+    first = record["placements"][0]
+    assert (first["placed"], first["feasible"]) == (2, False)
+    assert first["firstUnplaced"]["pod"] == "default/p2"
+    assert "Insufficient cpu" in first["firstUnplaced"]["message"]
