@@ -13,7 +13,9 @@ from rich.table import Table
 
 from kubesched.analysis.explain import explain as explain_pod
 from kubesched.analysis.explain import node_names, pod_key
+from kubesched.analysis.explain_podgroup import PREFIX, explain_pod_group, pod_group_arg
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
@@ -24,7 +26,8 @@ from .common import Output, emit, kube_cluster, refuse
 
 
 def explain(
-    pod: str = typer.Argument(..., help="The pod: NAMESPACE/NAME, or NAME in the default namespace."),
+    pod: str = typer.Argument(..., help="The pod: NAMESPACE/NAME, or NAME in the default namespace; or a PodGroup: "
+                                        "podgroup/NAMESPACE/NAME."),
     filename: List[Path] = typer.Option([], "-f", "--filename",
                                         help="Simulate these manifests (file or directory, repeatable) and explain."),
     config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
@@ -37,12 +40,19 @@ def explain(
     output: Output = typer.Option(Output.table, "-o", "--output", help="table or json."),
 ) -> None:
     """Why POD is on its node, or why it is Pending: every rejected node's plugin
-    and reason, the best nodes' score breakdown, and what would make it fit."""
-    key = pod_key(pod)
+    and reason, the best nodes' score breakdown, and what would make it fit;
+    for a PodGroup, the placements tried and how far each got."""
+    group_key = pod_group_arg(pod)
+    key = pod_key(pod) if group_key is None else ""
     if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
         refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
     if not filename and (config is not None or seed != 0):
         refuse("explain: --config and --seed shape a simulation: they go with -f only")
+    if group_key is not None:
+        if kubeconfig is not None:
+            refuse("explain: a PodGroup's attempts are not published on the cluster: give -f DIR or --from RECORD")
+        _explain_group(group_key, filename, config, seed, from_record, output)
+        return
     pod_object: Any = None
     nodes: list = []
     if kubeconfig is not None:
@@ -53,12 +63,8 @@ def explain(
         except DecisionFileError as err:
             refuse(str(err))
     else:
-        log = DecisionLog(keep=lambda name: name == key)
-        try:
-            sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
-            sim.run()
-        except (InvalidManifest, ConfigError, PluginError) as err:
-            refuse(str(err))
+        log = DecisionLog(keep=lambda name: name == key or name.startswith(PREFIX))
+        sim = _simulate(filename, config, seed, log)
         records = log.records
         try:
             pod_object = sim.pod(key)
@@ -66,7 +72,47 @@ def explain(
             refuse(f"explain: pod {key} is not among the objects in {', '.join(map(str, filename))}")
         nodes = sim.cluster.list("Node").items
     answer = explain_pod(records, key, pod_object, nodes)
+    group = pod_group_key(pod_object) if pod_object is not None else None
+    if group is not None and filename:
+        answer["podGroup"] = explain_pod_group(records, group, _stored(sim, "PodGroup", group), sim.pods())
     emit(answer, output, render)
+
+
+def _simulate(filename: List[Path], config: Optional[Path], seed: int, log: DecisionLog) -> Simulation:
+    try:
+        sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
+        sim.run()
+    except (InvalidManifest, ConfigError, PluginError) as err:
+        refuse(str(err))
+    return sim
+
+
+def _stored(sim: Simulation, kind: str, key: str) -> Any:
+    try:
+        return sim.get(kind, key)
+    except NotFound:
+        return None
+
+
+def _explain_group(key: str, filename: List[Path], config: Optional[Path], seed: int, from_record: Optional[Path],
+                   output: Output) -> None:
+    """``kubesched explain podgroup/NS/NAME``: from a simulation or a decisions file."""
+    pod_group: Any = None
+    pods: list = []
+    if from_record is not None:
+        try:
+            records = list(read_decisions(from_record))
+        except DecisionFileError as err:
+            refuse(str(err))
+    else:
+        log = DecisionLog(keep=lambda name: name == f"{PREFIX}{key}")
+        sim = _simulate(filename, config, seed, log)
+        records = log.records
+        pod_group = _stored(sim, "PodGroup", key)
+        if pod_group is None:
+            refuse(f"explain: PodGroup {key} is not among the objects in {', '.join(map(str, filename))}")
+        pods = sim.pods()
+    emit(explain_pod_group(records, key, pod_group, pods), output, render_pod_group)
 
 
 def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, list]:
@@ -99,7 +145,15 @@ def render(explanation: dict[str, Any], console: Console) -> None:
     key = explanation["pod"]
     if explanation["status"] == "NotAttempted":
         console.print(f"[bold]{key}[/]: {explanation['message']}")
-        return
+    else:
+        _render_attempt(explanation, console)
+    if explanation.get("podGroup"):
+        console.print(f"{key} is a member of PodGroup {explanation['podGroup']['podGroup']}, scheduled as one:")
+        render_pod_group(explanation["podGroup"], console)
+
+
+def _render_attempt(explanation: dict[str, Any], console: Console) -> None:
+    key = explanation["pod"]
     last = explanation["last"]
     headline = {"Scheduled": f"scheduled on [bold]{explanation.get('node')}[/]",
                 "Binding": f"assumed on [bold]{explanation.get('node')}[/], binding cycle not over",
@@ -156,3 +210,44 @@ def _render_score(score: dict[str, Any] | None, chosen: str, console: Console) -
         cells = [f"{p['raw'][i]} -> {p['normalized'][i]} = {p['weighted'][i]}" for p in score["plugins"]]
         table.add_row(node + (" *" if node == chosen else ""), *cells, str(score["total"][i]))
     console.print(table)
+
+
+def render_pod_group(explanation: dict[str, Any], console: Console) -> None:
+    """Print an :func:`~kubesched.analysis.explain_podgroup.explain_pod_group` answer."""
+    key = explanation["podGroup"]
+    members = explanation.get("members", {})
+    placed = sum(1 for node in members.values() if node)
+    headline = f"[bold]podgroup/{key}[/]: {explanation['status']}"
+    if "minCount" in explanation:
+        headline += f"; minCount {explanation['minCount']}, {placed} of {len(members)} member(s) placed"
+    if explanation.get("topologyKey"):
+        headline += f"; all in one domain of {explanation['topologyKey']}"
+    console.print(headline + f" after {explanation['attempts']} attempt(s)")
+    if explanation.get("message"):
+        console.print(explanation["message"])
+    condition = explanation.get("condition")
+    if condition:
+        console.print(f"PodGroupInitiallyScheduled={condition['status']} ({condition['reason']})"
+                      + (f": {condition['message']}" if condition.get("message") else ""))
+    placements = explanation.get("placements") or []
+    if placements:
+        table = Table(title=f"Placements tried in the latest attempt ({len(placements)})")
+        for column in ("PLACEMENT", "NODES", "PLACED", "RESULT", "FIRST MEMBER THAT DID NOT FIT"):
+            table.add_column(column)
+        for entry in placements:
+            first = entry.get("firstUnplaced")
+            table.add_row(entry["name"], str(entry["nodes"]), f"{entry['placed']} of {entry['minCount']}",
+                          "feasible" if entry["feasible"] else entry.get("message", "infeasible"),
+                          f"{first['pod']}: {first['message']}" if first else "-")
+        console.print(table)
+    if explanation.get("suggestions"):
+        console.print("[bold]What would make the group fit[/]")
+        for line in explanation["suggestions"]:
+            console.print(f"  - {line}")
+    if members:
+        table = Table(title="Members")
+        table.add_column("POD")
+        table.add_column("NODE")
+        for pod, node in members.items():
+            table.add_row(pod, node or "(waiting)")
+        console.print(table)
