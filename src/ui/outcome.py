@@ -79,8 +79,13 @@ class Outcome:
         self.records = records
         self.wall_seconds = wall_seconds
         self.by_pod: dict[str, list[dict[str, Any]]] = {}
+        #: PodGroup key -> the group's attempts (``phase: podgroup`` lines), oldest first
+        self.by_group: dict[str, list[dict[str, Any]]] = {}
         for record in records:
-            self.by_pod.setdefault(record.get("pod", ""), []).append(record)
+            if "podGroup" in record:
+                self.by_group.setdefault(record["podGroup"], []).append(record)
+            else:
+                self.by_pod.setdefault(record.get("pod", ""), []).append(record)
         self.nodes = {node.metadata.name: node for node in sim.cluster.list("Node").items}
         infos = sorted(sim.scheduler.node_infos(), key=lambda info: info.name)
         self.node_names = [info.name for info in infos]

@@ -56,3 +56,28 @@ def post(server, path: str, fields: dict[str, str]) -> str:
 def text(html: str) -> str:
     """The page's text, tags dropped and white space collapsed."""
     return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
+
+
+def write_gangs(directory: Path) -> Path:
+    """Two gangs over three racks of two 4-CPU nodes (zone-a: racks 1 and 2, zone-b: rack 3), each member
+    asking 3 CPUs, both constrained to one rack: ml/small (minCount 2) fits in a rack, ml/big (minCount 3)
+    never does and waits.  Returns the file."""
+    import yaml
+
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"r{rack}-n{i}", "labels": {
+        "kubernetes.io/hostname": f"r{rack}-n{i}", "topology.kubernetes.io/zone": "zone-a" if rack < 3 else "zone-b",
+        "topology.kubernetes.io/rack": f"rack-{rack}"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}} for rack in (1, 2, 3) for i in (1, 2)]
+    documents: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, *nodes]
+    for name, min_count in (("small", 2), ("big", 3)):
+        documents.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                          "metadata": {"name": name, "namespace": "ml"},
+                          "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}},
+                                   "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}}})
+        documents += [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-{i}", "namespace": "ml"},
+                       "spec": {"schedulingGroup": {"podGroupName": name}, "containers": [
+                           {"name": "c", "image": "img", "resources": {"requests": {"cpu": "3"}}}]}}
+                      for i in range(min_count)]
+    file = directory / "gangs.yaml"
+    file.write_text(yaml.safe_dump_all(documents))
+    return file

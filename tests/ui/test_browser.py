@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import ROOT, RUN_TIMEOUT, serving
+from .helpers import ROOT, RUN_TIMEOUT, serving, write_gangs
 
 pytest.importorskip("starlette")
 
@@ -116,4 +116,27 @@ def test_the_devices_page_of_the_dra_example_renders(browser, tmp_path):
         assert "matches, held by claim ml/train-resnet-gpus-" in page
         assert "request selector is false" in page
         browser.save_screenshot(str(_shots(tmp_path) / "ui-devices.png"))
+        assert _errors(browser) == []
+
+
+def test_the_podgroups_page_of_a_waiting_gang_and_the_timeline_charts_render(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from kubesched.ui.scenario import TimedChange
+
+    write_gangs(tmp_path)
+    with serving([tmp_path]) as (_, server):
+        browser.get(server.url + "podgroups")
+        page = browser.find_element(By.ID, "main").text
+        assert "minCount not met (0 of 3)" in page and "rack-3 (chosen)" in page
+        browser.save_screenshot(str(_shots(tmp_path) / "ui-podgroups.png"))
+        assert _errors(browser) == []
+    changes = [TimedChange(60, ROOT / "examples/device-taints/taint-gpu-b.yaml"),
+               TimedChange(120, ROOT / "examples/device-taints/train-0.yaml")]
+    with serving([ROOT / "examples/device-taints/cluster"], changes=changes) as (_, server):
+        browser.get(server.url + "timeline?t=90")
+        charts = browser.find_elements(By.CSS_SELECTOR, "#charts .uplot canvas")
+        assert len(charts) == 2 and all(chart.size["width"] > 300 for chart in charts)
+        assert "At T = +90.0s" in browser.find_element(By.ID, "state").text
+        browser.save_screenshot(str(_shots(tmp_path) / "ui-timeline.png"))
         assert _errors(browser) == []

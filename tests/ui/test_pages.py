@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from .helpers import ROOT, get, serving, text
+from .helpers import ROOT, get, serving, text, write_gangs
 
 pytest.importorskip("starlette")
 
@@ -101,24 +101,18 @@ def test_the_config_diff_shows_effective_profiles_and_runs_the_other_side():
         assert 'class="error">configs/nope.yaml' in missing
 
 
-def test_the_podgroups_page_shows_members_placed_and_waiting_by_zone_and_rack(tmp_path):
-    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"r{rack}-n{i}", "labels": {
-        "topology.kubernetes.io/zone": "zone-a", "topology.kubernetes.io/rack": f"rack-{rack}"}},
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}} for rack in (1, 2) for i in (1, 2)]
-    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
-             "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
-    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"train-{i}"},
-             "spec": {"schedulingGroup": {"podGroupName": "train"},
-                      "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}} for i in range(5)]
-    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all([*nodes, group, *pods]))
-    with serving([tmp_path]) as (runs, server):
+def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_did_not_fit(tmp_path):
+    write_gangs(tmp_path)
+    with serving([tmp_path]) as (_, server):
         page = text(get(server, "/podgroups"))
-        outcome = runs.current()
-        placed = [p for p in outcome.pods if p.spec.node_name]
-        assert "default/train gang, minCount 3" in page
-        assert f"5 member(s): {len(placed)} placed, {5 - len(placed)} waiting" in page
-        for pod in placed:
-            rack = pod.spec.node_name.split("-")[0].replace("r", "rack-")
-            assert f"rack {rack}" in page and f"{pod.spec.node_name} : " in page
-        if len(placed) < 5:
-            assert "Why it waits" in page
+        big = page[page.index("ml/big gang"):page.index("ml/small gang")]
+        small = page[page.index("ml/small gang"):]
+        assert "minCount 3" in big and "3 member(s): 0 placed, 3 waiting · minCount not met (0 of 3)" in big
+        assert "PodGroupInitiallyScheduled=False (Unschedulable): 0/3 placements are available" in big
+        # every rack tried: two members fit in racks 1 and 2, the third lacks 2 CPUs on each node there
+        assert ("rack-1 2 2 of 3 GangScheduling: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining "
+                "ml/big-2 : 2 nodes: Insufficient cpu r1-n1 lacks 2 cpu r1-n2 lacks 2 cpu") in big
+        assert "rack-3 2 0 of 1" in big  # ml/small holds rack 3
+        assert "2 member(s): 2 placed, 0 waiting · minCount met" in small
+        assert "zone zone-b rack rack-3 r3-n1 : ml/small-0 r3-n2 : ml/small-1" in small
+        assert "Scheduled in rack-3" in small and "rack-3 (chosen)" in small

@@ -83,14 +83,15 @@
       ctx.restore();
     }]}};
     var x = data.times.length ? data.times : [0];
+    var steps = uPlot.paths.stepped({align: 1});  // a count holds until the next change
     charts.push(new uPlot({title: "Pending pods", width: width, height: 170, scales: {x: {time: false}},
       axes: [{label: "simulated seconds"}, {}], plugins: [marker],
-      series: [{label: "t (s)"}, {label: "pending", stroke: "#c44", width: 2}]},
+      series: [{label: "t (s)"}, {label: "pending", stroke: "#c44", width: 2, paths: steps}]},
       [x, data.pending.length ? data.pending : [0]], box));
     var names = Object.keys(data.allocated), palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756"];
     charts.push(new uPlot({title: "Allocated (% of allocatable)", width: width, height: 190, scales: {x: {time: false}},
       axes: [{label: "simulated seconds"}, {}], plugins: [marker],
-      series: [{label: "t (s)"}].concat(names.map(function (r, i) { return {label: r, stroke: palette[i % palette.length], width: 2}; }))},
+      series: [{label: "t (s)"}].concat(names.map(function (r, i) { return {label: r, stroke: palette[i % palette.length], width: 2, paths: steps}; }))},
       [x].concat(names.map(function (r) { return data.allocated[r].length ? data.allocated[r] : [0]; })), box));
     scrubber.addEventListener("input", function () { charts.forEach(function (c) { c.redraw(false); }); });
   }

@@ -7,7 +7,10 @@ group (same namespace).  A gang's minCount is ``schedulingPolicy.gang.minCount``
 the group's topology constraint key when it has one (the label every member
 must share), else the ``topology`` asked for (default
 :data:`DEFAULT_RACK_KEY`); the zone is ``topology.kubernetes.io/zone``.
-Why a group waits: its conditions (PodGroupInitiallyScheduled ...) and
+Why a group waits: its conditions (PodGroupInitiallyScheduled ...), its
+latest group attempt's record (every placement tried - a rack of the
+topology constraint, say - with how many members it placed, the status
+that rejected it and the first member that did not fit there and why) and
 each waiting member's latest decision record.
 """
 
@@ -16,7 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..outcome import Outcome
+from kubesched.analysis.explain import quantity
+
+from ..outcome import Outcome, reason_summary
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 #: The rack level when a group names no topology constraint.
@@ -61,5 +66,30 @@ def podgroups_page(outcome: Outcome, topology: str = "") -> dict[str, Any]:
             "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
                            for c in group.status.conditions],
             "priority": group.spec.priority,
+            "attempts": len(outcome.by_group.get(group.key, [])),
+            "last": _attempt(outcome.by_group.get(group.key, [])),
         })
     return {"groups": out, "topology": topology or DEFAULT_RACK_KEY}
+
+
+def _attempt(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The group's latest attempt as the page shows it (None: never attempted as a group)."""
+    if not records:
+        return None
+    last = records[-1]
+    placements = []
+    for placement in last.get("placements", []):
+        first = placement.get("firstUnplaced")
+        status = placement.get("status") or {}
+        placements.append({
+            "name": placement["name"], "nodes": placement["nodes"], "feasible": placement["feasible"],
+            "placed": placement["placed"], "tried": placement["tried"],
+            "status": f"{status.get('plugin', '')}: {', '.join(status.get('reasons', []))}" if status else "",
+            "chosen": placement["name"] == last.get("placement"),
+            "firstUnplaced": None if first is None else {
+                "pod": first["pod"], "reason": reason_summary(first.get("rejected", [])) or first.get("message", ""),
+                "shortfall": [(node, ", ".join(f"{quantity(r, amount)} {r}" for r, amount in missing.items()))
+                              for node, missing in list((first.get("shortfall") or {}).items())[:5]]}})
+    return {"attempt": last.get("attempt"), "result": last.get("result", ""), "message": last.get("message", ""),
+            "minCount": last.get("minCount"), "scheduledBefore": last.get("scheduledBefore", 0),
+            "placement": last.get("placement", ""), "placements": placements}
