@@ -24,7 +24,9 @@ import re
 from typing import Any, Iterable
 
 from kubesched.analysis.explain import explain, quantity
+from kubesched.analysis.explain_podgroup import explain_pod_group
 from kubesched.core.api.resource_v1 import ResourceClaim
+from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_key
 
 #: Events listed on the timeline (the latest ones when there are more).
 MAX_TIMELINE_ROWS = 2000
@@ -91,6 +93,8 @@ def html_report(sim, records: list[dict[str, Any]] | None = None, title: str = "
         by_pod.setdefault(record.get("pod", ""), []).append(record)
     for pod in pods:
         sections.append(_pod_page(pod.key, explain(by_pod.get(pod.key, []), pod.key, pod, nodes)))
+    for group in sorted(sim.cluster.list("PodGroup").items, key=lambda g: g.key):
+        sections.append(_pod_group_page(explain_pod_group(records, group.key, group, pods)))
     return _document(title, sections)
 
 
@@ -161,8 +165,56 @@ def _summary(sim, pods: list) -> str:
             reason = f"{condition.reason}: {condition.message}" if condition is not None else "Pending"
             rows.append([_link(pod.key), f'<span class="pending">{_e(reason)}</span>'])
         parts += ["<h2>Pending pods</h2>", _table(["pod", "why"], rows)]
+    groups = sorted(sim.cluster.list("PodGroup").items, key=lambda g: g.key)
+    if groups:
+        rows = []
+        for group in groups:
+            members = [p for p in pods if pod_group_key(p) == group.key]
+            condition = group.condition(POD_GROUP_INITIALLY_SCHEDULED)
+            rows.append([_group_link(group.key), str(group.min_count),
+                         f"{sum(1 for p in members if p.spec.node_name)} of {len(members)}",
+                         _e(f"{condition.reason}: {condition.message}".rstrip(": ") if condition else "not attempted")])
+        parts += ["<h2>PodGroups</h2>", _table(["pod group", "minCount", "placed", "condition"], rows)]
     parts += ["<h2>Placements</h2>", _table(["pod", "node"], [[_link(p.key), _e(p.spec.node_name)] for p in bound]),
               "</section>"]
+    return "\n".join(parts)
+
+
+def _group_link(key: str) -> str:
+    return f'<a href="#{page_id("podgroup/" + key)}">{_e(key)}</a>'
+
+
+def _pod_group_page(answer: dict[str, Any]) -> str:
+    """A PodGroup's page: its members, the placements its latest attempt
+    tried (members placed of minCount, the first that did not fit) and what
+    would make it fit."""
+    key = answer["podGroup"]
+    parts = [f'<section class="page" id="{page_id("podgroup/" + key)}" hidden>', f"<h2>PodGroup {_e(key)}</h2>",
+             '<p><a href="#summary">back to the summary</a></p>']
+    members = answer.get("members", {})
+    parts.append(f"<p>{_e(answer['status'])}: minCount {answer.get('minCount', '-')}, "
+                 f"{sum(1 for node in members.values() if node)} of {len(members)} member(s) placed, "
+                 f"{answer['attempts']} attempt(s)"
+                 + (f"; all in one domain of {_e(answer['topologyKey'])}" if answer.get("topologyKey") else "") + "</p>")
+    condition = answer.get("condition")
+    if condition:
+        parts.append(f"<p>PodGroupInitiallyScheduled={_e(condition['status'])} ({_e(condition['reason'])})"
+                     + (f": {_e(condition['message'])}" if condition.get("message") else "") + "</p>")
+    placements = answer.get("placements") or []
+    if placements:
+        rows = []
+        for entry in placements:
+            first = entry.get("firstUnplaced")
+            rows.append([_e(entry["name"]), str(entry["nodes"]), f"{entry['placed']} of {entry['minCount']}",
+                         "feasible" if entry["feasible"] else f'<span class="pending">{_e(entry.get("message", ""))}</span>',
+                         f"{_link(first['pod'])}: {_e(first['message'])}" if first else "-"])
+        parts += [f"<h3>Placements tried ({len(placements)})</h3>",
+                  _table(["placement", "nodes", "placed", "result", "first member that did not fit"], rows)]
+    if answer.get("suggestions"):
+        parts.append("<h3>What would make the group fit</h3><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in answer["suggestions"]) + "</ul>")
+    parts += ["<h3>Members</h3>", _table(["pod", "node"], [[_link(pod), _e(node or "(waiting)")]
+                                                            for pod, node in members.items()]), "</section>"]
     return "\n".join(parts)
 
 

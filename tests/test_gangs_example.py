@@ -1,0 +1,73 @@
+"""examples/gangs: three training jobs as PodGroups on racks of DRA GPU nodes, as
+a user runs them (simulate, explain, the HTML report in a real browser)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = str(ROOT / "examples" / "gangs")
+LATE = f"2m={ROOT / 'examples' / 'gangs-arrivals' / 'eval-worker-2.yaml'}"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def invoke(*args: str) -> str:
+    done = CliRunner().invoke(app, list(args))
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def test_one_job_fits_one_waits_and_the_late_worker_completes_the_third():
+    state = json.loads(invoke("simulate", "-f", EXAMPLE, "--at", LATE, "-o", "json"))
+    pods = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in state["items"] if p["kind"] == "Pod"}
+    pretrain = {node for name, node in pods.items() if name.startswith("llm-pretrain")}
+    assert len(pretrain) == 2 and all(node.startswith("rack-a") for node in pretrain)  # one rack, all four
+    assert not any(node for name, node in pods.items() if name.startswith("llm-finetune"))
+    assert all(node.startswith("rack-c") for name, node in pods.items() if name.startswith("eval"))
+    groups = {g["metadata"]["name"]: g["status"]["conditions"][0] for g in state["items"] if g["kind"] == "PodGroup"}
+    assert groups["llm-finetune"]["reason"] == "Unschedulable"
+    assert groups["llm-finetune"]["message"].startswith("0/3 placements are available")
+    assert groups["eval"]["status"] == "True"
+
+
+def test_the_late_worker_is_waited_for_without_it():
+    state = json.loads(invoke("simulate", "-f", EXAMPLE, "-o", "json"))
+    evals = [p for p in state["items"] if p["kind"] == "Pod" and p["metadata"]["name"].startswith("eval")]
+    assert len(evals) == 2 and not any(p["spec"].get("nodeName") for p in evals)
+
+
+def test_explain_names_the_rack_that_came_closest_and_what_it_lacks():
+    answer = json.loads(invoke("explain", "podgroup/ml/llm-finetune", "-f", EXAMPLE, "-o", "json"))
+    assert answer["status"] == "Pending" and answer["minCount"] == 4
+    placements = {p["name"]: p for p in answer["placements"]}
+    assert placements["rack-b"]["placed"] == 2 and not placements["rack-b"]["feasible"]
+    assert answer["suggestions"][0].startswith("rack-b would fit 3 of 4 members with 8 more cpu free on node rack-b-")
+    text = invoke("explain", "ml/llm-finetune-worker-0", "-f", EXAMPLE)
+    assert "member of PodGroup ml/llm-finetune" in text and "rack-b would fit" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None and os.environ.get("KUBESCHED_REQUIRE_BROWSER") != "1",
+                    reason="Chromium is not installed")
+def test_the_html_report_has_a_pod_group_page_that_chromium_renders(tmp_path):
+    assert CHROMIUM is not None, "KUBESCHED_REQUIRE_BROWSER=1 but no chromium on PATH"
+    page = tmp_path / "report.html"
+    invoke("simulate", "-f", EXAMPLE, "--html", str(page))
+    text = page.read_text()
+    assert 'href="#pod-podgroup-ml-llm-finetune"' in text
+    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                           page.as_uri() + "#pod-podgroup-ml-llm-finetune"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    visible = re.findall(r'<section class="page" id="([^"]+)"(?! hidden)>', done.stdout)
+    assert visible == ["pod-podgroup-ml-llm-finetune"]
+    section = done.stdout[done.stdout.index('id="pod-podgroup-ml-llm-finetune"'):]
+    assert "Placements tried (3)" in section and "rack-b would fit 3 of 4 members" in section
