@@ -159,13 +159,18 @@ _NAMES_A_CLASS = (Pod, PodGroup, CompositePodGroup)
 
 def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
     """Create every object in the manifest files/directories ``paths`` in
-    ``cluster``: pods and pod groups after every other object (they refer to
-    priority classes, claims, volumes), otherwise in file order.  Raises
-    :class:`InvalidManifest` for a bad manifest or an object the cluster
-    refuses (naming the file and the object)."""
-    sourced = load_sourced_objects(paths)
-    sourced.sort(key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
-    for file, obj in sourced:
+    ``cluster`` (see :func:`create_sourced`).  Raises :class:`InvalidManifest`
+    for a bad manifest or an object the cluster refuses (naming the file and
+    the object)."""
+    create_sourced(cluster, load_sourced_objects(paths))
+
+
+def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]]) -> None:
+    """Create already parsed (source file, object) pairs in ``cluster``: pods
+    and pod groups after every other object (they refer to priority classes,
+    claims, volumes), otherwise in the order given.  Raises
+    :class:`InvalidManifest` naming the file and the object the cluster refuses."""
+    for file, obj in sorted(sourced, key=lambda item: isinstance(item[1], _NAMES_A_CLASS)):
         try:
             cluster.create(obj)
         except ApiError as err:

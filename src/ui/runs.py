@@ -23,15 +23,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from kubesched.core.api import resource_of
-from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.manifests import InvalidManifest
-from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
-from kubesched.core.cluster.client import ApiError
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry
 from kubesched.core.observability.decisions import DecisionLog
-from kubesched.drivers.simulation import DEFAULT_START, Simulation
+from kubesched.drivers.simulation import DEFAULT_START, Simulation, create_sourced
 
 from .outcome import Outcome
 from .scenario import Edit, History, Scenario, TimedChange, read_scenario, watched_files
@@ -39,9 +35,6 @@ from .timeline import PlacementLog
 
 #: Outcomes kept beyond the two the pages show (for undo and redo).
 KEPT_OUTCOMES = 4
-
-#: Kinds created after the others: they name priority classes, claims and volumes resolved when created.
-_CREATED_LAST = (Pod, PodGroup, CompositePodGroup)
 
 
 class RunCancelled(Exception):
@@ -72,12 +65,7 @@ def simulate(scenario: Scenario, key: tuple = (), registry: Registry | None = No
     record = _CancellableRecord(stale)
     sim = Simulation(config=scenario.config_dict(), registry=registry, seed=seed, start=start, decisions=record)
     log = PlacementLog(sim.harness.informers, sim.clock)
-    ordered = sorted(scenario.objects, key=lambda item: isinstance(item[1], _CREATED_LAST))
-    for file, obj in ordered:
-        try:
-            sim.cluster.create(obj)
-        except ApiError as err:
-            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+    create_sourced(sim.cluster, scenario.objects)
     for change in scenario.changes:
         sim.change_at(change.offset, [change.path], delete=change.delete)
     sim.run()
