@@ -39,10 +39,11 @@ def reason_summary(groups: list[dict[str, Any]]) -> str:
     return " · ".join(parts)
 
 
-def pending_reason(pod: Pod, attempts: list[dict[str, Any]]) -> str:
+def pending_reason(pod: Pod, attempts: list[dict[str, Any]], gated: str = "") -> str:
     """Why ``pod`` is Pending, in one line: its latest attempt's Filter groups
-    (:func:`reason_summary`), or the attempt's message, or the scheduling
-    gates that keep it out of the queue, or its PodScheduled condition."""
+    (:func:`reason_summary`), or the attempt's message, or the PreEnqueue
+    plugin that keeps it out of the queue (``gated``: "plugin: message", as
+    the scheduling queue holds it), or its PodScheduled condition."""
     if attempts:
         last = attempts[-1]
         groups = (last.get("filter") or {}).get("rejected") or []
@@ -50,6 +51,8 @@ def pending_reason(pod: Pod, attempts: list[dict[str, Any]]) -> str:
             return reason_summary(groups)
         if last.get("message"):
             return str(last["message"])
+    if gated:
+        return f"waits at PreEnqueue: {gated}"
     if pod.spec.scheduling_gates:
         gates = ", ".join(gate.name for gate in pod.spec.scheduling_gates)
         return f"waits for its scheduling gates ({gates}): PreEnqueue keeps it out of the queue"
@@ -109,7 +112,8 @@ class Outcome:
         self.pod_by_key = {pod.key: pod for pod in self.pods}
         self.pending = [pod for pod in self.pods
                         if not pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")]
-        self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key)) for pod in self.pending}
+        self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key), _gated(sim, pod))
+                                for pod in self.pending}
         self.preempted = {f"{e.involved_object.namespace}/{e.involved_object.name}" for e in sim.events("Preempted")}
         capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
         self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
@@ -146,6 +150,14 @@ class Outcome:
     def summary(self, label: str):
         """This run as :func:`kubesched.analysis.compare.summarize` sees it."""
         return summarize(label, self.pods, self.nodes.values())
+
+
+def _gated(sim: Any, pod: Pod) -> str:
+    """"plugin: message" of the PreEnqueue plugin holding ``pod`` out of the active queue ("" if none)."""
+    queued = sim.scheduler.queued(pod)
+    if queued is None or queued.gating_status is None:
+        return ""
+    return f"{queued.gating_plugin}: {queued.gating_status.message()}"
 
 
 def placement_diff(before: Outcome, after: Outcome) -> dict[str, Any]:

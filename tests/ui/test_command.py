@@ -15,8 +15,6 @@ from kubesched.cli import app
 
 from .helpers import ROOT, RUN_TIMEOUT, text
 
-pytest.importorskip("starlette")
-
 
 def test_the_command_prints_its_url_and_serves_the_cluster_a_pod_and_server_sent_events():
     process = subprocess.Popen(

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import yaml
 
 from .helpers import ROOT, get, serving, text, write_gangs
-
-pytest.importorskip("starlette")
 
 
 def _nodes(count: int) -> dict:
@@ -116,3 +113,15 @@ def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_d
         assert "2 member(s): 2 placed, 0 waiting · minCount met" in small
         assert "zone zone-b rack rack-3 r3-n1 : ml/small-0 r3-n2 : ml/small-1" in small
         assert "Scheduled in rack-3" in small and "rack-3 (chosen)" in small
+
+
+def test_the_gang_example_shows_the_waiting_group_its_racks_and_the_incomplete_one():
+    with serving([ROOT / "examples/gangs"]) as (_, server):
+        page = text(get(server, "/podgroups"))
+        finetune = page[page.index("ml/llm-finetune gang"):page.index("ml/llm-pretrain gang")]
+        assert "4 member(s): 0 placed, 4 waiting · minCount not met (0 of 4)" in finetune
+        assert re.search(r"rack-b 2 2 of 3 GangScheduling: minCount \(4\) cannot be satisfied", finetune)
+        pretrain = page[page.index("ml/llm-pretrain gang"):]
+        assert "minCount met" in pretrain and "rack rack-a" in pretrain and "rack-a (chosen)" in pretrain
+        evaluation = page[page.index("ml/eval gang"):page.index("ml/llm-finetune gang")]
+        assert "waits at PreEnqueue: GangScheduling: waiting for minCount pods from a gang" in evaluation

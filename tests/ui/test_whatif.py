@@ -13,8 +13,6 @@ import yaml
 
 from .helpers import ROOT, RUN_TIMEOUT, get, post, serving, text
 
-pytest.importorskip("starlette")
-
 
 def _edit(runs, server, path, fields):
     version = runs.version
