@@ -14,7 +14,7 @@ from kubesched.core.clock import FakeClock
 from kubesched.core.observability.decisions import DecisionLog, read_decisions
 from kubesched.drivers.simulation import Simulation
 from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import WorkloadExecutor
+from kubesched.perf.executor import WorkloadExecutor
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "examples/cluster"

@@ -34,7 +34,7 @@ from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.resources import CPU, MEMORY
 from kubesched.drivers.simulation import Simulation
 from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import WorkloadExecutor
+from kubesched.perf.executor import WorkloadExecutor
 from kubesched.trace.replay import ReplayResult, replay
 
 DEFAULT_SCHEDULER = "default-scheduler"

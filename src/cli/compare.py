@@ -15,8 +15,7 @@ from kubesched.analysis.compare import compare as compare_runs
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
-from kubesched.perf.config import PerfConfigError
-from kubesched.perf.ops import Unsupported, WorkloadFailed
+from kubesched.perf.errors import PerfConfigError, Unsupported, WorkloadFailed
 
 from .common import Output, emit, refuse
 

@@ -6,8 +6,9 @@
 
 Modules: :mod:`.config` (test cases, workloads, ops, params),
 :mod:`.template` (the Go text/template subset the templates use),
-:mod:`.ops` (the executor and its table of ops against a MemoryCluster and the scheduler),
-:mod:`.tracker` (pods per namespace), :mod:`.throughput` (the per-second
+:mod:`.ops` (the table of ops, one module per family), :mod:`.executor`
+(running one workload's ops against a MemoryCluster and the scheduler),
+:mod:`.errors` (unsupported, failed, bad config), :mod:`.tracker` (pods per namespace), :mod:`.throughput` (the per-second
 SchedulingThroughput collector), :mod:`.results` (a workload's outcome and
 upstream's DataItems), :mod:`.runner` (choosing and running workloads).
 ``kubesched perf`` prints them (:mod:`kubesched.cli.perf`).
@@ -15,7 +16,8 @@ upstream's DataItems), :mod:`.runner` (choosing and running workloads).
 
 from __future__ import annotations
 
-from .config import PerfConfigError, TestCase, Workload, load_test_cases
+from .config import TestCase, Workload, load_test_cases
+from .errors import PerfConfigError
 from .results import DataItem, WorkloadResult, data_items_document
 from .runner import run, run_workload
 from .template import TemplateError

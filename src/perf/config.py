@@ -9,10 +9,13 @@ pods/s; 0 = no check).  Template paths (``defaultPodTemplatePath``,
 ``nodeTemplatePath``, ``podTemplatePath``, ``templatePath(s)``,
 ``schedulerConfigPath``) are relative to the config file.
 
-Keys are matched case-insensitively, as Go's JSON decoding does; a key no op
-of that opcode has is refused, naming the file, test case, op and key.  Ops
-kubesched does not implement yet are kept as they are (their fields are not
-checked) so that a workload using them is reported as unsupported.
+Each op's opcode is looked up in the table of :mod:`kubesched.perf.ops`;
+an opcode that is not there is refused with the file, test case and op, as
+upstream's decoder refuses an unknown opcode.  Keys are matched
+case-insensitively, as Go's JSON decoding does; a key the op does not have is
+refused, naming the file, test case, op and key.  Upstream ops kubesched does
+not run yet are kept as they are (their fields are not checked) so that a
+workload using them is reported as unsupported.
 """
 
 from __future__ import annotations
@@ -24,46 +27,8 @@ import attrs
 import yaml
 
 from ..core.framework.config import ConfigError, parse_duration
-
-
-class PerfConfigError(ValueError):
-    """A scheduler_perf config file, test case, workload or op kubesched refuses."""
-
-
-#: Ops kubesched runs, with every field each one accepts (upstream's names).
-OP_FIELDS: dict[str, tuple[str, ...]] = {
-    "createNodes": ("opcode", "count", "countParam", "nodeTemplatePath", "nodeAllocatableStrategy",
-                    "labelNodePrepareStrategy", "uniqueNodeLabelStrategy", "templateParams"),
-    "createNamespaces": ("opcode", "prefix", "count", "countParam", "namespaceTemplatePath"),
-    "createPods": ("opcode", "count", "countParam", "countMultiplierParam", "steadyState", "steadyStateParam",
-                   "duration", "durationParam", "collectMetrics", "namespace", "podTemplatePath",
-                   "skipWaitToCompletion", "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath",
-                   "templateParams", "signatureBatchSize", "signatureBatchSizeParam"),
-    "createAny": ("opcode", "namespace", "templatePath", "count", "countParam", "templateParams"),
-    "deletePods": ("opcode", "namespace", "labelSelector", "skipWaitToCompletion", "deletePodsPerSecond"),
-    "churn": ("opcode", "mode", "number", "intervalMilliseconds", "namespace", "templatePaths"),
-    "barrier": ("opcode", "namespaces", "labelSelector", "stageRequirement"),
-    "sleep": ("opcode", "duration", "durationParam"),
-    "startCollectingMetrics": ("opcode", "name", "namespaces", "labelSelector"),
-    "stopCollectingMetrics": ("opcode",),
-    "createResourceDriver": ("opcode", "driverName", "maxClaimsPerNode", "maxClaimsPerNodeParam", "nodes"),
-    "allocResourceClaims": ("opcode", "namespace"),
-    "createPodSets": ("opcode", "count", "countParam", "namespacePrefix", "createPodsOp"),
-    "updateAny": ("opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond", "subresources"),
-    "updateDeviceConditions": ("opcode", "namespace", "conditionType", "ConditionTypeParam", "conditionStatus",
-                               "ConditionStatusParam", "duration", "durationParam"),
-    "checkPodScheduled": ("opcode", "namespace", "scheduled", "ScheduledParam", "duration", "durationParam"),
-}
-
-#: The subresources kubesched honours in an ``updateAny`` op (others make the workload unsupported).
-UPDATE_SUBRESOURCES = ("resize",)
-
-#: Ops upstream has that kubesched does not run yet (a workload using one is skipped as unsupported).
-KNOWN_UNSUPPORTED_OPS = (
-    "createResourceClaims",
-    "createPodGroups",
-    "waitForPodGroups", "startCollectingProfile", "stopCollectingProfile",
-)
+from .errors import PerfConfigError
+from .ops import OPS
 
 _TEST_CASE_FIELDS = ("name", "featureGates", "metricsCollectorConfig", "workloadTemplate", "workloads",
                      "schedulerConfigPath", "defaultPodTemplatePath", "labels", "defaultThresholdMetricSelector")
@@ -99,7 +64,8 @@ class Op:
 
     @property
     def supported(self) -> bool:
-        return self.opcode in OP_FIELDS
+        """False for an upstream op kubesched does not run yet."""
+        return OPS[self.opcode].RUNS
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)
@@ -203,8 +169,7 @@ def _test_case(raw: Any, base_dir: Path, where: str) -> TestCase:
             raise PerfConfigError(f"{where}: workload name {workload.name} is not unique")
         names.add(workload.name)
         workloads.append(workload)
-    if not any(op.opcode == "stopCollectingMetrics" or (op.opcode == "createPods" and op.get("collectMetrics"))
-               for op in ops):
+    if not any(OPS[op.opcode].collects_metrics(op.fields) for op in ops):
         raise PerfConfigError(f"{where}: no op in the workload template collects metrics")
 
     def opt_path(key: str) -> Path | None:
@@ -234,17 +199,28 @@ def _op(raw: Any, index: int, where: str) -> Op:
     opcode = next((v for k, v in raw.items() if str(k).lower() == "opcode"), None)
     if not isinstance(opcode, str) or not opcode:
         raise PerfConfigError(f"{where}: opcode: required")
+    op_class = OPS.get(opcode)
+    if op_class is None:
+        raise PerfConfigError(f"{where}: unknown opcode {opcode!r} (kubesched knows {', '.join(OPS)})")
     where = f"{where} ({opcode})"
-    if opcode not in OP_FIELDS:
+    if not op_class.RUNS:
         # Not run by kubesched: keep the fields as given, the workload will be reported unsupported.
         return Op(index, opcode, {str(k): v for k, v in raw.items()})
-    fields = _canonical(raw, OP_FIELDS[opcode], where)
-    _check_op(opcode, fields, where)
+    fields = _canonical(raw, ("opcode", *op_class.FIELDS), where)
+    _check_fields(fields, where)
+    if op_class.DEFAULT_COUNT is not None and "count" not in fields and "countParam" not in fields:
+        fields["count"] = op_class.DEFAULT_COUNT
+    op_class.validate(fields, where)
+    for name, nested_opcode in op_class.NESTED.items():
+        nested = _op(fields.get(name), -1, f"{where}: {name}")
+        if nested.opcode != nested_opcode:
+            raise PerfConfigError(f"{where}: {name}: invalid opcode {nested.opcode!r}; expected {nested_opcode!r}")
+        fields[name] = nested
     return Op(index, opcode, fields)
 
 
-def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
-    """Upstream's parse-time checks (params are not resolved yet)."""
+def _check_fields(fields: dict[str, Any], where: str) -> None:
+    """The parse-time checks every op shares, by field name (params are not resolved yet)."""
     for key, value in fields.items():
         if key.endswith("Param") and not (isinstance(value, str) and value.startswith("$")):
             raise PerfConfigError(f"{where}: {key}: expected a $parameter reference, got {value!r}")
@@ -263,55 +239,6 @@ def _check_op(opcode: str, fields: dict[str, Any], where: str) -> None:
             raise PerfConfigError(f"{where}: {key}: expected a mapping, got {value!r}")
         if key == "duration":
             _duration(value, f"{where}: duration")
-    if opcode in ("createNodes", "createNamespaces", "createPods") and "count" not in fields \
-            and "countParam" not in fields:
-        fields["count"] = 0
-    if opcode == "createPods":
-        if fields.get("collectMetrics") and fields.get("skipWaitToCompletion"):
-            raise PerfConfigError(f"{where}: collectMetrics and skipWaitToCompletion cannot be true at the same time")
-        if fields.get("skipWaitToCompletion") and fields.get("steadyState"):
-            raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
-    elif opcode == "createResourceDriver":
-        for key in ("driverName", "nodes"):
-            if not isinstance(fields.get(key), str) or not fields[key]:
-                raise PerfConfigError(f"{where}: {key} must be set")
-        if "maxClaimsPerNode" not in fields and "maxClaimsPerNodeParam" not in fields:
-            raise PerfConfigError(f"{where}: invalid MaxClaimsPerNode=0 / MaxClaimsPerNodeParam=\"\"")
-    elif opcode == "createAny":
-        if not fields.get("templatePath"):
-            raise PerfConfigError(f"{where}: templatePath must be set")
-    elif opcode == "churn":
-        if fields.get("mode") not in ("create", "recreate"):
-            raise PerfConfigError(f"{where}: mode: invalid mode {fields.get('mode')!r}, must be one of create, recreate")
-        if fields["mode"] == "recreate" and not fields.get("number"):
-            raise PerfConfigError(f"{where}: number cannot be 0 when mode is recreate")
-        paths = fields.get("templatePaths")
-        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
-            raise PerfConfigError(f"{where}: templatePaths: at least one template path needs to be specified")
-    elif opcode in ("barrier", "startCollectingMetrics"):
-        namespaces = fields.get("namespaces")
-        if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
-            raise PerfConfigError(f"{where}: namespaces: expected a list of names")
-        if opcode == "barrier" and fields.get("stageRequirement", "Scheduled") not in ("Scheduled", "Attempted"):
-            raise PerfConfigError(f"{where}: stageRequirement: invalid {fields.get('stageRequirement')!r} "
-                                  "(Scheduled or Attempted)")
-        if opcode == "startCollectingMetrics" and not namespaces:
-            raise PerfConfigError(f"{where}: namespaces cannot be empty")
-    elif opcode == "deletePods" and not fields.get("namespace"):
-        raise PerfConfigError(f"{where}: namespace: required")
-    elif opcode == "createPodSets":
-        if "count" not in fields and "countParam" not in fields:
-            raise PerfConfigError(f"{where}: invalid Count=0 / CountParam=\"\"")
-        nested = _op(fields.get("createPodsOp"), -1, f"{where}: createPodsOp")
-        if nested.opcode != "createPods":
-            raise PerfConfigError(f"{where}: createPodsOp: invalid opcode {nested.opcode!r}; expected 'createPods'")
-        fields["createPodsOp"] = nested
-    elif opcode == "updateAny":
-        if not fields.get("templatePath"):
-            raise PerfConfigError(f"{where}: templatePath must be set")
-        subresources = fields.get("subresources", [])
-        if not isinstance(subresources, list) or not all(isinstance(s, str) for s in subresources):
-            raise PerfConfigError(f"{where}: subresources: expected a list of names")
 
 
 def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
@@ -423,12 +350,6 @@ class Params:
     def any(self, ref: str) -> Any:
         return self._get(ref)
 
-    def mark_references(self, fields: dict[str, Any]) -> None:
-        """Mark every ``*Param: $name`` of an op kubesched does not run as used."""
-        for key, value in fields.items():
-            if str(key).lower().endswith("param") and isinstance(value, str) and value.startswith("$"):
-                self.used.add(value[1:])
-
     def unused(self) -> list[str]:
         return sorted(set(self.values) - self.used)
 
@@ -441,8 +362,9 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
     -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``, ``ConditionTypeParam``,
     ``ConditionStatusParam`` and ``ScheduledParam`` -> ``conditionType``, ``conditionStatus``, ``scheduled``)
     and ``templateParams`` values ``$name``
-    resolved; a ``createPodSets`` op's ``createPodsOp`` is resolved in turn.
-    ``duration`` becomes float seconds."""
+    resolved; an op nested in a field (``createPodSets``' ``createPodsOp``) is
+    resolved in turn.  ``duration`` becomes float seconds.  Raises
+    :class:`PerfConfigError` for a missing or mistyped param or a value the op refuses."""
     fields = dict(op.fields)
     where = f"op {op.index} ({op.opcode})"
     if "countParam" in fields:
@@ -470,15 +392,10 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
             key: params.any(value) if isinstance(value, str) and value.startswith("$") else value
             for key, value in fields["templateParams"].items()
         }
-    if op.opcode == "createPods":
-        # steadyState without any duration (upstream's DRABindingConditions tests): the pods are
-        # created once and not waited for; a duration that is given must be positive
-        if fields.get("steadyState") and "duration" in fields and fields["duration"] <= 0:
-            raise PerfConfigError(f"{where}: when creating pods in a steady state, the test duration must be > 0")
-        if fields.get("steadyState") and fields.get("skipWaitToCompletion"):
-            raise PerfConfigError(f"{where}: skipWaitToCompletion and steadyState cannot be true at the same time")
-    if op.opcode == "createPodSets":
-        fields["createPodsOp"] = resolve_op(fields["createPodsOp"], params)
+    op_class = OPS[op.opcode]
+    op_class.validate_resolved(fields, where)
+    for name in op_class.NESTED:
+        fields[name] = resolve_op(fields[name], params)
     if fields.get("count", 0) < 0:
         raise PerfConfigError(f"{where}: invalid count {fields['count']}")
     return fields

@@ -16,8 +16,9 @@ from kubesched.drivers.batch_gc import batch_collection
 from kubesched.perf.results import FAILED, OK, UNSUPPORTED, WorkloadResult
 
 from ..core.framework.registry import Registry
-from .config import PerfConfigError, TestCase, Workload, load_test_cases
-from .ops import Unsupported, WorkloadExecutor, WorkloadFailed
+from .config import TestCase, Workload, load_test_cases
+from .errors import PerfConfigError, Unsupported, WorkloadFailed
+from .executor import WorkloadExecutor
 from .template import TemplateError
 
 

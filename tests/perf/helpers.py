@@ -39,7 +39,7 @@ def executor_for(path: Path, test: str, workload: str, fake_clock: bool = False)
     paced ops jump instead of sleeping)."""
     from kubesched.core.clock import FakeClock
     from kubesched.perf.config import load_test_cases
-    from kubesched.perf.ops import WorkloadExecutor
+    from kubesched.perf.executor import WorkloadExecutor
 
     case = next(c for c in load_test_cases(path) if c.name == test)
     executor = WorkloadExecutor(case, case.workload(workload), clock=FakeClock(1e9) if fake_clock else None)

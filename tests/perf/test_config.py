@@ -122,12 +122,34 @@ def test_missing_or_unparsable_file(tmp_path):
 
 def test_ops_kubesched_does_not_run_keep_their_fields(tmp_path):
     case = basic_case()
-    case["workloadTemplate"].insert(1, {"opcode": "waitForPodGroups", "namespace": "d",
+    case["workloadTemplate"].insert(1, {"opcode": "createResourceClaims", "namespace": "d",
                                         "countParam": "$claims"})
     case["workloads"][0]["params"]["claims"] = 2
     loaded = load_test_cases(write_config(tmp_path, [case]))[0]
     op = loaded.ops[1]
     assert not op.supported and op.fields["namespace"] == "d"
-    params = Params(loaded.workloads[0])
-    params.mark_references(op.fields)
-    assert "claims" in params.used
+
+
+def test_an_opcode_missing_from_the_table_is_refused_at_load_naming_it_and_the_file(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "teleportPods", "count": 3})
+    path = write_config(tmp_path, [case])
+    with pytest.raises(PerfConfigError) as err:
+        load_test_cases(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: Tiny: workloadTemplate[1]: unknown opcode 'teleportPods'")
+    assert "createPodGroups" in message  # the opcodes kubesched knows
+
+
+def test_every_op_of_the_table_is_known_to_config_loading(tmp_path):
+    from kubesched.perf.ops import OPS
+
+    for opcode, op_class in OPS.items():
+        assert op_class.RUNS == (opcode not in ("createResourceClaims", "startCollectingProfile",
+                                                "stopCollectingProfile"))
+        case = basic_case()
+        raw = {"opcode": opcode}
+        if op_class.RUNS:  # fields no op has are refused, by its own name
+            raw["noSuchField"] = 1
+            with pytest.raises(PerfConfigError, match=f"\\({opcode}\\): unknown field 'noSuchField'"):
+                load_test_cases(write_config(tmp_path, [{**case, "workloadTemplate": [raw, *case["workloadTemplate"]]}]))

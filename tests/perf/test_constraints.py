@@ -10,7 +10,7 @@ import pytest
 from kubesched.core.api import from_manifest
 from kubesched.perf import run
 from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import POD_UPDATE_FORBIDDEN, updated_object
+from kubesched.perf.ops.objects import POD_UPDATE_FORBIDDEN, updated_object
 
 from .helpers import DATA, basic_case, executor_for, write_config
 

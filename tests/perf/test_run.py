@@ -10,7 +10,7 @@ import pytest
 from kubesched.cli.perf import perf_command, render
 from kubesched.perf import run
 from kubesched.perf.config import load_test_cases
-from kubesched.perf.ops import WorkloadExecutor
+from kubesched.perf.executor import WorkloadExecutor
 
 from .helpers import DATA, MISC, basic_case, executor_for, write_config
 
@@ -45,13 +45,13 @@ def test_json_output_is_upstreams_data_items():
 
 def test_table_shows_throughput_threshold_and_unsupported_reasons(tmp_path):
     case = basic_case()
-    case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
+    case["workloadTemplate"].insert(1, {"opcode": "startCollectingProfile"})
     results = run(write_config(tmp_path, [case])) + run(MISC, test="SchedulingBasic", workload="5Nodes")
     out = io.StringIO()
     render(results, "table", out=out)
     text = out.getvalue()
     assert "SchedulingBasic/5Nodes" in text and "Average" in text and "Perc99" in text
-    assert "Tiny/" in text and "unsupported op: teleportPods" in text
+    assert "Tiny/" in text and "unsupported op: startCollectingProfile" in text
     assert "SchedulerAsyncAPICalls=false" in text
 
 
@@ -107,11 +107,19 @@ def test_binding_conditions_workloads_bind_only_attached_devices(test, workload,
     assert ("FailedScheduling" in events) == (scheduled == 0)  # the failure condition failed PreBind
 
 
-def test_an_unknown_opcode_is_reported_not_skipped(tmp_path):
+def test_an_upstream_op_kubesched_does_not_run_is_reported_not_skipped(tmp_path):
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "startCollectingProfile"})
+    [result] = run(write_config(tmp_path, [case]))
+    assert result.status == "unsupported" and result.reason == "unsupported op: startCollectingProfile"
+
+
+def test_an_unknown_opcode_stops_the_file_before_anything_runs(tmp_path, capsys):
     case = basic_case()
     case["workloadTemplate"].insert(1, {"opcode": "teleportPods"})
-    [result] = run(write_config(tmp_path, [case]))
-    assert result.status == "unsupported" and result.reason == "unsupported op: teleportPods"
+    path = write_config(tmp_path, [case])
+    assert perf_command(path, None, None, "table") == 2
+    assert f"{path}: Tiny: workloadTemplate[1]: unknown opcode 'teleportPods'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("test, workload", [
@@ -212,11 +220,12 @@ def test_pods_with_priority_need_default_preemption(tmp_path):
 def test_perf_command_exit_codes(tmp_path, capsys):
     assert perf_command(MISC, "SchedulingBasic", "5Nodes", "json") == 0
     assert json.loads(capsys.readouterr().out)["dataItems"]
-    gangs = DATA / "podgroup/gangscheduling/performance-config.yaml"
-    assert perf_command(gangs, "GangScheduling", "10Nodes_3Gangs", "json") == 1
+    case = basic_case()
+    case["workloadTemplate"].insert(1, {"opcode": "startCollectingProfile"})
+    assert perf_command(write_config(tmp_path, [case]), "Tiny", "w", "json") == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"version": "v1", "dataItems": []}
-    assert "GangScheduling/10Nodes_3Gangs: unsupported: unsupported op: createPodGroups" in captured.err
+    assert "Tiny/w: unsupported: unsupported op: startCollectingProfile" in captured.err
     assert perf_command(tmp_path / "nope.yaml", None, None, "table") == 2
     assert "cannot read" in capsys.readouterr().err
     assert perf_command(MISC, "NoSuchTest", None, "table") == 2

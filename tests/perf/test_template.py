@@ -19,7 +19,8 @@ def render(relative: str, **data) -> dict:
     if "performance-config" not in p.name and "scheduler-config" not in p.name
 ))
 def test_every_shipped_template_expands_to_one_yaml_object(path):
-    doc = render(path, Index=3)
+    # the templateParams the workload-aware configs pass (podgroup/, workload_preemption/, default_preemption/)
+    doc = render(path, Index=3, podsPerGroup=3, minCount=3, cpuRequest="100m", nodesCount=2, podsCount=10)
     assert isinstance(doc, dict) and "kind" in doc
 
 
@@ -112,3 +113,21 @@ def test_anything_else_is_refused_clearly(text, problem):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(TemplateError, match="cannot read"):
         load_template(tmp_path / "nope.yaml")
+
+
+def test_gang_pods_share_a_host_port_per_group_only_when_a_base_is_given():
+    with_base = [render("workload_preemption/templates/gang-pod.yaml", Index=i, podsPerGroup=2, cpuRequest="600m",
+                        hostPortBase=9000, priority=9999999) for i in (0, 1, 2, 5)]
+    assert [d["spec"]["containers"][0]["ports"][0]["hostPort"] for d in with_base] == [9000, 9000, 9001, 9002]
+    assert [d["spec"]["schedulingGroup"]["podGroupName"] for d in with_base] == ["gang-0", "gang-0", "gang-1",
+                                                                                 "gang-2"]
+    assert with_base[0]["spec"]["priority"] == 9999999
+    without = render("workload_preemption/templates/gang-pod.yaml", Index=3, podsPerGroup=2, cpuRequest="3970m")
+    assert "ports" not in without["spec"]["containers"][0] and without["spec"]["priority"] == 8888888
+    assert without["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "3970m"
+
+
+def test_low_priority_pods_spread_by_host_port_modulo_pods_per_node():
+    ports = [render("workload_preemption/templates/pod-low-priority.yaml", Index=i, podsCount=1000, nodesCount=100)
+             ["spec"]["containers"][0]["ports"][0]["hostPort"] for i in (0, 9, 10, 23)]
+    assert ports == [8000, 8009, 8000, 8003]
