@@ -262,14 +262,11 @@ class NodeResourcesFit:
         memory is requested with the group's members there, 0..100 (the mean
         of the two shares), so that a group fills a domain before opening
         another."""
-        snapshot = self.handle.snapshot
+        table = self.handle.snapshot.table
+        rows = assignments.placement.rows
         assumed = {pod.metadata.uid for pod in self.handle.pod_groups.state(group.key).assumed_pods()}
-        allocatable = {CPU: 0, MEMORY: 0}
-        requested = {CPU: 0, MEMORY: 0}
-        for info in snapshot.table.info_array[assignments.placement.rows].tolist():
-            for resource in (CPU, MEMORY):
-                allocatable[resource] += info.allocatable.get(resource, 0)
-                requested[resource] += info.requested.get(resource, 0)
+        allocatable = {r: int(table.allocatable(r)[rows].sum()) for r in (CPU, MEMORY)}
+        requested = {r: int(table.requested(r)[rows].sum()) for r in (CPU, MEMORY)}
         for pod, _ in assignments.assignments:
             if pod.metadata.uid not in assumed:
                 asked = pod_requests(pod)
