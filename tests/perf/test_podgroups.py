@@ -17,7 +17,7 @@ from kubesched.perf.executor import WorkloadExecutor
 from kubesched.perf.ops.podgroups import WaitForPodGroups, cached_pod_groups
 from kubesched.perf.ops.sources import ObjectSource
 
-from .helpers import DATA, basic_case, write_config
+from .helpers import DATA, basic_case, executor_for, write_config
 
 GANG_GROUP = str(DATA / "podgroup/gangscheduling/templates/podgroup.yaml")
 TAS_GROUP = str(DATA / "podgroup/tas/templates/podgroup.yaml")
@@ -200,3 +200,18 @@ def test_topology_constrained_groups_without_topology_placement_are_unsupported(
     with pytest.raises(Unsupported, match="createAny of PodGroups constrained to one topology.kubernetes.io/rack "
                                           "domain .* TopologyPlacementGenerator plugin is not enabled"):
         checked_without(tmp_path, "TopologyPlacementGenerator", "podgroup/tas/performance-config.yaml")
+
+
+@pytest.mark.parametrize("suite, test, workload, namespace", [
+    ("podgroup/gangscheduling/performance-config.yaml", "GangScheduling", "10Nodes_3Gangs", "gang-ns-0"),
+    ("podgroup/basicscheduling/performance-config.yaml", "BasicScheduling", "10Nodes_3Groups", "basic-ns-0"),
+    ("podgroup/tas/performance-config.yaml", "TopologyAwareScheduling", "10Nodes_3Gangs", "tas-0"),
+])
+def test_the_short_workloads_of_the_podgroup_suites_schedule_every_group(suite, test, workload, namespace):
+    executor = executor_for(DATA / suite, test, workload, fake_clock=True)
+    pods = executor.cluster.list("Pod", namespace).items
+    assert len(pods) == 9 and all(p.spec.node_name for p in pods)
+    created = groups(executor, namespace)
+    assert len(created) == 3
+    assert all(g.condition("PodGroupInitiallyScheduled").status == "True" for g in created.values())
+    assert executor.measured_pods == 9
