@@ -7,7 +7,17 @@ get, create, update and ``/status`` with resourceVersion conflicts,
 strategic-merge and JSON merge PATCH (of an object or its ``/status``),
 ``pods/binding``, delete with a UID precondition, ``events.k8s.io/v1`` events
 (kept as sent, and checked as the real server checks them) and leases.
-Objects live in a :class:`MemoryCluster`, whose semantics it serves.
+Objects live in a :class:`MemoryCluster`, whose semantics it serves, with
+what kube-apiserver adds on a real cluster: pods that run on a node are
+deleted gracefully (a ``deletionTimestamp`` their grace period ahead; they
+stay until :meth:`finish_terminating_pods`, the kubelets' part), a created
+object's status is reset (a node's excepted), an event's fields other than
+its series are immutable, lists page with ``limit``/``continue`` (except
+from the watch cache, ``resourceVersion=0``), discovery of each group's
+versions and resources, with kinds served only at the versions given
+(``served``), and RBAC (``rbac``: the roles of deploy/rbac.yaml for the
+token :data:`SERVICE_ACCOUNT_TOKEN`; 403 with upstream's message).
+``writes`` logs every non-GET request with its body and Content-Type.
 
 Faults for tests: :meth:`fail` (answer N requests with an HTTP error),
 :meth:`stall` (hold a request until its retry arrives, so the client times
@@ -29,21 +39,29 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlparse
 
+import attrs
 import yaml
 
-from kubesched.core.api import RESOURCES, from_manifest, to_manifest
-from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound
+from fake_rbac import Attributes, Rbac
+from kubesched.core.api import RESOURCES, from_manifest, object_key, to_manifest
+from kubesched.core.cluster.client import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.cluster.patch import PATCH_TYPES, apply_patch
 
-#: The bearer token clients present (tokens that start with it are all accepted).
+#: The bearer token clients present (tokens that start with it are all accepted, as cluster admins).
 TOKEN = "fake-token"
+#: The token of the service account deploy/rbac.yaml binds its roles to (with ``rbac``).
+SERVICE_ACCOUNT_TOKEN = "fake-token-serviceaccount"
 #: A token the server's TokenReview accepts, of a user its SubjectAccessReview lets get /metrics.
 METRICS_TOKEN = "metrics-reader-token"
 METRICS_USER = "system:serviceaccount:monitoring:prometheus"
+#: What an events.k8s.io/v1 update may not change (upstream's ``ValidateEventUpdate``).
+EVENT_IMMUTABLE = ("action", "reason", "note", "type", "regarding", "related", "eventTime", "reportingController",
+                   "reportingInstance", "deprecatedSource", "deprecatedFirstTimestamp")
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _BREAK, _BOOKMARK, _END = object(), object(), object()
 
@@ -68,8 +86,9 @@ def status(code: int, reason: str, message: str) -> dict:
 
 
 class _Fault:
-    def __init__(self, method: str, path: str, times: int, code: int = 0):
+    def __init__(self, method: str, path: str, times: int, code: int = 0, retry_after: int | None = None):
         self.method, self.path, self.times, self.code = method, re.compile(path), times, code
+        self.retry_after = retry_after
         self.held: list[threading.Event] = []
         self.release = threading.Event()
         self.processed = threading.Event()
@@ -88,9 +107,19 @@ class FakeAPIServer:
     ``changed`` is set whenever a request arrives or is answered and when a
     watch opens or closes."""
 
-    def __init__(self, cluster: MemoryCluster | None = None):
-        self.cluster = cluster or MemoryCluster()
+    def __init__(self, cluster: MemoryCluster | None = None, rbac: str | Path | None = None,
+                 served: dict[str, tuple[str, ...]] | None = None):
+        self.cluster = cluster or MemoryCluster(graceful_deletion=True)
+        self.rbac = Rbac(rbac) if rbac is not None else None
+        #: kind -> the apiVersions it is served at (default: its own)
+        self.served = {kind: (served or {}).get(kind, (r.api_version,)) for kind, r in RESOURCES.items()}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        #: (method, path, Content-Type, body) of every request but GET, in order of arrival
+        self.writes: list[tuple[str, str, str, Any]] = []
+        #: (user, Attributes) of every resource request authorized by RBAC, and of every refused one
+        self.authorized: list[tuple[str, Attributes]] = []
+        self.forbidden: list[tuple[str, Attributes]] = []
+        self._pages: dict[str, list] = {}
         self.events: dict[str, dict] = {}
         self._event_rv = 0
         self._faults: list[_Fault] = []
@@ -162,11 +191,12 @@ class FakeAPIServer:
 
     # --- faults --------------------------------------------------------------------------
 
-    def fail(self, method: str, path: str, code: int = 503, times: int = 1) -> None:
+    def fail(self, method: str, path: str, code: int = 503, times: int = 1, retry_after: int | None = None) -> None:
         """Answer the next ``times`` requests ``method`` on a path matching the
-        regular expression ``path`` with HTTP ``code``."""
+        regular expression ``path`` with HTTP ``code`` (and a ``Retry-After``
+        header of ``retry_after`` seconds, as kube-apiserver's 429s carry)."""
         with self._lock:
-            self._faults.append(_Fault(method, path, times, code))
+            self._faults.append(_Fault(method, path, times, code, retry_after))
 
     def stall(self, method: str, path: str) -> None:
         """Hold the next matching request until the next one after it (the
@@ -220,6 +250,10 @@ class FakeAPIServer:
         with self._lock:
             for watch in self._watches:
                 watch.queue.put(_BOOKMARK)
+
+    def finish_terminating_pods(self) -> list[str]:
+        """The kubelets' part of graceful deletion: every terminating pod goes."""
+        return self.cluster.finish_terminating_pods()
 
     def compact(self) -> None:
         """Drop the change history: watches resuming from an older version get 410 Gone."""
@@ -297,11 +331,22 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        """Serve the connection; a client that hung up before its answer (its
+        request timed out, the test ended) is not an error of the server, as
+        for kube-apiserver: no traceback on the test run's terminal."""
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     # --- plumbing ------------------------------------------------------------------------
 
-    def _reply(self, code: int, doc: Any) -> None:
+    def _reply(self, code: int, doc: Any, retry_after: int | None = None) -> None:
         body = json.dumps(doc).encode()
         self.send_response(code)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -320,10 +365,16 @@ class _Handler(BaseHTTPRequestHandler):
         path = url.path.rstrip("/")
         body = self._body()
         self.api.requests.append((self.command, path, query))
+        if self.command != "GET":
+            self.api.writes.append((self.command, path, self.headers.get("Content-Type") or "", body))
         self.api.changed.set()
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         if not token.startswith(TOKEN):
             return self._reply(401, status(401, "Unauthorized", "Unauthorized"))
+        refused = self._authorize(token, path, query)
+        if refused is not None:
+            self.api.changed.set()
+            return self._reply(403, status(403, "Forbidden", refused))
         cut = self.api._partition_for(token, self.command, path)
         if cut is not None:
             cut.wait(30)
@@ -332,7 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.api._wait_delay(self.command, path)
         fault = self.api._fault_for(self.command, path)
         if fault is not None and fault.code:
-            return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"))
+            return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"), fault.retry_after)
         try:
             if fault is not None:  # stalled: wait for the retry, then carry this one out
                 fault.release.wait(10)
@@ -360,39 +411,114 @@ class _Handler(BaseHTTPRequestHandler):
             status_ = {"allowed": allowed, **({} if allowed else {"reason": "no RBAC policy matched"})}
         self._reply(201, {**body, "status": status_})
 
-    def _dispatch(self, path: str, query: dict, body: Any) -> None:
+    def _parse(self, path: str) -> tuple[str, str | None, str, str, str] | None:
+        """``(apiVersion, namespace, plural, name, subresource)`` of a resource
+        path, or None for another (discovery, unknown)."""
         parts = path.strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 2:
+        if parts[0] == "api" and len(parts) >= 3:
             group_version, rest = parts[1], parts[2:]
-        elif parts[0] == "apis" and len(parts) >= 3:
+        elif parts[0] == "apis" and len(parts) >= 4:
             group_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
         else:
-            raise _not_found(path)
+            return None
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
         if not rest:
-            raise _not_found(path)
-        plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+            return None
+        return group_version, namespace, rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+
+    def _authorize(self, token: str, path: str, query: dict) -> str | None:
+        """None when ``token`` may make this request; else upstream's 403 message.
+        Only :data:`SERVICE_ACCOUNT_TOKEN` is checked, against ``rbac``."""
+        rbac = self.api.rbac
+        parsed = self._parse(path)
+        if rbac is None or token != SERVICE_ACCOUNT_TOKEN or parsed is None:
+            return None  # an admin, or discovery (open to every authenticated user)
+        group_version, namespace, plural, name, sub = parsed
+        verb = {"GET": "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list"),
+                "POST": "create", "PUT": "update", "PATCH": "patch",
+                "DELETE": "delete" if name else "deletecollection"}.get(self.command, self.command.lower())
+        request = Attributes(verb, group_version.rpartition("/")[0], f"{plural}/{sub}" if sub else plural,
+                             namespace or "", name)
+        user = rbac.user(*rbac.service_accounts[0])
+        if rbac.allows(user, request):
+            self.api.authorized.append((user, request))
+            return None
+        self.api.forbidden.append((user, request))
+        return rbac.refusal(user, request)
+
+    def _discovery(self, path: str) -> None:
+        """``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``:
+        what is served, as :attr:`FakeAPIServer.served` says."""
+        served: dict[str, list] = {}
+        for kind, versions in self.api.served.items():
+            if kind == "Event":
+                continue
+            for version in versions:
+                served.setdefault(version, []).append(RESOURCES[kind])
+        served.setdefault("events.k8s.io/v1", []).append(RESOURCES["Event"])
+        parts = path.strip("/").split("/")
+        if parts == ["api"]:
+            return self._reply(200, {"kind": "APIVersions", "versions": ["v1"]})
+        groups: dict[str, list[str]] = {}
+        for version in served:
+            if "/" in version:
+                group, _, _ = version.partition("/")
+                groups.setdefault(group, []).append(version)
+        order = ("v1", "v1beta2", "v1beta1", "v1alpha3")
+
+        def group_doc(group: str) -> dict:
+            versions = sorted(groups[group], key=lambda v: order.index(v.partition("/")[2])
+                              if v.partition("/")[2] in order else len(order))
+            entries = [{"groupVersion": v, "version": v.partition("/")[2]} for v in versions]
+            return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+                    "preferredVersion": entries[0]}
+
+        if parts == ["apis"]:
+            return self._reply(200, {"kind": "APIGroupList", "apiVersion": "v1",
+                                     "groups": [group_doc(g) for g in sorted(groups)]})
+        if len(parts) == 2 and parts[0] == "apis" and parts[1] in groups:
+            return self._reply(200, group_doc(parts[1]))
+        version = parts[1] if parts[0] == "api" and len(parts) == 2 else "/".join(parts[1:3])
+        if (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 3):
+            if version in served:
+                resources = []
+                for r in served[version]:
+                    resources.append({"name": r.plural, "namespaced": r.namespaced, "kind": r.kind,
+                                      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+                    if "status" in attrs.fields_dict(r.cls):
+                        resources.append({"name": f"{r.plural}/status", "namespaced": r.namespaced, "kind": r.kind,
+                                          "verbs": ["get", "patch", "update"]})
+                return self._reply(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": version,
+                                         "resources": resources})
+        raise _not_found(path)
+
+    def _dispatch(self, path: str, query: dict, body: Any) -> None:
+        parsed = self._parse(path)
+        if parsed is None:
+            return self._discovery(path)
+        group_version, namespace, plural, name, sub = parsed
         if group_version == "events.k8s.io/v1" and plural == "events":
             return self._events(namespace or "", name, body)
         if self.command == "POST" and (group_version, plural) in (("authentication.k8s.io/v1", "tokenreviews"),
                                                                    ("authorization.k8s.io/v1", "subjectaccessreviews")):
             return self._review(plural, (body or {}).get("spec") or {}, body or {})
-        resource = next((r for r in RESOURCES.values() if r.api_version == group_version and r.plural == plural
-                         and r.kind != "Event"), None)
+        resource = next((r for r in RESOURCES.values() if group_version in self.api.served[r.kind]
+                         and r.plural == plural and r.kind != "Event"), None)
         if resource is None:
             raise _not_found(path)
         cluster = self.api.cluster
+
+        def manifest(obj: Any) -> dict:
+            return {**to_manifest(obj), "apiVersion": group_version}
+
         if self.command == "GET" and not name:
             if query.get("watch") in ("true", "1"):
-                return self._watch(resource.kind, query)
-            listed = cluster.list(resource.kind, namespace)
-            return self._reply(200, {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
-                                     "metadata": {"resourceVersion": listed.resource_version},
-                                     "items": [to_manifest(o) for o in listed.items]})
+                return self._watch(resource.kind, query, group_version)
+            return self._list(resource, namespace, query, group_version)
         if self.command == "GET":
-            return self._reply(200, to_manifest(cluster.get(resource.kind, name, namespace or "")))
+            return self._reply(200, manifest(cluster.get(resource.kind, name, namespace or "")))
         if self.command == "POST" and sub == "binding":
             target = (body or {}).get("target") or {}
             uid = ((body or {}).get("metadata") or {}).get("uid", "")
@@ -400,11 +526,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(201, status(201, "", "") | {"status": "Success"})
         if self.command == "POST" and not name:
             obj = self._object(body, resource.kind)
-            return self._reply(201, to_manifest(cluster.create(obj)))
+            if hasattr(obj, "status") and resource.kind != "Node":  # the strategies reset status on create
+                obj = attrs.evolve(obj, status=type(obj.status)(**({"phase": "Pending"} if resource.kind == "Pod"
+                                                                   else {})))
+            return self._reply(201, manifest(cluster.create(obj)))
         if self.command == "PUT" and sub in ("", "status"):
             obj = self._object(body, resource.kind)
             stored = cluster.update_status(obj) if sub == "status" else cluster.update(obj)
-            return self._reply(200, to_manifest(stored))
+            return self._reply(200, manifest(stored))
         if self.command == "PATCH" and name and sub in ("", "status"):
             patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if patch_type not in PATCH_TYPES:
@@ -412,12 +541,36 @@ class _Handler(BaseHTTPRequestHandler):
                                            f'include: application/json-patch+json, {", ".join(PATCH_TYPES)}, '
                                            'application/apply-patch+yaml')
             stored = cluster.patch(resource.kind, name, body, namespace or "", subresource=sub, patch_type=patch_type)
-            return self._reply(200, to_manifest(stored))
+            return self._reply(200, manifest(stored))
         if self.command == "DELETE" and name:
             uid = ((body or {}).get("preconditions") or {}).get("uid")
             cluster.delete(resource.kind, name, namespace or "", uid)
             return self._reply(200, status(200, "", "") | {"status": "Success"})
         raise _not_found(path)
+
+    def _list(self, resource: Any, namespace: str | None, query: dict, group_version: str) -> None:
+        """A list: whole from the watch cache (``resourceVersion=0``), else in
+        pages of ``limit`` with a ``continue`` token, every page of one
+        snapshot (as etcd serves them at the first page's revision)."""
+        token = query.get("continue")
+        if token:
+            with self.api._lock:
+                items, rv = self.api._pages.pop(token, (None, ""))
+            if items is None:
+                raise ApiError("The provided continue parameter is too old to display a consistent list result.")
+        else:
+            listed = self.api.cluster.list(resource.kind, namespace)
+            items, rv = sorted(listed.items, key=object_key), listed.resource_version
+        limit = int(query.get("limit") or 0)
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if limit and query.get("resourceVersion") != "0" and len(items) > limit:
+            items, rest = items[:limit], items[limit:]
+            next_token = f"{rv}-{len(self.api._pages)}-{object_key(items[-1])}"
+            with self.api._lock:
+                self.api._pages[next_token] = (rest, rv)
+            meta["continue"] = next_token
+        return self._reply(200, {"apiVersion": group_version, "kind": f"{resource.kind}List", "metadata": meta,
+                                 "items": [{**to_manifest(o), "apiVersion": group_version} for o in items]})
 
     def _object(self, body: Any, kind: str) -> Any:
         if not isinstance(body, dict) or body.get("kind") != kind:
@@ -435,52 +588,56 @@ class _Handler(BaseHTTPRequestHandler):
     # --- events.k8s.io/v1 ----------------------------------------------------------------
 
     def _events(self, namespace: str, name: str, body: Any) -> None:
+        """events.k8s.io/v1 events, kept as sent: created, read, replaced or
+        patched (merge or strategic), validated as kube-apiserver validates
+        them, with every field but ``series`` (and metadata) immutable."""
         api = self.api
         key = f"{namespace}/{name}"
         if self.command == "GET" and name:
             if key not in api.events:
                 raise _not_found(f"events.events.k8s.io {name!r}")
             return self._reply(200, api.events[key])
-        if self.command == "PATCH" and name:
-            patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            with api._lock:
-                if key not in api.events:
-                    raise _not_found(f"events.events.k8s.io {name!r}")
-                body = apply_patch(api.events[key], body, patch_type)
-                body["metadata"]["resourceVersion"] = api.events[key]["metadata"]["resourceVersion"]
-            self.command = "PUT"
-        if self.command in ("POST", "PUT"):
-            problems = [f for f in ("reportingController", "reportingInstance", "action", "reason", "regarding")
-                        if not body.get(f)]
+        if self.command not in ("POST", "PUT", "PATCH") or (self.command != "POST") != bool(name):
+            raise _not_found(self.path)
+        with api._lock:
+            stored = api.events.get(key) if name else None
+            if self.command != "POST" and stored is None:
+                raise _not_found(f"events.events.k8s.io {name!r}")
+            if self.command == "PATCH":
+                patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+                body = apply_patch(stored, body, patch_type)
+            if not isinstance(body, dict):
+                raise BadRequest("expected an Event")
+            problems = [f"{f}: Required value" for f in ("reportingController", "reportingInstance", "action",
+                                                          "reason", "regarding") if not body.get(f)]
             if not MICRO_TIME.match(body.get("eventTime") or ""):
-                problems.append("eventTime")
+                problems.append("eventTime: Required value")
             if body.get("type") not in ("Normal", "Warning"):
-                problems.append("type")
+                problems.append(f"type: Unsupported value: {body.get('type')!r}")
             if len((body.get("note") or "").encode()) > 1024:
-                problems.append("note")
-            if problems:
-                raise Invalid(f"Event {body.get('metadata', {}).get('name')!r} is invalid: {', '.join(problems)}")
+                problems.append("note: Too long: may not be more than 1024 bytes")
+            if stored is not None:
+                problems += [f"{f}: Invalid value: {body.get(f)!r}: field is immutable" for f in EVENT_IMMUTABLE
+                             if body.get(f) != stored.get(f)]
             meta = body.setdefault("metadata", {})
+            if problems:
+                raise Invalid(f'Event.events.k8s.io "{meta.get("name")}" is invalid: ' + ", ".join(problems))
             meta["namespace"] = namespace
             key = f"{namespace}/{meta.get('name')}"
-            with api._lock:
-                if self.command == "POST" and key in api.events:
-                    raise AlreadyExists(f'events.events.k8s.io "{meta.get("name")}" already exists')
-                if self.command == "PUT":
-                    stored = api.events.get(key)
-                    if stored is None:
-                        raise _not_found(key)
-                    if meta.get("resourceVersion") and meta["resourceVersion"] != stored["metadata"]["resourceVersion"]:
-                        raise Conflict("the object has been modified")
-                api._event_rv += 1
-                meta["resourceVersion"] = str(api._event_rv)
-                api.events[key] = body
-            return self._reply(201 if self.command == "POST" else 200, body)
-        raise _not_found(self.path)
+            if self.command == "POST" and key in api.events:
+                raise AlreadyExists(f'events.events.k8s.io "{meta.get("name")}" already exists')
+            if stored is not None and self.command == "PUT" and meta.get("resourceVersion") \
+                    and meta["resourceVersion"] != stored["metadata"]["resourceVersion"]:
+                raise Conflict(f'Operation cannot be fulfilled on events.events.k8s.io "{name}": the object has been '
+                               "modified; please apply your changes to the latest version and try again")
+            api._event_rv += 1
+            meta["resourceVersion"] = str(api._event_rv)
+            api.events[key] = body
+        return self._reply(201 if self.command == "POST" else 200, body)
 
     # --- watch ---------------------------------------------------------------------------
 
-    def _watch(self, kind: str, query: dict) -> None:
+    def _watch(self, kind: str, query: dict, group_version: str) -> None:
         api = self.api
         api._watch_gate.wait(10)
         watch = _Watch()
@@ -526,12 +683,12 @@ class _Handler(BaseHTTPRequestHandler):
                     if bookmarks:
                         watch.last_rv = max(watch.last_rv, int(cluster.resource_version()))
                         self._chunk({"type": "BOOKMARK", "object": {
-                            "kind": kind, "apiVersion": RESOURCES[kind].api_version,
+                            "kind": kind, "apiVersion": group_version,
                             "metadata": {"resourceVersion": str(watch.last_rv)}}})
                     continue
                 type_, obj = item
                 watch.last_rv = max(watch.last_rv, int(obj.metadata.resource_version or 0))
-                self._chunk({"type": type_, "object": to_manifest(obj)})
+                self._chunk({"type": type_, "object": {**to_manifest(obj), "apiVersion": group_version}})
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
         finally:

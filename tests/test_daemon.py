@@ -336,8 +336,15 @@ def test_preemption_evicts_its_victims_off_the_loop_and_waits_for_them(apiserver
     apiserver.wait_until(lambda: bound(apiserver.cluster, *low))
     apiserver.delay("DELETE", r"/pods/low-", 0.3)  # evictions take a while
     apiserver.cluster.create(pod("urgent", cpu="3", priority=100, scheduler_name="kubesched"))
-    apiserver.wait_until(lambda: bound(apiserver.cluster, "urgent"), timeout=30)
+
+    def evicted() -> bool:
+        return sum(p.metadata.deletion_timestamp is not None for p in apiserver.cluster.list("Pod").items) == 3
+
+    apiserver.wait_until(evicted, timeout=30)  # running victims terminate for their grace period
     assert apiserver.most_concurrent >= 2  # the three evictions overlapped, on API workers
+    assert not bound(apiserver.cluster, "urgent")  # nominated: it waits for its victims to go
+    apiserver.finish_terminating_pods()
+    apiserver.wait_until(lambda: bound(apiserver.cluster, "urgent"), timeout=30)
     left = [p.metadata.name for p in apiserver.cluster.list("Pod").items if p.metadata.name.startswith("low-")]
     assert len(left) == 1
     preempted = [e for e in apiserver.events.values() if e["reason"] == "Preempted"]

@@ -12,7 +12,7 @@ from kubesched.core.api import from_manifest
 from kubesched.core.api.convert import structure
 from kubesched.core.api.resource_v1 import AllocationResult, ResourceClaimConsumerReference
 from kubesched.core.clock import RealClock
-from kubesched.core.cluster.client import AlreadyExists, Conflict, Invalid, NotFound, retry_on_conflict
+from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.observability.events import EventRecorder
@@ -53,24 +53,37 @@ def test_binding_despite_the_status_reply_and_a_conflict_for_another_node(kube, 
         kube.bind("default", "gone", "", "n1")
 
 
-def test_5xx_answers_are_retried_with_backoff(kube, apiserver):
+def test_5xx_answers_are_retried_as_client_go_retries_them(kube, apiserver):
     kube.create(node("n1"))
     created = kube.create(pod("web"))
-    apiserver.fail("POST", r"/pods/web/binding$", code=503, times=2)
+    apiserver.fail("GET", r"/pods/web$", code=503, times=2)  # idempotent: retried with backoff
+    assert kube.get("Pod", "web", "default").metadata.uid == created.metadata.uid
+    apiserver.fail("POST", r"/pods/web/binding$", code=429, times=2, retry_after=0)  # the server asks for it again
     kube.bind("default", "web", created.metadata.uid, "n1")
-    assert apiserver.count("POST", r"/pods/web/binding$") == 3
+    assert apiserver.count("GET", r"/pods/web$") == 3 and apiserver.count("POST", r"/pods/web/binding$") == 3
     assert apiserver.cluster.get("Pod", "web", "default").spec.node_name == "n1"
+    apiserver.fail("POST", r"/pods$", code=503, times=1)  # a POST answered 5xx without Retry-After: not again
+    with pytest.raises(ApiError, match="injected failure"):
+        kube.create(pod("other"))
+    assert apiserver.count("POST", r"/pods$") == 2  # web, then other once
 
 
-def test_a_timed_out_binding_is_retried_and_its_first_try_counts(apiserver, tmp_path):
+def test_a_timed_out_post_is_never_sent_twice(apiserver, tmp_path):
     kube = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kc"), qps=0, backoff_factor=0.01,
                                              request_timeout=0.3)
     kube.create(node("n1"))
     created = kube.create(pod("web"))
-    apiserver.stall("POST", r"/pods/web/binding$")
-    kube.bind("default", "web", created.metadata.uid, "n1")  # the retry meets "already assigned to n1"
-    assert apiserver.count("POST", r"/pods/web/binding$") == 2
-    assert apiserver.cluster.get("Pod", "web", "default").spec.node_name == "n1"
+    apiserver.stall("POST", r"/resourceclaims$")
+    with pytest.raises(ApiError, match="timed out"):
+        kube.create(from_manifest({  # with generateName: a second try would store a second claim
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"generateName": "web-extended-resources-", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}))
+    apiserver.stall("PUT", r"/pods/web$")  # a PUT naming its resourceVersion may be retried: it conflicts if it got in
+    with pytest.raises(Conflict):
+        kube.update(attrs.evolve(created, metadata=attrs.evolve(created.metadata, labels={"a": "b"})))
+    assert apiserver.cluster.get("Pod", "web", "default").metadata.labels == {"a": "b"}
+    assert apiserver.count("POST", r"/resourceclaims$") == 1 and apiserver.count("PUT", r"/pods/web$") == 2
 
 
 ALLOCATION = structure({"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1",

@@ -3,15 +3,23 @@
 Built on the official ``kubernetes`` package: its kubeconfig and in-cluster
 loaders (every auth method they support, token refresh included), its
 ``ApiClient`` for authenticated requests over urllib3, and urllib3's ``Retry``
-for 429/5xx answers and timeouts (exponential backoff, ``Retry-After`` honoured).
+(exponential backoff, ``Retry-After`` honoured) for what client-go retries:
+a request that never reached the server, an idempotent one (GET, PUT with a
+resourceVersion, DELETE with a UID precondition) after a timeout or a
+429/5xx answer, and any other (POST, PATCH) only when the server answered
+429/5xx with ``Retry-After`` - a POST that timed out may have been carried
+out, and is never sent twice.  Each kind of a group served at several
+versions (resource.k8s.io) is used at the newest version the server serves
+that kubesched reads, found by discovery.
 Objects go over the wire as JSON and are decoded straight into kubesched's
 typed objects: the generated pydantic models would be a second, slower
 conversion, and the typed ``create_namespaced_pod_binding`` decodes the
 ``Status`` the API server answers as a ``Binding`` and raises, so every call
 goes through ``ApiClient.call_api`` with raw JSON.
 
-Like client-go's reflector, each watch lists, then watches from the list's
-resourceVersion with bookmarks, resumes from the last version it saw when the
+Like client-go's reflector, each watch lists (from the watch cache,
+``resourceVersion=0``, in pages of :data:`LIST_PAGE_SIZE`), then watches from
+the list's resourceVersion with bookmarks, resumes from the last version it saw when the
 stream ends or breaks, and relists when the version has expired (410 Gone),
 handing the full list to the informer as a :data:`REPLACE` event so that
 objects deleted meanwhile are reported deleted.  Events are written as
@@ -48,6 +56,7 @@ from .client import (
     ClusterClient,
     Conflict,
     Fenced,
+    Forbidden,
     Gone,
     Invalid,
     ListResult,
@@ -72,6 +81,8 @@ UNFENCED = ("/leases", "/events", "/tokenreviews", "/subjectaccessreviews")
 WATCH_TIMEOUT_RANGE = (300, 600)
 #: Backoff between failed watch or relist attempts: starts here, doubles, capped (seconds).
 WATCH_BACKOFF = (0.8, 30.0)
+#: Objects asked for per list request (client-go's pager default); the watch cache answers ``resourceVersion=0`` whole.
+LIST_PAGE_SIZE = 500
 #: events.k8s.io/v1 refuses a note longer than this (bytes).
 EVENT_NOTE_LIMIT = 1024
 
@@ -167,6 +178,10 @@ def _api_error(status: int, body: bytes | str | None, what: str) -> ApiError:
         payload = {}
     message = payload.get("message") or f"{what}: HTTP {status}"
     reason = payload.get("reason", "")
+    if status == 400:
+        return BadRequest(message)
+    if status == 403:
+        return Forbidden(message)
     if status == 404:
         return NotFound(message)
     if status == 409:
@@ -192,7 +207,8 @@ class KubernetesCluster(ClusterClient):
     ``watch_timeout`` is the (min, max) seconds a watch asks the server to
     last.  Thread-safe.  Every method raises :class:`ApiError` subclasses, as
     :class:`MemoryCluster` does, except that creating or updating an
-    ``Event`` only queues it for the event writer thread and returns the
+    ``Event`` only queues it for the event writer thread (an update of a
+    repeated event is sent as a PATCH of its ``series``) and returns the
     object as given (a failed write is logged and counted in
     :attr:`events_dropped`, as upstream's broadcaster drops them).
     """
@@ -203,7 +219,9 @@ class KubernetesCluster(ClusterClient):
         from kubernetes.client.api_client import ApiClient
         from urllib3.util.retry import Retry
 
-        fenced_retry = type("FencedRetry", (Retry,), {"increment": _fenced_increment, "owner": self})
+        fenced_retry = type("ClientGoRetry", (Retry,), {"increment": _fenced_increment, "owner": self,
+                                                         "_is_method_retryable": _idempotent_only,
+                                                         "is_retry": _client_go_is_retry})
         configuration.retries = fenced_retry(
             total=retries, connect=retries, read=retries, status=retries,
             status_forcelist=(429, 500, 502, 503, 504), allowed_methods=None,
@@ -226,6 +244,9 @@ class KubernetesCluster(ClusterClient):
         self._events: queue.Queue = queue.Queue(EVENT_QUEUE_LENGTH)
         self._event_writer: threading.Thread | None = None
         self._event_lock = threading.Lock()
+        self._request = threading.local()  # what the retry of this thread's request may know of it
+        self._versions: dict[str, str] = {}  # kind -> the apiVersion the server serves it at
+        self._versions_lock = threading.Lock()
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> "KubernetesCluster":
@@ -282,12 +303,11 @@ class KubernetesCluster(ClusterClient):
 
     # --- REST plumbing -------------------------------------------------------------------
 
-    @staticmethod
-    def _collection(resource: ResourceType, namespace: str | None) -> str:
+    def _collection(self, resource: ResourceType, namespace: str | None) -> str:
         if resource.kind == "Event":
             base = f"/apis/{EVENTS_API_VERSION}"
         elif resource.group:
-            base = f"/apis/{resource.api_version}"
+            base = f"/apis/{self.api_version(resource)}"
         else:
             base = f"/api/{resource.api_version}"
         if resource.namespaced and namespace:
@@ -308,6 +328,7 @@ class KubernetesCluster(ClusterClient):
         refused = self.refusal(method, path)
         if refused is not None:
             raise Fenced(f"{method} {path}: not sent: {refused}")
+        self._request.idempotent = _idempotent(method, body)
         self.limiter.take()
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -336,32 +357,79 @@ class KubernetesCluster(ClusterClient):
         if resource.kind == "Event":
             return event_from_events_v1(doc)
         body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+        served = self.api_version(resource)
+        if served != resource.api_version:
+            body = resource.older_versions[served](body)
         return structure(body, resource.cls)
 
     def _encode(self, obj: Any) -> dict:
         resource = resource_of(obj)
         if resource.kind == "Event":
             return event_to_events_v1(obj, self.instance)
-        return {"apiVersion": resource.api_version, "kind": resource.kind, **unstructure(obj)}
+        served = self.api_version(resource)
+        if served != resource.api_version and not _same_shape(resource, served):
+            raise ApiError(f"{resource.kind} {obj.metadata.name}: the API server serves {resource.plural} at "
+                           f"{served}, whose shape kubesched does not write (it writes {resource.api_version})")
+        return {"apiVersion": served, "kind": resource.kind, **unstructure(obj)}
+
+    def api_version(self, resource: ResourceType) -> str:
+        """The apiVersion ``resource`` is used at: for a kind kubesched also reads
+        at older versions, the newest one the server serves it at (discovery of
+        ``/apis/<group>`` and ``/apis/<group>/<version>``, once per kind, as
+        client-go's discovery-driven informers); else its own.  A kind the
+        server does not serve at all stays at its own (lists of it are empty)."""
+        if not resource.older_versions or not resource.group:
+            return resource.api_version
+        with self._versions_lock:
+            known = self._versions.get(resource.kind)
+        if known is not None:
+            return known
+        chosen = resource.api_version
+        try:
+            served = {v.get("groupVersion") for v in self._call("GET", f"/apis/{resource.group}").get("versions") or ()}
+            for candidate in (resource.api_version, *resource.older_versions):
+                if candidate in served and any(r.get("name") == resource.plural for r in
+                                               self._call("GET", f"/apis/{candidate}").get("resources") or ()):
+                    chosen = candidate
+                    break
+        except NotFound:
+            pass  # the group is not served: nothing of it exists
+        if chosen != resource.api_version:
+            log.info("the API server serves %s at %s, not %s: using it", resource.plural, chosen, resource.api_version)
+        with self._versions_lock:
+            self._versions[resource.kind] = chosen
+        return chosen
 
     # --- reading -------------------------------------------------------------------------
 
-    def list(self, kind: str, namespace: str | None = None) -> ListResult:
+    def list(self, kind: str, namespace: str | None = None, resource_version: str = "0") -> ListResult:
+        """Every object of ``kind``, as client-go's reflector lists: from the
+        watch cache (``resourceVersion=0``; ``""`` asks for the latest, a
+        quorum read, as a relist after 410 Gone does) in pages of
+        :data:`LIST_PAGE_SIZE` (``limit``/``continue``).  A kind the server
+        does not serve is empty (logged)."""
         resource = RESOURCES[kind]
-        try:
-            doc = self._call("GET", self._collection(resource, namespace))
-        except NotFound:
-            # the API server does not serve this kind (e.g. an older resource.k8s.io): nothing to see
-            log.warning("the API server does not serve %s (%s); treating it as empty", resource.plural,
-                        resource.api_version)
-            return ListResult([], "")
-        items = []
-        for item in doc.get("items") or ():
+        query = [("limit", str(LIST_PAGE_SIZE))] + ([("resourceVersion", resource_version)] if resource_version else [])
+        items: list = []
+        listed = ""
+        while True:
             try:
-                items.append(self._decode(resource, item))
-            except ManifestError as err:
-                log.warning("skipping %s %s: %s", kind, (item.get("metadata") or {}).get("name"), err)
-        return ListResult(items, (doc.get("metadata") or {}).get("resourceVersion", ""))
+                doc = self._call("GET", self._collection(resource, namespace), query)
+            except NotFound:
+                # the API server does not serve this kind (e.g. an older resource.k8s.io): nothing to see
+                log.warning("the API server does not serve %s (%s); treating it as empty", resource.plural,
+                            self.api_version(resource))
+                return ListResult([], "")
+            for item in doc.get("items") or ():
+                try:
+                    items.append(self._decode(resource, item))
+                except ManifestError as err:
+                    log.warning("skipping %s %s: %s", kind, (item.get("metadata") or {}).get("name"), err)
+            meta = doc.get("metadata") or {}
+            listed = meta.get("resourceVersion", listed)
+            if not meta.get("continue"):
+                return ListResult(items, listed)
+            query = [("limit", str(LIST_PAGE_SIZE)), ("continue", meta["continue"])]
 
     def get(self, kind: str, name: str, namespace: str = "") -> Any:
         resource = RESOURCES[kind]
@@ -393,7 +461,11 @@ class KubernetesCluster(ClusterClient):
             path = (self._collection(resource, meta.namespace or "default") if method == "POST"
                     else self._path(resource, meta.name, meta.namespace))
             try:
-                self._call(method, path, body=self._encode(event))
+                if method == "PATCH":  # a repeat: the series, as client-go's events.k8s.io broadcaster patches it
+                    self._call(method, path, body={"series": self._encode(event)["series"]},
+                               content_type=STRATEGIC_MERGE_PATCH)
+                else:
+                    self._call(method, path, body=self._encode(event))
             except ApiError as err:
                 self.events_dropped += 1
                 log.info("writing event %s/%s failed: %s", meta.namespace, meta.name, err)
@@ -415,7 +487,7 @@ class KubernetesCluster(ClusterClient):
 
     def update(self, obj: Any) -> Any:
         if isinstance(obj, Event):
-            return self._write_event("PUT", obj)
+            return self._write_event("PATCH", obj)
         resource = resource_of(obj)
         meta = obj.metadata
         return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace),
@@ -473,6 +545,46 @@ class KubernetesCluster(ClusterClient):
         self._call("DELETE", self._path(resource, name, namespace), body=body)
 
 
+def _same_shape(resource: ResourceType, api_version: str) -> bool:
+    """Whether ``resource``'s manifests at ``api_version`` have the shape of its
+    own version (its reader converts nothing), so kubesched may write there."""
+    probe: dict = {}
+    try:
+        return resource.older_versions[api_version](probe) is probe
+    except (KeyError, ValueError, TypeError):
+        return False
+
+
+def _idempotent(method: str, body: Any) -> bool:
+    """Whether sending the request twice does what sending it once does, as
+    client-go sees it: GET, a PUT naming the resourceVersion it replaces (a
+    second try conflicts), a DELETE with a UID precondition."""
+    if method in ("GET", "HEAD"):
+        return True
+    if not isinstance(body, dict):
+        return False
+    if method == "PUT":
+        return bool((body.get("metadata") or {}).get("resourceVersion"))
+    if method == "DELETE":
+        return bool((body.get("preconditions") or {}).get("uid"))
+    return False
+
+
+def _idempotent_only(self, method: str) -> bool:
+    """urllib3's ``Retry._is_method_retryable``: a timed-out or broken request
+    is retried only when it is idempotent (:func:`_idempotent`)."""
+    return getattr(self.owner._request, "idempotent", True)
+
+
+def _client_go_is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+    """urllib3's ``Retry.is_retry``: an idempotent request on 429/5xx as
+    configured; any other only on a 429/5xx that carries ``Retry-After``
+    (client-go's ``checkWait``: the server asks for it again)."""
+    if _idempotent_only(self, method):
+        return type(self).__mro__[1].is_retry(self, method, status_code, has_retry_after)
+    return bool(self.total and has_retry_after and (status_code == 429 or status_code >= 500))
+
+
 def _fenced_increment(self, method=None, url=None, *args, **kwargs):
     """urllib3's ``Retry.increment``, except that a request the client's
     :meth:`KubernetesCluster.refusal` now refuses is not retried."""
@@ -524,7 +636,7 @@ class _Reflector:
             except Gone as err:
                 log.info("watch of %s expired (%s); relisting", self.resource.plural, err)
                 try:
-                    listed = self.cluster.list(self.resource.kind)
+                    listed = self.cluster.list(self.resource.kind, resource_version="")
                 except ApiError as list_err:
                     log.warning("relisting %s failed: %s", self.resource.plural, list_err)
                 else:

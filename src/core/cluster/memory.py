@@ -57,6 +57,11 @@ from .client import (
 )
 from .patch import STRATEGIC_MERGE_PATCH, apply_patch, with_preconditions
 
+#: A pod's grace period in its metadata while it terminates (upstream ``deletionGracePeriodSeconds``).
+GRACE_KEY = "deletionGracePeriodSeconds"
+#: A pod's ``terminationGracePeriodSeconds`` when it sets none (seconds).
+DEFAULT_TERMINATION_GRACE = 30
+
 # upstream's generateName alphabet (no vowels, no confusable digits)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -67,11 +72,18 @@ class MemoryCluster(ClusterClient):
     ``clock`` stamps creation and deletion times (a :class:`FakeClock` at 0 by
     default); ``seed`` makes generated names and UIDs reproducible;
     ``history`` is how many past changes a watch may resume from before it
-    gets :class:`Gone`.  Thread-safe: one lock guards the store.
+    gets :class:`Gone`; ``graceful_deletion``: a deleted pod that runs on a
+    node only gets a ``deletionTimestamp`` its grace period ahead and stays
+    until :meth:`finish_terminating_pods` (the kubelets' part), as on a real
+    cluster; without it (the embedded cluster has no kubelets) it goes at
+    once.  Thread-safe: one lock guards the store.
     """
 
-    def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = 100_000):
+    def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = 100_000,
+                 graceful_deletion: bool = False):
         self.clock = clock or FakeClock()
+        #: Delete pods as kube-apiserver with kubelets does (see :meth:`delete`).
+        self.graceful_deletion = graceful_deletion
         self._rng = random.Random(seed)
         self._store: dict[str, dict[str, Any]] = {kind: {} for kind in RESOURCES}
         self._rv = 0
@@ -234,12 +246,38 @@ class MemoryCluster(ClusterClient):
             obj = self.get(kind, name, namespace)
             if uid is not None and obj.metadata.uid != uid:
                 raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: {obj.metadata.uid}')
-            if obj.metadata.finalizers:
+            grace = self._grace_period(obj)
+            if obj.metadata.finalizers or grace:
                 if obj.metadata.deletion_timestamp is None:
-                    meta = attrs.evolve(obj.metadata, deletion_timestamp=self.clock.now())
+                    extra = {**obj.metadata.extra, GRACE_KEY: grace} if grace else obj.metadata.extra
+                    meta = attrs.evolve(obj.metadata, deletion_timestamp=self.clock.now() + grace, extra=extra)
                     self._store_update(kind, attrs.evolve(obj, metadata=meta))
                 return
             self._remove(kind, obj)
+
+    def _grace_period(self, obj: Any) -> int:
+        """Seconds a deleted object stays terminating: with :attr:`graceful_deletion`,
+        a pod bound to a node and not finished gets its
+        ``terminationGracePeriodSeconds`` (default 30), as kube-apiserver's pod
+        strategy; everything else 0 (deleted at once, as a pod that never ran)."""
+        if not (self.graceful_deletion and isinstance(obj, Pod) and obj.spec.node_name and not obj.terminal):
+            return 0
+        return int(obj.spec.extra.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE))
+
+    def finish_terminating_pods(self) -> list[str]:
+        """What the kubelets do for pods being deleted gracefully: their
+        containers stopped, each is deleted for good (a pod that still has
+        finalizers waits for them).  Returns the ``namespace/name`` removed."""
+        removed = []
+        with self._lock:
+            for pod in list(self._store["Pod"].values()):
+                if GRACE_KEY not in pod.metadata.extra:
+                    continue
+                extra = {k: v for k, v in pod.metadata.extra.items() if k != GRACE_KEY}
+                self._store_update("Pod", attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, extra=extra)))
+                if not pod.metadata.finalizers:
+                    removed.append(pod.key)
+        return removed
 
     def apply(self, obj: Any) -> Any:
         """Create ``obj``, or replace the stored object of that name (metadata,
@@ -436,7 +474,8 @@ class MemoryCluster(ClusterClient):
     def _store_update(self, kind: str, obj: Any) -> Any:
         self._rv += 1
         obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv)))
-        if obj.metadata.deletion_timestamp is not None and not obj.metadata.finalizers:
+        if obj.metadata.deletion_timestamp is not None and not obj.metadata.finalizers \
+                and GRACE_KEY not in obj.metadata.extra:
             self._rv -= 1
             self._remove(kind, obj)
             return obj

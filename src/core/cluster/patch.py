@@ -114,7 +114,7 @@ def two_way_merge_patch(original: dict, modified: dict, cls: type | None = None)
             if removed:
                 patch[f"{_DELETE_FROM}{key}"] = removed
         elif isinstance(old, list) and isinstance(new, list) and element in MERGE_KEYS:
-            merge_key = MERGE_KEYS[element]  # type: ignore[index]
+            merge_key = MERGE_KEYS[element]
             before = {item.get(merge_key): item for item in old if isinstance(item, dict)}
             items = []
             for item in new:

@@ -38,8 +38,8 @@ class EventRecorder:
         self.clock = clock
         self.component = component
         self.dropped = 0
-        #: (uid, type, reason, message) -> the Event's (namespace, name), least recently used first
-        self._recorded: OrderedDict[tuple, tuple[str, str]] = OrderedDict()
+        #: (uid, type, reason, message) -> the Event as last written, least recently used first
+        self._recorded: OrderedDict[tuple, Event] = OrderedDict()
         self._lock = threading.Lock()  # the loop and binding workers record events
 
     def event(self, regarding: Any, type_: str, reason: str, action: str, message: str) -> None:
@@ -47,7 +47,9 @@ class EventRecorder:
 
         A repeat of the same event about the same object within
         ``AGGREGATION_SECONDS`` bumps ``count`` and ``lastTimestamp`` of the
-        existing Event, as client-go's event correlator does."""
+        Event this recorder wrote, from its own copy (no read), as client-go's
+        event correlator does; a client of a real API server sends that as a
+        PATCH of the event's ``series``."""
         meta = regarding.metadata
         now = self.clock.now()
         key = (meta.uid, type_, reason, message)
@@ -55,7 +57,7 @@ class EventRecorder:
             previous = self._recorded.get(key)
             if previous is not None:
                 self._recorded.move_to_end(key)
-        if previous is not None and self._bump(previous, now):
+        if previous is not None and self._bump(key, previous, now):
             return
         event = Event(
             metadata=ObjectMeta(name=f"{meta.name}.{next(_EVENT_SEQUENCE):x}", namespace=meta.namespace or "default"),
@@ -76,23 +78,25 @@ class EventRecorder:
             action=action,
         )
         try:
-            self.cluster.create(event)
+            event = self.cluster.create(event)
         except ApiError:
             self.dropped += 1
             return
         with self._lock:
-            self._recorded[key] = (event.metadata.namespace, event.metadata.name)
+            self._recorded[key] = event
             self._recorded.move_to_end(key)
             if len(self._recorded) > MAX_REMEMBERED_EVENTS:
                 self._recorded.popitem(last=False)
 
-    def _bump(self, where: tuple[str, str], now: float) -> bool:
-        namespace, name = where
+    def _bump(self, key: tuple, event: Event, now: float) -> bool:
+        if now - (event.first_timestamp or now) > AGGREGATION_SECONDS:
+            return False
         try:
-            event = self.cluster.get("Event", name, namespace)
-            if now - (event.first_timestamp or now) > AGGREGATION_SECONDS:
-                return False
-            self.cluster.update(attrs.evolve(event, count=event.count + 1, last_timestamp=now))
+            written = self.cluster.update(attrs.evolve(event, metadata=attrs.evolve(event.metadata, resource_version=""),
+                                                       count=event.count + 1, last_timestamp=now))
         except ApiError:
             return False
+        with self._lock:
+            if key in self._recorded:
+                self._recorded[key] = written
         return True
