@@ -8,7 +8,7 @@ Builders make one object in one line each::
     persistent_volume("pv1", "20Gi", "fast", node_affinity={"kubernetes.io/hostname": ["n1"]})
     device_class("gpu.example.com")
     resource_slice("n1", [device("gpu-0", capacity={"memory": "40Gi"})])
-    resource_claim("web-gpu", count=1, capacity={"memory": "10Gi"})
+    resource_claim("web-gpu", count=1, capacity={"memory": "10Gi"}); resource_claim_template("one-gpu")
 
 GPUs exactly as ``kubesched trace alibaba-openb`` writes them (one shareable
 device per GPU with a ``compute`` capacity and a ``model``), and a trace to replay::
@@ -47,7 +47,8 @@ from .trace.replay import replay
 __all__ = [
     "DRIVER", "claim", "claim_volume", "config", "convert", "csi_node", "device", "device_class",
     "ephemeral_volume", "gpu_class", "gpu_node", "gpu_pod", "node", "node_scores", "persistent_volume", "pod",
-    "replay", "resource_claim", "resource_slice", "storage_class", "typical_pods_configmap",
+    "replay", "resource_claim", "resource_claim_template", "resource_slice", "storage_class",
+    "typical_pods_configmap",
 ]
 
 
@@ -308,15 +309,32 @@ def resource_claim(name: str, device_class_name: str = DRIVER, count: int = 1, n
                    selectors: Iterable[str] = (), capacity: Mapping[str, str] | None = None):
     """A ResourceClaim with one request ``req`` for ``count`` devices of the
     class, filtered by CEL ``selectors``, each consuming ``capacity``."""
+    return from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": _claim_spec(device_class_name, count, selectors, capacity),
+    })
+
+
+def _claim_spec(device_class_name: str, count: int, selectors: Iterable[str],
+                capacity: Mapping[str, str] | None) -> dict:
     exactly: dict[str, Any] = {"deviceClassName": device_class_name, "count": count}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
     if capacity:
         exactly["capacity"] = {"requests": dict(capacity)}
+    return {"devices": {"requests": [{"name": "req", "exactly": exactly}]}}
+
+
+def resource_claim_template(name: str, device_class_name: str = DRIVER, count: int = 1, namespace: str = "default",
+                            selectors: Iterable[str] = ()):
+    """A ResourceClaimTemplate whose claims have one request ``req`` for
+    ``count`` devices of the class, filtered by CEL ``selectors`` (what a pod's
+    or a PodGroup's ``resourceClaimTemplateName`` names)."""
     return from_manifest({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": [{"name": "req", "exactly": exactly}]}},
+        "spec": {"spec": _claim_spec(device_class_name, count, selectors, None)},
     })
 
 

@@ -14,7 +14,10 @@ Mirrors kube-controller-manager's ``device-taint-eviction-controller``
   that taint, no matching toleration means ``timeAdded``.  A pod (scheduled, not
   finished, its UID in the claim's ``reservedFor``) is evicted at the earliest
   time of its claims; when no taint applies any more first, the eviction is
-  cancelled (event ``Cancelling deletion``).
+  cancelled (event ``Cancelling deletion``).  A claim shared by a PodGroup
+  (KEP-5729) is reserved for the PodGroup: every scheduled member of the group
+  that uses it is evicted (the controller keeps an index of the pods naming
+  each PodGroup, as the KEP describes).
 - The informer handlers only compute and queue: pods to delete at a time,
   DeviceTaintRules whose status to refresh.  A fixed number of workers
   (upstream ``ConcurrentSyncs``, 10) take items from the rate-limited queue:
@@ -56,6 +59,7 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_key
 from kubesched.core.cluster.client import NotFound, retry_on_conflict
 from kubesched.core.cluster.informer import changed_object
 from kubesched.core.cluster.patch import patch_status
@@ -65,6 +69,7 @@ from kubesched.core.dra.claims import (
     allocated_results,
     claim_name,
     is_for_pod,
+    is_group_reference,
     is_pod_done,
     is_reserved_for_pod,
 )
@@ -218,6 +223,8 @@ class DeviceTaintEvictionController(Controller):
         # handlers (the informer's thread) and workers share the state below
         self._lock = threading.Lock()
         self._pods: dict[str, Pod] = {}
+        #: PodGroup key -> keys of the pods naming it
+        self._members: dict[str, set[str]] = {}
         self._claims: dict[str, _AllocatedClaim] = {}
         self._pools: dict[tuple[str, str], _Pool] = {}
         self._rules: dict[str, DeviceTaintRule] = {}
@@ -227,6 +234,8 @@ class DeviceTaintEvictionController(Controller):
         inf = self.informers
         inf.add_handlers("Pod", lambda pod: self.handle_pod_change(None, pod), self.handle_pod_change,
                          lambda pod: self.handle_pod_change(pod, None))
+        inf.add_handlers("PodGroup", lambda group: self.handle_pod_group_change(None, group),
+                         self.handle_pod_group_change, lambda group: self.handle_pod_group_change(group, None))
         inf.add_handlers("ResourceClaim", lambda claim: self.handle_claim_change(None, claim),
                          self.handle_claim_change, lambda claim: self.handle_claim_change(claim, None))
         inf.add_handlers("ResourceSlice", lambda slice_: self.handle_slice_change(None, slice_),
@@ -255,9 +264,17 @@ class DeviceTaintEvictionController(Controller):
                 current = self._pods.get(gone.key)
                 if current is not None and current.metadata.uid == gone.metadata.uid:
                     del self._pods[gone.key]
+                    group_key = pod_group_key(gone)
+                    members = self._members.get(group_key, set()) if group_key is not None else set()
+                    members.discard(gone.key)
+                    if group_key is not None and not members:
+                        self._members.pop(group_key, None)
                 self._cancel(_pod_ref(gone))  # gone: nothing to report
                 return
             self._pods[new.key] = new
+            group_key = pod_group_key(new)
+            if group_key is not None:
+                self._members.setdefault(group_key, set()).add(new.key)
             if old is not None and old.metadata.uid != new.metadata.uid:
                 self._cancel(_pod_ref(old))
             elif (old is not None and old.spec.node_name == new.spec.node_name
@@ -265,6 +282,19 @@ class DeviceTaintEvictionController(Controller):
                   and old.status.extended_resource_claim_status == new.status.extended_resource_claim_status):
                 return
             self._handle_pod(new)
+
+    def handle_pod_group_change(self, old: PodGroup | None, new: PodGroup | None) -> None:
+        """A PodGroup was added, updated or deleted: when the claims generated
+        for it changed, its members' claims may resolve differently."""
+        if old is not None and new is not None and (
+                old.status.resource_claim_statuses == new.status.resource_claim_statuses
+                and old.metadata.uid == new.metadata.uid):
+            return
+        with self._lock:
+            for key in list(self._members.get(changed_object(old, new).key, ())):
+                pod = self._pods.get(key)
+                if pod is not None:
+                    self._handle_pod(pod)
 
     def handle_claim_change(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         """A claim was added, updated or deleted: track its allocation and
@@ -380,25 +410,32 @@ class DeviceTaintEvictionController(Controller):
         if not pod.spec.node_name or is_pod_done(pod):
             return None
         eviction: Eviction | None = None
-        for name, must_check_owner in self._claim_names(pod):
+        group = self._group_of(pod)
+        for name, must_check_owner in self._claim_names(pod, group):
             key = f"{pod.metadata.namespace}/{name}"
             entry = self._claims.get(key)
-            if entry is None or (must_check_owner and not is_for_pod(pod, entry.claim)):
+            if entry is None or (must_check_owner and not is_for_pod(pod, entry.claim, group)):
                 continue
-            if not is_reserved_for_pod(pod, entry.claim):
+            if not is_reserved_for_pod(pod, entry.claim, group):
                 continue  # e.g. a replacement of the pod under the same name
             claim_eviction = entry.eviction if claim_evictions is None else claim_evictions.get(key)
             if claim_eviction is not None:
                 eviction = claim_eviction if eviction is None else eviction.merge(claim_eviction)
         return eviction
 
+    def _group_of(self, pod: Pod) -> PodGroup | None:
+        """The PodGroup ``pod`` names, as the informer last saw it (None: none, or gone)."""
+        key = pod_group_key(pod)
+        return self.informers.get("PodGroup", key) if key is not None else None
+
     @staticmethod
-    def _claim_names(pod: Pod) -> list[tuple[str, bool]]:
-        """(claim name, whether it must be owned by the pod) of every claim the pod uses."""
+    def _claim_names(pod: Pod, group: PodGroup | None) -> list[tuple[str, bool]]:
+        """(claim name, whether it must be owned by the pod or its PodGroup
+        ``group``) of every claim the pod uses."""
         names = []
         for pod_claim in pod.spec.resource_claims:
             try:
-                name, must_check_owner = claim_name(pod, pod_claim)
+                name, must_check_owner = claim_name(pod, pod_claim, group)
             except ClaimNameError:
                 continue  # not created yet: not tainted either
             if name is not None:
@@ -409,9 +446,15 @@ class DeviceTaintEvictionController(Controller):
         return names
 
     def _handle_pods(self, claim: ResourceClaim) -> None:
-        """Re-check every pod in the claim's ``reservedFor``; a missing,
-        replaced or finished pod is skipped, never the rest."""
+        """Re-check every pod in the claim's ``reservedFor`` (every member of a
+        PodGroup there); a missing, replaced or finished pod is skipped, never the rest."""
         for ref in claim.status.reserved_for:
+            if is_group_reference(ref):
+                for key in list(self._members.get(f"{claim.metadata.namespace}/{ref.name}", ())):
+                    pod = self._pods.get(key)
+                    if pod is not None:
+                        self._handle_pod(pod)
+                continue
             if ref.api_group or ref.resource != "pods":
                 continue
             pod = self._pods.get(f"{claim.metadata.namespace}/{ref.name}")

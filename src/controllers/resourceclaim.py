@@ -16,10 +16,30 @@ Mirrors kube-controller-manager's ``resourceclaim`` controller
 - it deletes generated claims whose pod is gone or done, the claim the
   scheduler made for a pod's device-backed extended resources
   (``status.extendedResourceClaimStatus``) included.
+
+PodGroups (KEP-5729, ``DRAWorkloadResourceClaims``):
+
+- for every ``spec.resourceClaims`` entry of a PodGroup with
+  ``resourceClaimTemplateName`` it creates one claim for the whole group
+  (``generateName: <podgroup>-<claim>-``, the PodGroup as controlling owner,
+  the same annotation) and records it in the PodGroup's
+  ``status.resourceClaimStatuses``; a member pod's claim equal to that group
+  claim is recorded in the pod's ``status.resourceClaimStatuses`` under the
+  group's claim (never a claim of its own); a pod naming a PodGroup that does
+  not exist yet gets nothing until it appears (upstream's
+  ``podgroup.scheduling.k8s.io "g" not found``);
+- a ``reservedFor`` entry naming a PodGroup stays while some pod of the group
+  is not done (scheduled or still waiting to be); with none left the
+  reservation goes and the claim is deallocated (KEP-5729: all pods of the
+  group deleted -> deallocated, not deleted);
+- it deletes a claim generated for a PodGroup once the PodGroup is gone and
+  nothing reserves the claim (what the garbage collector does upstream; the
+  embedded cluster has none).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import attrs
@@ -27,9 +47,12 @@ import attrs
 from kubesched.core.api.core_v1 import Pod, PodResourceClaimStatus
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION, ResourceClaim
+from kubesched.core.api.scheduling_v1beta1 import API_VERSION as SCHEDULING_API_VERSION
+from kubesched.core.api.scheduling_v1beta1 import PodGroup, PodGroupResourceClaimStatus, pod_group_key, shared_claim
 from kubesched.core.cluster.client import NotFound
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.dra.claims import is_for_pod, is_pod_done
+from kubesched.core.dra.claims import is_group_reference, is_pod_done
 
 #: generateName longer than this is truncated (room for the 5 random characters within 63).
 MAX_GENERATE_NAME = 57
@@ -48,16 +71,21 @@ def generate_name(pod_name: str, claim_name: str) -> str:
 
 
 class ResourceClaimController(Controller):
-    """Queue items: ``("pod", "ns/name")`` and ``("claim", "ns/name")``."""
+    """Queue items: ``("pod", "ns/name")``, ``("podgroup", "ns/name")`` and ``("claim", "ns/name")``."""
 
     name = "resourceclaim-controller"
 
     def __init__(self, ctx: ControllerContext):
         super().__init__(ctx)
-        # generated claims not yet seen by the informer: (pod uid, pod claim name) -> claim name
+        # generated claims not yet seen by the informer: (owner uid, claim name in the owner) -> claim name
         self._created: dict[tuple[str, str], str] = {}
+        # PodGroup key -> keys of the pods naming it (handlers write, workers read)
+        self._members: dict[str, set[str]] = {}
+        self._members_lock = threading.Lock()
         inf = self.informers
-        inf.add_handlers("Pod", self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_changed)
+        inf.add_handlers("Pod", self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_deleted)
+        inf.add_handlers("PodGroup", self._pod_group_changed, lambda old, new: self._pod_group_changed(new),
+                         self._pod_group_deleted)
         inf.add_handlers("ResourceClaim", self._claim_changed, lambda old, new: self._claim_changed(new),
                          self._claim_changed)
         inf.add_handlers("ResourceClaimTemplate", self._template_changed,
@@ -65,7 +93,25 @@ class ResourceClaimController(Controller):
 
     # --- handlers ------------------------------------------------------------------------
 
+    def _pod_deleted(self, pod: Pod) -> None:
+        key = pod_group_key(pod)
+        if key is not None:
+            with self._members_lock:
+                members = self._members.get(key)
+                if members is not None:
+                    members.discard(pod.key)
+                    if not members:
+                        del self._members[key]
+        self._pod_changed(pod)
+
     def _pod_changed(self, pod: Pod) -> None:
+        group_key = pod_group_key(pod)
+        if group_key is not None:
+            with self._members_lock:
+                self._members.setdefault(group_key, set()).add(pod.key)
+            group = self.informers.get("PodGroup", group_key)
+            if group is not None:
+                self._queue_group_claims(group)  # a member finishing may end the group's reservation
         extended = pod.status.extended_resource_claim_status
         if extended is not None and extended.resource_claim_name:
             # the claim the scheduler made for the pod's extended resources: released like the others
@@ -80,6 +126,31 @@ class ResourceClaimController(Controller):
             if pod_claim.resource_claim_name:
                 self.queue.add(("claim", f"{pod.metadata.namespace}/{pod_claim.resource_claim_name}"))
 
+    def _pod_group_changed(self, group: PodGroup) -> None:
+        self.queue.add(("podgroup", group.key))
+        for key in self._member_keys(group.key):  # members waiting for the group or for its claims
+            self.queue.add(("pod", key))
+
+    def _pod_group_deleted(self, group: PodGroup) -> None:
+        self._queue_group_claims(group)
+        for claim in self.informers.store("ResourceClaim").values():
+            if claim.metadata.namespace == group.metadata.namespace and self._controlled_by(claim, group):
+                self.queue.add(("claim", claim.key))
+
+    def _queue_group_claims(self, group: PodGroup) -> None:
+        """Queue the claims ``group`` shares with its pods (those it knows the names of)."""
+        namespace = group.metadata.namespace
+        for group_claim in group.spec.resource_claims:
+            if group_claim.resource_claim_name:
+                self.queue.add(("claim", f"{namespace}/{group_claim.resource_claim_name}"))
+        for status in group.status.resource_claim_statuses:
+            if status.resource_claim_name:
+                self.queue.add(("claim", f"{namespace}/{status.resource_claim_name}"))
+
+    def _member_keys(self, group_key: str) -> list[str]:
+        with self._members_lock:
+            return list(self._members.get(group_key, ()))
+
     def _claim_changed(self, claim: ResourceClaim) -> None:
         self.queue.add(("claim", claim.key))
 
@@ -89,6 +160,10 @@ class ResourceClaimController(Controller):
             if pod.metadata.namespace == namespace and any(
                     c.resource_claim_template_name == name for c in pod.spec.resource_claims):
                 self.queue.add(("pod", pod.key))
+        for group in self.informers.store("PodGroup").values():
+            if group.metadata.namespace == namespace and any(
+                    c.resource_claim_template_name == name for c in group.spec.resource_claims):
+                self.queue.add(("podgroup", group.key))
 
     # --- sync ----------------------------------------------------------------------------
 
@@ -96,6 +171,8 @@ class ResourceClaimController(Controller):
         kind, key = item
         if kind == "pod":
             self._sync_pod(key)
+        elif kind == "podgroup":
+            self._sync_pod_group(key)
         else:
             self._sync_claim(key)
 
@@ -103,12 +180,24 @@ class ResourceClaimController(Controller):
         pod = self.informers.get("Pod", key)
         if pod is None or is_pod_done(pod):
             return
+        group: PodGroup | None = None
+        group_key = pod_group_key(pod)
+        if group_key is not None:
+            group = self.informers.get("PodGroup", group_key)
+            if group is None:
+                return  # as upstream: nothing until the PodGroup exists (synced again when it appears)
         statuses = {s.name: s for s in pod.status.resource_claim_statuses}
         added = []
         for pod_claim in pod.spec.resource_claims:
             if pod_claim.resource_claim_template_name is None or pod_claim.name in statuses:
                 continue
-            claim_name = self._existing_claim(pod, pod_claim.name) or self._create_claim(pod, pod_claim)
+            group_claim = shared_claim(pod_claim, group) if group is not None else None
+            if group is not None and group_claim is not None:
+                # the group's claim, created by the PodGroup's sync (this pod is synced again then)
+                claim_name = self._recorded(group, group_claim.name) or self._existing_claim(group, group_claim.name)
+            else:
+                claim_name = (self._existing_claim(pod, pod_claim.name, legacy=True)
+                              or self._create_claim(pod, pod_claim.name, pod_claim.resource_claim_template_name))
             if claim_name is None:
                 continue
             added.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim_name))
@@ -121,45 +210,80 @@ class ResourceClaimController(Controller):
             self.cluster.update_status(attrs.evolve(current, status=attrs.evolve(
                 current.status, resource_claim_statuses=statuses)))
 
-    def _existing_claim(self, pod: Pod, pod_claim_name: str) -> str | None:
-        created = self._created.get((pod.metadata.uid, pod_claim_name))
+    def _sync_pod_group(self, key: str) -> None:
+        """Create the claims of the PodGroup's templates that it does not have
+        yet and record them in its ``status.resourceClaimStatuses``."""
+        group = self.informers.get("PodGroup", key)
+        if group is None or group.metadata.deletion_timestamp is not None:
+            return
+        added = []
+        for group_claim in group.spec.resource_claims:
+            template_name = group_claim.resource_claim_template_name
+            if template_name is None or self._recorded(group, group_claim.name) is not None:
+                continue
+            claim_name = (self._existing_claim(group, group_claim.name)
+                          or self._create_claim(group, group_claim.name, template_name))
+            if claim_name is not None:
+                added.append(PodGroupResourceClaimStatus(name=group_claim.name, resource_claim_name=claim_name))
+        if added:
+            known = {s.name for s in group.status.resource_claim_statuses}
+            statuses = group.status.resource_claim_statuses + tuple(s for s in added if s.name not in known)
+            patch_status(self.cluster, group, attrs.evolve(group.status, resource_claim_statuses=statuses))
+
+    @staticmethod
+    def _recorded(group: PodGroup, group_claim_name: str) -> str | None:
+        """The claim ``group.status.resourceClaimStatuses`` names for its claim ``group_claim_name``."""
+        return next((s.resource_claim_name for s in group.status.resource_claim_statuses
+                     if s.name == group_claim_name and s.resource_claim_name), None)
+
+    def _existing_claim(self, owner: Any, claim_name: str, legacy: bool = False) -> str | None:
+        """The claim generated for ``owner`` (a pod or a PodGroup) and its claim
+        ``claim_name``: just created, or a claim it controls with the
+        annotation (for a pod, also one of Kubernetes < 1.28's name ``<pod>-<claim>``)."""
+        created = self._created.get((owner.metadata.uid, claim_name))
         if created is not None:
             return created
-        legacy = f"{pod.metadata.name}-{pod_claim_name}"
+        old_name = f"{owner.metadata.name}-{claim_name}" if legacy else None
         for claim in self.informers.store("ResourceClaim").values():
-            if claim.metadata.namespace != pod.metadata.namespace or not is_for_pod(pod, claim):
+            if claim.metadata.namespace != owner.metadata.namespace or not self._controlled_by(claim, owner):
                 continue
             annotation = claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION)
-            if annotation == pod_claim_name or (annotation is None and claim.metadata.name == legacy):
+            if annotation == claim_name or (annotation is None and claim.metadata.name == old_name):
                 return claim.metadata.name
         return None
 
-    def _create_claim(self, pod: Pod, pod_claim: Any) -> str | None:
-        """Create the pod's claim from its template; None (and a warning event)
-        when the template does not exist: the pod is synced again when it appears."""
-        namespace = pod.metadata.namespace
-        template = self.informers.get("ResourceClaimTemplate", f"{namespace}/{pod_claim.resource_claim_template_name}")
+    @staticmethod
+    def _controlled_by(claim: ResourceClaim, owner: Any) -> bool:
+        return any(ref.controller and ref.uid == owner.metadata.uid for ref in claim.metadata.owner_references)
+
+    def _create_claim(self, owner: Any, claim_name: str, template_name: str) -> str | None:
+        """Create the claim ``claim_name`` of ``owner`` (a pod or a PodGroup,
+        its controlling owner) from its template; None (and a warning event)
+        when the template does not exist: the owner is synced again when it appears."""
+        namespace = owner.metadata.namespace
+        is_pod = isinstance(owner, Pod)
+        template = self.informers.get("ResourceClaimTemplate", f"{namespace}/{template_name}")
         if template is None:
-            message = (f"PodResourceClaim {pod_claim.name}: resource claim template "
-                       f'"{pod_claim.resource_claim_template_name}": resourceclaimtemplate.resource.k8s.io '
-                       f'"{pod_claim.resource_claim_template_name}" not found')
-            self.recorder.event(pod, "Warning", "FailedResourceClaimCreation", "Create", message)
+            message = (f"{'PodResourceClaim' if is_pod else 'PodGroupResourceClaim'} {claim_name}: resource claim "
+                       f'template "{template_name}": resourceclaimtemplate.resource.k8s.io "{template_name}" not found')
+            self.recorder.event(owner, "Warning", "FailedResourceClaimCreation", "Create", message)
             return None
         meta = template.spec.metadata
+        api_version, kind = ("v1", "Pod") if is_pod else (SCHEDULING_API_VERSION, "PodGroup")
         claim = ResourceClaim(
             metadata=ObjectMeta(
-                generate_name=generate_name(pod.metadata.name, pod_claim.name),
+                generate_name=generate_name(owner.metadata.name, claim_name),
                 namespace=namespace,
                 labels=dict(meta.labels),
-                annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: pod_claim.name},
-                owner_references=(OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
-                                                 uid=pod.metadata.uid, controller=True,
+                annotations={**meta.annotations, POD_CLAIM_NAME_ANNOTATION: claim_name},
+                owner_references=(OwnerReference(api_version=api_version, kind=kind, name=owner.metadata.name,
+                                                 uid=owner.metadata.uid, controller=True,
                                                  block_owner_deletion=True),),
             ),
             spec=template.spec.spec,
         )
         created = self.cluster.create(claim)
-        self._created[(pod.metadata.uid, pod_claim.name)] = created.metadata.name
+        self._created[(owner.metadata.uid, claim_name)] = created.metadata.name
         return created.metadata.name
 
     def _sync_claim(self, key: str) -> None:
@@ -188,24 +312,36 @@ class ResourceClaimController(Controller):
                                                                                   finalizers=finalizers)))
             if claim.metadata.deletion_timestamp is not None and not claim.metadata.finalizers:
                 return  # the update completed the deletion
-        owner = self._owner_pod(claim)
-        if owner is not None and claim.metadata.deletion_timestamp is None and not claim.status.reserved_for:
-            pod = self.informers.get("Pod", f"{claim.metadata.namespace}/{owner.name}")
-            if pod is None or pod.metadata.uid != owner.uid or is_pod_done(pod):
-                try:
-                    self.cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace,
-                                        uid=claim.metadata.uid)
-                except NotFound:
-                    pass
+        if claim.metadata.deletion_timestamp is None and not claim.status.reserved_for and self._owner_gone(claim):
+            try:
+                self.cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace,
+                                    uid=claim.metadata.uid)
+            except NotFound:
+                pass
+
+    def _owner_gone(self, claim: ResourceClaim) -> bool:
+        """Is the claim generated for a pod that is gone, replaced or done, or
+        for a PodGroup that is gone or replaced?"""
+        owner = next((ref for ref in claim.metadata.owner_references if ref.controller), None)
+        if owner is None:
+            return False
+        key = f"{claim.metadata.namespace}/{owner.name}"
+        if owner.kind == "Pod" and owner.api_version == "v1":
+            pod = self.informers.get("Pod", key)
+            return pod is None or pod.metadata.uid != owner.uid or is_pod_done(pod)
+        if owner.kind == "PodGroup" and owner.api_version.partition("/")[0] == "scheduling.k8s.io":
+            group = self.informers.get("PodGroup", key)
+            return group is None or group.metadata.uid != owner.uid
+        return False
 
     def _still_uses(self, claim: ResourceClaim, ref: Any) -> bool:
+        if is_group_reference(ref):
+            # a PodGroup uses the claim while one of its pods is not done (running, or still to be scheduled)
+            members = (self.informers.get("Pod", key) for key in
+                       self._member_keys(f"{claim.metadata.namespace}/{ref.name}"))
+            return any(pod is not None and not is_pod_done(pod) for pod in members)
         if ref.api_group or ref.resource != "pods":
-            return True  # not ours to judge (e.g. a PodGroup)
+            return True  # not ours to judge
         pod = self.informers.get("Pod", f"{claim.metadata.namespace}/{ref.name}")
         return pod is not None and pod.metadata.uid == ref.uid and not is_pod_done(pod)
-
-    @staticmethod
-    def _owner_pod(claim: ResourceClaim) -> OwnerReference | None:
-        return next((ref for ref in claim.metadata.owner_references
-                     if ref.controller and ref.kind == "Pod" and ref.api_version == "v1"), None)
 

@@ -3,6 +3,9 @@ the planned allocations with device preferences."""
 
 from __future__ import annotations
 
+import attrs
+
+from kubesched.core.api import from_manifest
 from kubesched.core.api.core_v1 import ConfigMap
 from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.dra.allocated_devices import DeviceID
@@ -59,3 +62,29 @@ def test_configmaps_are_kept_for_plugins_and_tools():
     sim = Simulation()
     (stored,) = sim.create([ConfigMap(metadata=ObjectMeta(name="cfg", namespace="default"), data={"key": "value"})])
     assert sim.get("ConfigMap", "default/cfg").data == {"key": "value"} and stored.metadata.uid
+
+
+def test_a_group_claims_in_flight_allocation_is_shared_by_its_members_until_the_last_lets_go():
+    """Members of the PodGroup the allocation was made for share it (a pod of another
+    group does not); it ends, freeing the device, only when every holder released it."""
+    sim = Simulation()
+    sim.create([device_class(), node("n1"), resource_slice("n1", [device("gpu-0")]), resource_claim("c")])
+    sim.run()
+    dra = sim.scheduler.dra_manager()
+    claim = dra.get_claim("default", "c")
+    gpu = DeviceID("gpu.example.com", "n1", "gpu-0")
+    allocation = from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"}, "spec": {},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "req", "driver": gpu.driver, "pool": gpu.pool, "device": gpu.device}]}}}}).status.allocation
+    pending = attrs.evolve(claim, status=attrs.evolve(claim.status, allocation=allocation))
+    dra.signal_claim_pending_allocation(pending, "pod-1", "default/g")
+    uid = claim.metadata.uid
+    assert dra.group_pending_allocation(uid, "default/g") is pending
+    assert dra.group_pending_allocation(uid, "default/other") is None
+    assert dra.share_claim_pending_allocation(uid, "pod-2")
+    assert dra.release_claim_pending_allocation(uid, "pod-2") is None  # pod-1 still holds it
+    assert dra.claim_has_pending_allocation(uid) and dra.allocated.devices == {gpu}
+    assert dra.release_claim_pending_allocation(uid, "pod-1") is pending
+    assert not dra.claim_has_pending_allocation(uid) and dra.allocated.devices == set()
+    assert not dra.share_claim_pending_allocation(uid, "pod-3")  # over: nothing to share

@@ -9,7 +9,11 @@ same device.  It holds
 - the *in-flight* claims: allocated in Reserve, written only in PreBind.  Their
   devices count as allocated for every other scheduling cycle, and a pod that
   shares such a claim waits ("resource claim ... is in the process of being
-  allocated");
+  allocated") - unless the allocation was made for a PodGroup's claim by a
+  member of its group in the group's cycle: later members then *share* it
+  (:meth:`DRAManager.share_claim_pending_allocation`), and it ends when the
+  last of them lets go (:meth:`DRAManager.release_claim_pending_allocation`),
+  which the group cycle's revert, last member first, makes the first member;
 - DeviceClasses, ResourceSlices and DeviceTaintRules from the informers;
 - :attr:`DRAManager.allocated`: the devices those claims use (upstream's
   ``GatherAllocatedState``), kept current as claims change.
@@ -149,6 +153,8 @@ class DRAManager:
         self._informers = informers
         self.claims = AssumeCache(informers, "ResourceClaim")
         self._in_flight: dict[str, ResourceClaim] = {}
+        #: claim UID -> (the PodGroup key its in-flight allocation was made for, or None; holder pod UIDs)
+        self._holders: dict[str, tuple[str | None, set[str]]] = {}
         #: devices used by allocated and in-flight claims
         self.allocated = AllocatedState.from_claims(self.claims.list())
         self._listeners: list[ClaimListener] = [self._track_allocated]
@@ -205,6 +211,7 @@ class DRAManager:
         uid = changed_object(old, new).metadata.uid
         if uid in self._in_flight:
             if new is None:  # deleted while in flight: the allocation goes with it
+                self._holders.pop(uid, None)
                 self._notify(self._in_flight.pop(uid), None)
             return
         self._notify(old, new)
@@ -222,21 +229,54 @@ class DRAManager:
         out.extend(self._in_flight.values())
         return out
 
-    def signal_claim_pending_allocation(self, claim: ResourceClaim) -> None:
-        """Reserve allocated ``claim`` (with ``status.allocation`` set) for a pod;
-        its devices are taken until :meth:`remove_claim_pending_allocation`."""
+    def signal_claim_pending_allocation(self, claim: ResourceClaim, holder: str = "",
+                                        group: str | None = None) -> None:
+        """Reserve allocated ``claim`` (with ``status.allocation`` set) for pod
+        ``holder`` (its UID); its devices are taken until
+        :meth:`remove_claim_pending_allocation`, or until every holder released it
+        (:meth:`release_claim_pending_allocation`).  ``group``: the key of the
+        PodGroup whose shared claim this is (its members may share the allocation)."""
         uid = claim.metadata.uid
         old = self._in_flight.get(uid) or self.claims.get(claim.key)
         self._in_flight[uid] = claim
+        self._holders[uid] = (group, {holder})
         self._notify(old, claim)
 
     def claim_has_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
 
+    def group_pending_allocation(self, uid: str, group: str) -> ResourceClaim | None:
+        """The in-flight version of claim ``uid`` when its allocation was made
+        for PodGroup ``group`` (``namespace/name``), else None."""
+        holders = self._holders.get(uid)
+        if holders is None or holders[0] != group:
+            return None
+        return self._in_flight.get(uid)
+
+    def share_claim_pending_allocation(self, uid: str, holder: str) -> bool:
+        """Pod ``holder`` uses the in-flight allocation of claim ``uid`` too (a
+        member of the PodGroup it was made for); False when it is no longer in flight."""
+        holders = self._holders.get(uid)
+        if holders is None:
+            return False
+        holders[1].add(holder)
+        return True
+
+    def release_claim_pending_allocation(self, uid: str, holder: str) -> ResourceClaim | None:
+        """Pod ``holder`` no longer uses the in-flight allocation of claim ``uid``
+        (Unreserve); the allocation ends (and is returned, as
+        :meth:`remove_claim_pending_allocation` does) when no holder is left."""
+        holders = self._holders.get(uid)
+        if holders is None:
+            return None
+        holders[1].discard(holder)
+        return None if holders[1] else self.remove_claim_pending_allocation(uid)
+
     def remove_claim_pending_allocation(self, uid: str) -> ResourceClaim | None:
-        """End an in-flight allocation (PreBind wrote it, or Unreserve); returns
-        the in-flight version, None when there was none.  The cached version
-        becomes effective again."""
+        """End an in-flight allocation, whoever holds it (PreBind wrote it);
+        returns the in-flight version, None when there was none.  The cached
+        version becomes effective again."""
+        self._holders.pop(uid, None)
         claim = self._in_flight.pop(uid, None)
         if claim is None:
             return None

@@ -18,6 +18,16 @@
   preferences Score plugins registered (:func:`~kubesched.core.dra.manager.prefer_devices`).
 - PostFilter: deallocates one allocated claim nobody else uses when that is
   what keeps the pod out ("deallocation of ResourceClaim completed").
+- Claims shared by a PodGroup (KEP-5729): a pod claim equal to one of its
+  PodGroup's ``spec.resourceClaims`` is the group's claim, reserved for the
+  PodGroup (one ``reservedFor`` entry however many members).  In the group's
+  cycle the first member allocates it and later members share that in-flight
+  allocation; the cycle's revert (last member first) releases it with the
+  first member.  Unreserve after PreBind drops the group's reservation and
+  deallocates the claim once no member of the group is scheduled any more;
+  PodGroupPostFilter deallocates group claims pinned to nodes and reserved
+  only for a group none of whose members is scheduled (and then ends the
+  PodGroupPostFilter chain: preemption would judge a stale allocation).
 - PreScore/Score: with ``firstAvailable`` requests, nodes where earlier
   (preferred) subrequests could be satisfied score higher.
 - Reserve: the node's allocations become in-flight (their devices are taken for
@@ -46,6 +56,7 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceClaimConsumerReference,
 )
+from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_key
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
 from kubesched.core.cluster.patch import patch_status
@@ -57,7 +68,18 @@ from kubesched.core.dra.allocator.allocator import (
     AllocationTimeout,
     Allocator,
 )
-from kubesched.core.dra.claims import ClaimNameError, allocated_results, claim_name, is_reserved_for_pod, pod_claims
+from kubesched.core.dra.claims import (
+    ClaimNameError,
+    allocated_results,
+    claim_name,
+    group_claim_name,
+    group_reference,
+    is_pod_done,
+    pod_claims,
+    pod_reference,
+    reserved_for_others,
+    shared_claim_names,
+)
 from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
@@ -132,7 +154,11 @@ class _State:
     UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID;
     ``feasible`` the batch Filter's answer per NodeTable row (None: not used);
     ``extended`` the claim for the pod's device-backed extended resources, last
-    in ``claims`` (None: the pod has none).
+    in ``claims`` (None: the pod has none).  ``group`` is the pod's PodGroup
+    (None: none, or not known yet); ``shared`` the indices of the claims it
+    shares with that group, ``joined`` those whose in-flight allocation another
+    member made (``claims`` holds that version) and ``bound`` those PreBind
+    found or made reserved for this pod (or its group).
     """
 
     claims: list[ResourceClaim]
@@ -147,6 +173,16 @@ class _State:
     removed: dict[str, set[str]] = field(factory=dict)
     feasible: Any = None
     extended: ExtendedResourceClaim | None = None
+    group: PodGroup | None = None
+    shared: set[int] = field(factory=set)
+    joined: set[int] = field(factory=set)
+    bound: set[int] = field(factory=set)
+
+    def consumer(self, index: int, pod) -> ResourceClaimConsumerReference:
+        """Who claim ``index`` is reserved for: the PodGroup for a shared claim, else the pod."""
+        if self.group is not None and index in self.shared:
+            return group_reference(self.group)
+        return pod_reference(pod)
 
     def clone(self) -> "_State":
         """Dry runs (nominated pods, preemption) change a clone, never this state."""
@@ -225,10 +261,18 @@ class DynamicResources:
             ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
             ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
             ClusterEventWithHint(ClusterEvent("DeviceTaintRule", ActionType.ALL)),
+            # the ResourceClaim controller recorded a claim generated for the pod's PodGroup
+            ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.UPDATE), self._hint_pod_group_change),
         ]
 
-    def _claims(self, pod) -> list[tuple[str, ResourceClaim]]:
-        return pod_claims(pod, self.dra.get_claim)
+    def _group(self, pod) -> PodGroup | None:
+        """The PodGroup ``pod`` belongs to, as the scheduler knows it (None: none or not yet)."""
+        if pod.spec.scheduling_group is None:
+            return None
+        return self.handle.pod_groups.group_of(pod)
+
+    def _claims(self, pod, group: PodGroup | None = None) -> list[tuple[str, ResourceClaim]]:
+        return pod_claims(pod, self.dra.get_claim, group if group is not None else self._group(pod))
 
     def _hint_claim_change(self, pod, old, new) -> QueueingHint:
         """Upstream ``isSchedulableAfterClaimChange``."""
@@ -243,6 +287,17 @@ class DynamicResources:
         if old is None or old.status != new.status:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+    def _hint_pod_group_change(self, pod, old, new) -> QueueingHint:
+        """The pod's PodGroup got the names of the claims generated for it."""
+        if new is None or pod_group_key(pod) != new.key or (
+                old is not None and old.status.resource_claim_statuses == new.status.resource_claim_statuses):
+            return QueueingHint.QUEUE_SKIP
+        try:
+            self._claims(pod, new)
+        except ClaimNameError:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
     def _hint_pod_change(self, pod, old, new) -> QueueingHint:
         if new is None or new.metadata.uid != pod.metadata.uid:
@@ -272,10 +327,14 @@ class DynamicResources:
             return Status(Code.SKIP)
         data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
         state.write(STATE_KEY, data)
+        group = data.group = self._group(pod)
         try:
-            claims = [claim for _, claim in self._claims(pod)]
+            found = self._claims(pod, group)
         except ClaimNameError as err:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(err),))
+        claims = [claim for _, claim in found]
+        shared = shared_claim_names(pod, group)
+        data.shared = {index for index, (name, _) in enumerate(found) if name in shared}
         if extended is not None:
             extended.index = len(claims)
             claims.append(extended.claim)
@@ -285,10 +344,17 @@ class DynamicResources:
         for index, claim in enumerate(claims):
             if claim.status.allocation is not None:
                 continue
-            data.to_allocate.append(index)
             if self.dra.claim_has_pending_allocation(claim.metadata.uid):
+                # a member of the pod's group allocated the group's claim in this cycle: use that allocation
+                pending = (self.dra.group_pending_allocation(claim.metadata.uid, group.key)
+                           if group is not None and index in data.shared else None)
+                if pending is not None:
+                    claims[index] = pending
+                    data.joined.add(index)
+                    continue
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
                     f"resource claim {claim.key} is in the process of being allocated",))
+            data.to_allocate.append(index)
             for request in claim.spec.devices.requests:
                 status = self._check_classes(request)
                 if status is not None:
@@ -388,9 +454,10 @@ class DynamicResources:
     def _victim_claims(self, pod) -> list[ResourceClaim]:
         """The claims of a (running) pod, each once; unresolvable ones are skipped."""
         seen: dict[str, ResourceClaim] = {}
+        group = self._group(pod)
         for pod_claim in pod.spec.resource_claims:
             try:
-                name, _ = claim_name(pod, pod_claim)
+                name, _ = claim_name(pod, pod_claim, group)
             except ClaimNameError:
                 continue
             claim = self.dra.get_claim(pod.metadata.namespace, name) if name else None
@@ -516,6 +583,43 @@ class DynamicResources:
                 return None, Status(Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",))
         return None, Status(Code.UNSCHEDULABLE, ("still not schedulable",))
 
+    @hookimpl
+    def pod_group_post_filter(self, state, group, schedule_group):
+        """The whole group failed: deallocate the group's claims that are
+        allocated to some nodes only (``allocation.nodeSelector``), reserved for
+        nobody but this PodGroup, while none of its members is scheduled - an
+        allocation left from an earlier run of the group that may be what keeps
+        it out.  Success (no nominations) when one was deallocated: the chain
+        ends, so no preemption judges the group against the stale allocation,
+        and the group is tried again once the deallocation is seen (its
+        members' Filter rejected nodes over the claim, so the claim's update
+        moves them).  Unschedulable otherwise: the next PodGroupPostFilter
+        plugin (DefaultPreemption) gets its turn."""
+        pod_group: PodGroup = group.pod_group
+        if not pod_group.spec.resource_claims or self.handle.pod_groups.state(pod_group.key).scheduled_count():
+            return None, Status(Code.UNSCHEDULABLE)
+        namespace, uid = pod_group.metadata.namespace, pod_group.metadata.uid
+        freed = 0
+        for group_claim in pod_group.spec.resource_claims:
+            try:
+                name, must_check_owner = group_claim_name(pod_group, group_claim)
+            except ClaimNameError:
+                continue
+            claim = self.dra.get_claim(namespace, name) if name else None
+            if (claim is None or claim.status.allocation is None or claim.status.allocation.node_selector is None
+                    or reserved_for_others(claim, uid) or self.dra.claim_has_pending_allocation(claim.metadata.uid)
+                    or (must_check_owner and not any(ref.controller and ref.uid == uid
+                                                     for ref in claim.metadata.owner_references))):
+                continue
+            freed_claim = attrs.evolve(claim, status=attrs.evolve(claim.status, allocation=None, reserved_for=(),
+                                                                  devices=()))
+            try:
+                self.handle.cluster.update_status(freed_claim)
+            except ApiError as err:
+                return None, Status(Code.ERROR, (str(err),), error=err)
+            freed += 1
+        return None, (None if freed else Status(Code.UNSCHEDULABLE))
+
     # --- Score ---------------------------------------------------------------------------
 
     @hookimpl
@@ -557,7 +661,13 @@ class DynamicResources:
     @hookimpl
     def reserve(self, state, pod, node_name):
         data: _State | None = state.get(STATE_KEY)
-        if data is None or not data.to_allocate:
+        if data is None:
+            return None
+        for index in data.joined:  # the group's claim another member allocated: shared until PreBind writes it
+            claim = data.claims[index]
+            data.allocations[index] = claim.status.allocation
+            self.dra.share_claim_pending_allocation(claim.metadata.uid, pod.metadata.uid)
+        if not data.to_allocate:
             return None
         planned = data.node_allocations.get(node_name)
         if planned is None:
@@ -579,7 +689,8 @@ class DynamicResources:
                 finalizers = finalizers + (FINALIZER,)
             pending = attrs.evolve(claim, metadata=attrs.evolve(claim.metadata, finalizers=finalizers),
                                    status=attrs.evolve(claim.status, allocation=allocation))
-            self.dra.signal_claim_pending_allocation(pending)
+            group = data.group.key if data.group is not None and index in data.shared else None
+            self.dra.signal_claim_pending_allocation(pending, pod.metadata.uid, group)
         return None
 
     @hookimpl
@@ -597,28 +708,42 @@ class DynamicResources:
                 pass  # the claim controller deletes it once no pod uses it
             data.claims[extended.index] = extended.claim
             extended.created = None
-        for claim in data.claims:
-            if self.dra.remove_claim_pending_allocation(claim.metadata.uid):
+        for index, claim in enumerate(data.claims):
+            if self.dra.release_claim_pending_allocation(claim.metadata.uid, pod.metadata.uid):
                 self.dra.restore_claim(claim.key)
             current = self.dra.get_claim(claim.metadata.namespace, claim.metadata.name) or claim
-            if current.status.allocation is not None and is_reserved_for_pod(pod, current):
+            if current.status.allocation is None:
+                continue
+            consumer = data.consumer(index, pod)
+            if index in data.shared:
+                # the group's reservation goes (and the claim with it) with the last member scheduled
+                if index not in data.bound or data.group is None or self._members_scheduled(data.group, pod):
+                    continue
+            if any(ref.uid == consumer.uid for ref in current.status.reserved_for):
                 try:
-                    self._drop_reservation(current, pod)
+                    self._drop_reservation(current, consumer.uid, deallocate=index in data.shared)
                 except ApiError:
                     pass  # upstream only logs: the claim controller drops stale reservations
 
-    def _drop_reservation(self, claim: ResourceClaim, pod) -> None:
-        """Remove ``pod`` from ``reservedFor`` with a strategic-merge patch of the
-        claim's status and its UID as precondition (upstream's Unreserve: a
-        ``$patch: delete`` of the pod's entry).  A claim whose devices have
-        binding conditions and that no other pod uses is deallocated too
-        (allocation and device status cleared, on the resourceVersion read, so
-        no reservation made meanwhile is lost): binding failed or timed out, so
-        the devices go back."""
+    def _members_scheduled(self, group: PodGroup, pod) -> bool:
+        """Is a member of ``group`` other than ``pod`` assumed or bound (and not finished)?"""
+        state = self.handle.pod_groups.state(group.key)
+        return any(member.metadata.uid != pod.metadata.uid and not is_pod_done(member)
+                   for member in state.assigned_pods() + state.assumed_pods())
+
+    def _drop_reservation(self, claim: ResourceClaim, uid: str, deallocate: bool = False) -> None:
+        """Remove consumer ``uid`` (a pod, or a PodGroup) from ``reservedFor``
+        with a strategic-merge patch of the claim's status and its UID as
+        precondition (upstream's Unreserve: a ``$patch: delete`` of the entry).
+        A claim nobody else uses is deallocated too (allocation and device
+        status cleared, on the resourceVersion read, so no reservation made
+        meanwhile is lost) when ``deallocate`` (a PodGroup's claim whose group
+        failed) or when its devices have binding conditions (binding failed or
+        timed out, so the devices go back)."""
         def attempt(current: ResourceClaim) -> ResourceClaim:
-            kept = tuple(ref for ref in current.status.reserved_for if ref.uid != pod.metadata.uid)
+            kept = tuple(ref for ref in current.status.reserved_for if ref.uid != uid)
             status = attrs.evolve(current.status, reserved_for=kept)
-            if not kept and binding_conditions(current):
+            if not kept and (deallocate or binding_conditions(current)):
                 status = attrs.evolve(status, allocation=None, devices=())
                 return patch_status(self.handle.cluster, current, status, current.metadata.resource_version)
             return patch_status(self.handle.cluster, current, status)
@@ -633,15 +758,18 @@ class DynamicResources:
         if data is None:
             return None
         for index, claim in enumerate(data.claims):
-            if is_reserved_for_pod(pod, claim):
+            consumer = data.consumer(index, pod)
+            if any(ref.uid == consumer.uid for ref in claim.status.reserved_for):
+                data.bound.add(index)
                 continue
             try:
                 if data.extended is not None and index == data.extended.index:
                     self._create_extended_claim(data, data.extended, pod)
                 else:
-                    data.claims[index] = self._bind_claim(data, index, pod)
+                    data.claims[index] = self._bind_claim(data, index, pod, consumer)
             except (ApiError, _BindError) as err:
                 return Status(Code.ERROR, (str(err),), error=err)
+            data.bound.add(index)
         waiting = [claim for claim in data.claims if binding_conditions(claim)]
         if not waiting:
             return None
@@ -685,21 +813,22 @@ class DynamicResources:
         try:
             created = cluster.create(claim_to_create(pod, claim))
             extended.created = created
-            reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
             updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
-                created.status, allocation=allocation, reserved_for=(reference,))))
+                created.status, allocation=allocation, reserved_for=(pod_reference(pod),))))
         except Exception:
-            self.handle.on_loop(lambda: self.dra.remove_claim_pending_allocation(uid))
+            self.handle.on_loop(lambda: self.dra.release_claim_pending_allocation(uid, pod.metadata.uid))
             raise
         extended.created = updated
         data.claims[extended.index] = updated
         self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
         record_in_pod(cluster, pod, mappings, updated.metadata.name)
 
-    def _bind_claim(self, data: _State, index: int, pod) -> ResourceClaim:
+    def _bind_claim(self, data: _State, index: int, pod, consumer: ResourceClaimConsumerReference) -> ResourceClaim:
         """Upstream ``bindClaim``: finalizer (a normal update), then allocation and
-        the pod in ``reservedFor`` (a status update), retried on conflict with a
-        fresh claim."""
+        ``consumer`` (the pod, or its PodGroup) in ``reservedFor`` (a status
+        update), retried on conflict with a fresh claim.  A PodGroup's claim
+        that another member recorded meanwhile (the same allocation, the group
+        already reserved) is left as it is."""
         claim = data.claims[index]
         allocation = data.allocations.get(index)
         cluster = self.handle.cluster
@@ -708,23 +837,26 @@ class DynamicResources:
         def attempt(current: ResourceClaim) -> ResourceClaim:
             if current.metadata.deletion_timestamp is not None:
                 raise _BindError(f"claim {where} got deleted in the meantime")
+            if any(ref.uid == consumer.uid for ref in current.status.reserved_for):
+                return current  # a member of the pod's group reserved it for the group
             if allocation is not None:
                 if current.status.allocation is not None:
-                    raise _BindError(f"claim {where} got allocated elsewhere in the meantime")
-                if FINALIZER not in current.metadata.finalizers:
-                    current = cluster.update(attrs.evolve(current, metadata=attrs.evolve(
-                        current.metadata, finalizers=current.metadata.finalizers + (FINALIZER,))))
-                current = attrs.evolve(current, status=attrs.evolve(current.status, allocation=allocation))
-            reference = ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
+                    if index not in data.shared or current.status.allocation != allocation:
+                        raise _BindError(f"claim {where} got allocated elsewhere in the meantime")
+                else:
+                    if FINALIZER not in current.metadata.finalizers:
+                        current = cluster.update(attrs.evolve(current, metadata=attrs.evolve(
+                            current.metadata, finalizers=current.metadata.finalizers + (FINALIZER,))))
+                    current = attrs.evolve(current, status=attrs.evolve(current.status, allocation=allocation))
             return cluster.update_status(attrs.evolve(current, status=attrs.evolve(
-                current.status, reserved_for=current.status.reserved_for + (reference,))))
+                current.status, reserved_for=current.status.reserved_for + (consumer,))))
 
         uid = claim.metadata.uid
         try:
             updated = retry_on_conflict(cluster, claim, attempt)
         except Exception:
             if allocation is not None:
-                self.handle.on_loop(lambda: self.dra.remove_claim_pending_allocation(uid))
+                self.handle.on_loop(lambda: self.dra.release_claim_pending_allocation(uid, pod.metadata.uid))
             raise
         if allocation is not None:
             self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
