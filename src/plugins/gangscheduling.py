@@ -1,7 +1,9 @@
 """GangScheduling: all or nothing for a PodGroup's pods (upstream plugins/gangscheduling, 1.37).
 
 PreEnqueue holds a member back until its PodGroup exists and, for a gang,
-until at least ``minCount`` of its pods are known; PlacementFeasible tells
+until at least ``minCount`` of its pods are known (for a group in a
+CompositePodGroup tree: until the root has ``minGroupCount`` ready
+children, recursively); PlacementFeasible tells
 the PodGroup cycle, member by member, whether ``minCount`` can still be met
 in the placement being tried.  Its queueing hints retry a waiting group when
 a member pod or its PodGroup is added, or when ``minCount`` is lowered.
@@ -48,6 +50,15 @@ class GangScheduling:
         if pod_group is None:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                           (f"waiting for pod's pod group {name!r} to appear in scheduling queue",))
+        parent = groups.parent_of(pod_group)
+        if parent is not None:  # one of a CompositePodGroup's groups: the whole tree needs its quorum
+            root, _ = groups.root_of(pod_group)
+            tree = groups.composite(root) if root is not None else None
+            if tree is None or not groups.ready(tree):
+                name = (root or parent).partition("/")[2]
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              (f"waiting for composite pod group {name!r} tree to meet quorum",))
+            return None
         if pod_group.is_gang and len(groups.state(pod_group.key).all_pods) < pod_group.min_count:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                           ("waiting for minCount pods from a gang to appear in scheduling queue",))
@@ -71,6 +82,7 @@ class GangScheduling:
             ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.ADD), pod_added),
             ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), pod_group_added),
             ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.UPDATE), pod_group_updated),
+            ClusterEventWithHint(ClusterEvent("CompositePodGroup", ActionType.ADD | ActionType.UPDATE)),
         ]
 
 

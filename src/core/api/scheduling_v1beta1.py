@@ -381,6 +381,28 @@ class CompositePodGroup:
         gang = self.spec.scheduling_policy.gang
         return gang.min_group_count if gang is not None else 1
 
+    @property
+    def min_count(self) -> int:
+        """What PlacementFeasible counts for a composite group: child groups (:attr:`min_group_count`)."""
+        return self.min_group_count
+
+    @property
+    def is_gang(self) -> bool:
+        return self.spec.scheduling_policy.gang is not None
+
+    @property
+    def priority_value(self) -> int:
+        return self.spec.priority if self.spec.priority is not None else 0
+
+    @property
+    def topology_key(self) -> str | None:
+        """The node label key of the group's topology constraint (e.g. a block), or None."""
+        constraints = self.spec.scheduling_constraints
+        return constraints.topology[0].key if constraints is not None and constraints.topology else None
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.status.conditions if c.type == type_), None)
+
 
 # --- what the scheduler asks of pods ---------------------------------------------------------------
 

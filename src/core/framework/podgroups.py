@@ -17,7 +17,8 @@ import numpy as np
 from attrs import field, frozen
 
 from ..api.core_v1 import Pod
-from ..api.scheduling_v1beta1 import PodGroup, pod_group_key
+from ..api.scheduling_v1beta1 import WORKLOAD_MAX_TREE_DEPTH, CompositePodGroup, PodGroup, pod_group_key
+from .cycle_state import CycleState
 
 if TYPE_CHECKING:
     from ..cluster.informer import Informers
@@ -67,10 +68,14 @@ class PodGroupInfo:
 class PodGroupAssignments:
     """What a group's members got inside one placement (upstream
     ``PodGroupAssignments``): ``placement`` and ``assignments``, one
-    ``(pod, node name)`` per member placed there in this cycle."""
+    ``(pod, node name)`` per member placed there in this cycle (the pod as
+    assumed, ``spec.nodeName`` set), in the order they were placed, and
+    ``states``: each one's CycleState, as its PreFilter to Reserve left it
+    (upstream ``ProposedAssignment.GetCycleState``; empty when not kept)."""
 
     placement: Placement
     assignments: tuple[tuple[Pod, str], ...] = field(factory=tuple)
+    states: tuple[CycleState, ...] = field(factory=tuple)
 
 
 class PodGroupState:
@@ -100,14 +105,18 @@ class PodGroupState:
         """Assumed and assigned pods (upstream ``ScheduledPodsCount``)."""
         return sum(1 for pod in self.all_pods.values() if pod.spec.node_name or self._is_assumed(pod))
 
-    def scheduled_nodes(self) -> list[str]:
-        """The node of every assigned or assumed pod."""
-        nodes = []
+    def scheduled_pods(self) -> list[tuple[Pod, str]]:
+        """Every assigned or assumed pod with its node (upstream ``ScheduledPods``)."""
+        pods = []
         for pod in self.all_pods.values():
             node = pod.spec.node_name or self._assumed_node(pod)
             if node:
-                nodes.append(node)
-        return nodes
+                pods.append((pod, node))
+        return pods
+
+    def scheduled_nodes(self) -> list[str]:
+        """The node of every assigned or assumed pod."""
+        return [node for _, node in self.scheduled_pods()]
 
 
 class PodGroupManager:
@@ -126,6 +135,59 @@ class PodGroupManager:
         """The PodGroup ``namespace/name`` as the informers last saw it, or None."""
         return self._informers.get("PodGroup", key)
 
+    def composite(self, key: str) -> CompositePodGroup | None:
+        """The CompositePodGroup ``namespace/name``, or None."""
+        return self._informers.get("CompositePodGroup", key)
+
+    def parent_of(self, group: PodGroup | CompositePodGroup) -> str | None:
+        """``namespace/name`` of the CompositePodGroup ``group`` belongs to, or None."""
+        parent = group.spec.parent_composite_pod_group_name
+        return f"{group.metadata.namespace}/{parent}" if parent else None
+
+    def root_of(self, group: PodGroup | CompositePodGroup) -> tuple[str | None, str]:
+        """The root CompositePodGroup's key of ``group``'s tree (None: the group
+        stands alone, or a parent is not known yet) and the problem that makes
+        the tree Invalid ("": none): a cycle, more than
+        :data:`WORKLOAD_MAX_TREE_DEPTH` levels, or several Workloads in it."""
+        seen = {group.key}
+        workloads = {group.spec.workload_ref.workload_name} if group.spec.workload_ref is not None else set()
+        node: PodGroup | CompositePodGroup = group
+        depth = 1
+        while (parent_key := self.parent_of(node)) is not None:
+            if parent_key in seen:
+                return parent_key, f"the group tree has a cycle through {parent_key}"
+            seen.add(parent_key)
+            parent = self.composite(parent_key)
+            if parent is None:
+                return None, ""
+            node, depth = parent, depth + 1
+            if node.spec.workload_ref is not None:
+                workloads.add(node.spec.workload_ref.workload_name)
+        if node is group:
+            return None, ""
+        if depth > WORKLOAD_MAX_TREE_DEPTH:
+            return node.key, f"the group tree is {depth} levels deep, more than {WORKLOAD_MAX_TREE_DEPTH}"
+        if len(workloads) > 1:
+            return node.key, f"the group tree spans several Workloads: {', '.join(sorted(workloads))}"
+        return node.key, ""
+
+    def children(self, key: str) -> list[PodGroup | CompositePodGroup]:
+        """The PodGroups and CompositePodGroups whose parent is CompositePodGroup ``key``, by name."""
+        namespace, _, name = key.partition("/")
+        found: list[PodGroup | CompositePodGroup] = [
+            group for kind in ("CompositePodGroup", "PodGroup") for group in self._informers.store(kind).values()
+            if group.metadata.namespace == namespace and group.spec.parent_composite_pod_group_name == name]
+        return sorted(found, key=lambda g: g.metadata.name)
+
+    def ready(self, group: PodGroup | CompositePodGroup, depth: int = 0) -> bool:
+        """Has ``group`` enough pods to be tried: a gang ``minCount`` of them, a
+        basic group one; a composite group ``minGroupCount`` ready children."""
+        if isinstance(group, PodGroup):
+            return len(self.state(group.key).all_pods) >= group.min_count
+        if depth > WORKLOAD_MAX_TREE_DEPTH:
+            return False
+        return sum(self.ready(child, depth + 1) for child in self.children(group.key)) >= group.min_group_count
+
     def group_of(self, pod: Pod) -> PodGroup | None:
         """The PodGroup ``pod`` names, or None (none named, or not known yet)."""
         key = pod_group_key(pod)
@@ -140,8 +202,10 @@ class PodGroupManager:
         return list(self._states)
 
     def add_pod(self, pod: Pod) -> None:
+        """Follow ``pod`` when it names a PodGroup and has not finished (a
+        terminal pod counts for no group)."""
         key = pod_group_key(pod)
-        if key is None:
+        if key is None or pod.terminal:
             return
         state = self._states.get(key)
         if state is None:
@@ -149,7 +213,11 @@ class PodGroupManager:
         state.all_pods[pod.metadata.uid] = pod
 
     def update_pod(self, old: Any, new: Pod) -> None:
-        self.add_pod(new)
+        """Follow the pod's new state; one that finished leaves its group."""
+        if new.terminal:
+            self.delete_pod(new)
+        else:
+            self.add_pod(new)
 
     def delete_pod(self, pod: Pod) -> None:
         key = pod_group_key(pod)

@@ -36,6 +36,7 @@ class EventHandlers:
     informers: Informers
     profiles: dict[str, Framework]
     waiting_pods: dict[str, WaitingPod]
+    workload_aware: bool
 
     def responsible_for(self, pod: Pod) -> bool:
         return pod.spec.scheduler_name in self.profiles
@@ -51,6 +52,9 @@ class EventHandlers:
         }
         for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
             inf.add_handlers(kind, *self._queue_movers(kind))
+        if self.workload_aware:  # a group that joins a CompositePodGroup tree takes its queued pods along
+            for kind in ("PodGroup", "CompositePodGroup"):
+                inf.add_handlers(kind, on_add=lambda obj: self.queue.regroup())
 
     def _queue_movers(self, kind: str) -> tuple[AddHandler, UpdateHandler, DeleteHandler]:
         """Informer handlers for a kind some plugin registered events for: each
@@ -80,8 +84,7 @@ class EventHandlers:
         self.cache.remove_node(node)
 
     def _on_pod_add(self, pod: Pod) -> None:
-        if not pod.terminal:
-            self.pod_groups.add_pod(pod)
+        self.pod_groups.add_pod(pod)
         if pod.spec.node_name:
             if not pod.terminal:
                 self.cache.add_pod(pod)
@@ -90,10 +93,7 @@ class EventHandlers:
             self.queue.add(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        if new.terminal:
-            self.pod_groups.delete_pod(new)
-        else:
-            self.pod_groups.update_pod(old, new)
+        self.pod_groups.update_pod(old, new)
         if new.spec.node_name:
             if not old.spec.node_name:
                 self.queue.delete(old)

@@ -27,10 +27,12 @@ import numpy as np
 
 from kubesched.core.api.podpriority import PREEMPT_LOWER_PRIORITY, pod_priority
 from kubesched.core.api.scheduling_v1beta1 import (
+    COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED,
     POD_GROUP_INITIALLY_SCHEDULED,
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
+    CompositePodGroup,
     PodGroup,
 )
 from kubesched.core.framework.diagnosis import FitError
@@ -53,6 +55,8 @@ from .scheduling_cycle import CycleError, ScheduleResult, SchedulingCycle
 if TYPE_CHECKING:
     from ..framework.podgroups import PodGroupManager
 
+#: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
+COMPOSITE = "compositepodgroup/"
 #: A group's rejection when every placement failed (upstream's message).
 NO_PLACEMENT = "0/{} placements are available"
 #: The error a group's members carry when it is unschedulable (upstream errPodGroupUnschedulable).
@@ -102,8 +106,9 @@ class PlacementResult:
         return [m for m in self.members if m.assumed is not None]
 
     def assignments(self) -> PodGroupAssignments:
-        return PodGroupAssignments(self.placement, tuple((m.assumed, m.node_name) for m in self.placed
-                                                         if m.assumed is not None))
+        placed = self.placed
+        return PodGroupAssignments(self.placement, tuple((m.assumed, m.node_name) for m in placed
+                                                         if m.assumed is not None), tuple(m.state for m in placed))
 
 
 class PodGroupCycle(SchedulingCycle):
@@ -114,13 +119,17 @@ class PodGroupCycle(SchedulingCycle):
     profiles: dict[str, Framework]
     pod_groups: PodGroupManager
 
-    if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py
+    if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py, and the composite groups', in composite_cycle.py
         def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
                           result: ScheduleResult) -> None: ...
+        def schedule_one_tree(self, group: QueuedPodGroupInfo) -> None: ...
 
     def schedule_one_pod_group(self, group: QueuedPodGroupInfo) -> None:
         """Upstream ``scheduleOnePodGroup``: the group's attempt, from its
         validation to the members' binding cycles or its return to the queue."""
+        if group.key.startswith(COMPOSITE):
+            self.schedule_one_tree(group)
+            return
         members = []
         for member in group.attempt:
             pod = member.pod
@@ -163,10 +172,10 @@ class PodGroupCycle(SchedulingCycle):
             if group.waiting_on_preemption:
                 group.waiting_on_preemption = False  # the retry after a preemption starts no new one
             elif fwk.pod_group_post_filter_plugins:
-                nominations, status = fwk.run_pod_group_post_filter(
+                nominations, preemption = fwk.run_pod_group_post_filter(
                     group_state, info, lambda removed=(): self.try_pod_group(fwk, info, members, removed))
-                if status is not None and status.reasons:
-                    outcome.status = Status(outcome.status.code, (*outcome.status.reasons, *status.reasons),
+                if preemption is not None and preemption.reasons:
+                    outcome.status = Status(outcome.status.code, (*outcome.status.reasons, *preemption.reasons),
                                             outcome.status.plugin)
         if outcome.status is None:
             self._group_scheduled(fwk, group, pod_group, outcome, tried)
@@ -191,14 +200,18 @@ class PodGroupCycle(SchedulingCycle):
     # --- the algorithm ----------------------------------------------------------------------
 
     def pod_group_algorithm(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
-                            members: list[QueuedPodInfo]) -> tuple[PlacementResult, list[PlacementResult]]:
+                            members: list[QueuedPodInfo], parent: Placement | None = None,
+                            ) -> tuple[PlacementResult, list[PlacementResult]]:
         """Upstream ``podGroupSchedulingPlacementAlgorithm``: try the group in
-        each placement (the nominated one first), score the feasible ones and
-        keep the best assumed.  Returns the chosen (or, when none is
-        feasible, the most promising) result and every placement tried."""
+        each placement within ``parent`` (default: all nodes; a composite
+        group's placement for its children), the nominated one first, score
+        the feasible ones and keep the best assumed.  Returns the chosen (or,
+        when none is feasible, the most promising) result and every placement
+        tried."""
         self.cache.update_snapshot(self.snapshot)
         table = self.snapshot.table
-        parent = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
+        if parent is None:
+            parent = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
         placements, status = fwk.run_placement_generate(group_state, info, parent)
         if status is not None:
             return PlacementResult(parent, status, [], applied=False), []
@@ -256,21 +269,30 @@ class PodGroupCycle(SchedulingCycle):
         return chosen, tried
 
     def try_pod_group(self, fwk: Framework, info: PodGroupInfo, members: list[QueuedPodInfo],
-                      removed: Iterable[Pod] = ()) -> tuple[Status | None, dict[str, str]]:
+                      removed: Iterable[Pod] = ()) -> tuple[Status | None, PodGroupAssignments]:
         """What PodGroupPostFilter's ``schedule_group(removed)`` runs: the
         group's algorithm (no PodGroupPostFilter) as if the running pods
-        ``removed`` were gone, undone afterwards.  Returns its status (None:
-        the group would fit) and where each member would go (pod UID -> node)."""
-        gone = [pod for pod in removed if self.cache.pod_state(pod) is not None]
-        for pod in gone:
-            self.cache.remove_pod(pod)
+        ``removed`` were gone, undone afterwards (assumed pods come back
+        assumed; the snapshot is brought back up to date).  Returns its status
+        (None: the group would fit) and the members it placed, where, with
+        their CycleStates."""
+        gone: list[tuple[Pod, bool]] = []
+        for pod in removed:
+            held = self.cache.pod_state(pod)
+            if held is not None:
+                gone.append((held, self.cache.is_assumed(held)))
+                self.cache.remove_pod(held)
         try:
             result, _ = self.pod_group_algorithm(fwk, CycleState(), info, members)
             self._revert(fwk, result)
-            return result.status, {m.info.uid: m.node_name for m in result.placed}
+            return result.status, result.assignments()
         finally:
-            for pod in gone:
-                self.cache.add_pod(pod)
+            for pod, assumed in gone:
+                if assumed:
+                    self.cache.assume_pod(pod)
+                else:
+                    self.cache.add_pod(pod)
+            self.cache.update_snapshot(self.snapshot)
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], placement: Placement) -> PlacementResult:
@@ -339,6 +361,13 @@ class PodGroupCycle(SchedulingCycle):
         that did not fit on their own wait with their reasons; the group's
         remaining members go back to the queue."""
         self._record_group(fwk, group, pod_group, "Scheduled", "", chosen, tried)
+        self.send_to_binding(fwk, chosen)
+        self.queue.group_done(group)
+        self._write_condition(pod_group, "True", REASON_SCHEDULED, "")
+
+    def send_to_binding(self, fwk: Framework, chosen: PlacementResult) -> None:
+        """The members ``chosen`` placed go through Permit to their binding
+        cycles; those it could not place wait with their own reasons."""
         for member in chosen.members:
             if member.assumed is None:
                 if member.fit is not None:
@@ -360,8 +389,6 @@ class PodGroupCycle(SchedulingCycle):
             self.queue.done(member.info.pod)
             self.start_binding(fwk, member.state, member.info,
                                ScheduleResult(member.assumed, member.node_name, waits))
-        self.queue.group_done(group)
-        self._write_condition(pod_group, "True", REASON_SCHEDULED, "")
 
     def _member_failed(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
         """A member of a group that fits failed on its own after its node was
@@ -413,12 +440,18 @@ class PodGroupCycle(SchedulingCycle):
             self._write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
                                   message)
 
-    def _write_condition(self, pod_group: PodGroup, status: str, reason: str, message: str) -> None:
-        """``PodGroupInitiallyScheduled`` by a strategic-merge patch of status
-        with observedGeneration, as upstream ``PatchPodGroupStatus``; a True
-        condition is never set back, and an unchanged one is not written."""
-        current = self.pod_groups.pod_group(pod_group.key) or pod_group
-        existing = current.condition(POD_GROUP_INITIALLY_SCHEDULED)
+    def _write_condition(self, pod_group: PodGroup | CompositePodGroup, status: str, reason: str,
+                         message: str) -> None:
+        """``PodGroupInitiallyScheduled`` (``CompositePodGroupInitiallyScheduled``)
+        by a strategic-merge patch of status with observedGeneration, as
+        upstream ``PatchPodGroupStatus``; a True condition is never set back,
+        and an unchanged one is not written."""
+        composite = isinstance(pod_group, CompositePodGroup)
+        kind, type_ = (("CompositePodGroup", COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED) if composite
+                       else ("PodGroup", POD_GROUP_INITIALLY_SCHEDULED))
+        current = (self.pod_groups.composite(pod_group.key) if composite
+                   else self.pod_groups.pod_group(pod_group.key)) or pod_group
+        existing = current.condition(type_)
         if existing is not None and existing.status == "True" and status != "True":
             return
         generation = current.metadata.generation
@@ -427,10 +460,10 @@ class PodGroupCycle(SchedulingCycle):
             return
         changed = existing is None or existing.status != status
         since = self.clock.now() if changed or existing is None else existing.last_transition_time
-        condition = {"type": POD_GROUP_INITIALLY_SCHEDULED, "status": status, "reason": reason, "message": message,
+        condition = {"type": type_, "status": status, "reason": reason, "message": message,
                      "observedGeneration": generation, "lastTransitionTime": format_time(since)}
         try:
-            self.cluster.patch("PodGroup", current.metadata.name, {"status": {"conditions": [condition]}},
+            self.cluster.patch(kind, current.metadata.name, {"status": {"conditions": [condition]}},
                                current.metadata.namespace, subresource="status", uid=current.metadata.uid)
         except ApiError:
             pass  # gone or changed meanwhile: the next attempt writes it again

@@ -352,6 +352,15 @@ class SchedulingQueue:
         elif not group.where:
             self._enqueue_gated_or_active(group)
 
+    def regroup(self) -> None:
+        """Move every queued member whose entity changed (its PodGroup turned
+        out to be part of a CompositePodGroup tree, say) to its new one."""
+        for uid, group in list(self._member_of.items()):
+            member = group.members.get(uid)
+            if member is not None and group.key not in self._in_flight and self._group_of(member.pod) != group.key:
+                self.delete(member.pod)
+                self.add(member.pod)
+
     def _gate(self, info: QueuedPodInfo) -> Status | None:
         """PreEnqueue for a pod, or for a group: its gated members run it again
         (the others passed already) and the group passes when every member

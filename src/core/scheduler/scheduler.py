@@ -23,7 +23,6 @@ import numpy as np
 from kubesched.core.dra.manager import DRAManager
 from kubesched.core.framework.diagnosis import FitError
 from kubesched.core.observability.decisions import DecisionLog
-from kubesched.core.observability.events import EventRecorder
 
 from ..api.core_v1 import Pod
 from ..api.scheduling_v1beta1 import pod_group_key
@@ -32,7 +31,7 @@ from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
-from ..framework.handle import Handle
+from ..framework.handle import profile_handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.podgroups import PodGroupManager
 from ..framework.registry import Registry
@@ -41,15 +40,15 @@ from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
 from .binding_cycle import BindingCycle, BindingWait
 from .cache import Cache
+from .composite_cycle import COMPOSITE, CompositePodGroupCycle
 from .event_handlers import EventHandlers
-from .podgroup_cycle import PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .stats import SchedulingStats
 
 log = logging.getLogger(__name__)
 
 
-class Scheduler(EventHandlers, PodGroupCycle, BindingCycle):
+class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
     """kube-scheduler over a :class:`ClusterClient`.
 
     ``config`` is a loaded :class:`KubeSchedulerConfiguration`; ``registry``
@@ -111,21 +110,16 @@ class Scheduler(EventHandlers, PodGroupCycle, BindingCycle):
         #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
         self.pod_groups = PodGroupManager(self.informers, lambda pod: self.cache.assumed_node(pod))
         for profile in config.profiles:
-            handle = Handle(
-                cluster=cluster,
-                informers=self.informers,
-                clock=clock,
-                recorder=EventRecorder(cluster, clock, profile.scheduler_name),
-                snapshot=lambda: self.snapshot,
+            handle = profile_handle(
+                cluster, self.informers, clock, profile.scheduler_name, lambda: self.snapshot,
+                dra=self.dra_manager,
+                pod_groups=self.pod_groups,
+                rng=self.rng,
                 nominator=nominator,
                 waiting_pods=self.waiting_pods,
-                profile_name=profile.scheduler_name,
                 activate=lambda pod: self.queue.activate(pod),
-                dra=self.dra_manager,
-                rng=self.rng,
                 move_pods=lambda event, old, new: self.queue.move_all(event, old, new),
                 api_workers=bind_pool,
-                pod_groups=self.pod_groups,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -143,14 +137,26 @@ class Scheduler(EventHandlers, PodGroupCycle, BindingCycle):
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,
-            group_of=pod_group_key if self.workload_aware else lambda pod: None,
+            group_of=self._queued_group if self.workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
         )
         self._register_handlers()
 
+    def _queued_group(self, pod: Pod) -> str | None:
+        """The queue entity ``pod`` joins: its PodGroup, or the root of the
+        CompositePodGroup tree that group is in (``compositepodgroup/NS/NAME``)."""
+        key = pod_group_key(pod)
+        group = self.pod_groups.pod_group(key) if key is not None else None
+        if group is not None and group.spec.parent_composite_pod_group_name:
+            root, _ = self.pod_groups.root_of(group)
+            if root is not None:
+                return COMPOSITE + root
+        return key
+
     def _pod_group_priority(self, key: str) -> int | None:
-        pod_group = self.pod_groups.pod_group(key)
-        return pod_group.spec.priority if pod_group is not None else None
+        group = (self.pod_groups.composite(key[len(COMPOSITE):]) if key.startswith(COMPOSITE)
+                 else self.pod_groups.pod_group(key))
+        return group.spec.priority if group is not None else None
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
