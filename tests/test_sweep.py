@@ -1,14 +1,11 @@
 """`kubesched sweep`: a grid of replays and simulations, resumable, on a process pool or Ray.
 
 The Ray test runs on the cluster at $KUBESCHED_RAY_ADDRESS (.ci/run starts a
-head on 127.0.0.1) or on a Ray started for the test; it is skipped where Ray
-is not installed (the README's test command does not install it) unless
-KUBESCHED_REQUIRE_RAY=1, which .ci/run sets.
+head on 127.0.0.1) or on a Ray started for the test (the test extra installs Ray).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -131,10 +128,6 @@ def test_an_unreadable_results_table_is_refused_and_left_alone(tmp_path):
     assert not list((tmp_path / "out/cells").glob("*.parquet"))
 
 
-RAY = importlib.util.find_spec("ray") is not None
-
-
-@pytest.mark.skipif(not RAY and os.environ.get("KUBESCHED_REQUIRE_RAY") != "1", reason="Ray is not installed")
 def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path):
     spec = load_spec(small_spec(tmp_path))
     local = run_sweep(spec, tmp_path / "local", workers=1)
@@ -166,8 +159,6 @@ def runner_invoke(*args: str) -> str:
 
 
 def test_the_report_draws_each_trace_and_sums_up_with_confidence_intervals(tmp_path):
-    pytest.importorskip("matplotlib")
-    pytest.importorskip("scipy")
     spec = small_spec(tmp_path)
     runner_invoke("sweep", str(spec), "--workers", "1")
     out = tmp_path / "report"

@@ -198,7 +198,6 @@ def test_trace_commands_refuse_bad_input_with_one_line(tmp_path):
 
 
 def test_report_draws_the_plots(trace, tmp_path):
-    pytest.importorskip("matplotlib")
     results = []
     for name in ("packing", "default"):
         path = tmp_path / f"{name}.json"
