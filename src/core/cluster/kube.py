@@ -581,7 +581,9 @@ def _client_go_is_retry(self, method: str, status_code: int, has_retry_after: bo
     configured; any other only on a 429/5xx that carries ``Retry-After``
     (client-go's ``checkWait``: the server asks for it again)."""
     if _idempotent_only(self, method):
-        return type(self).__mro__[1].is_retry(self, method, status_code, has_retry_after)
+        from urllib3.util.retry import Retry
+
+        return Retry.is_retry(self, method, status_code, has_retry_after)
     return bool(self.total and has_retry_after and (status_code == 429 or status_code >= 500))
 
 

@@ -14,6 +14,7 @@ their stored spec and metadata).
 
 from __future__ import annotations
 
+import builtins
 import collections
 import random
 import threading
@@ -264,7 +265,7 @@ class MemoryCluster(ClusterClient):
             return 0
         return int(obj.spec.extra.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE))
 
-    def finish_terminating_pods(self) -> list[str]:
+    def finish_terminating_pods(self) -> "builtins.list[str]":
         """What the kubelets do for pods being deleted gracefully: their
         containers stopped, each is deleted for good (a pod that still has
         finalizers waits for them).  Returns the ``namespace/name`` removed."""
