@@ -9,9 +9,10 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
+from kubesched.core.observability.events import EventRecorder
+
 if TYPE_CHECKING:
     from kubesched.core.dra.manager import DRAManager
-    from kubesched.core.observability.events import EventRecorder
 
     from ..clock import Clock
     from ..cluster.client import ClusterClient
@@ -137,3 +138,47 @@ class Handle:
         """Move ``pod`` (pending) to activeQ now (upstream's PodActivator)."""
         if self._activate is not None:
             self._activate(pod)
+
+
+def profile_handle(
+    cluster: "ClusterClient",
+    informers: "Informers",
+    clock: "Clock",
+    profile_name: str,
+    snapshot: Callable[[], "Snapshot"],
+    *,
+    dra: Callable[[], "DRAManager"],
+    pod_groups: "PodGroupManager",
+    rng: random.Random,
+    nominator: Any,
+    waiting_pods: dict | None = None,
+    activate: Callable[[Any], None] | None = None,
+    move_pods: Callable[[Any, Any, Any], object] | None = None,
+    api_workers: Executor | None = None,
+) -> Handle:
+    """The :class:`Handle` a scheduler gives the plugins of its profile
+    ``profile_name``, as upstream's profile map builds each framework: an
+    :class:`EventRecorder` of its own reporting as the profile's
+    schedulerName, and the parts every profile shares - the informers, the
+    ``snapshot`` getter, ``dra`` (the DRA manager's getter), ``pod_groups``,
+    the seeded ``rng``, the ``nominator`` and ``waiting_pods`` - plus the
+    scheduler's ``activate``/``move_pods`` queue calls and ``api_workers``
+    (None where there is no queue or no workers).  Used by
+    :class:`~kubesched.core.scheduler.scheduler.Scheduler` and by
+    ``kubesched.testing.PluginBench``."""
+    return Handle(
+        cluster=cluster,
+        informers=informers,
+        clock=clock,
+        recorder=EventRecorder(cluster, clock, profile_name),
+        snapshot=snapshot,
+        nominator=nominator,
+        waiting_pods=waiting_pods,
+        profile_name=profile_name,
+        activate=activate,
+        dra=dra,
+        rng=rng,
+        move_pods=move_pods,
+        api_workers=api_workers,
+        pod_groups=pod_groups,
+    )
