@@ -15,9 +15,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
-import attrs
-
-from ..cluster.client import ApiError, NotFound, retry_on_conflict
+from ..cluster.client import ApiError, Invalid, NotFound
+from ..cluster.patch import MERGE_PATCH
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +127,8 @@ def compact(record: dict[str, Any]) -> str:
 
 class DecisionPublisher(DecisionLog):
     """A :class:`DecisionLog` that also publishes each pod's latest attempt in
-    its :data:`DECISION_ANNOTATION` (``kubesched run --record-decisions``).
+    its :data:`DECISION_ANNOTATION` (``kubesched run --record-decisions``), by a
+    JSON merge patch of that annotation on the pod's UID.
 
     The API writes run on one background thread so that the scheduling loop
     never waits on them: a pod's newer record replaces one not yet written
@@ -183,21 +183,17 @@ class DecisionPublisher(DecisionLog):
 
     def _publish(self, key: str, attempt: dict[str, Any]) -> None:
         namespace, _, name = key.partition("/")
-        text = compact(attempt)
-
-        def annotate(pod: Any) -> Any:
-            meta = pod.metadata
-            if meta.uid != attempt.get("uid") or meta.annotations.get(DECISION_ANNOTATION) == text:
-                return pod
-            return self.cluster.update(attrs.evolve(pod, metadata=attrs.evolve(
-                meta, annotations={**meta.annotations, DECISION_ANNOTATION: text})))
-
+        # a JSON merge patch of the one annotation, on the pod's UID: no read, no conflict with other writers
+        patch = {"metadata": {"annotations": {DECISION_ANNOTATION: compact(attempt)}}}
         try:
-            current = self.cluster.get("Pod", name, namespace)
-            retry_on_conflict(self.cluster, current, annotate)
+            self.cluster.patch("Pod", name, patch, namespace, patch_type=MERGE_PATCH, uid=attempt.get("uid") or None)
             self.published += 1
         except NotFound:
             self.forget(key)
+        except Invalid as err:
+            if "metadata.uid" not in err.message:
+                log.warning("publishing a scheduling decision failed", extra={"pod": key, "err": str(err)})
+            self.forget(key)  # the pod was replaced by another of its name, or the record is refused
         except ApiError as err:
             log.warning("publishing a scheduling decision failed", extra={"pod": key, "err": str(err)})
 
