@@ -67,9 +67,6 @@ class Op:
         """False for an upstream op kubesched does not run yet."""
         return OPS[self.opcode].RUNS
 
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.fields.get(name, default)
-
 
 @attrs.frozen
 class Workload:
