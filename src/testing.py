@@ -24,6 +24,13 @@ with those fields would give.  :func:`config` writes a configuration that
 scores with just the plugins under test; :func:`node_scores` shows what each
 Score plugin gave every node for a pod.
 
+A plugin alone, on the framework Handle a Scheduler gives its profile, over
+an embedded cluster holding some objects, with a snapshot the test sets::
+
+    bench = PluginBench(MyPlugin, {"weight": 2}, objects=[claim("data")])
+    nodes = bench.use_nodes([NodeInfo(node("a")), NodeInfo(node("b"), [pod("x", node_name="b")])])
+    state = CycleState(); bench.plugin.pre_filter(state, pod("p"), nodes)
+
 Installed kubesched is also a pytest plugin (entry point ``pytest11``): the
 fixture ``simulate`` builds a :class:`~kubesched.drivers.simulation.Simulation` from
 objects, plugin classes and a configuration, and runs it::
@@ -36,16 +43,27 @@ objects, plugin classes and a configuration, and runs it::
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import random
+from typing import Any, Iterable, Mapping, Sequence
 
-from .core.api import from_manifest
+from .core.api import RESOURCES, from_manifest
+from .core.clock import FakeClock
+from .core.cluster.informer import Informers
+from .core.cluster.memory import MemoryCluster
+from .core.dra.manager import DRAManager
+from .core.framework.handle import profile_handle
+from .core.framework.nodeinfo import NodeInfo
+from .core.framework.podgroups import PodGroupManager
+from .core.framework.registry import build_args, implemented_hooks
+from .core.framework.snapshot import Snapshot
 from .core.gpu.fragmentation import NAMESPACE, TRACE_CONFIGMAP, TypicalPod, typical_pods_yaml
+from .core.scheduler.queue import Nominator
 from .trace import openb
 from .trace.openb import convert
 from .trace.replay import replay
 
 __all__ = [
-    "DRIVER", "claim", "claim_volume", "config", "convert", "csi_node", "device", "device_class",
+    "DRIVER", "PluginBench", "claim", "claim_volume", "config", "convert", "csi_node", "device", "device_class",
     "ephemeral_volume", "gpu_class", "gpu_node", "gpu_pod", "node", "node_scores", "persistent_volume", "pod",
     "replay", "resource_claim", "resource_claim_template", "resource_slice", "storage_class",
     "typical_pods_configmap",
@@ -401,6 +419,71 @@ def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
     sim.start()
     sim.harness.informers.pump()
     return sim.scheduler.score_nodes(pending_pod)
+
+
+# --- one plugin on a real Handle -------------------------------------------------------------
+
+
+class PluginBench:
+    """One plugin built as a Scheduler builds its profile's plugins, on a real framework Handle.
+
+    ``PluginBench(MyPlugin, args, objects=[...])`` creates ``objects`` in a
+    :class:`~kubesched.core.cluster.memory.MemoryCluster` on ``clock`` (a
+    :class:`~kubesched.core.clock.FakeClock` at 0 s unless given), decodes
+    ``args`` (a pluginConfig ``args`` dict, None: the defaults) into the
+    plugin's args class as a profile does (:class:`PluginError` naming the
+    field when they do not decode) and builds ``plugin`` with ``handle``,
+    made by :func:`~kubesched.core.framework.handle.profile_handle` as a
+    Scheduler makes each profile's: an EventRecorder reporting as
+    ``profile_name``, shared informers over the cluster (started and synced
+    once the plugin is built, so the kinds it asked for and the kinds of its
+    ``events_to_register`` are listed and watched, as a Scheduler does), the DRA
+    manager, a PodGroupManager following the cluster's pods (nothing is ever
+    assumed: there is no scheduler cache), a Nominator and ``random.Random(seed)``.
+
+    The handle's snapshot belongs to the test: empty until :meth:`use_nodes`
+    sets it, as the scheduler cache sets it when a cycle starts.  Objects
+    written to ``cluster`` later reach the informers' stores on
+    ``informers.pump()``.
+    """
+
+    def __init__(self, cls: type, args: Mapping[str, Any] | None = None, objects: Iterable[Any] = (),
+                 clock: FakeClock | None = None, profile_name: str = "default-scheduler", seed: int = 0):
+        self.clock = clock if clock is not None else FakeClock()
+        self.cluster = MemoryCluster(self.clock)
+        for obj in objects:
+            self.cluster.create(obj)
+        self.informers = Informers(self.cluster)
+        self.snapshot = Snapshot()
+        dra = DRAManager(self.informers)
+        self.pod_groups = PodGroupManager(self.informers, lambda pod: None)
+        self.informers.add_handlers("Pod", self.pod_groups.add_pod, self.pod_groups.update_pod,
+                                    self.pod_groups.delete_pod)
+        self.handle = profile_handle(self.cluster, self.informers, self.clock, profile_name, lambda: self.snapshot,
+                                     dra=lambda: dra, pod_groups=self.pod_groups, rng=random.Random(seed),
+                                     nominator=Nominator())
+        self.plugin = cls(build_args(cls, dict(args) if args is not None else None), self.handle)
+        if "events_to_register" in implemented_hooks(cls):
+            for registered in self.plugin.events_to_register():
+                if registered.event.resource in RESOURCES:
+                    self.informers.store(registered.event.resource)
+        self.informers.start()
+        self.informers.pump()
+
+    def use_nodes(self, infos: Sequence[NodeInfo]) -> list[NodeInfo]:
+        """Make ``handle.snapshot`` hold exactly ``infos``, in that order (rows
+        of its NodeTable likewise), and return the snapshot's node list: what
+        the framework hands PreFilter and PreScore as all nodes.  The same
+        NodeInfos again keep the snapshot and its table (rows of NodeInfos
+        changed since are refreshed), as the scheduler cache keeps them
+        between cycles while no node comes or goes."""
+        infos = list(infos)
+        nodes = self.snapshot.nodes
+        if len(infos) == len(nodes) and all(given is kept for given, kept in zip(infos, nodes)):
+            self.snapshot.refresh(info.name for info in infos)
+        else:
+            self.snapshot.rebuild(infos)
+        return self.snapshot.nodes
 
 
 # --- the pytest plugin (entry point pytest11) ------------------------------------------------

@@ -5,11 +5,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kubesched import hookimpl
 from kubesched.cli import app
-from kubesched.testing import config, device, device_class, node, node_scores, pod, resource_claim, resource_slice
+from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.nodeinfo import NodeInfo
+from kubesched.core.framework.registry import PluginError
+from kubesched.core.framework.types import ActionType, ClusterEvent, ClusterEventWithHint
+from kubesched.plugins.interpodaffinity.plugin import InterPodAffinity
+from kubesched.testing import (
+    PluginBench,
+    config,
+    device,
+    device_class,
+    node,
+    node_scores,
+    pod,
+    pod_group,
+    resource_claim,
+    resource_slice,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +42,50 @@ class MostPods:
     @hookimpl
     def score(self, state, pod, node_info):
         return min(100, self.factor * len(node_info.pods))
+
+
+class FewestPods:
+    """Scores a node by the share of the snapshot's pods it does not run."""
+
+    name = "FewestPods"
+
+    def __init__(self, args, handle):
+        self.handle = handle
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        total = sum(len(info.pods) for info in self.handle.snapshot.nodes)
+        return 100 - 100 * len(node_info.pods) // total if total else 100
+
+    @hookimpl
+    def events_to_register(self):
+        return [ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD))]
+
+
+def test_plugin_bench_builds_a_plugin_on_a_real_handle():
+    bench = PluginBench(FewestPods, objects=[device_class(), pod_group("train", 2), pod("w0", pod_group="train"),
+                                             pod("w1", pod_group="train"), pod("w2", pod_group="train")])
+    handle = bench.handle
+    bench.cluster.patch("Pod", "w2", {"status": {"phase": "Succeeded"}}, "default", subresource="status")
+    bench.informers.pump()
+    nodes = bench.use_nodes([NodeInfo(node("a"), [pod("x", node_name="a")]), NodeInfo(node("b")), NodeInfo(node("c"))])
+    assert [bench.plugin.score(CycleState(), pod("p"), info) for info in nodes] == [0, 100, 100]
+    assert handle.snapshot.get("b") is nodes[1] and list(handle.snapshot.table.names) == ["a", "b", "c"]
+    # informers synced (PodGroups too: the plugin registers events for them), the PodGroup manager follows
+    # the members (not w2, finished), the DRA manager is there
+    assert list(handle.informers.store("DeviceClass")) == ["gpu.example.com"]
+    assert handle.pod_groups.pod_group("default/train").spec.scheduling_policy.gang.min_count == 2
+    assert sorted(p.metadata.name for p in handle.pod_groups.state("default/train").unscheduled_pods()) == ["w0", "w1"]
+    assert handle.dra is handle.dra
+    # events are written to the cluster by the profile's recorder
+    handle.recorder.event(bench.cluster.get("Pod", "w0", "default"), "Normal", "Checked", "Check", "looked at w0")
+    (event,) = bench.cluster.list("Event").items
+    assert (event.reason, event.message, event.source.component) == ("Checked", "looked at w0", "default-scheduler")
+
+
+def test_plugin_bench_refuses_args_as_a_profile_does():
+    with pytest.raises(PluginError, match="hardPodAffinityWeight"):
+        PluginBench(InterPodAffinity, {"hardPodAffinityWeight": 101})
 
 
 def test_the_simulate_fixture_runs_objects_with_extra_plugins(simulate):

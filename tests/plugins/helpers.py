@@ -3,40 +3,49 @@ comparisons and small simulations."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable
 
 import attrs
 import numpy as np
 
-from kubesched.core.cluster.informer import Informers
-from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import API_VERSION, KIND
 from kubesched.core.framework.cycle_state import CycleState
-from kubesched.core.framework.handle import Handle
 from kubesched.core.framework.nodeinfo import NodeInfo
-from kubesched.core.framework.registry import build_args
 from kubesched.core.framework.snapshot import Snapshot
 from kubesched.core.framework.status import Code, Status
 from kubesched.drivers.simulation import Simulation
+from kubesched.testing import PluginBench
+
+#: each plugin built by :func:`make` -> its bench (the handle's cluster and snapshot)
+_BENCHES: weakref.WeakKeyDictionary[Any, PluginBench] = weakref.WeakKeyDictionary()
 
 
-def make(cls: type, raw: dict | None = None, handle: Any = None) -> Any:
-    """The plugin ``cls`` built the way a profile builds it: args decoded from ``raw``."""
-    return cls(build_args(cls, raw), handle)
+def make(cls: type, raw: dict | None = None, objects: Iterable[Any] = (), **options: Any) -> Any:
+    """The plugin ``cls`` built the way a profile builds it (args decoded from
+    ``raw``) on a real Handle over a MemoryCluster holding ``objects``, its
+    informers synced (:class:`kubesched.testing.PluginBench`; ``options``
+    go to it)."""
+    made = PluginBench(cls, raw, objects, **options)
+    _BENCHES[made.plugin] = made
+    return made.plugin
 
 
-def with_objects(cls: type, *objects: Any, raw: dict | None = None) -> Any:
-    """The plugin ``cls`` (args from ``raw``) on a MemoryCluster holding
-    ``objects``, its informers started and synced (for plugins that read
-    informer stores: claims, volumes, classes, CSINodes)."""
-    cluster = MemoryCluster()
-    for obj in objects:
-        cluster.create(obj)
-    informers = Informers(cluster)
-    plugin = make(cls, raw, Handle(cluster, informers, cluster.clock, None, lambda: None))
-    informers.start()
-    informers.pump()
-    return plugin
+def bench(plugin: Any) -> PluginBench:
+    """The bench :func:`make` built ``plugin`` on."""
+    return _BENCHES[plugin]
+
+
+def use_nodes(plugin: Any, infos: Iterable[NodeInfo]) -> Snapshot:
+    """The snapshot ``plugin`` reads, holding ``infos``: for a plugin built by
+    :func:`make`, its handle's (see :meth:`PluginBench.use_nodes`); a plugin
+    taken from a simulation's scheduler reads the scheduler's, so a snapshot
+    of ``infos`` apart."""
+    made = _BENCHES.get(plugin)
+    if made is None:
+        return Snapshot(list(infos))
+    made.use_nodes(list(infos))
+    return made.snapshot
 
 
 def on(p, node_name: str):
@@ -57,27 +66,33 @@ def reasons(status: Status | None) -> tuple[str, ...]:
 
 
 def run_pre_filter(plugin, p, infos: list[NodeInfo], state: CycleState | None = None):
-    """PreFilter as the framework calls it: returns (state, result, status)."""
+    """PreFilter as the framework calls it, on a snapshot of ``infos``: returns (state, result, status)."""
     state = state or CycleState()
-    answer = plugin.pre_filter(state, p, infos)
+    answer = plugin.pre_filter(state, p, use_nodes(plugin, infos).nodes)
     result, status = answer if isinstance(answer, tuple) else (None, answer)
     return state, result, status
 
 
+def run_pre_score(plugin, state: CycleState, p, infos: list[NodeInfo]) -> Status | None:
+    """PreScore as the framework calls it, on a snapshot of ``infos`` (all feasible)."""
+    return plugin.pre_score(state, p, use_nodes(plugin, infos).nodes)
+
+
 def filter_all(plugin, state: CycleState, p, infos: list[NodeInfo]) -> list[Status | None]:
-    """The per-node Filter over ``infos``; when the plugin has a batch form, also
-    checks that it agrees (on every row, and on a reordered subset of rows)."""
+    """The per-node Filter over ``infos`` (the snapshot's nodes); when the plugin
+    has a batch form, also checks that it agrees (on every row, and on a
+    reordered subset of rows)."""
+    snapshot = use_nodes(plugin, infos)
+    infos, table = snapshot.nodes, snapshot.table
     statuses = [plugin.filter(state, p, ni) for ni in infos]
     if hasattr(plugin, "filter_batch"):
         passes = [s is None or s.code == Code.SUCCESS for s in statuses]
-        table = Snapshot(infos).table
         got = plugin.filter_batch(state, p, table, np.arange(len(infos), dtype=np.int64))
         assert got.dtype == bool and list(got) == passes, (list(got), passes)
         rows = np.array(list(range(len(infos)))[::-2], dtype=np.int64)
         got = plugin.filter_batch(state, p, table, rows)
         assert list(got) == [passes[r] for r in rows]
     if hasattr(plugin, "filter_batch_status"):
-        table = Snapshot(infos).table
         rows = np.array(list(range(len(infos)))[::-1], dtype=np.int64)
         index, choices = plugin.filter_batch_status(state, p, table, rows)
         assert [choices[i] if i >= 0 else None for i in index] == [statuses[r] for r in rows]
@@ -85,11 +100,13 @@ def filter_all(plugin, state: CycleState, p, infos: list[NodeInfo]) -> list[Stat
 
 
 def score_all(plugin, state: CycleState, p, infos: list[NodeInfo], normalize: bool = True) -> list[int]:
-    """Per-node Score (and the batch form, which must agree), then NormalizeScore."""
+    """Per-node Score over ``infos`` (the snapshot's nodes; the batch form must
+    agree), then NormalizeScore."""
+    snapshot = use_nodes(plugin, infos)
+    infos, table = snapshot.nodes, snapshot.table
     raw = [plugin.score(state, p, ni) for ni in infos]
     assert all(isinstance(v, (int, np.integer)) for v in raw), raw
     if hasattr(plugin, "score_batch"):
-        table = Snapshot(infos).table
         got = plugin.score_batch(state, p, table, np.arange(len(infos), dtype=np.int64))
         assert [int(v) for v in got] == [int(v) for v in raw], (list(got), raw)
         rows = np.array(list(range(len(infos)))[::-1], dtype=np.int64)

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-import types
-
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError
-from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.status import Code
 from kubesched.drivers.simulation import Simulation
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.testing import node, pod
 
-from .helpers import condition, make, simulate
+from .helpers import bench, condition, make, simulate
 
 
-def cluster_with(*objects):
-    cluster = MemoryCluster(FakeClock(100.0))
-    stored = [cluster.create(o) for o in objects]
-    return cluster, stored
-
-
-def binder(cluster):
-    return make(DefaultBinder, handle=types.SimpleNamespace(cluster=cluster))
+def binder_on(*objects):
+    """DefaultBinder on a real handle over a cluster (clock at 100 s) holding
+    ``objects``: (the binder, the cluster, the stored pod ``p``)."""
+    binder = make(DefaultBinder, objects=objects, clock=FakeClock(100.0))
+    cluster = bench(binder).cluster
+    return binder, cluster, cluster.get("Pod", "p", "default")
 
 
 def test_bind_sets_the_node_and_the_scheduled_condition():
-    cluster, (_, p) = cluster_with(node("n1"), pod("p"))
-    assert binder(cluster).bind(CycleState(), p, "n1") is None
+    binder, cluster, p = binder_on(node("n1"), pod("p"))
+    assert binder.bind(CycleState(), p, "n1") is None
     bound = cluster.get("Pod", "p", "default")
     assert bound.spec.node_name == "n1"
     (cond,) = [c for c in bound.status.conditions if c.type == "PodScheduled"]
@@ -36,8 +31,7 @@ def test_bind_sets_the_node_and_the_scheduled_condition():
 
 
 def test_bind_error_is_an_error_status():
-    cluster, (_, p) = cluster_with(node("n1"), pod("p"))
-    plugin = binder(cluster)
+    plugin, _, p = binder_on(node("n1"), pod("p"))
     assert plugin.bind(CycleState(), p, "n1") is None
     # binding again: the API refuses (already assigned) and the plugin reports Error
     status = plugin.bind(CycleState(), p, "n1")
@@ -47,17 +41,17 @@ def test_bind_error_is_an_error_status():
 
 
 def test_bind_of_a_deleted_pod_fails():
-    cluster, (_, p) = cluster_with(node("n1"), pod("p"))
+    binder, cluster, p = binder_on(node("n1"), pod("p"))
     cluster.delete("Pod", "p", "default")
-    status = binder(cluster).bind(CycleState(), p, "n1")
+    status = binder.bind(CycleState(), p, "n1")
     assert status.code == Code.ERROR and status.reasons == ('Pod "p" not found',)
 
 
 def test_bind_of_a_recreated_pod_is_refused_by_uid():
-    cluster, (_, old) = cluster_with(node("n1"), pod("p"))
+    binder, cluster, old = binder_on(node("n1"), pod("p"))
     cluster.delete("Pod", "p", "default")
     cluster.create(pod("p"))
-    status = binder(cluster).bind(CycleState(), old, "n1")
+    status = binder.bind(CycleState(), old, "n1")
     assert status.code == Code.ERROR and "the UID in the precondition" in status.message()
     assert cluster.get("Pod", "p", "default").spec.node_name == ""
 

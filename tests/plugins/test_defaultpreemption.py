@@ -368,21 +368,8 @@ def test_number_of_candidates(nodes, percentage, absolute, expected):
     from kubesched.plugins.defaultpreemption import DefaultPreemption
 
     plugin = make(DefaultPreemption, {"minCandidateNodesPercentage": percentage,
-                                      "minCandidateNodesAbsolute": absolute}, handle=_Handle())
+                                      "minCandidateNodesAbsolute": absolute})
     assert plugin.calculate_num_candidates(nodes) == expected
-
-
-class _Handle:
-    """Just enough of a Handle to build the plugin outside a scheduler."""
-
-    def __init__(self):
-        import random
-
-        from kubesched.core.cluster.informer import Informers
-        from kubesched.core.cluster.memory import MemoryCluster
-
-        self.informers = Informers(MemoryCluster())
-        self.rng = random.Random(1)
 
 
 def test_the_dry_run_samples_candidates_from_a_random_offset():

@@ -18,7 +18,20 @@ from kubesched.plugins.interpodaffinity.filtering import (
 from kubesched.plugins.interpodaffinity.plugin import InterPodAffinity
 from kubesched.testing import node, pod
 
-from .helpers import code, config, failure, filter_all, info, make, on, reasons, run_pre_filter, score_all, simulate
+from .helpers import (
+    code,
+    config,
+    failure,
+    filter_all,
+    info,
+    make,
+    on,
+    reasons,
+    run_pre_filter,
+    run_pre_score,
+    score_all,
+    simulate,
+)
 
 HOST = "kubernetes.io/hostname"
 WEB, DB = {"app": "web"}, {"app": "db"}
@@ -201,7 +214,7 @@ def test_preferred_affinity_and_anti_affinity_score_per_domain():
     incoming = pod("web", labels=WEB, affinity=affinity(preferred=[weighted(10, term(DB, "zone"))],
                                                          anti_preferred=[weighted(5, term({"app": "cache"}, "zone"))]))
     state = CycleState()
-    assert plugin.pre_score(state, incoming, nodes) is None
+    assert run_pre_score(plugin, state, incoming, nodes) is None
     # raw: a = +10, b = -5, c = 0 -> (s - min) * 100 / 15
     assert score_all(plugin, state, incoming, nodes) == [100, 100, 0, 33]
 
@@ -212,10 +225,10 @@ def test_existing_pods_terms_score_the_incoming_pod_with_hard_weight():
     nodes = [info(zone_node("a1", "a"), existing), info(zone_node("b1", "b"))]
     incoming = pod("web", labels=WEB)
     state = CycleState()
-    make(InterPodAffinity, {"hardPodAffinityWeight": 5}).pre_score(state, incoming, nodes)
+    run_pre_score(make(InterPodAffinity, {"hardPodAffinityWeight": 5}), state, incoming, nodes)
     assert state.get("PreScoreInterPodAffinity").pairs() == {"zone": {"a": 8}}
     state = CycleState()
-    make(InterPodAffinity, {"hardPodAffinityWeight": 0}).pre_score(state, incoming, nodes)
+    run_pre_score(make(InterPodAffinity, {"hardPodAffinityWeight": 0}), state, incoming, nodes)
     assert state.get("PreScoreInterPodAffinity").pairs() == {"zone": {"a": 3}}
 
 
@@ -223,8 +236,8 @@ def test_ignore_preferred_terms_of_existing_pods_skips_pods_without_their_own():
     existing = on(pod("db", labels=DB, affinity=affinity(preferred=[weighted(3, term(WEB))])), "n1")
     nodes = [info(node("n1"), existing), info(node("n2"))]
     plugin = make(InterPodAffinity, {"ignorePreferredTermsOfExistingPods": True})
-    assert plugin.pre_score(CycleState(), pod("web", labels=WEB), nodes).code == Code.SKIP
-    assert make(InterPodAffinity).pre_score(CycleState(), pod("web", labels=WEB), nodes) is None
+    assert run_pre_score(plugin, CycleState(), pod("web", labels=WEB), nodes).code == Code.SKIP
+    assert run_pre_score(make(InterPodAffinity), CycleState(), pod("web", labels=WEB), nodes) is None
 
 
 @pytest.mark.parametrize("args", [{"hardPodAffinityWeight": -1}, {"hardPodAffinityWeight": 101}])

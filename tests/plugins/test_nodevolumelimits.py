@@ -19,7 +19,7 @@ from kubesched.testing import (
     storage_class,
 )
 
-from .helpers import filter_all, fit_reason, info, on, run_pre_filter, simulate, with_objects
+from .helpers import filter_all, fit_reason, info, make, on, run_pre_filter, simulate
 
 DRIVER = "ebs.csi.aws.com"
 KEY = "attachable-volumes-csi-ebs.csi.aws.com"
@@ -55,7 +55,7 @@ def test_csi_node_limit_caps_pods_per_node():
 
 def test_node_allocatable_limit_and_csi_node_override():
     objects = [*csi_pair(0), *csi_pair(1), *csi_pair(2)]
-    plugin = with_objects(NodeVolumeLimits, *objects, csi_node("n-csi", {DRIVER: 3}))
+    plugin = make(NodeVolumeLimits, objects=[*objects, csi_node("n-csi", {DRIVER: 3})])
     attached = [on(user("a0", 0), "x"), on(user("a1", 1), "x")]
     infos = [info(node("n-alloc", extra_resources={KEY: "2"}), *attached),
              info(node("n-csi", extra_resources={KEY: "2"}), *attached),  # the CSINode's 3 wins
@@ -70,7 +70,7 @@ def test_node_allocatable_limit_and_csi_node_override():
 
 def test_a_volume_already_attached_to_the_node_counts_once():
     shared = csi_pair(0, handle="same") + csi_pair(1, handle="same")
-    plugin = with_objects(NodeVolumeLimits, *shared, csi_node("n1", {DRIVER: 1}))
+    plugin = make(NodeVolumeLimits, objects=[*shared, csi_node("n1", {DRIVER: 1})])
     infos = [info(node("n1"), on(user("a0", 0), "n1"))]
     state, _, _ = run_pre_filter(plugin, user("p", 1), infos)
     assert filter_all(plugin, state, user("p", 1), infos) == [None]
@@ -78,7 +78,7 @@ def test_a_volume_already_attached_to_the_node_counts_once():
 
 def test_migrated_in_tree_volumes_count_only_where_a_csi_node_exists():
     objects = [*aws_pair(0), *aws_pair(1)]
-    plugin = with_objects(NodeVolumeLimits, *objects, csi_node("migrated", {DRIVER: 1}))
+    plugin = make(NodeVolumeLimits, objects=[*objects, csi_node("migrated", {DRIVER: 1})])
     attached = on(user("a0", 0), "x")
     infos = [info(node("migrated"), attached), info(node("plain", extra_resources={KEY: "1"}), attached)]
     state, _, _ = run_pre_filter(plugin, user("p", 1), infos)
@@ -92,7 +92,7 @@ def test_migrated_in_tree_volumes_count_only_where_a_csi_node_exists():
 
 def test_unbound_claims_count_by_their_class_provisioner():
     objects = [*csi_pair(0), storage_class("fast", provisioner=DRIVER), claim("later", storage_class="fast")]
-    plugin = with_objects(NodeVolumeLimits, *objects, csi_node("n1", {DRIVER: 1}))
+    plugin = make(NodeVolumeLimits, objects=[*objects, csi_node("n1", {DRIVER: 1})])
     infos = [info(node("n1"), on(user("a0", 0), "n1"))]
     p = pod("p", volumes=[claim_volume("v", "later")])
     state, _, _ = run_pre_filter(plugin, p, infos)
@@ -100,7 +100,7 @@ def test_unbound_claims_count_by_their_class_provisioner():
 
 
 def test_prefilter_skips_pods_without_countable_volumes_and_reports_missing_claims():
-    plugin = with_objects(NodeVolumeLimits)
+    plugin = make(NodeVolumeLimits)
     _, _, status = run_pre_filter(plugin, pod("p", volumes=[{"name": "s", "secret": {"secretName": "x"}}]), [])
     assert status.code == Code.SKIP
     p = pod("p", volumes=[ephemeral_volume("scratch")])
@@ -112,7 +112,7 @@ def test_prefilter_skips_pods_without_countable_volumes_and_reports_missing_clai
 
 
 def test_hints():
-    plugin = with_objects(NodeVolumeLimits)
+    plugin = make(NodeVolumeLimits)
     hints = {str(e.event.resource): e.hint for e in plugin.events_to_register()}
     p = user("p", 0)
     assert hints["Pod"](p, on(user("gone", 1), "n1"), None) == QueueingHint.QUEUE

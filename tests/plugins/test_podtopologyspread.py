@@ -19,7 +19,20 @@ from kubesched.plugins.podtopologyspread.plugin import (
 )
 from kubesched.testing import node, pod
 
-from .helpers import code, config, filter_all, fit_reason, info, make, on, reasons, run_pre_filter, score_all, simulate
+from .helpers import (
+    code,
+    config,
+    filter_all,
+    fit_reason,
+    info,
+    make,
+    on,
+    reasons,
+    run_pre_filter,
+    run_pre_score,
+    score_all,
+    simulate,
+)
 
 WEB = {"app": "web"}
 
@@ -171,7 +184,7 @@ def test_schedule_anyway_prefers_the_emptiest_domain():
              info(node("c1", labels={"zone": "c"}))]
     incoming = web("in", spread(when="ScheduleAnyway"))
     state = CycleState()
-    assert plugin.pre_score(state, incoming, nodes) is None
+    assert run_pre_score(plugin, state, incoming, nodes) is None
     # raw: count * log(3 + 2) + 0 -> 2*1.609=3, 1.609=2, 0; normalized 100*(3+0-s)/3
     assert score_all(plugin, state, incoming, nodes) == [0, 33, 100]
 
@@ -181,7 +194,7 @@ def test_nodes_missing_a_key_score_zero_for_pods_with_own_constraints():
     nodes = [info(node("a1", labels={"zone": "a"})), info(node("nolabel"))]
     incoming = web("in", spread(when="ScheduleAnyway"))
     state = CycleState()
-    plugin.pre_score(state, incoming, nodes)
+    run_pre_score(plugin, state, incoming, nodes)
     assert score_all(plugin, state, incoming, nodes) == [100, 0]
 
 
@@ -198,7 +211,7 @@ def test_system_default_constraints_spread_a_replicasets_pods_over_hostnames():
 def test_without_a_workload_the_system_defaults_do_not_apply():
     plugin = make(PodTopologySpread)
     state = CycleState()
-    assert plugin.pre_score(state, pod("loner", labels=WEB), [info(node("n0"))]).code == Code.SKIP
+    assert run_pre_score(plugin, state, pod("loner", labels=WEB), [info(node("n0"))]).code == Code.SKIP
 
 
 def test_list_defaults_apply_to_pods_selected_by_a_service():

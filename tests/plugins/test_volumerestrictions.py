@@ -8,7 +8,7 @@ from kubesched.core.framework.types import QueueingHint
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.testing import claim, claim_volume, node, pod, storage_class
 
-from .helpers import fit_reason, info, on, run_pre_filter, simulate, with_objects
+from .helpers import fit_reason, info, make, on, run_pre_filter, simulate
 
 RWOP = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 DISK = "node(s) had no available disk"
@@ -36,7 +36,7 @@ def test_a_read_write_once_pod_claim_admits_one_pod_only():
 
 def test_read_write_once_pod_conflicts_follow_add_and_remove_pod():
     """Preemption's dry run removes the holder (RemovePod): then the claim is free."""
-    plugin = with_objects(VolumeRestrictions, claim("solo", access_modes=["ReadWriteOncePod"]))
+    plugin = make(VolumeRestrictions, objects=[claim("solo", access_modes=["ReadWriteOncePod"])])
     p = pod("p", volumes=[claim_volume("v", "solo")])
     holder = on(pod("holder", volumes=[claim_volume("v", "solo")]), "n2")
     infos = [info(node("n1")), info(node("n2"), holder)]
@@ -52,19 +52,19 @@ def test_read_write_once_pod_conflicts_follow_add_and_remove_pod():
 
 
 def test_an_unused_read_write_once_pod_claim_skips_filter():
-    plugin = with_objects(VolumeRestrictions, claim("solo", access_modes=["ReadWriteOncePod"]))
+    plugin = make(VolumeRestrictions, objects=[claim("solo", access_modes=["ReadWriteOncePod"])])
     _, _, status = run_pre_filter(plugin, pod("p", volumes=[claim_volume("v", "solo")]), [info(node("n1"))])
     assert status.code == Code.SKIP
 
 
 def test_pods_without_disks_or_read_write_once_pod_claims_skip_filter():
-    plugin = with_objects(VolumeRestrictions, claim("shared", access_modes=["ReadWriteMany"]))
+    plugin = make(VolumeRestrictions, objects=[claim("shared", access_modes=["ReadWriteMany"])])
     _, _, status = run_pre_filter(plugin, pod("p", volumes=[claim_volume("v", "shared")]), [info(node("n1"))])
     assert status.code == Code.SKIP
 
 
 def test_missing_claim_is_unresolvable():
-    plugin = with_objects(VolumeRestrictions)
+    plugin = make(VolumeRestrictions)
     _, _, status = run_pre_filter(plugin, pod("p", volumes=[claim_volume("v", "gone")]), [])
     assert (status.code, status.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                              ('persistentvolumeclaim "gone" not found',))
@@ -79,7 +79,7 @@ def test_same_aws_ebs_volume_cannot_share_a_node():
 
 
 def test_disk_conflict_rules():
-    plugin = with_objects(VolumeRestrictions)
+    plugin = make(VolumeRestrictions)
     cases = [
         ({"gcePersistentDisk": {"pdName": "d", "readOnly": True}}, {"gcePersistentDisk": {"pdName": "d", "readOnly": True}}, True),
         ({"gcePersistentDisk": {"pdName": "d"}}, {"gcePersistentDisk": {"pdName": "d", "readOnly": True}}, False),
@@ -101,7 +101,7 @@ def test_disk_conflict_rules():
 
 
 def test_queueing_hints():
-    plugin = with_objects(VolumeRestrictions)
+    plugin = make(VolumeRestrictions)
     hints = {str(e.event.resource): e.hint for e in plugin.events_to_register()}
     p = pod("p", volumes=[claim_volume("v", "c1"), {"name": "d", "awsElasticBlockStore": {"volumeID": "vol-1"}}])
     assert hints["Pod"](p, on(pod("o", volumes=[claim_volume("v", "c1")]), "n1"), None) == QueueingHint.QUEUE

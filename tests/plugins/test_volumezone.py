@@ -10,7 +10,7 @@ from kubesched.core.volume.claims import ANN_BIND_COMPLETED
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from kubesched.testing import claim, claim_volume, node, persistent_volume, pod, storage_class
 
-from .helpers import fit_reason, info, run_pre_filter, simulate, with_objects
+from .helpers import fit_reason, info, make, run_pre_filter, simulate
 
 ZONE, ZONE_BETA = "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -46,7 +46,7 @@ def test_no_node_in_the_zone():
     ({ZONE: "a", REGION: "r1"}, {ZONE: "a", REGION: "r2"}, False),
 ])
 def test_label_matching(pv_labels, node_labels, fits):
-    plugin = with_objects(VolumeZone, *bound("pv1", "c1", pv_labels))
+    plugin = make(VolumeZone, objects=bound("pv1", "c1", pv_labels))
     node_info = info(node("n1", labels=node_labels))
     state, _, status = run_pre_filter(plugin, user("c1"), [node_info])
     assert status is None
@@ -57,10 +57,10 @@ def test_label_matching(pv_labels, node_labels, fits):
 
 
 def test_prefilter_skips_and_rejects_as_upstream():
-    plugin = with_objects(VolumeZone, *bound("plain", "c-plain", {}),
-                          storage_class("wait"), storage_class("now", binding_mode="Immediate"),
-                          claim("c-wait", storage_class="wait"), claim("c-now", storage_class="now"),
-                          claim("c-none", storage_class=""), claim("c-lost", volume_name="gone"))
+    plugin = make(VolumeZone, objects=[*bound("plain", "c-plain", {}),
+                                       storage_class("wait"), storage_class("now", binding_mode="Immediate"),
+                                       claim("c-wait", storage_class="wait"), claim("c-now", storage_class="now"),
+                                       claim("c-none", storage_class=""), claim("c-lost", volume_name="gone")])
     outcome = {}
     for name in ("c-plain", "c-wait", "c-now", "c-none", "c-lost", "c-missing"):
         _, _, status = run_pre_filter(plugin, user(name), [])
@@ -76,7 +76,7 @@ def test_prefilter_skips_and_rejects_as_upstream():
 
 
 def test_claim_hint():
-    plugin = with_objects(VolumeZone)
+    plugin = make(VolumeZone)
     hint = next(e.hint for e in plugin.events_to_register() if e.event.resource == "PersistentVolumeClaim")
     assert hint(user("c1"), None, claim("c1")) == QueueingHint.QUEUE
     assert hint(user("c1"), None, claim("c2")) == QueueingHint.QUEUE_SKIP

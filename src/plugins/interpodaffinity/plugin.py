@@ -75,8 +75,7 @@ class InterPodAffinity:
     def __init__(self, args: InterPodAffinityArgs, handle):
         self.args = args
         self.handle = handle
-        informers = getattr(handle, "informers", None)
-        self._namespaces = informers.store("Namespace") if informers is not None else {}
+        self._namespaces = handle.informers.store("Namespace")
 
     # --- namespaces ---------------------------------------------------------------------
 
@@ -99,8 +98,8 @@ class InterPodAffinity:
     @hookimpl
     def pre_filter(self, state, pod, nodes):
         terms = AffinityTerms.of(pod)
-        snapshot = self.handle.snapshot if self.handle is not None else None
-        table = snapshot.table if snapshot is not None and nodes is snapshot.nodes else NodeTable(list(nodes))
+        snapshot = self.handle.snapshot
+        table = snapshot.table if nodes is snapshot.nodes else NodeTable(list(nodes))
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
                              self._namespace_labels(pod.metadata.namespace), table)
         pre.count_existing_anti()
@@ -126,7 +125,7 @@ class InterPodAffinity:
 
     def _state(self, state, pod) -> PreFilterState | None:
         pre = state.get(PRE_FILTER_KEY)
-        if pre is None and self.handle is not None:  # PreFilter disabled in the profile
+        if pre is None:  # PreFilter disabled in the profile
             self.pre_filter(state, pod, self.handle.snapshot.nodes)
             pre = state.get(PRE_FILTER_KEY)
         return pre
@@ -156,8 +155,7 @@ class InterPodAffinity:
         has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
-        snapshot = self.handle.snapshot if self.handle is not None else None
-        table = snapshot.table if snapshot is not None else NodeTable(list(nodes))
+        table = self.handle.snapshot.table
         scores = TopologyScores(table)
         incoming_terms_score(scores, self._resolved_weighted(terms.preferred_affinity), 1)
         incoming_terms_score(scores, self._resolved_weighted(terms.preferred_anti_affinity), -1)

@@ -95,19 +95,13 @@ def allocatable_and_requested(
 
 
 def dra_manager(handle) -> Any:
-    """The handle's DRA manager, or None for a handle without one (a plugin
-    built alone, as unit tests of its Filter do) or in a profile whose Filter
-    does not run DynamicResources: then no extended resource is device-backed,
-    and a node must advertise it (nothing else would give the pod its devices)."""
-    if handle is None:
-        return None
+    """The handle's DRA manager, or None in a profile whose Filter does not
+    run DynamicResources: then no extended resource is device-backed, and a
+    node must advertise it (nothing else would give the pod its devices)."""
     framework = handle.framework
     if framework is not None and not any(name == "DynamicResources" for name, _ in framework.filter_plugins):
         return None
-    try:
-        return handle.dra
-    except RuntimeError:
-        return None
+    return handle.dra
 
 
 def device_counts(dra, resources: Iterable[str], table) -> DeviceCounts:

@@ -195,9 +195,7 @@ class PodTopologySpread:
         self.defaults = args.effective_defaults
         self.system_defaulted = args.defaulting_type == SYSTEM
         self.handle = handle
-        informers = getattr(handle, "informers", None)
-        self._stores = [informers.store(kind) for kind in WORKLOAD_KINDS] if informers is not None and self.defaults \
-            else []
+        self._stores = [handle.informers.store(kind) for kind in WORKLOAD_KINDS] if self.defaults else []
 
     # --- constraints ----------------------------------------------------------------------
 
@@ -216,8 +214,8 @@ class PodTopologySpread:
 
     def _table(self, nodes) -> NodeTable:
         """The snapshot's table when ``nodes`` are the snapshot's nodes, else a table of ``nodes``."""
-        snapshot = self.handle.snapshot if self.handle is not None else None
-        if snapshot is not None and nodes is snapshot.nodes:
+        snapshot = self.handle.snapshot
+        if nodes is snapshot.nodes:
             return snapshot.table
         return NodeTable(list(nodes))
 
@@ -344,18 +342,16 @@ class PodTopologySpread:
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        snapshot = self.handle.snapshot if self.handle is not None else None
-        all_nodes = snapshot.nodes if snapshot is not None else nodes
-        if not nodes or not all_nodes:
+        snapshot = self.handle.snapshot
+        if not nodes or not snapshot.nodes:
             return None
         constraints = self._constraints(pod, SCHEDULE_ANYWAY)
         if not constraints:
             return Status.skip()
-        table = self._table(all_nodes)
+        table = snapshot.table
         feasible = state.get(FEASIBLE_ROWS_KEY)
-        if feasible is None or snapshot is None or len(feasible) != len(nodes):
-            index = snapshot.index if snapshot is not None else {info.name: row for row, info in enumerate(all_nodes)}
-            feasible = np.fromiter((index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
+        if feasible is None or len(feasible) != len(nodes):
+            feasible = np.fromiter((snapshot.index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
         keyed = self._keyed(table, constraints) if require_all else np.ones(len(table), dtype=bool)
         ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
