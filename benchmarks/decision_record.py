@@ -23,7 +23,7 @@ from pathlib import Path
 
 from machine_speed import factor_note, machine_factor
 
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.executor import WorkloadExecutor
 

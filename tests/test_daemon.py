@@ -204,7 +204,7 @@ def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: R
                 shutdown_grace: float = 10.0, **profile) -> Daemon:
     """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file;
     ``token``: how the server tells it apart (:meth:`FakeAPIServer.partition_when`)."""
-    from kubesched.core.observability.decisions import DecisionPublisher
+    from kubesched.core.observability.decision_log import DecisionPublisher
 
     cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig", token), qps=0,
                                                 backoff_factor=0.01, watch_backoff=(0.01, 0.1),
@@ -257,7 +257,7 @@ def test_published_decisions_explain_a_live_pod_through_the_kubeconfig(apiserver
     from typer.testing import CliRunner
 
     from kubesched.cli import app
-    from kubesched.core.observability.decisions import DECISION_ANNOTATION
+    from kubesched.core.observability.decision_log import DECISION_ANNOTATION
 
     for name in ("n1", "n2"):
         apiserver.cluster.create(node(name, cpu="2"))

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from kubesched.analysis.explain import attempts_of
 from kubesched.cli import app
 from kubesched.core.clock import FakeClock
-from kubesched.core.observability.decisions import DecisionLog, read_decisions
+from kubesched.core.observability.decision_log import DecisionLog, read_decisions
 from kubesched.drivers.simulation import Simulation
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.executor import WorkloadExecutor
@@ -127,7 +127,7 @@ def test_on_a_500_node_scheduler_perf_workload_every_pod_goes_to_its_best_scored
 
 
 def test_the_published_annotation_stays_within_its_bound():
-    from kubesched.core.observability.decisions import MAX_ANNOTATION_BYTES, compact
+    from kubesched.core.observability.decision_log import MAX_ANNOTATION_BYTES, compact
 
     groups = [{"plugin": "NodeAffinity", "code": "UNSCHEDULABLE_AND_UNRESOLVABLE", "reason": f"reason {i} " + "x" * 200,
                "count": 20, "nodes": [f"node-{i}-{j}" for j in range(20)]} for i in range(200)]

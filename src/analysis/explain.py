@@ -1,7 +1,7 @@
 """Why a pod is where it is, or why it is Pending: ``kubesched explain``.
 
 It reads the records the scheduler made of the pod's attempts
-(:mod:`kubesched.core.framework.decision`; from a simulation run for the
+(:mod:`kubesched.core.framework.attempt_record`; from a simulation run for the
 purpose or a decisions file) and answers with the latest attempt: the
 plugin and reason that rejected each group of nodes, the best nodes' score
 breakdown side by side, PostFilter's outcome, the binding cycle's result,

@@ -19,7 +19,12 @@ from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
-from kubesched.core.observability.decisions import DECISION_ANNOTATION, DecisionFileError, DecisionLog, read_decisions
+from kubesched.core.observability.decision_log import (
+    DECISION_ANNOTATION,
+    DecisionFileError,
+    DecisionLog,
+    read_decisions,
+)
 from kubesched.drivers.simulation import Simulation
 
 from .common import Output, emit, kube_cluster, refuse

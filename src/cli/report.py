@@ -22,7 +22,7 @@ from kubesched.analysis.plots import (
     sweep_markdown,
     sweep_summary,
 )
-from kubesched.core.observability.decisions import DecisionFileError, read_decisions
+from kubesched.core.observability.decision_log import DecisionFileError, read_decisions
 
 from .common import refuse
 

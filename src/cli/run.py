@@ -15,7 +15,7 @@ from kubesched.core.clock import RealClock
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
-from kubesched.core.observability.decisions import DecisionPublisher
+from kubesched.core.observability.decision_log import DecisionPublisher
 from kubesched.drivers.harness import scheduler_configuration
 
 from .common import kube_cluster, refuse

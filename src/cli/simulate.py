@@ -17,7 +17,7 @@ from kubesched.core.api import to_manifest
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.registry import PluginError
-from kubesched.core.observability.decisions import DecisionLog, read_decisions
+from kubesched.core.observability.decision_log import DecisionLog, read_decisions
 from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
 
 from .common import Output, refuse

@@ -35,7 +35,7 @@ from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderEl
 from kubesched.core.framework.config import KubeSchedulerConfiguration, parse_duration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability import metrics
-from kubesched.core.observability.decisions import DecisionPublisher
+from kubesched.core.observability.decision_log import DecisionPublisher
 from kubesched.core.observability.health import HealthServer
 from kubesched.drivers.harness import Harness
 

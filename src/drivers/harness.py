@@ -25,7 +25,7 @@ from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.base import ControllerContext
 from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
 from kubesched.core.framework.registry import Registry
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.core.scheduler.scheduler import Scheduler
 from kubesched.drivers.quiescence import run_simulation
 from kubesched.plugins import DEFAULT_PLUGINS

@@ -26,7 +26,7 @@ from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.harness import Harness
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.simulation import DEFAULT_START, Simulation, create_sourced
 
 from .outcome import Outcome

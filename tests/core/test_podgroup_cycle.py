@@ -4,7 +4,7 @@ the PodGroup's condition."""
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.simulation import Simulation
 from kubesched.testing import DRIVER, device, device_class, node, pod, pod_group, resource_slice
 

@@ -23,7 +23,7 @@ class CycleState:
     preemption); values with a ``clone()`` method are cloned, others shared,
     as upstream's ``StateData.Clone``.  ``skip_filter_plugins`` and
     ``skip_score_plugins`` hold the plugins whose PreFilter/PreScore said Skip.
-    ``record``: the attempt's :class:`~kubesched.core.framework.decision.AttemptRecord`
+    ``record``: the attempt's :class:`~kubesched.core.framework.attempt_record.AttemptRecord`
     when decisions are recorded (None otherwise, and in clones: dry runs are
     not the decision).
     """

@@ -36,7 +36,7 @@ from .queue import QueuedPodInfo
 from .recording import binding_record
 
 if TYPE_CHECKING:
-    from ..observability.decisions import DecisionLog
+    from ..observability.decision_log import DecisionLog
     from .cache import Cache
     from .queue import SchedulingQueue
     from .scheduling_cycle import ScheduleResult

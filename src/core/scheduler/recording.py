@@ -1,7 +1,7 @@
 """The scheduler's side of decision records: what Filter, PostFilter and the
 binding cycle did, added to the attempt's
-:class:`~kubesched.core.framework.decision.AttemptRecord` and written to the
-:class:`~kubesched.core.observability.decisions.DecisionLog`.
+:class:`~kubesched.core.framework.attempt_record.AttemptRecord` and written to the
+:class:`~kubesched.core.observability.decision_log.DecisionLog`.
 
 Everything here runs only when a DecisionLog is set and wants the pod.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from ..framework.decision import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
+from ..framework.attempt_record import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
 from ..framework.nodeinfo import NodeInfo
 from ..framework.resources import pod_requests
 from ..framework.runtime import Framework

@@ -22,7 +22,7 @@ import numpy as np
 
 from kubesched.core.dra.manager import DRAManager
 from kubesched.core.framework.diagnosis import FitError
-from kubesched.core.observability.decisions import DecisionLog
+from kubesched.core.observability.decision_log import DecisionLog
 
 from ..api.core_v1 import Pod
 from ..api.scheduling_v1beta1 import pod_group_key

@@ -25,8 +25,8 @@ from kubesched.core.observability import metrics
 from ..api.core_v1 import Pod, PodCondition
 from ..cluster.client import ApiError
 from ..cluster.patch import patch_status
+from ..framework.attempt_record import AttemptRecord, status_json
 from ..framework.cycle_state import CycleState
-from ..framework.decision import AttemptRecord, status_json
 from ..framework.nodeinfo import PodInfo
 from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.status import Code, Status
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..cluster.informer import Informers
     from ..framework.config import KubeSchedulerConfiguration
     from ..framework.snapshot import Snapshot
-    from ..observability.decisions import DecisionLog
+    from ..observability.decision_log import DecisionLog
     from .cache import Cache
     from .queue import SchedulingQueue
     from .stats import SchedulingStats

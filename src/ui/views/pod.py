@@ -1,7 +1,7 @@
 """A pod's page: every scheduling attempt from its decision records, and what would make it fit.
 
 Each attempt shows what the framework recorded as it ran
-(:mod:`kubesched.core.framework.decision`): PreFilter answers, the Filter
+(:mod:`kubesched.core.framework.attempt_record`): PreFilter answers, the Filter
 groups (plugin, reason, how many nodes, their names), nodes examined k of N,
 the score breakdown of the best nodes (raw, normalized, weighted per plugin;
 the chosen node marked), PostFilter's nominated node and victims, where the

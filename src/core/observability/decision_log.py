@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 class DecisionLog:
     """A sink for attempt records (dicts, see
-    :mod:`kubesched.core.framework.decision`).
+    :mod:`kubesched.core.framework.attempt_record`).
 
     ``path``: the JSON Lines file written (truncated when opened); without
     it the kept records stay in :attr:`records`.  ``keep(pod_key)``: which

@@ -1,7 +1,7 @@
 """The record of one scheduling attempt, made by the framework as it runs.
 
 kube-scheduler tells why a pod went where it went only in logs at high
-verbosity.  When a :class:`~kubesched.core.observability.decisions.DecisionLog`
+verbosity.  When a :class:`~kubesched.core.observability.decision_log.DecisionLog`
 is set on the scheduler, every attempt fills an :class:`AttemptRecord` in its
 CycleState (``state.record``) from what the plugins actually returned - not
 by running them again afterwards - and the scheduler writes it out as one
