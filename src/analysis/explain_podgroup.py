@@ -64,11 +64,22 @@ def explain_pod_group(records: Iterable[dict[str, Any]], key: str, pod_group: Po
     last = attempts[-1]
     out["last"] = last
     out["status"] = "Scheduled" if last.get("result") == "Scheduled" else "Pending"
+    placed = sum(1 for node in members.values() if node)
+    if pod_group is not None and pod_group.is_gang and condition_true(pod_group) and placed < pod_group.min_count:
+        out["status"] = "Stranded"
+        out["message"] = (f"the gang ran, and now {placed} of its minCount {pod_group.min_count} pods do: "
+                          "its replacements go ahead of new work of its priority (PrioritySort strandedGangsFirst)")
     out["placements"] = [_placement(entry, last.get("minCount", 0), last.get("scheduledBefore", 0))
                          for entry in last.get("placements", [])]
-    if out["status"] == "Pending":
+    if out["status"] != "Scheduled":
         out["suggestions"] = suggestions(last)
     return out
+
+
+def condition_true(pod_group: PodGroup) -> bool:
+    """Was the group placed once (PodGroupInitiallyScheduled=True)?"""
+    condition = pod_group.condition(POD_GROUP_INITIALLY_SCHEDULED)
+    return condition is not None and condition.status == "True"
 
 
 def _placement(entry: dict[str, Any], min_count: int, before: int) -> dict[str, Any]:

@@ -26,8 +26,6 @@ from kubesched.core.framework.types import (
 )
 
 NAME = "GangScheduling"
-
-
 class GangScheduling:
     """PreEnqueue (UnschedulableAndUnresolvable "waiting for pod's pod group %q
     to appear in scheduling queue" / "waiting for minCount pods from a gang to

@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from attrs import frozen
+
 from kubesched.core.framework.hookspecs import hookimpl
 
 
+@frozen
+class PrioritySortArgs:
+    """``strandedGangsFirst`` (kubesched's, not upstream's; on by default): a
+    PodGroup that ran and fell below its minCount (members evicted, a node
+    gone) goes ahead of the other pods and groups of its priority, so that its
+    replacements are placed before new work takes their room."""
+
+    STRICT: ClassVar[bool] = True
+    stranded_gangs_first: bool = True
+
+
 class PrioritySort:
-    """Orders activeQ by pod priority (higher first), then by the time the pod
-    was queued (earlier first)."""
+    """Orders activeQ by priority (a pod's, or a PodGroup's for a queued
+    group; higher first), then - with ``strandedGangsFirst`` - stranded gangs
+    first, then by the time the entry was queued (earlier first)."""
 
     name = "PrioritySort"
+    args_class = PrioritySortArgs
 
-    def __init__(self, args, handle):
-        self.handle = handle
+    def __init__(self, args: PrioritySortArgs, handle):
+        self.stranded_first = args.stranded_gangs_first
 
     @hookimpl
     def less(self, pod_info_a, pod_info_b):
-        pa = pod_info_a.pod.spec.priority or 0
-        pb = pod_info_b.pod.spec.priority or 0
-        return pa > pb or (pa == pb and pod_info_a.timestamp < pod_info_b.timestamp)
+        pa, pb = pod_info_a.priority, pod_info_b.priority
+        if pa != pb:
+            return pa > pb
+        if self.stranded_first and pod_info_a.stranded != pod_info_b.stranded:
+            return pod_info_a.stranded
+        return pod_info_a.timestamp < pod_info_b.timestamp

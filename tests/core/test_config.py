@@ -448,7 +448,7 @@ def test_profiles_with_different_queue_sort():
 def test_profiles_with_different_queue_sort_args():
     message = start_error(config(
         {"schedulerName": "a"},
-        {"schedulerName": "b", "pluginConfig": [{"name": "PrioritySort", "args": {"x": 1}}]},
+        {"schedulerName": "b", "pluginConfig": [{"name": "PrioritySort", "args": {"strandedGangsFirst": False}}]},
     ))
     assert "same queue sort plugin with the same args" in message
 

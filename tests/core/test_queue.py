@@ -9,6 +9,7 @@ import kubesched
 from kubesched import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.clock import FakeClock
+from kubesched.core.framework.registry import build_args
 from kubesched.core.framework.types import ASSIGNED_POD, NODE, UNSCHEDULED_POD, WILDCARD
 from kubesched.core.scheduler.queue import (
     MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -40,7 +41,7 @@ def make_queue(hints=(), gates=False, initial=1.0, maximum=10.0, start=0.0):
 
     queue = SchedulingQueue(
         clock=clock,
-        less=PrioritySort(None, None).less,
+        less=PrioritySort(build_args(PrioritySort, None), None).less,
         pre_enqueue=pre_enqueue,
         hints={PROFILE: list(hints)},
         profile_of=lambda p: p.spec.scheduler_name,

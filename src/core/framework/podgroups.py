@@ -11,7 +11,7 @@ PlacementFeasible, PlacementScore and PodGroupPostFilter plugins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 from attrs import field, frozen
@@ -129,6 +129,9 @@ class PodGroupManager:
     def __init__(self, informers: "Informers", assumed_node: Callable[[Pod], str | None]):
         self._informers = informers
         self._assumed_node = assumed_node
+        #: PodGroup key -> (first attempt, seconds; the nodes of the placement its latest failed attempt came
+        #: closest in): the groups still waiting after an attempt, for GangScheduling's starvation window
+        self.waiting: dict[str, tuple[float, frozenset[str]]] = {}
         self._states: dict[str, PodGroupState] = {}
 
     def pod_group(self, key: str) -> PodGroup | None:
@@ -201,6 +204,15 @@ class PodGroupManager:
         """Every PodGroup key some pod names."""
         return list(self._states)
 
+    def note_attempt(self, key: str, first_attempt: float | None, closest: Iterable[str] = ()) -> None:
+        """The PodGroup cycle's outcome for group ``key``: still waiting since
+        ``first_attempt`` (seconds) and closest on the nodes ``closest``; or,
+        with ``first_attempt`` None, placed."""
+        if first_attempt is None:
+            self.waiting.pop(key, None)
+        else:
+            self.waiting[key] = (first_attempt, frozenset(closest))
+
     def add_pod(self, pod: Pod) -> None:
         """Follow ``pod`` when it names a PodGroup and has not finished (a
         terminal pod counts for no group)."""
@@ -227,3 +239,4 @@ class PodGroupManager:
         state.all_pods.pop(pod.metadata.uid, None)
         if not state.all_pods:
             del self._states[key]
+            self.waiting.pop(key, None)

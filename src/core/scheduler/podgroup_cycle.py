@@ -363,6 +363,7 @@ class PodGroupCycle(SchedulingCycle):
         self._record_group(fwk, group, pod_group, "Scheduled", "", chosen, tried)
         self.send_to_binding(fwk, chosen)
         self.queue.group_done(group)
+        self.pod_groups.note_attempt(group.key, None)
         self._write_condition(pod_group, "True", REASON_SCHEDULED, "")
 
     def send_to_binding(self, fwk: Framework, chosen: PlacementResult) -> None:
@@ -435,6 +436,9 @@ class PodGroupCycle(SchedulingCycle):
             rejectors |= {name for name, _ in fwk.placement_generate_plugins}
             rejectors |= {name for name, _ in fwk.pod_group_post_filter_plugins} if nominations else set()
         group.waiting_on_preemption = bool(nominations)
+        if outcome is not None and not error:
+            closest = self.snapshot.table.names[outcome.placement.rows].tolist()
+            self.pod_groups.note_attempt(group.key, group.initial_attempt_timestamp or self.clock.now(), closest)
         self.queue.group_done(group, rejectors, pending)
         if pod_group is not None:
             self._write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,

@@ -62,7 +62,7 @@ class QueuedPodInfo:
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
         "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry", "popped_at",
-        "_group", "moved_by",
+        "_group", "moved_by", "stranded",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -81,6 +81,8 @@ class QueuedPodInfo:
         #: in the unschedulable pool: (profile, gating plugin, rejectors, pending plugins), see SchedulingQueue.move_all
         self._group: tuple | None = None
         self.moved_by = ""
+        #: a PodGroup that ran and fell below its minCount (always False for a pod of its own)
+        self.stranded = False
 
     @property
     def pod(self) -> Pod:
@@ -221,7 +223,8 @@ class SchedulingQueue:
     nominated to nodes (shared with the plugins' handles; default: a new
     one); ``group_of(pod)``: the ``namespace/name`` of the PodGroup a pod
     belongs to (None: queued alone); ``group_priority(key)``: that PodGroup's
-    priority (None while it is unknown).  Backoff values are seconds.
+    priority (None while it is unknown); ``group_stranded(key)``: whether it
+    ran and fell below its minCount.  Backoff values are seconds.
     """
 
     def __init__(
@@ -236,6 +239,7 @@ class SchedulingQueue:
         nominator: Nominator | None = None,
         group_of: Callable[[Pod], str | None] = lambda pod: None,
         group_priority: Callable[[str], int | None] = lambda key: None,
+        group_stranded: Callable[[str], bool] = lambda key: False,
     ):
         self.clock = clock
         self._less = less
@@ -261,6 +265,7 @@ class SchedulingQueue:
         self.nominator = nominator or Nominator()
         self._group_of = group_of
         self._group_priority = group_priority
+        self._group_stranded = group_stranded
         #: PodGroup key -> its entity (also in _pods or _in_flight under the key); pod UID -> its group
         self._groups: dict[str, QueuedPodGroupInfo] = {}
         self._member_of: dict[str, QueuedPodGroupInfo] = {}
@@ -392,6 +397,7 @@ class SchedulingQueue:
     def _to_active(self, info: QueuedPodInfo) -> None:
         if isinstance(info, QueuedPodGroupInfo):
             info.group_priority = self._group_priority(info.key)
+            info.stranded = self._group_stranded(info.key)
         self._detach(info)
         entry = _Entry(info, next(self._seq), self._less)
         info._entry = entry

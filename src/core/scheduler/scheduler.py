@@ -25,7 +25,7 @@ from kubesched.core.framework.diagnosis import FitError
 from kubesched.core.observability.decision_log import DecisionLog
 
 from ..api.core_v1 import Pod
-from ..api.scheduling_v1beta1 import pod_group_key
+from ..api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_key
 from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
@@ -139,6 +139,7 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
             nominator=nominator,
             group_of=self._queued_group if self.workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
+            group_stranded=self._pod_group_stranded,
         )
         self._register_handlers()
 
@@ -157,6 +158,16 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         group = (self.pod_groups.composite(key[len(COMPOSITE):]) if key.startswith(COMPOSITE)
                  else self.pod_groups.pod_group(key))
         return group.spec.priority if group is not None else None
+
+    def _pod_group_stranded(self, key: str) -> bool:
+        """The PodGroup ``key`` was placed once (PodGroupInitiallyScheduled) and
+        fewer than its minCount pods run or are assumed now."""
+        group = self.pod_groups.pod_group(key)
+        if group is None or not group.is_gang:
+            return False
+        condition = group.condition(POD_GROUP_INITIALLY_SCHEDULED)
+        return (condition is not None and condition.status == "True"
+                and self.pod_groups.state(key).scheduled_count() < group.min_count)
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
