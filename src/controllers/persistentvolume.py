@@ -23,7 +23,7 @@ whole life of a claim:
 - a PV whose claim is gone becomes Released; a provisioned one with the
   Delete policy is deleted; a claim whose PV is gone becomes Lost.
 
-Options (``ControllerContext.options["persistentvolume-controller"]``):
+Options (``ControllerContext.options["persistentvolume-binder-controller"]``):
 ``provisioners``, the provisioner names this controller provisions for
 (default: every provisioner except ``kubernetes.io/no-provisioner``; the
 others get upstream's ExternalProvisioning event and wait).
@@ -92,7 +92,9 @@ class PersistentVolumeController(Controller):
     """Binds claims and PVs and provisions PVs on the embedded cluster.
     Work items are ``("claim", "namespace/name")`` and ``("volume", name)``."""
 
-    name = "persistentvolume-controller"
+    name = "persistentvolume-binder-controller"
+    #: upstream's PV controller records its Events as this component
+    event_component = "persistentvolume-controller"
     embedded_only = True
 
     def __init__(self, ctx: ControllerContext):

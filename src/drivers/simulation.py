@@ -41,7 +41,7 @@ class Simulation:
     discovery); ``start``: simulated start time, seconds since the epoch;
     ``seed``: tie-breaking and generated names; ``controller_options``:
     per-controller settings by controller name (e.g.
-    ``{"persistentvolume-controller": {"provisioners": [...]}}``);
+    ``{"persistentvolume-binder-controller": {"provisioners": [...]}}``);
     ``decisions``: where the record of every scheduling attempt goes (None:
     not recorded); ``node_rank``: equally scored nodes go to the lowest rank
     (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option).  Raises ``ConfigError`` for a bad configuration.

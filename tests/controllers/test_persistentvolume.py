@@ -24,7 +24,7 @@ def get_claim(sim, name):
 
 
 def test_registered_as_embedded_only():
-    for name in ("persistentvolume-controller", "ephemeral-volume-controller"):
+    for name in ("persistentvolume-binder-controller", "ephemeral-volume-controller"):
         assert CONTROLLERS[name].embedded_only
 
 
@@ -53,6 +53,7 @@ def test_no_pv_and_no_class():
     assert get_claim(sim, "c").status.phase == "Pending"
     (event,) = sim.events("FailedBinding")
     assert event.message == "no persistent volumes available for this claim and no storage class is set"
+    assert event.source.component == "persistentvolume-controller"  # upstream's, not the controller's name
 
 
 def test_a_pv_appearing_later_binds_a_pending_claim():
@@ -93,7 +94,8 @@ def test_provisioning_for_a_selected_node_uses_the_csi_node_topology_keys():
 
 def test_provisioners_not_served_wait_for_an_external_provisioner():
     sim = run(storage_class("ext", provisioner="external.example.com", binding_mode="Immediate"),
-              claim("c", "1Gi", "ext"), options={"persistentvolume-controller": {"provisioners": ["mine.example.com"]}})
+              claim("c", "1Gi", "ext"),
+              options={"persistentvolume-binder-controller": {"provisioners": ["mine.example.com"]}})
     assert get_claim(sim, "c").status.phase == "Pending"
     assert get_claim(sim, "c").metadata.annotations["volume.kubernetes.io/storage-provisioner"] == "external.example.com"
     (event,) = sim.events("ExternalProvisioning")

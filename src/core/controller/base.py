@@ -47,8 +47,10 @@ class ControllerContext:
 
 
 class Controller:
-    """Base class: subclasses set ``name`` (the event source component and
-    the field manager), register informer handlers in ``__init__`` that call
+    """Base class: subclasses set ``name`` (kube-controller-manager's name of
+    the controller, where upstream has one: the key of its options and the
+    source component of its Events unless ``event_component`` names
+    upstream's other one), register informer handlers in ``__init__`` that call
     ``self.queue.add(key)`` / ``add_after``, and implement :meth:`sync`.
 
     ``workers``: how many items may be processed at once in the daemon
@@ -58,6 +60,7 @@ class Controller:
     """
 
     name = "controller"
+    event_component = ""
     workers = 1
     embedded_only = False
 
@@ -67,7 +70,7 @@ class Controller:
         self.informers = ctx.informers
         self.clock: Clock = ctx.clock
         self.queue = WorkQueue(ctx.clock)
-        self.recorder = EventRecorder(ctx.cluster, ctx.clock, self.name)
+        self.recorder = EventRecorder(ctx.cluster, ctx.clock, self.event_component or self.name)
         self.synced = 0
 
     def sync(self, item: Any) -> float | None:
