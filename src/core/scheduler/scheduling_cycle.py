@@ -290,10 +290,10 @@ class SchedulingCycle:
             if result is not None and result.node_names is not None:
                 rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index),
                                 dtype=np.int64)
+                if within is not None:
+                    rows = np.intersect1d(rows, within, assume_unique=True)
             else:
-                rows = np.arange(len(snapshot), dtype=np.int64)
-            if within is not None:
-                rows = np.intersect1d(rows, within, assume_unique=True)
+                rows = np.arange(len(snapshot), dtype=np.int64) if within is None else within
             feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows, nominated) if len(rows) else rows
             if len(feasible) == 0:
                 raise FitError(pod, num_nodes, fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within))
