@@ -76,8 +76,10 @@ def test_a_gang_that_fits_only_partly_binds_none_and_releases_every_reservation(
                            resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}]))
     sim = run(*objects)
     assert not any(members(sim).values())
-    assert condition(sim).message == "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"
-    assert pod_condition(sim, "p0").message == "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"
+    expected = ("minCount (5) cannot be satisfied: 4 scheduled, 0 remaining, "
+                "pod group preemption: No preemption victims found for incoming preemptor")
+    assert condition(sim).message == expected
+    assert pod_condition(sim, "p0").message == expected
     assert all(not info.requested.get("cpu") for info in sim.scheduler.node_infos())
     assert sim.scheduler.cache_sizes()["assumed_pods"] == 0
     claims = sim.cluster.list("ResourceClaim").items

@@ -253,8 +253,9 @@ class ExtensionPoints:
         (workload-aware preemption).  ``schedule_group(removed=())`` runs the
         group's algorithm again (without PodGroupPostFilter) as if the running
         pods ``removed`` were gone, undoes it, and returns ``(Status | None,
-        {member UID: node name})``: None when the group would fit, and where
-        each member would go.  Returns ``(nominations | None, Status | None)``
+        PodGroupAssignments)``: None when the group would fit, and each member
+        it placed, where, with its CycleState (for in-place reprieval of
+        victims).  Returns ``(nominations | None, Status | None)``
         where nominations map member UIDs to nominated node names.  Success
         ends the chain, and the members wait for their nominations (the
         group's next attempt starts no preemption); Unschedulable lets the

@@ -107,7 +107,8 @@ class PlacementExtensionPoints:
         return total
 
     def run_pod_group_post_filter(self, state: CycleState, group: PodGroupInfo,
-                                  schedule_group: Callable[[], Status | None]) -> tuple[Any, Status | None]:
+                                  schedule_group: Callable[..., tuple[Status | None, PodGroupAssignments]]
+                                  ) -> tuple[Any, Status | None]:
         """PodGroupPostFilter plugins in order until one succeeds (its
         nominations are returned) or says UnschedulableAndUnresolvable/Error;
         when all reject, their reasons joined (naming the first)."""

@@ -98,6 +98,14 @@ PODGROUP_SCHEDULING_ATTEMPT_DURATION = Histogram(
 PODGROUP_SCHEDULING_ALGORITHM_DURATION = Histogram(
     "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in seconds",
     buckets=exponential_buckets(0.001, 2, 15))
+PODGROUP_PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_podgroup_preemption_attempts_total",
+    "Total preemption attempts by pod groups (PodGroupPostFilter) in the cluster till now, by the result "
+    "(Success, Unschedulable, UnschedulableAndUnresolvable, Error).",
+    ["result"])
+PODGROUP_PREEMPTION_VICTIMS = Histogram(
+    "scheduler_podgroup_preemption_victims", "Number of pods a pod group preemption selected as victims",
+    buckets=exponential_buckets(1, 2, 11))
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 

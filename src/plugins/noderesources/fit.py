@@ -262,13 +262,17 @@ class NodeResourcesFit:
         memory is requested with the group's members there, 0..100 (the mean
         of the two shares), so that a group fills a domain before opening
         another."""
-        table = self.handle.snapshot.table
+        snapshot = self.handle.snapshot
+        table = snapshot.table
         rows = assignments.placement.rows
-        assumed = {pod.metadata.uid for pod in self.handle.pod_groups.state(group.key).assumed_pods()}
+        inside = set(rows.tolist())
+        # members the table already counts here: assumed on a node of this placement (the one last tried)
+        counted = {pod.metadata.uid for pod, node in self.handle.pod_groups.state(group.key).scheduled_pods()
+                   if snapshot.index.get(node) in inside}
         allocatable = {r: int(table.allocatable(r)[rows].sum()) for r in (CPU, MEMORY)}
         requested = {r: int(table.requested(r)[rows].sum()) for r in (CPU, MEMORY)}
         for pod, _ in assignments.assignments:
-            if pod.metadata.uid not in assumed:
+            if pod.metadata.uid not in counted:
                 asked = pod_requests(pod)
                 for resource in (CPU, MEMORY):
                     requested[resource] += asked.get(resource, 0)
