@@ -33,7 +33,8 @@ policy's) continue on that Go source.
 Curves are reported like the paper's analysis scripts: for each whole
 percent of arrived GPU demand (relative to the cluster's GPUs), the mean of
 the values recorded at arrivals that round to it (or, when none does, to it
-plus or minus one).
+plus or minus one); each allocation value is rounded to 0.01 % before the
+mean, as those scripts round it.
 """
 
 from __future__ import annotations
@@ -265,6 +266,7 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
     capacity = int(gpus.capacity.sum())
     if not capacity:
         raise InvalidManifest(str(trace_dir), "", "", f"no node has GPUs of driver {info.driver}")
+    gpu_count = capacity / MILLI  # GPUs (a converted trace's GPU has a compute capacity of 1)
     workload = Workload(info.typical, gpus.models)
     models = gpus.model_codes(workload.model_code)
     names = [node.name for node in table.infos]
@@ -315,7 +317,9 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
             for claim in mine:
                 cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace)
         used = capacity - int(gpus.left.sum())
-        records.append((100 * arrived_milli / capacity, 100 * used / capacity, 100 * float(frag.sum()) / capacity))
+        # computed as the paper's analysis scripts do: percent = milli-GPUs / GPUs / 10, allocation rounded to 0.01
+        records.append((arrived_milli / gpu_count / 10, round(used / gpu_count / 10, 2),
+                        100 * float(frag.sum()) / capacity))
         while 100 * arrived_milli / capacity >= next_sample:
             utilisation = (gpus.capacity - gpus.left).sum(axis=1) * 100 // np.maximum(gpus.capacity.sum(axis=1), 1)
             heatmap.append([int(u) for u in utilisation])
