@@ -49,7 +49,7 @@ from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.resource_v1 import FINALIZER, POD_CLAIM_NAME_ANNOTATION, ResourceClaim
 from kubesched.core.api.scheduling_v1beta1 import API_VERSION as SCHEDULING_API_VERSION
 from kubesched.core.api.scheduling_v1beta1 import PodGroup, PodGroupResourceClaimStatus, pod_group_key, shared_claim
-from kubesched.core.cluster.client import NotFound
+from kubesched.core.cluster.client import Invalid, NotFound
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
 from kubesched.core.dra.claims import is_group_reference, is_pod_done
@@ -127,9 +127,12 @@ class ResourceClaimController(Controller):
                 self.queue.add(("claim", f"{pod.metadata.namespace}/{pod_claim.resource_claim_name}"))
 
     def _pod_group_changed(self, group: PodGroup) -> None:
-        self.queue.add(("podgroup", group.key))
+        if group.spec.resource_claims:
+            self.queue.add(("podgroup", group.key))
         for key in self._member_keys(group.key):  # members waiting for the group or for its claims
-            self.queue.add(("pod", key))
+            pod = self.informers.get("Pod", key)
+            if pod is not None and pod.spec.resource_claims:
+                self.queue.add(("pod", key))
 
     def _pod_group_deleted(self, group: PodGroup) -> None:
         self._queue_group_claims(group)
@@ -201,14 +204,12 @@ class ResourceClaimController(Controller):
             if claim_name is None:
                 continue
             added.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim_name))
-        if added:
-            current = self.cluster.get("Pod", pod.metadata.name, pod.metadata.namespace)
-            if current.metadata.uid != pod.metadata.uid:
-                return
-            known = {s.name for s in current.status.resource_claim_statuses}
-            statuses = current.status.resource_claim_statuses + tuple(s for s in added if s.name not in known)
-            self.cluster.update_status(attrs.evolve(current, status=attrs.evolve(
-                current.status, resource_claim_statuses=statuses)))
+        if added:  # a strategic-merge patch (merged on name) of the informer's copy, on the pod's UID
+            statuses = pod.status.resource_claim_statuses + tuple(added)
+            try:
+                patch_status(self.cluster, pod, attrs.evolve(pod.status, resource_claim_statuses=statuses))
+            except Invalid:
+                return  # replaced by another pod of that name meanwhile
 
     def _sync_pod_group(self, key: str) -> None:
         """Create the claims of the PodGroup's templates that it does not have
