@@ -33,7 +33,8 @@ def test_one_job_fits_one_waits_and_the_late_worker_completes_the_third():
     pretrain = {node for name, node in pods.items() if name.startswith("llm-pretrain")}
     assert len(pretrain) == 2 and all(node.startswith("rack-a") for node in pretrain)  # one rack, all four
     assert not any(node for name, node in pods.items() if name.startswith("llm-finetune"))
-    assert all(node.startswith("rack-c") for name, node in pods.items() if name.startswith("eval"))
+    evals = {node.rsplit("-", 1)[0] for name, node in pods.items() if name.startswith("eval")}
+    assert len(evals) == 1 and evals != {"rack-a"} and all(pods[f"eval-worker-{i}"] for i in range(3)), evals
     groups = {g["metadata"]["name"]: g["status"]["conditions"][0] for g in state["items"] if g["kind"] == "PodGroup"}
     assert groups["llm-finetune"]["reason"] == "Unschedulable"
     assert groups["llm-finetune"]["message"].startswith("0/3 placements are available")

@@ -41,6 +41,7 @@ from kubesched.core.observability import metrics
 from ..api.convert import format_time
 from ..api.core_v1 import Pod
 from ..cluster.client import ApiError
+from ..framework.attempt_record import status_json
 from ..framework.cycle_state import CycleState
 from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
@@ -104,6 +105,16 @@ class PlacementResult:
     @property
     def placed(self) -> list[MemberResult]:
         return [m for m in self.members if m.assumed is not None]
+
+    def summary(self) -> dict:
+        """This placement in the group's decision record."""
+        entry: dict = {"name": self.placement.name, "nodes": len(self.placement.rows), "feasible": self.status is None,
+                       "placed": len(self.placed), "tried": len(self.members)}
+        if self.status is not None:
+            entry["status"] = status_json(self.status)
+        if self.first_unplaced is not None:
+            entry["firstUnplaced"] = self.first_unplaced
+        return entry
 
     def assignments(self) -> PodGroupAssignments:
         placed = self.placed
@@ -481,8 +492,11 @@ class PodGroupCycle(SchedulingCycle):
         scheduled = self.pod_groups.state(group.key).scheduled_count()
         if chosen is not None and chosen.applied:
             scheduled -= len(chosen.placed)
-        self.decisions.write(group_record(group.key, group.attempts, self.clock.now(), fwk.profile_name, result,
-                                          message, pod_group.min_count, scheduled, chosen, tried))
+        placed = chosen is not None and result == "Scheduled"
+        self.decisions.write(group_record(
+            group.key, group.attempts, self.clock.now(), fwk.profile_name, result, message, pod_group.min_count,
+            scheduled, [r.summary() for r in tried], chosen.placement.name if placed and chosen else None,
+            {m.info.pod.key: m.node_name for m in chosen.placed} if placed and chosen else None))
 
     def _recording(self, key: str) -> bool:
         """Is the attempt of PodGroup ``key`` recorded?"""

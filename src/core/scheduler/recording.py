@@ -8,7 +8,7 @@ Everything here runs only when a DecisionLog is set and wants the pod.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -18,9 +18,6 @@ from ..framework.resources import pod_requests
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
 from ..framework.status import Status
-
-if TYPE_CHECKING:
-    from .podgroup_cycle import PlacementResult
 
 #: The Filter plugin whose rejections :func:`resource_shortfall` explains.
 FIT_PLUGIN = "NodeResourcesFit"
@@ -128,28 +125,18 @@ def first_unplaced(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, fit
 
 
 def group_record(key: str, attempt: int, now: float, profile: str, result: str, message: str, min_count: int,
-                 scheduled_before: int, chosen: "PlacementResult | None",
-                 tried: "list[PlacementResult]") -> dict[str, Any]:
+                 scheduled_before: int, placements: list[dict[str, Any]], chosen: str | None = None,
+                 assignments: dict[str, str] | None = None) -> dict[str, Any]:
     """A PodGroup attempt's line (``phase: podgroup``): its result and message,
-    ``minCount``, members placed before it, the ``chosen`` placement, and per
-    placement tried whether it was feasible, how many members it placed, its
-    status and the first member that did not fit there."""
-    placements = []
-    for result_ in tried:
-        entry: dict[str, Any] = {"name": result_.placement.name, "nodes": len(result_.placement.rows),
-                                 "feasible": result_.status is None, "placed": len(result_.placed),
-                                 "tried": len(result_.members)}
-        if result_.status is not None:
-            entry["status"] = status_json(result_.status)
-        if result_.first_unplaced is not None:
-            entry["firstUnplaced"] = result_.first_unplaced
-        placements.append(entry)
+    ``minCount``, members placed before it, per placement tried (``placements``:
+    name, nodes, feasible, placed, tried, status, firstUnplaced) and, when it
+    was placed, the ``chosen`` placement and each member's node."""
     out: dict[str, Any] = {"podGroup": key, "attempt": attempt, "time": now, "profile": profile,
                            "phase": "podgroup", "result": result, "minCount": min_count,
                            "scheduledBefore": scheduled_before, "placements": placements}
     if message:
         out["message"] = message
-    if chosen is not None and result == "Scheduled":
-        out["placement"] = chosen.placement.name
-        out["assignments"] = {m.info.pod.key: m.node_name for m in chosen.placed}
+    if chosen is not None:
+        out["placement"] = chosen
+        out["assignments"] = assignments or {}
     return out
