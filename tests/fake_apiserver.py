@@ -116,11 +116,15 @@ class FakeAPIServer:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         #: (method, path, Content-Type, body) of every request but GET, in order of arrival
         self.writes: list[tuple[str, str, str, Any]] = []
+        #: (method, path, HTTP status) of every answer but a watch's, in order
+        self.answers: list[tuple[str, str, int]] = []
         #: (user, Attributes) of every resource request authorized by RBAC, and of every refused one
         self.authorized: list[tuple[str, Attributes]] = []
         self.forbidden: list[tuple[str, Attributes]] = []
         self._pages: dict[str, list] = {}
+        #: events.k8s.io/v1 events and core/v1 events as stored, by namespace/name
         self.events: dict[str, dict] = {}
+        self.core_events: dict[str, dict] = {}
         self._event_rv = 0
         self._faults: list[_Fault] = []
         self._watches: list[_Watch] = []
@@ -343,6 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
     # --- plumbing ------------------------------------------------------------------------
 
     def _reply(self, code: int, doc: Any, retry_after: int | None = None) -> None:
+        self.api.answers.append((self.command, urlparse(self.path).path, code))
         body = json.dumps(doc).encode()
         self.send_response(code)
         if retry_after is not None:
@@ -366,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         self.api.requests.append((self.command, path, query))
         if self.command != "GET":
-            self.api.writes.append((self.command, path, self.headers.get("Content-Type") or "", body))
+            self.api.writes.append((self.command, path, self.headers.get("Content-Type") or "", json.loads(json.dumps(body))))
         self.api.changed.set()
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         if not token.startswith(TOKEN):
@@ -499,8 +504,8 @@ class _Handler(BaseHTTPRequestHandler):
         if parsed is None:
             return self._discovery(path)
         group_version, namespace, plural, name, sub = parsed
-        if group_version == "events.k8s.io/v1" and plural == "events":
-            return self._events(namespace or "", name, body)
+        if group_version in ("events.k8s.io/v1", "v1") and plural == "events":
+            return self._events(namespace or "", name, body, legacy=group_version == "v1")
         if self.command == "POST" and (group_version, plural) in (("authentication.k8s.io/v1", "tokenreviews"),
                                                                    ("authorization.k8s.io/v1", "subjectaccessreviews")):
             return self._review(plural, (body or {}).get("spec") or {}, body or {})
@@ -587,20 +592,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- events.k8s.io/v1 ----------------------------------------------------------------
 
-    def _events(self, namespace: str, name: str, body: Any) -> None:
-        """events.k8s.io/v1 events, kept as sent: created, read, replaced or
-        patched (merge or strategic), validated as kube-apiserver validates
-        them, with every field but ``series`` (and metadata) immutable."""
+    def _events(self, namespace: str, name: str, body: Any, legacy: bool = False) -> None:
+        """events.k8s.io/v1 events (in :attr:`FakeAPIServer.events`), kept as
+        sent: created, read, replaced or patched (merge or strategic),
+        validated as kube-apiserver validates them, with every field but
+        ``series`` (and metadata) immutable; core/v1 events (``legacy``, in
+        :attr:`FakeAPIServer.core_events`) with the legacy rules: an
+        involvedObject, a reason, a type, nothing immutable."""
         api = self.api
+        store = api.core_events if legacy else api.events
         key = f"{namespace}/{name}"
         if self.command == "GET" and name:
-            if key not in api.events:
+            if key not in store:
                 raise _not_found(f"events.events.k8s.io {name!r}")
-            return self._reply(200, api.events[key])
+            return self._reply(200, store[key])
         if self.command not in ("POST", "PUT", "PATCH") or (self.command != "POST") != bool(name):
             raise _not_found(self.path)
         with api._lock:
-            stored = api.events.get(key) if name else None
+            stored = store.get(key) if name else None
             if self.command != "POST" and stored is None:
                 raise _not_found(f"events.events.k8s.io {name!r}")
             if self.command == "PATCH":
@@ -608,23 +617,25 @@ class _Handler(BaseHTTPRequestHandler):
                 body = apply_patch(stored, body, patch_type)
             if not isinstance(body, dict):
                 raise BadRequest("expected an Event")
-            problems = [f"{f}: Required value" for f in ("reportingController", "reportingInstance", "action",
-                                                          "reason", "regarding") if not body.get(f)]
-            if not MICRO_TIME.match(body.get("eventTime") or ""):
+            required = ("involvedObject", "reason") if legacy else ("reportingController", "reportingInstance",
+                                                                    "action", "reason", "regarding")
+            problems = [f"{f}: Required value" for f in required if not body.get(f)]
+            if not legacy and not MICRO_TIME.match(body.get("eventTime") or ""):
                 problems.append("eventTime: Required value")
             if body.get("type") not in ("Normal", "Warning"):
                 problems.append(f"type: Unsupported value: {body.get('type')!r}")
             if len((body.get("note") or "").encode()) > 1024:
                 problems.append("note: Too long: may not be more than 1024 bytes")
-            if stored is not None:
+            if stored is not None and not legacy:
                 problems += [f"{f}: Invalid value: {body.get(f)!r}: field is immutable" for f in EVENT_IMMUTABLE
                              if body.get(f) != stored.get(f)]
             meta = body.setdefault("metadata", {})
             if problems:
-                raise Invalid(f'Event.events.k8s.io "{meta.get("name")}" is invalid: ' + ", ".join(problems))
+                group = "" if legacy else ".events.k8s.io"
+                raise Invalid(f'Event{group} "{meta.get("name")}" is invalid: ' + ", ".join(problems))
             meta["namespace"] = namespace
             key = f"{namespace}/{meta.get('name')}"
-            if self.command == "POST" and key in api.events:
+            if self.command == "POST" and key in store:
                 raise AlreadyExists(f'events.events.k8s.io "{meta.get("name")}" already exists')
             if stored is not None and self.command == "PUT" and meta.get("resourceVersion") \
                     and meta["resourceVersion"] != stored["metadata"]["resourceVersion"]:
@@ -632,7 +643,7 @@ class _Handler(BaseHTTPRequestHandler):
                                "modified; please apply your changes to the latest version and try again")
             api._event_rv += 1
             meta["resourceVersion"] = str(api._event_rv)
-            api.events[key] = body
+            store[key] = body
         return self._reply(201 if self.command == "POST" else 200, body)
 
     # --- watch ---------------------------------------------------------------------------

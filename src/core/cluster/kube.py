@@ -42,7 +42,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from ..api import RESOURCES, ResourceType, resource_of
-from ..api.convert import ManifestError, format_micro_time, parse_time, structure, unstructure
+from ..api.convert import ManifestError, format_micro_time, format_time, parse_time, structure, unstructure
 from ..api.core_v1 import Event, EventSource
 from ..api.meta import ObjectReference
 from .client import (
@@ -144,6 +144,21 @@ def event_to_events_v1(event: Event, instance: str) -> dict:
     if event.count > 1:
         doc["series"] = {"count": event.count, "lastObservedTime": format_micro_time(event.last_timestamp)}
     return doc
+
+
+def event_to_core_v1(event: Event, instance: str) -> dict:
+    """A recorded Event without an action as the core/v1 Event client-go's
+    legacy recorder (``record.EventRecorder``, what kube-controller-manager's
+    controllers use) writes: ``involvedObject``, ``message``, ``source``,
+    first and last timestamps and ``count``."""
+    component = event.source.component or event.reporting_component
+    return {
+        "apiVersion": "v1", "kind": "Event", "metadata": unstructure(event.metadata),
+        "involvedObject": unstructure(event.involved_object), "reason": event.reason, "message": event.message,
+        "type": event.type, "source": {"component": component},
+        "firstTimestamp": format_time(event.first_timestamp), "lastTimestamp": format_time(event.last_timestamp),
+        "count": event.count, "reportingComponent": component, "reportingInstance": f"{component}-{instance}",
+    }
 
 
 def event_from_events_v1(doc: dict) -> Event:
@@ -365,7 +380,7 @@ class KubernetesCluster(ClusterClient):
     def _encode(self, obj: Any) -> dict:
         resource = resource_of(obj)
         if resource.kind == "Event":
-            return event_to_events_v1(obj, self.instance)
+            return (event_to_events_v1 if obj.action else event_to_core_v1)(obj, self.instance)
         served = self.api_version(resource)
         if served != resource.api_version and not _same_shape(resource, served):
             raise ApiError(f"{resource.kind} {obj.metadata.name}: the API server serves {resource.plural} at "
@@ -454,16 +469,21 @@ class KubernetesCluster(ClusterClient):
         return event
 
     def _write_events(self) -> None:
-        resource = RESOURCES["Event"]
         while True:
             method, event = self._events.get()
             meta = event.metadata
-            path = (self._collection(resource, meta.namespace or "default") if method == "POST"
-                    else self._path(resource, meta.name, meta.namespace))
+            namespace = meta.namespace or "default"
+            # an event with an action is an events.k8s.io one (kube-scheduler's recorder); without, a
+            # core/v1 one, as kube-controller-manager's legacy recorder writes it
+            base = f"/apis/{EVENTS_API_VERSION}" if event.action else "/api/v1"
+            path = f"{base}/namespaces/{quote(namespace, safe='')}/events"
+            if method != "POST":
+                path += f"/{quote(meta.name, safe='')}"
             try:
-                if method == "PATCH":  # a repeat: the series, as client-go's events.k8s.io broadcaster patches it
-                    self._call(method, path, body={"series": self._encode(event)["series"]},
-                               content_type=STRATEGIC_MERGE_PATCH)
+                if method == "PATCH":  # a repeat: as client-go's broadcasters patch it
+                    body = ({"series": event_to_events_v1(event, self.instance)["series"]} if event.action else
+                            {"count": event.count, "lastTimestamp": format_time(event.last_timestamp)})
+                    self._call(method, path, body=body, content_type=STRATEGIC_MERGE_PATCH)
                 else:
                     self._call(method, path, body=self._encode(event))
             except ApiError as err:
