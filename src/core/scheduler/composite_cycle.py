@@ -101,8 +101,8 @@ class CompositePodGroupCycle(PodGroupCycle):
         everything = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
         result = self._schedule_node(fwk, root, everything, by_leaf, 0)
         if result.status is None:
-            for leaf in result.leaves:
-                self.send_to_binding(fwk, leaf)
+            for placed in result.leaves:
+                self.send_to_binding(fwk, placed)
             self.queue.group_done(group)
             for node in result.fitted:
                 self._write_condition(node, "True", REASON_SCHEDULED, "")
