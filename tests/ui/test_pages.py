@@ -106,13 +106,13 @@ def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_d
         small = page[page.index("ml/small gang"):]
         assert "minCount 3" in big and "3 member(s): 0 placed, 3 waiting · minCount not met (0 of 3)" in big
         assert "PodGroupInitiallyScheduled=False (Unschedulable): 0/3 placements are available" in big
-        # every rack tried: two members fit in racks 1 and 2, the third lacks 2 CPUs on each node there
-        assert ("rack-1 2 2 of 3 GangScheduling: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining "
-                "ml/big-2 : 2 nodes: Insufficient cpu r1-n1 lacks 2 cpu r1-n2 lacks 2 cpu") in big
-        assert "rack-3 2 0 of 1" in big  # ml/small holds rack 3
+        # every rack tried: two members fit in racks 2 and 3, the third lacks 2 CPUs on each node there
+        assert ("rack-2 2 2 of 3 GangScheduling: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining "
+                "ml/big-2 : 2 nodes: Insufficient cpu r2-n1 lacks 2 cpu r2-n2 lacks 2 cpu") in big
+        assert "rack-1 2 0 of 1" in big  # ml/small holds rack 1 (equal racks: the first in name order)
         assert "2 member(s): 2 placed, 0 waiting · minCount met" in small
-        assert "zone zone-b rack rack-3 r3-n1 : ml/small-0 r3-n2 : ml/small-1" in small
-        assert "Scheduled in rack-3" in small and "rack-3 (chosen)" in small
+        assert "zone zone-a rack rack-1 r1-n1 : ml/small-1 r1-n2 : ml/small-0" in small
+        assert "Scheduled in rack-1" in small and "rack-1 (chosen)" in small
 
 
 def test_the_gang_example_shows_the_waiting_group_its_racks_and_the_incomplete_one():
