@@ -193,8 +193,8 @@ class PodGroupCycle(SchedulingCycle):
         else:
             self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome, nominations)
         metrics.observe_pod_group_attempt(
-            "scheduled" if outcome.status is None else
-            "error" if outcome.status.code == Code.ERROR else "unschedulable",
+            metrics.SCHEDULED if outcome.status is None else
+            metrics.ERROR if outcome.status.code == Code.ERROR else metrics.UNSCHEDULABLE,
             fwk.profile_name, time.perf_counter() - started)
 
     def _framework_for(self, members: list[QueuedPodInfo]) -> tuple[Framework | None, str]:
@@ -317,7 +317,7 @@ class PodGroupCycle(SchedulingCycle):
         result = PlacementResult(placement, None, results)
         status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
         if status is not None and status.code != Code.WAIT:
-            result.status = status if status.code == Code.ERROR else status
+            result.status = status
             return result
         any_scheduled = False
         for member in members:
