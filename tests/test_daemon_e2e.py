@@ -19,7 +19,7 @@ from kubesched.core.observability.decision_log import DECISION_ANNOTATION, Decis
 from kubesched.drivers.daemon import Daemon
 from kubesched.drivers.simulation import load_paths
 from kubesched.plugins import DEFAULT_PLUGINS
-from kubesched.testing import node, pod
+from kubesched.testing import node, pod, pod_group
 from test_daemon import Running, bound_in, get, scheduler_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,12 +32,7 @@ NOT_IN_THIS_RUN = {
     ("resource.k8s.io", "resourceclaims/status", "patch"): "DRA Unreserve after a failed binding cycle",
     ("", "events", "patch"): "a repeated controller event (count)",
     ("events.k8s.io", "events", "patch"): "a repeated scheduler event (series)",
-    ("scheduling.k8s.io", "workloads", "list"): "gang scheduling (test_gangscheduling)",
-    ("scheduling.k8s.io", "workloads", "watch"): "gang scheduling",
-    ("scheduling.k8s.io", "podgroups/status", "update"): "gang scheduling: a PodGroup's conditions",
-    ("scheduling.k8s.io", "podgroups/status", "patch"): "gang scheduling: a PodGroup's conditions",
-    ("scheduling.k8s.io", "compositepodgroups/status", "update"): "gang scheduling",
-    ("scheduling.k8s.io", "compositepodgroups/status", "patch"): "gang scheduling",
+    ("scheduling.k8s.io", "compositepodgroups/status", "patch"): "a CompositePodGroup tree (test_composite_cycle)",
 }
 
 
@@ -65,6 +60,14 @@ def run(tmp_path_factory):
         apiserver.wait_until(lambda: bound_in(apiserver.cluster, "low-1") and bound_in(apiserver.cluster, "low-2"),
                              timeout=30)
         apiserver.wait_until(lambda: sum(bound_in(apiserver.cluster, n) for n in dra_pods) >= len(dra_pods) - 1,
+                             timeout=30)
+        # a gang: both members bound together, the PodGroup's condition patched
+        apiserver.cluster.create(pod_group("train", 2))
+        for name in ("train-0", "train-1"):
+            apiserver.cluster.create(pod(name, cpu="1", pod_group="train"))
+        apiserver.wait_until(lambda: bound_in(apiserver.cluster, "train-0") and bound_in(apiserver.cluster, "train-1"),
+                             timeout=30)
+        apiserver.wait_until(lambda: apiserver.cluster.get("PodGroup", "train", "default").status.conditions,
                              timeout=30)
         seen["metrics"] = get(f"http://127.0.0.1:{daemon.http.port}/metrics", token=METRICS_TOKEN)[0]
         # a preemption: urgent needs all of tiny; the victims terminate, then go
@@ -105,6 +108,8 @@ def test_every_pod_ends_where_it_belongs(run):
     assert any(c.type == "DisruptionTarget" and c.reason == "DeletionByDeviceTaintManager"
                for c in seen["tainted"].status.conditions)
     assert DECISION_ANNOTATION in apiserver.cluster.get("Pod", "urgent", "default").metadata.annotations
+    (scheduled,) = apiserver.cluster.get("PodGroup", "train", "default").status.conditions
+    assert (scheduled.type, scheduled.status, scheduled.observed_generation) == ("PodGroupInitiallyScheduled", "True", 1)
 
 
 def test_no_refusal_but_conflicts_patch_where_upstream_patches_and_no_post_twice(run):
@@ -118,6 +123,7 @@ def test_no_refusal_but_conflicts_patch_where_upstream_patches_and_no_post_twice
     assert ("PATCH", "/api/v1/namespaces/ml/pods/finetune-llm/status") in writes
     assert ("PATCH", "/api/v1/namespaces/default/pods/urgent/status") in writes  # nominatedNodeName
     assert ("PATCH", "/api/v1/namespaces/default/pods/urgent") in writes  # the decision annotation
+    assert ("PATCH", "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/train/status") in writes
     assert not [p for m, p in writes if m == "PUT" and p.startswith("/api/v1/") and "/pods/" in p]
     posts = collections.Counter((path, json.dumps(body, sort_keys=True)) for method, path, _, body in apiserver.writes
                                 if method == "POST" and not path.endswith("reviews"))
