@@ -32,6 +32,7 @@ for a PodGroup), e.g.
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from attrs import frozen
@@ -130,8 +131,11 @@ class DefaultPreemption:
         """Workload-aware preemption for a PodGroup that fits nowhere:
         returns the members' nominations (pod UID -> node) once its victims
         are being evicted, or why preemption cannot help."""
+        started = time.perf_counter()
         nominations, status = self.group_evaluator.preempt(state, group, schedule_group)
-        metrics.PODGROUP_PREEMPTION_ATTEMPTS.labels(str(status.code if status is not None else Code.SUCCESS)).inc()
+        result = str(status.code if status is not None else Code.SUCCESS)
+        metrics.PODGROUP_PREEMPTION_ATTEMPTS.labels(result).inc()
+        metrics.PODGROUP_PREEMPTION_ATTEMPT_DURATION.labels(result).observe(time.perf_counter() - started)
         if status is not None and status.reasons:
             status = Status(status.code, ("pod group preemption: " + status.message(),), status.plugin,
                             status.error)

@@ -103,6 +103,10 @@ PODGROUP_PREEMPTION_ATTEMPTS = Counter(
     "Total preemption attempts by pod groups (PodGroupPostFilter) in the cluster till now, by the result "
     "(Success, Unschedulable, UnschedulableAndUnresolvable, Error).",
     ["result"])
+PODGROUP_PREEMPTION_ATTEMPT_DURATION = Histogram(
+    "scheduler_podgroup_preemption_attempt_duration_seconds",
+    "Pod group preemption (PodGroupPostFilter) latency in seconds, by the result", ["result"],
+    buckets=exponential_buckets(0.001, 2, 15))
 PODGROUP_PREEMPTION_VICTIMS = Histogram(
     "scheduler_podgroup_preemption_victims", "Number of pods a pod group preemption selected as victims",
     buckets=exponential_buckets(1, 2, 11))
