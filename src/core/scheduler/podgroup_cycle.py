@@ -273,11 +273,30 @@ class PodGroupCycle(SchedulingCycle):
         if chosen is not current:
             assert current is not None
             self._revert(fwk, current)
-            chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement)
+            if not self._reapply(fwk, chosen):
+                chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement)
             if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
                 self._revert(fwk, chosen)
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
+
+    def _reapply(self, fwk: Framework, result: PlacementResult) -> bool:
+        """Assume and reserve again what ``result`` placed (reverted since), each
+        member on its node with the CycleState its cycle left, in the order
+        they were placed (as upstream commits the chosen placement).  False,
+        with nothing assumed, when a Reserve now fails."""
+        done: list[tuple[MemberResult, Pod]] = []
+        for member in result.members:
+            if member.assumed is None:
+                continue
+            assumed, status = self.assume_and_reserve(fwk, member.state, member.info, member.node_name)
+            if status is not None:
+                for placed, pod in reversed(done):
+                    self._undo_assume(fwk, placed.state, pod, placed.node_name)
+                return False
+            done.append((member, assumed))
+        result.applied = True
+        return True
 
     def try_pod_group(self, fwk: Framework, info: PodGroupInfo, members: list[QueuedPodInfo],
                       removed: Iterable[Pod] = ()) -> tuple[Status | None, PodGroupAssignments]:
