@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import random
 import threading
 import uuid
@@ -33,7 +34,7 @@ from kubesched.core.api.podpriority import (
 from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
 
 from ..api import RESOURCES, from_manifest, object_key, resource_of, to_manifest
-from ..api.convert import ManifestError
+from ..api.convert import ManifestError, unstructure
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
 from ..api.meta import LabelSelectorRequirement
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
@@ -207,7 +208,8 @@ class MemoryCluster(ClusterClient):
         with self._lock:
             current = self.get(kind, name, namespace)
             try:
-                obj = from_manifest(apply_patch(to_manifest(current), body, patch_type, resource.cls))
+                obj = from_manifest(apply_patch(_patch_target(current, subresource, body), body, patch_type,
+                                                resource.cls))
             except ManifestError as err:
                 raise Invalid(f'{kind} "{name}" is invalid: {err}') from None
             if obj.metadata.name != name:
@@ -495,6 +497,29 @@ class MemoryCluster(ClusterClient):
         self._log.append((self._rv, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+
+def _patch_target(current: Any, subresource: str, body: Any) -> dict:
+    """The manifest a patch applies to: ``current`` whole, or - for a patch of
+    ``/status`` that holds only status and metadata (preconditions), such as
+    a scheduler's pod condition - its metadata and status alone (plus a spec
+    its kind cannot default): a status write keeps the stored spec, so it is
+    not turned into a manifest and back for nothing."""
+    if subresource != "status" or not isinstance(body, dict) or not set(body) <= {"status", "metadata"}:
+        return to_manifest(current)
+    resource = resource_of(current)
+    target = {"apiVersion": resource.api_version, "kind": resource.kind,
+              "metadata": unstructure(current.metadata), "status": unstructure(current.status)}
+    if _spec_required(type(current)):
+        target["spec"] = unstructure(current.spec)
+    return target
+
+
+@functools.cache
+def _spec_required(cls: type) -> bool:
+    """Has ``cls`` a ``spec`` without a default (a manifest of it must carry one)?"""
+    spec = getattr(attrs.fields(cls), "spec", None)
+    return spec is not None and spec.default is attrs.NOTHING
 
 
 def _merge_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTerm:

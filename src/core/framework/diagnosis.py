@@ -9,8 +9,9 @@ followed by PostFilter's message when there is one, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 from attrs import define, field
 
 from kubesched.core.framework.status import Status
@@ -29,25 +30,61 @@ class NodeToStatus(Mapping[str, Status]):
 
     def __init__(self, index: Mapping[str, int], statuses: Sequence[Status | None]):
         self._index = index
-        self._statuses = statuses
+        self._statuses: Sequence[Status | None] | None = statuses
         self._present: list[Status] | None = None
+        self._codes: np.ndarray | None = None
+        self._distinct: list[Status | None] = []
+        self._counts: list[tuple[Status, int]] | None = None
+
+    @classmethod
+    def coded(cls, index: Mapping[str, int], codes: np.ndarray, distinct: list[Status | None]) -> NodeToStatus:
+        """The statuses given as ``distinct[codes[row]]`` per row (``codes``: an
+        int array, -1 for a node Filter passed): counted with one ``bincount``,
+        a list per row made only if someone asks node by node."""
+        mapping = cls(index, ())
+        mapping._statuses = None
+        mapping._codes = np.asarray(codes, dtype=np.int64)
+        mapping._distinct = distinct
+        return mapping
+
+    def per_row(self) -> Sequence[Status | None]:
+        """The status of each row (None: Filter passed the node)."""
+        if self._statuses is None:
+            assert self._codes is not None
+            lookup = np.empty(len(self._distinct) + 1, dtype=object)  # the last entry (code -1) stays None
+            for at, status in enumerate(self._distinct):
+                lookup[at] = status
+            self._statuses = lookup[self._codes].tolist()
+        return self._statuses
 
     def __getitem__(self, name: str) -> Status:
-        status = self._statuses[self._index[name]]
+        status = self.per_row()[self._index[name]]
         if status is None:
             raise KeyError(name)
         return status
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name, status in zip(self._index, self._statuses) if status is not None)
+        return (name for name, status in zip(self._index, self.per_row()) if status is not None)
 
     def __len__(self) -> int:
-        return len(self.values())
+        return sum(times for _, times in self.counted())
 
     def values(self) -> list[Status]:  # type: ignore[override]  # a list, faster than a view for the histogram
         if self._present is None:
-            self._present = [status for status in self._statuses if status is not None]
+            self._present = [status for status in self.per_row() if status is not None]
         return self._present
+
+    def counted(self) -> list[tuple[Status, int]]:
+        """Each distinct Status object present and how many nodes it rejected."""
+        if self._counts is None:
+            if self._codes is not None:
+                codes = self._codes
+                times = np.bincount(codes[codes >= 0], minlength=len(self._distinct)).tolist()
+                self._counts = [(status, n) for status, n in zip(self._distinct, times)
+                                if n and status is not None]
+            else:
+                self._counts = _count_by_identity(self.values())
+        return self._counts
 
 
 @define
@@ -85,7 +122,9 @@ class FitError(Exception):
         if diagnosis.pre_filter_msg:
             text += f" {diagnosis.pre_filter_msg}."
         else:
-            histogram = reasons_histogram(diagnosis.node_status.values())
+            statuses = diagnosis.node_status
+            histogram = reasons_histogram(statuses.counted() if isinstance(statuses, NodeToStatus)
+                                          else _count_by_identity(statuses.values()))
             if histogram:
                 text += " " + ", ".join(histogram) + "."
         if diagnosis.post_filter_msg:
@@ -94,13 +133,18 @@ class FitError(Exception):
         return text
 
 
-def reasons_histogram(statuses) -> list[str]:
-    """``["1 Insufficient cpu", "2 node(s) had ..."]``: how many nodes gave each
-    reason, sorted as strings like upstream."""
+def _count_by_identity(statuses: Iterable[Status]) -> list[tuple[Status, int]]:
+    """Each distinct Status object among ``statuses`` and how often it occurs (many nodes share one)."""
     statuses = list(statuses)
-    by_id = dict(zip(map(id, statuses), statuses))  # many nodes share one Status object
+    by_id = dict(zip(map(id, statuses), statuses))
+    return [(by_id[key], times) for key, times in Counter(map(id, statuses)).items()]
+
+
+def reasons_histogram(counted: Iterable[tuple[Status, int]]) -> list[str]:
+    """``["1 Insufficient cpu", "2 node(s) had ..."]``: how many nodes gave each
+    reason, sorted as strings like upstream; ``counted``: (Status, nodes it rejected)."""
     counts: Counter[str] = Counter()
-    for key, times in Counter(map(id, statuses)).items():
-        for reason in by_id[key].reasons:
+    for status, times in counted:
+        for reason in status.reasons:
             counts[reason] += times
     return sorted(f"{count} {reason}" for reason, count in counts.items())

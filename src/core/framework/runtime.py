@@ -486,26 +486,26 @@ class Framework(PlacementExtensionPoints):
         PreFilter plugins' PreFilterResult and are UnschedulableAndUnresolvable,
         blaming them, as upstream does.  Raises :class:`FilterError` on a plugin Error."""
         diagnosis = Diagnosis()
-        statuses = self.filter_statuses(state, pod, snapshot, rows)
+        codes, distinct = self.filter_codes(state, pod, snapshot, rows)
         considered = np.zeros(len(snapshot), dtype=bool)
         considered[rows] = True
         for name, pods in nominated.items():
             row = snapshot.index.get(name)
             if pods and row is not None and considered[row]:
-                statuses[row] = self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated)
+                codes[row] = len(distinct)
+                distinct.append(self._filter_with_nominated(state, pod, snapshot.nodes[row], nominated))
         universe = np.ones(len(snapshot), dtype=bool) if within is None else np.zeros(len(snapshot), dtype=bool)
         if within is not None:
             universe[within] = True
         if len(rows) < int(universe.sum()):
             diagnosis.unschedulable_plugins |= narrowing
-            cut = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                         (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",))
-            statuses = [status if kept else cut for status, kept in zip(statuses, considered.tolist())]
+            codes[~considered] = len(distinct)
+            distinct.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                                   (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",)))
         if within is not None:
-            statuses = [status if inside else None for status, inside in zip(statuses, universe.tolist())]
-        diagnosis.node_status = NodeToStatus(snapshot.index, statuses)
-        present = diagnosis.node_status.values()
-        for status in dict(zip(map(id, present), present)).values():  # each shared Status once
+            codes[~universe] = -1
+        node_status = diagnosis.node_status = NodeToStatus.coded(snapshot.index, codes, distinct)
+        for status, _ in node_status.counted():
             if status.code == Code.ERROR:
                 raise FilterError(status)
             if status.plugin:
@@ -514,12 +514,21 @@ class Framework(PlacementExtensionPoints):
 
     def filter_statuses(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray) -> list[Status | None]:
         """Per snapshot row, what :meth:`run_filter` says (rows outside ``rows``:
-        None), asking each plugin only about the rows no earlier plugin
-        rejected, in batch where it can (``filter_batch_status``; ``filter_batch``
-        to skip the nodes it passes)."""
+        None), as :meth:`filter_codes` finds it."""
+        codes, distinct = self.filter_codes(state, pod, snapshot, rows)
+        return list(NodeToStatus.coded(snapshot.index, codes, distinct).per_row())
+
+    def filter_codes(self, state: CycleState, pod: Any, snapshot: Snapshot,
+                     rows: np.ndarray) -> tuple[np.ndarray, list[Status | None]]:
+        """What :meth:`run_filter` says of each snapshot row, as ``(codes,
+        distinct)``: row ``r``'s status is ``distinct[codes[r]]`` (code -1: it
+        passed, or is outside ``rows``).  Each plugin is asked only about the
+        rows no earlier plugin rejected, in batch where it can
+        (``filter_batch_status``; ``filter_batch`` to skip the nodes it passes)."""
         count = len(snapshot)
         everything = np.arange(count, dtype=np.int64)
-        result: list[Status | None] = [None] * count
+        codes = np.full(count, -1, dtype=np.int64)
+        distinct: list[Status | None] = []
         undecided = np.zeros(count, dtype=bool)
         undecided[rows] = True
         for name, method in self.filter_plugins:
@@ -532,21 +541,21 @@ class Framework(PlacementExtensionPoints):
             if answer is not None:
                 index, choices = answer
                 index = np.asarray(index)
-                choices = [self.filter_status(name, status) for status in choices]
                 rejected = undecided & (index >= 0)
-                result = [choices[at] if take else kept
-                          for kept, take, at in zip(result, rejected.tolist(), index.tolist())]
+                codes[rejected] = index[rejected] + len(distinct)
+                distinct.extend(self.filter_status(name, status) for status in choices)
                 undecided &= ~rejected
                 continue
             batch = self.filter_batch.get(name)
             mask = batch(state, pod, snapshot.table, everything) if batch is not None else None
             asked = undecided if mask is None else undecided & ~np.asarray(mask, dtype=bool)
-            for row in np.flatnonzero(asked):
+            for row in np.flatnonzero(asked).tolist():
                 status = method(state, pod, snapshot.nodes[row])
                 if status is not None and status.code != Code.SUCCESS:
-                    result[row] = self.filter_status(name, status)
+                    codes[row] = len(distinct)
+                    distinct.append(self.filter_status(name, status))
                     undecided[row] = False
-        return result
+        return codes, distinct
 
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]

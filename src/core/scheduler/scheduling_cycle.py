@@ -261,12 +261,12 @@ class SchedulingCycle:
         if status is not None:
             if status.code == Code.ERROR:
                 raise CycleError(status)
-            statuses: list[Status | None] = [status] * len(snapshot)
+            codes = np.zeros(len(snapshot), dtype=np.int64)
             if within is not None:
-                statuses = [None] * len(snapshot)
-                for row in within.tolist():
-                    statuses[row] = status
-            diagnosis = Diagnosis(node_status=NodeToStatus(snapshot.index, statuses), pre_filter_msg=status.message())
+                codes[:] = -1
+                codes[within] = 0
+            diagnosis = Diagnosis(node_status=NodeToStatus.coded(snapshot.index, codes, [status]),
+                                  pre_filter_msg=status.message())
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins = rejectors
             else:
