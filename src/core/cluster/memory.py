@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import functools
 import random
 import threading
 import uuid
@@ -510,16 +509,10 @@ def _patch_target(current: Any, subresource: str, body: Any) -> dict:
     resource = resource_of(current)
     target = {"apiVersion": resource.api_version, "kind": resource.kind,
               "metadata": unstructure(current.metadata), "status": unstructure(current.status)}
-    if _spec_required(type(current)):
+    spec = getattr(attrs.fields(type(current)), "spec", None)
+    if spec is not None and spec.default is attrs.NOTHING:
         target["spec"] = unstructure(current.spec)
     return target
-
-
-@functools.cache
-def _spec_required(cls: type) -> bool:
-    """Has ``cls`` a ``spec`` without a default (a manifest of it must carry one)?"""
-    spec = getattr(attrs.fields(cls), "spec", None)
-    return spec is not None and spec.default is attrs.NOTHING
 
 
 def _merge_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTerm:
