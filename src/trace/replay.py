@@ -34,7 +34,8 @@ Curves are reported like the paper's analysis scripts: for each whole
 percent of arrived GPU demand (relative to the cluster's GPUs), the mean of
 the values recorded at arrivals that round to it (or, when none does, to it
 plus or minus one); each allocation value is rounded to 0.01 % before the
-mean, as those scripts round it.
+mean and the mean is rounded as numpy rounds (``rint(x * 100) / 100``), as
+those scripts (pandas) do.
 """
 
 from __future__ import annotations
@@ -210,7 +211,8 @@ def _discrete(arrived: np.ndarray, values: np.ndarray, up_to: int) -> list[list[
             chosen = values[(rounded >= percent - 1) & (rounded <= percent + 1)]
             if not len(chosen):
                 continue
-        out.append([percent, round(float(chosen.mean()), 2)])
+        # numpy's rounding (half to even on the value x 100), as the scripts' pandas means round
+        out.append([percent, float(np.round(chosen.mean(), 2))])
     return out
 
 
