@@ -146,37 +146,31 @@ def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarra
     Every typical pod puts its weighted amount into one quadrant (Q1 lack
     both, Q2 lack GPU - including the too-small GPUs of a node that can host
     it -, Q4 lack CPU, X CPU-only pods, no access); each quadrant is summed in
-    typical-pod order (a cumulative sum, which is sequential) and the
-    quadrants are added in the paper's order.
+    typical-pod order (a cumulative sum, which is sequential; all six at once)
+    and the quadrants are added in the paper's order.
     """
     shape = left.shape[:-1]
     extra = (1,) * len(shape)
     w = workload.weight.reshape(-1, *extra)
-    milli = workload.milli.reshape(-1, *extra)
     total = left.sum(axis=-1)
-    amount = w * total                                               # (typical, ...)
-    cpu_ok = np.asarray(cpu_left)[None] >= workload.cpu.reshape(-1, *extra)
-    enough = left[None] >= workload.milli.reshape(-1, *extra, 1)     # (typical, ..., gpus)
+    cpu_ok = np.asarray(cpu_left)[None] >= workload.cpu.reshape(-1, *extra)       # (typical, ...)
+    enough = left[None] >= workload.milli.reshape(-1, *extra, 1)                  # (typical, ..., gpus)
     hosts = enough.sum(axis=-1) >= workload.count.reshape(-1, *extra)
-    fragment = w * np.where(enough, 0, left[None]).sum(axis=-1)
-    reachable = workload.access[:, np.asarray(models)]              # (typical, ...)
-    gpu_pod = milli > 0
-    cpu_pod = ~gpu_pod
-    reach = gpu_pod & reachable
-    zero = np.zeros(())
+    reachable = workload.access[:, np.asarray(models)]
+    gpu_pod = (workload.milli > 0).reshape(-1, *extra)
+    # the quadrant of each (typical pod, node), in the order the quadrants are added:
+    # 0 Q1, 1 Q2, 2 Q4, 3 X (CPU-only pod, CPU fits), 4 X (CPU-only pod, CPU short), 5 no access
+    quadrant = np.where(cpu_ok, 1, np.where(hosts, 2, 0))
+    quadrant = np.where(gpu_pod, np.where(reachable, quadrant, 5), np.where(cpu_ok, 3, 4))
+    # what it puts there: in Q2 a node that can host the pod loses only its too-small GPUs
+    amount = np.where(gpu_pod & reachable & hosts & cpu_ok, w * np.where(enough, 0, left[None]).sum(axis=-1),
+                      w * total)
+    amount = np.broadcast_to(amount, quadrant.shape)
+    if not len(amount):
+        return np.zeros(shape)
+    sums = np.cumsum(np.where(quadrant[None] == _QUADRANTS.reshape(-1, 1, *extra), amount[None], 0.0), axis=1)[:, -1]
+    return sums[0] + sums[1] + sums[2] + sums[3] + sums[4] + sums[5]
 
-    def quadrant(*parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """Sum over typical pods of ``values`` where ``mask`` holds, per (mask, values) part."""
-        contribution = zero
-        for mask, values in parts:
-            contribution = contribution + np.where(mask, values, 0.0)
-        contribution = np.broadcast_to(contribution, amount.shape)
-        return np.cumsum(contribution, axis=0)[-1] if len(contribution) else np.zeros(shape)
 
-    q1 = quadrant((reach & ~hosts & ~cpu_ok, amount))
-    q2 = quadrant((reach & hosts & cpu_ok, fragment), (reach & ~hosts & cpu_ok, amount))
-    q4 = quadrant((reach & hosts & ~cpu_ok, amount))
-    xl = quadrant((cpu_pod & cpu_ok, amount))
-    xr = quadrant((cpu_pod & ~cpu_ok, amount))
-    na = quadrant((gpu_pod & ~reachable, amount))
-    return q1 + q2 + q4 + xl + xr + na
+#: The six quadrant numbers of :func:`node_fragmentation`.
+_QUADRANTS = np.arange(6)

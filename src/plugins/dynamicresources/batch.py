@@ -65,6 +65,26 @@ class _RequestColumns:
         self.need = need
 
 
+class Feasible:
+    """The batch Filter's answer for one claim: ``rows`` (per table row: the
+    claim can get its devices there) and ``usable`` (per device of
+    ``columns``: it could serve the claim's request), the devices the
+    allocator's search would take the first of on a node."""
+
+    __slots__ = ("columns", "rows", "usable")
+
+    def __init__(self, columns: DeviceColumns, rows: np.ndarray, usable: np.ndarray):
+        self.columns = columns
+        self.rows = rows
+        self.usable = usable
+
+    def devices_on(self, row: int) -> set[DeviceID]:
+        """The usable devices of table row ``row`` (the columns' devices are in row order)."""
+        columns = self.columns
+        start, end = np.searchsorted(columns.rows, (row, row + 1))
+        return {columns.candidates[d].id for d in (np.flatnonzero(self.usable[start:end]) + start).tolist()}
+
+
 class DeviceColumns:
     """Every candidate device of the nodes of one NodeTable, as columns.
 
@@ -150,11 +170,12 @@ class DeviceColumns:
                     return
                 column[d] = amount
 
-    def feasible(self, allocator: Allocator, claim: ResourceClaim) -> np.ndarray | None:
-        """Per row of the table: can ``claim`` (unallocated) get its devices on
-        that node now?  ``allocator`` is this cycle's (it resolves the claim's
-        requests).  None when the claim is not of the plain shape (module
-        docstring), a selector fails to evaluate, or amounts are not exact."""
+    def feasible(self, allocator: Allocator, claim: ResourceClaim) -> Feasible | None:
+        """Can ``claim`` (unallocated) get its devices on each node of the table
+        now, and which devices could serve it?  ``allocator`` is this cycle's
+        (it resolves the claim's requests).  None when the claim is not of the
+        plain shape (module docstring), a selector fails to evaluate, or
+        amounts are not exact."""
         if not self.exact or claim.spec.devices.constraints:
             return None
         try:
@@ -179,7 +200,7 @@ class DeviceColumns:
             fits = np.where(plain, self.fits_whole, fits)
         ok &= fits
         counts = np.bincount(self.rows[ok], minlength=len(self.table))
-        return counts >= spec.count
+        return Feasible(self, counts >= spec.count, ok)
 
     def _request(self, spec) -> _RequestColumns | None:
         key = (spec.device_class.metadata.name, tuple(repr(s[2]) for s in spec.selectors),

@@ -95,7 +95,7 @@ from kubesched.core.framework.types import (
     QueueingHint,
 )
 
-from .batch import DeviceColumns
+from .batch import DeviceColumns, Feasible
 from .extended import ExtendedResourceClaim, claim_to_create, extended_resource_claim, record_in_pod
 
 NAME = "DynamicResources"
@@ -152,7 +152,8 @@ class _State:
     devices taken, shared with the plugin's tracker until a preemption dry run
     changes it (``owns_allocated``: copied on first change); ``released`` the
     UIDs of claims a dry run freed and ``removed`` the victim pods per claim UID;
-    ``feasible`` the batch Filter's answer per NodeTable row (None: not used);
+    ``feasible`` the batch Filter's answer (:class:`~.batch.Feasible`: per
+    NodeTable row, and the devices it found usable; None: not used);
     ``extended`` the claim for the pod's device-backed extended resources, last
     in ``claims`` (None: the pod has none).  ``group`` is the pod's PodGroup
     (None: none, or not known yet); ``shared`` the indices of the claims it
@@ -171,7 +172,7 @@ class _State:
     allocations: dict[int, Any] = field(factory=dict)
     released: set[str] = field(factory=set)
     removed: dict[str, set[str]] = field(factory=dict)
-    feasible: Any = None
+    feasible: Feasible | None = None
     extended: ExtendedResourceClaim | None = None
     group: PodGroup | None = None
     shared: set[int] = field(factory=set)
@@ -375,8 +376,13 @@ class DynamicResources:
         if node_info is None or data.allocator is None:
             return None
         to_allocate = self._to_allocate(data, node_info.node)
+        only = None
+        feasible = data.feasible
+        if feasible is not None and feasible.columns.table is self.handle.snapshot.table:
+            # the batch Filter found which devices could serve the claim: the search takes the first of them
+            only = feasible.devices_on(self.handle.snapshot.index[node_name])
         try:
-            results = data.allocator.allocate(node_info.node, to_allocate, order=order)
+            results = data.allocator.allocate(node_info.node, to_allocate, order=order, only=only)
         except (AllocationError, AllocationTimeout):
             return None
         if results is None or len(results) != len(to_allocate):
@@ -485,8 +491,8 @@ class DynamicResources:
             return None
         if data.feasible is not None:
             row = self.handle.snapshot.index.get(node.metadata.name)
-            if row is not None and row < len(data.feasible):
-                return None if data.feasible[row] else _CANNOT_ALLOCATE
+            if row is not None and row < len(data.feasible.rows):
+                return None if data.feasible.rows[row] else _CANNOT_ALLOCATE
         to_allocate = self._to_allocate(data, node)
         deadline = None
         if self.filter_timeout > 0:
@@ -528,14 +534,14 @@ class DynamicResources:
         if feasible is None:
             return None
         data.feasible = feasible
-        return feasible[rows]
+        return feasible.rows[rows]
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
         """The batch Filter's rejections (all "cannot allocate all claims"), or None."""
         data: _State | None = state.get(STATE_KEY)
         if data is not None and data.feasible is not None and not data.owns_allocated:
-            feasible = data.feasible[rows]  # this cycle's batch Filter already judged every node
+            feasible = data.feasible.rows[rows]  # this cycle's batch Filter already judged every node
         else:
             feasible = self.filter_batch(state, pod, table, rows)
         if feasible is None:

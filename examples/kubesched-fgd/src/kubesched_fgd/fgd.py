@@ -216,17 +216,26 @@ class FGD(GpuScore):
         if not shape.shares_gpu:
             after = node_fragmentation(self.workload, place_whole(left, shape), cpu_after, models)
             return sigmoid_score(before, after), np.full(len(rows), -1, dtype=np.int64)
+        # Fragmentation ignores the order of a node's GPUs, so GPUs with the same compute left make the
+        # same candidate: each distinct (node, compute left) that fits is placed once.
         width = left.shape[1]
-        diagonal = np.arange(width)
-        candidates = np.repeat(left[:, None, :], width, axis=1)
-        candidates[:, diagonal, diagonal] -= shape.milli_gpu
-        after = node_fragmentation(self.workload, candidates, cpu_after[:, None], models[:, None])
-        per_gpu = np.where(left >= shape.milli_gpu, sigmoid_score(before[:, None], after), -1)
+        same = left[:, :, None] == left[:, None, :]                       # (rows, G, G)
+        first = same.argmax(axis=2)                                        # first GPU with the same compute left
+        tried = (first == np.arange(width)) & (left >= shape.milli_gpu)
+        at_row, at_gpu = np.nonzero(tried)
+        candidates = left[at_row].copy()
+        candidates[np.arange(len(at_row)), at_gpu] -= shape.milli_gpu
+        after = node_fragmentation(self.workload, candidates, cpu_after[at_row], models[at_row])
+        distinct = np.full(left.shape, -1, dtype=np.int64)
+        distinct[at_row, at_gpu] = sigmoid_score(before[at_row], after)
+        per_gpu = np.where(left >= shape.milli_gpu, distinct[np.arange(len(rows))[:, None], first], -1)
         chosen = per_gpu.argmax(axis=1)
         return per_gpu[np.arange(len(rows)), chosen], chosen
 
     def device_order(self, shape: PodShape):
         """The GPU FGD scores its node with goes first; the others keep their order."""
+
+        chosen: dict[int, tuple[Any, int, int]] = {}  # row -> (table, its GPUs' version, the GPU it scores with)
 
         def best_gpu_first(device) -> int:
             table = self.handle.snapshot.table
@@ -234,9 +243,14 @@ class FGD(GpuScore):
             slot = self.gpus.slot.get(device)
             if slot is None:
                 return 1
-            row = np.array([slot[0]], dtype=np.int64)
-            self.scores(shape, NodeView(self.gpus, table, row), None)  # fresh for this node (memoised)
-            best = self._shapes[(shape.milli_cpu, shape.gpu_count, shape.milli_gpu)][2]
-            return 0 if best[slot[0]] == slot[1] else 1
+            row = slot[0]
+            version = int(self.gpus.versions[row])
+            known = chosen.get(row)
+            if known is None or known[0] is not table or known[1] != version:
+                # a node's devices are sorted together: it is scored once for all of them
+                self.scores(shape, NodeView(self.gpus, table, np.array([row], dtype=np.int64)), None)
+                best = self._shapes[(shape.milli_cpu, shape.gpu_count, shape.milli_gpu)][2]
+                known = chosen[row] = (table, version, int(best[row]))
+            return 0 if known[2] == slot[1] else 1
 
         return best_gpu_first

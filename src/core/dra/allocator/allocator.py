@@ -35,7 +35,7 @@ import copy
 import functools
 import uuid
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.meta import namespaced_name
@@ -253,6 +253,10 @@ class _NodeView:
                 for resource_slice in pool.slices:
                     self.candidates.extend(_slice_candidates(resource_slice))
 
+    def restricted(self, devices: Collection[DeviceID]) -> _NodeView:
+        """This view with only the candidates in ``devices`` (order kept)."""
+        return _NodeView(self.pools, [candidate for candidate in self.candidates if candidate.id in devices])
+
     def ordered(self, key: Callable[[DeviceID], Any]) -> _NodeView:
         """This view with its candidates sorted by ``key(device ID)`` (stable)."""
         return _NodeView(self.pools, sorted(self.candidates, key=lambda candidate: key(candidate.id)))
@@ -333,14 +337,17 @@ class Allocator:
 
     def allocate(
         self, node: Node, claims: Sequence[ResourceClaim], deadline: Callable[[], bool] | None = None,
-        order: Callable[[DeviceID], object] | None = None,
+        order: Callable[[DeviceID], object] | None = None, only: Collection[DeviceID] | None = None,
     ) -> list[AllocationResult] | None:
         """One :class:`AllocationResult` per claim, in order, for ``node``; None
         when these claims cannot all get devices there (not enough matching free
         devices, incomplete or invalid pools, ...).  ``order``: a device
         preference, ``key(DeviceID)`` ascending (stable), replacing pool and
         slice order when candidates are tried; it changes which devices are
-        chosen, never whether the claims fit.
+        chosen, never whether the claims fit.  ``only``: the devices worth
+        trying, when the caller knows that every other device of the node would
+        be passed over (the DynamicResources batch Filter's usable devices for
+        a single plain request); the search then skips the rest unexamined.
 
         Raises :class:`AllocationError` for problems that no node can fix
         (unknown DeviceClass, CEL errors, more than 32 devices for one claim,
@@ -352,7 +359,9 @@ class Allocator:
         if not claims:
             return []
         if order is not None:
-            view = view.ordered(order)
+            view = view.ordered(order)  # every device is ranked: a key may draw random numbers
+        if only is not None:
+            view = view.restricted(only)
         search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline)
         try:
             with abort_when(deadline):
