@@ -156,3 +156,32 @@ def test_a_pending_pod_is_told_the_label_to_add_and_the_taint_to_tolerate():
         "label node plain with disk=ssd",
         "tolerate the taint {dedicated: gpu} to pass TaintToleration on 1 node(s): tainted",
     ]
+
+
+def test_a_node_without_the_resource_is_never_told_to_free_more_of_it(tmp_path):
+    manifests = tmp_path / "cluster.yaml"
+    manifests.write_text("""\
+apiVersion: v1
+kind: Node
+metadata: {name: worker-b1}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-1}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110", nvidia.com/gpu: "4"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: train-llm, namespace: ml}
+spec:
+  containers:
+  - name: main
+    resources:
+      requests: {cpu: "1", nvidia.com/gpu: "8"}
+      limits: {nvidia.com/gpu: "8"}
+""")
+    suggestions = _explain("ml/train-llm", "-f", str(manifests))["suggestions"]
+    assert "node worker-b1 does not have nvidia.com/gpu" in suggestions
+    assert "node gpu-1 would fit with 4 more nvidia.com/gpu free (no other Filter plugin rejects it)" in suggestions
+    assert not any("worker-b1 would fit" in line for line in suggestions)

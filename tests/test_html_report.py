@@ -92,3 +92,12 @@ def test_kubesched_report_makes_the_pages_from_a_decisions_file_alone(tmp_path):
     assert "about 10 pod(s): 9 scheduled, 1 pending" in text  # shop/canary-1 waits for its scheduling gate
     page = text[text.index('id="pod-ml-train-llm"'):]
     assert "Filter: 6 node(s) evaluated, 0 feasible" in page[:page.index("</section>")]
+
+
+def test_the_node_table_marks_cordoned_and_tainted_nodes(tmp_path):
+    text = _report(tmp_path).read_text()
+    nodes = text[text.index("<h2>Nodes</h2>"):]
+    rows = dict(re.findall(r"<tr><td>([\w-]+)</td><td>(.*?)</td>", nodes[:nodes.index("</table>")]))
+    assert rows["big-b2"] == '<span class="pending">cordoned</span>'
+    assert rows["gpu-a3"].startswith('<span class="pending">tainted nvidia.com/gpu')
+    assert rows["worker-a1"] == "ready"

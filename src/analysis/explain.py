@@ -79,12 +79,17 @@ def explain(records: Iterable[dict[str, Any]], key: str, pod: Pod | None = None,
 def suggestions(record: dict[str, Any], pod: Pod | None = None, nodes: dict[str, Node] | None = None) -> list[str]:
     """What would make the pod of ``record`` fit, where it can be computed from
     the Filter groups: resources missing on nodes that fail only on them,
-    taints to tolerate, node labels to add, nodes to uncordon."""
+    taints to tolerate, node labels to add, nodes to uncordon.  Only fixes a
+    node could ever provide: freeing resources only where the node has some
+    of each (the record's shortfall); a node with none of a requested resource
+    "does not have" it (the record's lacking)."""
     out = []
     filtered = record.get("filter") or {}
     for node_name, missing in list((filtered.get("shortfall") or {}).items())[:NODES_SHOWN]:
         wants = ", ".join(f"{quantity(resource, amount)} more {resource}" for resource, amount in missing.items())
         out.append(f"node {node_name} would fit with {wants} free (no other Filter plugin rejects it)")
+    for node_name, absent in list((filtered.get("lacking") or {}).items())[:NODES_SHOWN]:
+        out.append(f"node {node_name} does not have {', '.join(absent)}")
     for group in filtered.get("rejected", []):
         plugin, names = group["plugin"], node_names(group)
         if plugin == "TaintToleration":

@@ -137,9 +137,11 @@ def _summary(sim, pods: list) -> str:
     infos = sim.scheduler.node_infos()
     extended = sorted({name for info in infos for name, amount in info.allocatable.items() if amount and "/" in name})
     node_rows = []
+    stored = {node.metadata.name: node for node in sim.cluster.list("Node").items}
     for info in infos:
         allocatable, requested = info.allocatable, info.requested
-        cells = [_e(info.name), str(len(info.pods)), _bar(requested.get("cpu", 0), allocatable.get("cpu", 0)),
+        cells = [_e(info.name), _node_state(stored.get(info.name)), str(len(info.pods)),
+                 _bar(requested.get("cpu", 0), allocatable.get("cpu", 0)),
                  _bar(requested.get("memory", 0), allocatable.get("memory", 0))]
         cells += [f"{requested.get(name, 0)} / {allocatable.get(name, 0)}" if allocatable.get(name) else "-"
                   for name in extended]
@@ -151,8 +153,8 @@ def _summary(sim, pods: list) -> str:
         f"{stats.cycles} scheduling attempt(s), {sim.clock.now() - sim.start_time:g}s simulated, "
         f"{sim.changes} object(s) changed by --at/--delete-at.</p>",
         "<h2>Nodes</h2>",
-        _table(["node", "pods", "CPU requested", "memory requested", *(f"{_e(n)} used / allocatable" for n in extended)],
-               node_rows),
+        _table(["node", "state", "pods", "CPU requested", "memory requested",
+                *(f"{_e(n)} used / allocatable" for n in extended)], node_rows),
     ]
     devices = _device_rows(sim.cluster.list("ResourceClaim").items)
     if devices:
@@ -178,6 +180,16 @@ def _summary(sim, pods: list) -> str:
     parts += ["<h2>Placements</h2>", _table(["pod", "node"], [[_link(p.key), _e(p.spec.node_name)] for p in bound]),
               "</section>"]
     return "\n".join(parts)
+
+
+def _node_state(node: Any) -> str:
+    """``cordoned`` (spec.unschedulable) and each taint (``tainted key=value:Effect``), or ``ready``."""
+    if node is None:
+        return ""
+    marks = ['<span class="pending">cordoned</span>'] if node.spec.unschedulable else []
+    marks += [f'<span class="pending">tainted {_e(taint.key)}{"=" + _e(taint.value) if taint.value else ""}'
+              f":{_e(taint.effect)}</span>" for taint in node.spec.taints]
+    return ", ".join(marks) or "ready"
 
 
 def _group_link(key: str) -> str:

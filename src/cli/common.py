@@ -14,6 +14,8 @@ import typer
 import yaml
 from rich.console import Console
 
+from kubesched.core.api.convert import printable
+
 #: Exit status of every command for invalid input (a bad file, field, option).
 INVALID_INPUT = 2
 
@@ -25,8 +27,10 @@ class Output(str, enum.Enum):
 
 
 def refuse(message: str) -> NoReturn:
-    """Print ``message`` (one line: FILE: KIND/NAME: FIELD: problem) on stderr and exit with :data:`INVALID_INPUT`."""
-    typer.echo(message, err=True)
+    """Print ``message`` (one line: FILE: KIND/NAME: FIELD: problem) on stderr and exit with :data:`INVALID_INPUT`.
+    Newlines and control characters are shown escaped (``\\x1b``): the line is one line and cannot drive the
+    terminal, whatever a file held."""
+    typer.echo(printable(message), err=True)
     raise typer.Exit(INVALID_INPUT)
 
 

@@ -11,6 +11,7 @@ resources) in base units (bytes, counts), both rounded up as upstream's
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from fractions import Fraction
@@ -41,6 +42,17 @@ _UPSTREAM_MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]
 
 #: Resource names whose scheduler unit is milli (1/1000); all others use base units.
 MILLI_RESOURCES = frozenset({"cpu"})
+#: Upstream's integer resources besides extended ones (helper.IsIntegerResourceName): whole numbers only.
+INTEGER_RESOURCES = frozenset({"pods", "services", "replicationcontrollers", "resourcequotas", "secrets",
+                               "configmaps", "persistentvolumeclaims", "services.nodeports",
+                               "services.loadbalancers"})
+#: A quantity's magnitude in scheduler units saturates here, as upstream's int64 accessors (Value, MilliValue) do.
+INT64_MAX = 2**63 - 1
+#: Decimal exponents beyond these are not worked out: the value saturates (above) or rounds up to one nano
+#: (below), as upstream's quantities do, without computing 10**exponent.
+_EXPONENT_BOUND = 40
+_INT32 = (-(2**31), 2**31 - 1)
+NOT_INTEGER = "must be an integer"
 
 
 class QuantityError(ValueError):
@@ -69,7 +81,25 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return value * _BINARY[suffix]
     if suffix in _DECIMAL:
         return value * _DECIMAL[suffix]
-    return value * Fraction(10) ** int(suffix[1:])
+    exponent = int(suffix[1:])
+    if not _INT32[0] <= exponent <= _INT32[1]:
+        raise QuantityError(f"unable to parse quantity's suffix: {text!r}")  # upstream keeps exponents in int32
+    if value and exponent > _EXPONENT_BOUND:
+        return Fraction(INT64_MAX if value > 0 else -INT64_MAX)
+    if value and exponent < -_EXPONENT_BOUND:
+        return Fraction(1 if value > 0 else -1, 10**9)  # rounded up to the smallest amount, one nano
+    return value * Fraction(10) ** exponent
+
+
+def is_integer_resource(name: str) -> bool:
+    """Whether upstream takes only whole amounts of ``name`` (IsIntegerResourceName):
+    the object-count resources and every extended resource (a name with a domain
+    other than kubernetes.io, not a ``requests.`` quota name), e.g. ``nvidia.com/gpu``."""
+    if name in INTEGER_RESOURCES:
+        return True
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
+        and not name.startswith("requests.")
 
 
 def to_scheduler_units(resource: str, text: str | int | float) -> int:
@@ -81,16 +111,20 @@ def to_scheduler_units(resource: str, text: str | int | float) -> int:
     """
     scale = 1000 if resource in MILLI_RESOURCES else 1
     if type(text) is int:
-        return text * scale
+        return _saturated(text * scale)
     whole = _WHOLE.match(text) if isinstance(text, str) else None
     if whole:  # the common case in integers only: "4", "500m", "16Gi", "2k"
         number, suffix = int(whole["num"]), whole["suffix"] or ""
         if suffix in _BINARY:
-            return number * _BINARY[suffix] * scale
+            return _saturated(number * _BINARY[suffix] * scale)
         if suffix == "m":
-            return -(-number * scale // 1000)
-        return number * _WHOLE_DECIMAL[suffix] * scale
-    return math.ceil(parse_quantity(text) * scale)
+            return _saturated(-(-number * scale // 1000))
+        return _saturated(number * _WHOLE_DECIMAL[suffix] * scale)
+    return _saturated(math.ceil(parse_quantity(text) * scale))
+
+
+def _saturated(amount: int) -> int:
+    return amount if -INT64_MAX <= amount <= INT64_MAX else (INT64_MAX if amount > 0 else -INT64_MAX)
 
 
 def format_quantity(resource: str, amount: int) -> str:
@@ -142,9 +176,21 @@ def parse_resource_list(resources: dict | None, where: str = "") -> dict[str, in
     for name, text in (resources or {}).items():
         try:
             out[name] = to_scheduler_units(name, text)
+            if is_integer_resource(name) and not _whole(text):
+                raise QuantityError(f"Invalid value: {json.dumps(str(text))}: {NOT_INTEGER}")
         except QuantityError as err:
             raise QuantityError(f"{where}.{name}: {err}" if where else f"{name}: {err}") from None
     return out
+
+
+def _whole(text: str | int | float) -> bool:
+    """Whether a quantity is a whole number (upstream: MilliValue() % 1000 == 0)."""
+    if type(text) is int:
+        return True
+    whole = _WHOLE.match(text) if isinstance(text, str) else None
+    if whole:
+        return whole["suffix"] != "m" or int(whole["num"]) % 1000 == 0
+    return parse_quantity(text).denominator == 1
 
 
 def format_resource_list(resources: dict[str, int]) -> dict[str, str]:

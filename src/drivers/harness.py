@@ -23,8 +23,8 @@ from kubesched.core.clock import Clock, FakeClock
 from kubesched.core.cluster.client import ClusterClient
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.base import ControllerContext
-from kubesched.core.framework.config import KubeSchedulerConfiguration, load_config
-from kubesched.core.framework.registry import Registry
+from kubesched.core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from kubesched.core.framework.registry import PluginError, Registry
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.core.scheduler.scheduler import Scheduler
 from kubesched.drivers.quiescence import run_simulation
@@ -71,9 +71,14 @@ class Harness:
         self.config = scheduler_configuration(config)
         self.registry = registry or Registry.discover()
         self.informers = informers or Informers(cluster)
-        self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed, informers=self.informers,
-                                   rng=rng, node_rank=node_rank, decisions=decisions, bind_pool=bind_pool,
-                                   bind_wakeup=bind_wakeup)
+        try:
+            self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed,
+                                       informers=self.informers, rng=rng, node_rank=node_rank, decisions=decisions,
+                                       bind_pool=bind_pool, bind_wakeup=bind_wakeup)
+        except (PluginError, ConfigError) as err:
+            if isinstance(config, (str, Path)):  # the file the profiles' plugins and their args came from
+                raise type(err)(f"{config}: {err}") from None
+            raise
         self.controllers = build_controller_manager(
             ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {}),
             None if controllers is None else list(controllers))

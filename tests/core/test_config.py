@@ -313,7 +313,8 @@ def test_errors_in_a_file_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match=rf"^{tmp_path / 'bad.yaml'}: podMaxBackofSeconds: unknown field$"):
         load_config(str(file), DEFAULT_PLUGINS)
     file.write_text("kind: [")
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="cannot parse: while parsing a flow node did not find expected node "
+                                          "content, line 2, column 1$"):
         load_config(str(file), DEFAULT_PLUGINS)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(str(tmp_path / "missing.yaml"), DEFAULT_PLUGINS)

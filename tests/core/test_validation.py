@@ -33,7 +33,7 @@ def container(**resources) -> dict:
     (pod(tolerations=[{"key": "k", "value": "v", "effect": "Sometimes"}]),
      'spec.tolerations[0].effect: Unsupported value: "Sometimes"'),
     (pod(containers=[container(requests={"cpu": "-1"})]),
-     "spec.containers[0].resources.requests[cpu]: Invalid value: -1000: must be greater than or equal to 0"),
+     "spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
     (pod(containers=[container(requests={"cpu": "2"}, limits={"cpu": "1"})]),
      "spec.containers[0].resources.requests: Invalid value: 2000: must be less than or equal to cpu limit of 1000"),
     (pod(containers=[{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]),

@@ -52,6 +52,33 @@ class ManifestError(ValueError):
         self.problem = problem
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_GO_QUOTED = {**_GO_ESCAPES, "\\": "\\\\", '"': '\\"'}
+
+
+def printable(text: str, quoted: bool = False) -> str:
+    """``text`` with control and other unprintable characters escaped as Go's
+    %q escapes them (``\\n``, ``\\x1b``, ``\\u200b``), so that a name from a
+    file cannot drive the terminal a message is printed on; ``quoted``: in
+    double quotes with quotes and backslashes escaped too, exactly %q."""
+    if text.isprintable() and not quoted:
+        return text
+    table = _GO_QUOTED if quoted else _GO_ESCAPES
+    body = "".join(table.get(c) or (c if c.isprintable() else _escaped(c)) for c in text)
+    return f'"{body}"' if quoted else body
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def excerpt(text: str, limit: int = 100) -> str:
+    """``text`` as a one-line message shows it: cut after ``limit`` characters
+    with its length stated (``device.driver == ... (9776 characters)``)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def camel(name: str) -> str:
     """``node_name`` -> ``nodeName``."""
     head, *rest = name.split("_")
@@ -271,9 +298,19 @@ def _structure_list_factory(type_: Any) -> Callable[[Any, Any], tuple]:
 
 
 def _structure_str(value: Any, _type: Any) -> str:
-    if isinstance(value, (dict, list)):
-        raise ManifestError("", f"expected a string, got {value!r}")
-    return str(value)
+    """A string field takes only a string, as the API server's JSON decoding
+    does (``name: 5`` or ``app: 1.10`` in YAML is a number: refused, never
+    turned into "5" or "1.1")."""
+    if type(value) is str:
+        return value
+    raise ManifestError("", f"expected a string, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """A refused value as a message shows it: its kind, and its text cut at 40 characters."""
+    kind = {bool: "boolean", int: "number", float: "number", dict: "object", list: "list"}.get(type(value), "value")
+    text = repr(value)
+    return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def _structure_int(value: Any, _type: Any) -> int:
@@ -299,7 +336,13 @@ def _structure_dict(value: Any, type_: Any) -> dict:
     args = getattr(type_, "__args__", None)
     if not args or args[1] is Any:
         return dict(value)
-    return {str(k): converter.structure(v, args[1]) for k, v in value.items()}
+    out = {}
+    for key, item in value.items():
+        try:
+            out[str(key)] = converter.structure(item, args[1])
+        except ManifestError as err:
+            raise ManifestError(_join(str(key), err.field), err.problem) from None
+    return out
 
 
 converter.register_structure_hook_factory(_is_model, _structure_factory)

@@ -34,7 +34,7 @@ from attrs import field, frozen
 from kubesched.core.cel import CelCompileError, CelCostError, compile
 from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
 
-from .convert import ManifestError, converter
+from .convert import ManifestError, converter, excerpt, printable
 from .core_v1 import NodeSelector
 from .meta import Condition, ObjectMeta
 
@@ -171,8 +171,8 @@ class CELDeviceSelector:
             raise ManifestError("expression", f"Forbidden: {err.message}") from None
         except CelCompileError as err:
             first_line = str(err).splitlines()[0]
-            raise ManifestError("expression", f"Invalid value: {self.expression!r}: compilation failed: "
-                                              f"{first_line}") from None
+            shown = printable(excerpt(self.expression), quoted=True)
+            raise ManifestError("expression", f"Invalid value: {shown}: compilation failed: {first_line}") from None
 
 
 @frozen

@@ -20,7 +20,9 @@ from typing import Any
 
 import attrs
 
-from .core_v1 import Container, Namespace, Pod
+from ..quantity import format_quantity
+from .convert import printable
+from .core_v1 import Container, Namespace, Node, Pod
 from .resource_v1 import ResourceClaim
 from .scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 
@@ -44,9 +46,16 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 INT32 = (-(2**31), 2**31 - 1)
 
 
+#: metadata.annotations: the most bytes of keys and values together (upstream TotalAnnotationSizeLimitB)
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+PORT_PROTOCOLS = ("TCP", "UDP", "SCTP")
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
 def _q(value: Any) -> str:
-    """A value quoted as the API server's messages quote it (Go's %q)."""
-    return json.dumps(value)
+    """A value quoted as the API server's messages quote it (Go's %q: control
+    characters escaped, ``"\\x1b"``, so that no message can drive a terminal)."""
+    return printable(value, quoted=True) if isinstance(value, str) else json.dumps(value)
 
 
 def problems(obj: Any) -> list[str]:
@@ -62,8 +71,11 @@ def problems(obj: Any) -> list[str]:
     if meta.namespace and (len(meta.namespace) > 63 or not DNS1123_LABEL.match(meta.namespace)):
         found.append(f"metadata.namespace: Invalid value: {_q(meta.namespace)}: {LABEL_TEXT}")
     found += labels("metadata.labels", meta.labels)
+    found += annotation_problems(meta.annotations)
     if isinstance(obj, Pod):
         found += _pod(obj) + _scheduling_group(obj)
+    elif isinstance(obj, Node):
+        found += _node(obj)
     elif isinstance(obj, PodGroup):
         found += _pod_group(obj)
     elif isinstance(obj, CompositePodGroup):
@@ -100,6 +112,44 @@ def labels(field: str, values: dict[str, str]) -> list[str]:
     return out
 
 
+def annotation_problems(values: dict[str, str]) -> list[str]:
+    """Upstream ``ValidateAnnotations``: qualified-name keys, at most
+    :data:`ANNOTATIONS_MAX_BYTES` of keys and values together."""
+    out = []
+    total = 0
+    for key, value in values.items():
+        out += qualified_name("metadata.annotations", key.lower())
+        total += len(key.encode()) + len(value.encode())
+    if total > ANNOTATIONS_MAX_BYTES:
+        out.append(f"metadata.annotations: Too long: may not be more than {ANNOTATIONS_MAX_BYTES} bytes")
+    return out
+
+
+def _node(node: Node) -> list[str]:
+    """Upstream ``ValidateNode``'s taints and resource amounts."""
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(node.spec.taints):
+        where = f"spec.taints[{i}]"
+        out += qualified_name(f"{where}.key", taint.key)
+        if taint.value and (len(taint.value) > 63 or not LABEL_VALUE.match(taint.value)):
+            out.append(f"{where}.value: Invalid value: {_q(taint.value)}: {VALUE_TEXT}")
+        if not taint.effect:
+            out.append(f"{where}.effect: Required value")
+        elif taint.effect not in TAINT_EFFECTS:
+            out.append(f"{where}.effect: Unsupported value: {_q(taint.effect)}: supported values: "
+                       '"NoSchedule", "PreferNoSchedule", "NoExecute"')
+        elif (taint.key, taint.effect) in seen:
+            out.append(f"{where}: Duplicate value: {_q(taint.key)}: taints must be unique by key and effect pair")
+        seen.add((taint.key, taint.effect))
+    for kind, amounts in (("capacity", node.status.capacity), ("allocatable", node.status.allocatable)):
+        for name, amount in amounts.items():
+            if amount < 0:
+                out.append(f"status.{kind}[{name}]: Invalid value: {_q(format_quantity(name, amount))}: "
+                           "must be greater than or equal to 0")
+    return out
+
+
 def _pod(pod: Pod) -> list[str]:
     spec = pod.spec
     out = labels("spec.nodeSelector", spec.node_selector)
@@ -109,10 +159,14 @@ def _pod(pod: Pod) -> list[str]:
     for field, containers in (("spec.initContainers", spec.init_containers), ("spec.containers", spec.containers)):
         for i, container in enumerate(containers):
             where = f"{field}[{i}]"
-            if container.name in seen:
+            if not container.name:
+                out.append(f"{where}.name: Required value")
+            elif len(container.name) > 63 or not DNS1123_LABEL.match(container.name):
+                out.append(f"{where}.name: Invalid value: {_q(container.name)}: {LABEL_TEXT}")
+            elif container.name in seen:
                 out.append(f"{where}.name: Duplicate value: {_q(container.name)}")
             seen.add(container.name)
-            out += _resources(where, container)
+            out += _resources(where, container) + _ports(where, container)
     for i, toleration in enumerate(spec.tolerations):
         where = f"spec.tolerations[{i}]"
         if toleration.key:
@@ -162,14 +216,31 @@ def _requirement(where: str, requirement: Any) -> list[str]:
     return out
 
 
+def _ports(where: str, container: Container) -> list[str]:
+    """Upstream ``validateContainerPorts``: port numbers and protocols."""
+    out = []
+    for i, port in enumerate(container.ports):
+        at = f"{where}.ports[{i}]"
+        if not port.container_port:
+            out.append(f"{at}.containerPort: Required value")
+        elif not 1 <= port.container_port <= 65535:
+            out.append(f"{at}.containerPort: Invalid value: {port.container_port}: {PORT_RANGE}")
+        if port.host_port and not 1 <= port.host_port <= 65535:
+            out.append(f"{at}.hostPort: Invalid value: {port.host_port}: {PORT_RANGE}")
+        if port.protocol not in PORT_PROTOCOLS:
+            out.append(f"{at}.protocol: Unsupported value: {_q(port.protocol)}: supported values: "
+                       '"SCTP", "TCP", "UDP"')
+    return out
+
+
 def _resources(where: str, container: Container) -> list[str]:
     out = []
     requests, limits = container.resources.requests, container.resources.limits
     for kind, amounts in (("requests", requests), ("limits", limits)):
         for name, amount in amounts.items():
             if amount < 0:
-                out.append(f"{where}.resources.{kind}[{name}]: Invalid value: {amount}: must be greater than or "
-                           "equal to 0")
+                out.append(f"{where}.resources.{kind}[{name}]: Invalid value: {_q(format_quantity(name, amount))}: "
+                           "must be greater than or equal to 0")
     for name, amount in requests.items():
         limit = limits.get(name)
         if limit is not None and amount > limit:

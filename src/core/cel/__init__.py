@@ -56,13 +56,17 @@ syntax, undeclared functions and variables, unknown ``device`` fields, macro
 shapes, invalid regular-expression literals and an obviously non-bool result
 type.  Everything else surfaces at evaluation as :class:`CelRuntimeError`,
 including a non-bool result; an error is never turned into "no match".
-Each evaluation has a cost budget (:data:`MAX_COST`, upstream's 1,000,000:
-one unit per step, one per character or element produced) and stops with
-cel-go's "operation cancelled: actual cost limit exceeded"; inside
-:func:`abort_when` it also stops when the caller's deadline passes
-(:class:`EvaluationAborted`).  Not implemented: the API server's static cost
-estimate at load, cel-go's static overload resolution, the Kubernetes
-URL/IP/CIDR/authz/format-of-time libraries and two-variable comprehensions.
+At load, the API server's static worst-case cost estimate (``cost``) refuses a
+selector over upstream's 1,000,000, and a syntax tree deeper than the
+interpreter can evaluate (``evaluator.MAX_NESTING``) is refused too.  Each
+evaluation has a cost budget (:data:`MAX_COST`, upstream's 1,000,000) counted
+in the estimate's units (one per operation and iteration, one per ten
+characters or elements produced), so an accepted selector never runs out of
+it; over it, evaluation stops with cel-go's "operation cancelled: actual cost
+limit exceeded"; inside :func:`abort_when` it also stops when the caller's
+deadline passes (:class:`EvaluationAborted`).  Not implemented: cel-go's static
+overload resolution, the Kubernetes URL/IP/CIDR/authz/format-of-time libraries
+and two-variable comprehensions.
 """
 
 from .cost import MAX_ESTIMATED_COST

@@ -163,12 +163,12 @@ class _Estimator:
         if variable == "cel" and "cel" not in scope and name == "bind" and len(args) == 3:
             value = self.visit(args[1], scope)
             body = self.visit(args[2], {**scope, _bare_name(args[0]) or "": Bound(0, value.size, value.element)})
-            return Bound(value.cost + body.cost, body.size, body.element)
+            return Bound(value.cost + body.cost + 2, body.size, body.element)
         if name in _MACROS and len(args) == 2:
             collection = self.visit(member, scope)
             item = collection.element or Bound(0)
             body = self.visit(args[1], {**scope, _bare_name(args[0]) or "": Bound(0, item.size, item.element)})
-            cost = collection.cost + collection.size * (body.cost + 1)
+            cost = collection.cost + 1 + collection.size * (body.cost + 1)
             if name == "map":
                 return Bound(cost, collection.size, Bound(0, body.size, body.element))
             if name == "filter":

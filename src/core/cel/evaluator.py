@@ -14,7 +14,7 @@ import lark
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer
 
 from .checker import _args, _bare_ident, _Checker
-from .cost import MAX_ESTIMATED_COST, estimate_cost
+from .cost import _CHARS_PER_UNIT, MAX_ESTIMATED_COST, estimate_cost
 from .errors import CelCompileError, CelCostError, CelRuntimeError
 from .library import _DEVICE_VAR, _FUNCTIONS, _NAMESPACED, _NAMESPACES, _type_name
 from .parser import _parse, optional_syntax_enabled
@@ -24,11 +24,17 @@ from .values import _OPTIONAL_NONE, DomainMap, _Optional
 MAX_EXPRESSION_LENGTH = 10 * 1024
 
 #: Upstream's cost limit of one selector evaluation (resource.k8s.io ``CELSelectorExpressionMaxCost``).
-#: kubesched's interpreter counts one unit per evaluation step and one per
-#: character or element of every string, list or map a step produces, the way
-#: cel-go charges size-proportional costs: an expression that loops or grows
+#: kubesched's interpreter charges in the units of the static estimate (:mod:`.cost`), so that
+#: no selector the estimate accepts can run out of budget: one unit per operation (a name, a
+#: field selection, an index, a call, a literal list or map, each binary or unary operator),
+#: and one per ten characters or elements of every string, list or map a call or ``+``
+#: produces, the way cel-go charges size-proportional costs.  An expression that loops or grows
 #: values without bound stops here instead of running for minutes or filling memory.
 MAX_COST = 1_000_000
+#: The deepest parse tree a selector may have: evaluation recurses once or twice per level,
+#: and Python's stack (1,000 frames, shared with the scheduler that evaluates) must hold it.
+#: About 25 levels of nested expressions (``cel.bind`` in ``cel.bind``, ``[1].all(x, [1].all(...))``).
+MAX_NESTING = 250
 #: The error of an evaluation over :data:`MAX_COST` (cel-go's message).
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
@@ -92,6 +98,14 @@ class _Budget:
         self.steps = 0
 
 
+#: parse-tree nodes that cost one unit each (as the estimate counts them), operator chains one per operator,
+#: and the nodes whose new strings, lists and maps cost one unit per ten characters or elements
+_OPERATIONS = frozenset({"ident", "member_dot", "member_dot_opt", "member_index", "member_index_opt",
+                         "member_dot_arg", "ident_arg", "list_lit", "map_lit"})
+_OPERATORS = frozenset({"relation", "addition", "multiplication", "conditionalor", "conditionaland", "unary"})
+_PRODUCERS = frozenset({"member_dot_arg", "ident_arg", "addition"})
+
+
 class _Evaluator(Evaluator):
     """celpy's interpreter plus the DRA rules: ``no such key: <name>`` errors,
     ``cel.bind``, namespaced functions, optional values, and a cost budget
@@ -99,18 +113,31 @@ class _Evaluator(Evaluator):
 
     budget = _Budget(MAX_COST)
 
+    #: a macro's body or a ``cel.bind`` body: each evaluation of it costs one unit (an iteration)
+    iterating = False
+
     def sub_evaluator(self, ast: lark.Tree) -> _Evaluator:
         sub = _Evaluator(ast, activation=self.activation)
         sub.budget = self.budget
+        sub.iterating = True
         return sub
+
+    def evaluate(self, context: Any = None) -> Any:
+        if self.iterating:
+            self.budget.left -= 1
+            if self.budget.left < 0:
+                raise _CostLimitExceeded
+        return super().evaluate(context)
 
     def _visit_tree(self, tree: lark.Tree) -> Any:
         budget = self.budget
-        budget.left -= 1
+        kind = tree.data
+        charge = 1 if kind in _OPERATIONS else len(tree.children) - 1 if kind in _OPERATORS else 0
+        budget.left -= charge
         budget.steps += 1
         result = super()._visit_tree(tree)
-        if isinstance(result, (str, bytes, list, dict)):
-            budget.left -= len(result)
+        if kind in _PRODUCERS and isinstance(result, (str, bytes, list, dict)) and charge:
+            budget.left -= -(-len(result) // _CHARS_PER_UNIT)
         if budget.left < 0:
             raise _CostLimitExceeded
         if budget.deadline is not None and not budget.steps % DEADLINE_CHECK_STEPS and budget.deadline():
@@ -372,6 +399,10 @@ def _compile_uncached(expression: str) -> CompiledSelector:
     if not expression.strip():
         raise CelCompileError("ERROR: <input>:1:1: Syntax error: empty expression", expression)
     ast = _parse(expression)
+    depth = _depth(ast)
+    if depth > MAX_NESTING:
+        raise CelCompileError(f"expression nested too deeply: its syntax tree is {depth} levels deep, "
+                              f"this engine evaluates at most {MAX_NESTING}", expression)
     checker = _Checker(expression)
     try:
         result_type = checker.check(ast)
@@ -388,3 +419,12 @@ def _compile_uncached(expression: str) -> CompiledSelector:
     return CompiledSelector(expression, ast)
 
 
+def _depth(tree: lark.Tree) -> int:
+    """The parse tree's depth, measured without recursion (any depth is safe to measure)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node.children if isinstance(child, lark.Tree))
+    return deepest

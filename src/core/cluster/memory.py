@@ -157,6 +157,8 @@ class MemoryCluster(ClusterClient):
                 meta = attrs.evolve(meta, name=self._generate_name(kind, meta))
             if resource_of(obj).namespaced and not meta.namespace:
                 meta = attrs.evolve(meta, namespace="default")
+            elif not resource_of(obj).namespaced and meta.namespace:
+                meta = attrs.evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
             key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
             bucket = self._bucket(kind)
             if key in bucket:

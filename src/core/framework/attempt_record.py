@@ -98,12 +98,16 @@ class AttemptRecord:
             self.pre_filter.append({"plugin": plugin, "code": "SUCCESS", "nodes": narrowed_to})
 
     def filtered(self, evaluated: int, feasible: int, rejected: list[tuple[str, Status]],
-                 shortfall: dict[str, dict[str, int]] | None = None) -> None:
+                 shortfall: dict[str, dict[str, int]] | None = None,
+                 lacking: dict[str, list[str]] | None = None) -> None:
         """Filter's outcome: nodes evaluated, how many passed, the rejected ones
-        grouped; ``shortfall``: node -> resource -> amount missing."""
+        grouped; ``shortfall``: node -> resource -> amount missing; ``lacking``:
+        node -> the requested resources it has none of."""
         self.filter = {"evaluated": evaluated, "feasible": feasible, "rejected": group_statuses(rejected)}
         if shortfall:
             self.filter["shortfall"] = shortfall
+        if lacking:
+            self.filter["lacking"] = lacking
 
     def plugin_scored(self, plugin: str, weight: int, raw: np.ndarray, normalized: np.ndarray) -> None:
         """One Score plugin's raw (before NormalizeScore) and normalized scores over the scored nodes."""

@@ -20,7 +20,7 @@ import yaml
 from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
-from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, measure
+from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -214,15 +214,21 @@ def load_config(
         data = source
     else:
         try:
-            data = yaml.load(Path(source).read_text(), Loader=SAFE_LOADER)
-        except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
-            raise ConfigError(f"{where}: cannot read: {err}") from None
+            data = yaml.load(decode(Path(source).read_bytes(), where), Loader=SAFE_LOADER)
+        except OSError as err:
+            raise ConfigError(f"{where}: cannot read: {err.strerror or err}") from None
+        except InvalidManifest as err:
+            raise ConfigError(str(err)) from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{where}: cannot parse: {parse_problem(err)}") from None
         except RecursionError:
-            raise ConfigError(f"{where}: cannot read: nested deeper than {MAX_DEPTH} levels") from None
+            raise ConfigError(f"{where}: cannot parse: nested deeper than {MAX_DEPTH} levels") from None
         values, depth = measure(data)
-        if depth > MAX_DEPTH or values > MAX_VALUES:
-            raise ConfigError(f"{where}: refused: nested {depth} levels deep, {values} values after YAML aliases "
-                              f"(at most {MAX_DEPTH} and {MAX_VALUES})")
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels ({depth})")
+        if values > MAX_VALUES:
+            raise ConfigError(f"{where}: the document expands to {values} values through YAML aliases "
+                              f"(at most {MAX_VALUES})")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
@@ -241,6 +247,8 @@ def load_config(
             parse_duration(getattr(config.leader_election, name), key)
         except ConfigError as err:
             problems.append(f"leaderElection.{err}")
+    if config.parallelism <= 0:
+        problems.append(f"parallelism: Invalid value: {config.parallelism}: should be an integer value greater than zero")
     if config.pod_initial_backoff_seconds <= 0:
         problems.append("podInitialBackoffSeconds: must be greater than 0")
     if config.pod_max_backoff_seconds < config.pod_initial_backoff_seconds:

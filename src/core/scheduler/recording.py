@@ -47,15 +47,33 @@ def record_unschedulable(record: AttemptRecord, fwk: Framework, state: Any, pod:
     """No node fits: every node's status, grouped, and the resources missing on
     the nodes that only NodeResourcesFit rejected."""
     rejected = sorted(node_status.items())
-    record.filtered(len(snapshot), 0, rejected, resource_shortfall(fwk, state, pod, snapshot, node_status))
+    record.filtered(len(snapshot), 0, rejected, resource_shortfall(fwk, state, pod, snapshot, node_status),
+                    resources_lacking(pod, snapshot, node_status))
+
+
+def resources_lacking(pod: Any, snapshot: Snapshot, node_status: Mapping[str, Status]) -> dict[str, list[str]]:
+    """For up to :data:`MAX_NODES_PER_GROUP` nodes that NodeResourcesFit
+    rejected: the resources the pod requests that the node does not have at
+    all (none allocatable), which no amount of freeing would give it."""
+    requests = pod_requests(pod)
+    out: dict[str, list[str]] = {}
+    for name, status in sorted(node_status.items()):
+        info = snapshot.get(name) if status.plugin == FIT_PLUGIN else None
+        absent = [r for r, amount in requests.items() if amount and info is not None and not info.allocatable.get(r)]
+        if absent:
+            out[name] = absent
+            if len(out) >= MAX_NODES_PER_GROUP:
+                break
+    return out
 
 
 def resource_shortfall(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot,
                        node_status: Mapping[str, Status]) -> dict[str, dict[str, int]]:
     """For up to :data:`MAX_NODES_PER_GROUP` nodes that NodeResourcesFit
-    rejected and every other Filter plugin accepts: resource -> how much more
-    the pod requests than the node has free (scheduler units: milli-CPU,
-    bytes, counts), the nodes needing the least first."""
+    rejected and every other Filter plugin accepts, and that have some of
+    every resource they lack (:func:`resources_lacking` names the others):
+    resource -> how much more the pod requests than the node has free
+    (scheduler units: milli-CPU, bytes, counts), the nodes needing the least first."""
     requests = pod_requests(pod)
     shortfalls: list[tuple[tuple[int, float], str, dict[str, int]]] = []
     for name, status in node_status.items():
@@ -65,7 +83,7 @@ def resource_shortfall(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot,
         if info is None:
             continue
         missing = _missing(info, requests)
-        if missing:
+        if missing and all(info.allocatable.get(r, 0) for r in missing):  # not one it has none of
             allocatable = info.allocatable
             relative = sum(amount / max(allocatable.get(resource, 0), 1) for resource, amount in missing.items())
             shortfalls.append(((len(missing), relative), name, missing))
