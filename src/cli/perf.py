@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Optional, TextIO
 
 import typer
 from rich import box
@@ -20,6 +19,7 @@ from kubesched.perf.results import OUTPUTS, UNSUPPORTED, WorkloadResult, data_it
 from kubesched.perf.throughput import PERCENTILES
 
 from .common import Output
+from .progress import Reporter
 
 
 def perf(
@@ -122,20 +122,15 @@ def perf_command(config: str | Path, test: str | None = None, workload: str | No
     Prints the results (``table`` or upstream's DataItems ``json``) on stdout;
     a bad config file, field or name is one line on stderr and exit code 2;
     exit code 1 when no selected workload ran (all unsupported or failed),
-    else 0 (a throughput below the threshold is shown, not an error).  On a
-    terminal, a status line shows progress while workloads run."""
+    else 0 (a throughput below the threshold is shown, not an error).  While
+    workloads run, their status is shown on stderr: a live line on a terminal,
+    a line every few seconds elsewhere (:class:`~kubesched.cli.progress.Reporter`)."""
     if output not in ("table", "json"):
         print(f"unknown output {output!r} (use table or json)", file=sys.stderr)
         return EXIT_INVALID
-    progress = None
-    status: AbstractContextManager[Any] = nullcontext()
-    if sys.stdout.isatty():
-        status = Console(stderr=True).status("loading", spinner="dots")
     try:
-        with status as live:
-            if live is not None:
-                progress = live.update
-            results = run(config, test=test, workload=workload, progress=progress)
+        with Reporter("perf") as progress:
+            results = run(config, test=test, workload=workload, progress=progress.status)
     except PerfConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID

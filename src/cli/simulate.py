@@ -3,7 +3,6 @@ and print the placements, the pending pods' reasons and the preemptions."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -13,14 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.analysis.html_page import html_report
-from kubesched.core.api import to_manifest
-from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.api.manifests import InvalidManifest, write_json_list, write_yaml
 from kubesched.core.framework.config import ConfigError, parse_duration
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decision_log import DecisionLog, read_decisions
 from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
 
 from .common import Output, refuse
+from .progress import Reporter
 
 
 def simulate(
@@ -56,14 +55,20 @@ def simulate(
         decisions = _decision_log(record)
         if decisions is None and html is not None:
             decisions = DecisionLog()  # the report's pod pages need the records: kept in memory
-        sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions)
-        for option, values in (("--at", at), ("--delete-at", delete_at)):
-            for value in values:
-                offset, _, file = value.partition("=")
-                if not offset or not file:
-                    raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
-                sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
-        sim.run(until=start + horizon if horizon is not None else None)
+        with Reporter("simulate") as reporter:
+            def progress(phase: str, done: int, total: int) -> None:
+                what = {"reading": "objects read", "creating": "objects created"}.get(phase, "scheduling attempts")
+                reporter.update(done, total or None, f"simulate: {what}")
+
+            sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions,
+                                        progress=progress)
+            for option, values in (("--at", at), ("--delete-at", delete_at)):
+                for value in values:
+                    offset, _, file = value.partition("=")
+                    if not offset or not file:
+                        raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
+                    sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
+            sim.run(until=start + horizon if horizon is not None else None, progress=progress)
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
     if decisions is not None:
@@ -73,10 +78,9 @@ def simulate(
             list(read_decisions(record)) if record is not None else [])
         html.write_text(html_report(sim, records, title=f"kubesched simulate {' '.join(str(f) for f in filename)}"))
     if output is Output.yaml:
-        sys.stdout.write(dump_yaml(sim.cluster.objects()))
+        write_yaml(sim.cluster.objects(), sys.stdout)
     elif output is Output.json:
-        items = [to_manifest(obj) for obj in sim.cluster.objects()]
-        sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n")
+        write_json_list(sim.cluster.objects(), sys.stdout)
     else:
         _print_placements(sim)
 
@@ -91,6 +95,10 @@ def _decision_log(path: Optional[Path]) -> DecisionLog | None:
         raise  # not reached: _refuse exits
 
 
+#: Rows of the placements table at most; the rest are counted (-o yaml/json lists every object).
+TABLE_ROWS = 1000
+
+
 def _print_placements(sim: Simulation) -> None:
     console = Console()
     table = Table(title="Placements")
@@ -98,6 +106,9 @@ def _print_placements(sim: Simulation) -> None:
         table.add_column(column)
     bound = pending = 0
     for pod in sim.pods():
+        if bound + pending >= TABLE_ROWS:
+            bound, pending = bound + bool(pod.spec.node_name), pending + (not pod.spec.node_name)
+            continue
         if pod.spec.node_name:
             bound += 1
             table.add_row(pod.key, str(pod.spec.priority or 0), pod.spec.node_name, "Scheduled")
@@ -113,6 +124,8 @@ def _print_placements(sim: Simulation) -> None:
             reason = "Pending"
         table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
     console.print(table)
+    if bound + pending > TABLE_ROWS:
+        console.print(f"(the first {TABLE_ROWS} of {bound + pending} pods; -o yaml or -o json lists them all)")
     _print_preemptions(sim, console)
     console.print(
         f"{bound} pod(s) scheduled, {pending} pending, {sim.scheduler.cache_sizes()['nodes']} node(s); "

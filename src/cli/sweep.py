@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.framework.config import ConfigError
 
 from .common import refuse
+from .progress import Reporter
 
 
 def sweep(
@@ -54,17 +53,10 @@ def sweep(
     except SweepError as err:
         refuse(str(err))
     directory = out or spec.parent / f"{loaded.name}-results"
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task(loaded.name, total=None)
+    with Reporter(loaded.name, unit="cells") as reporter:
 
         def progress(done: int, total: int, cell) -> None:
-            if cell is None:
-                bar.update(task, total=total, completed=done)
-                bar.reset(task, total=total, completed=done)  # the ETA counts only what is computed now
-            else:
-                bar.update(task, completed=done, description=f"{loaded.name}: {cell.id}")
+            reporter.update(done, total, f"{loaded.name}: {cell.id}" if cell is not None else loaded.name)
 
         try:
             outcome = run_sweep(loaded, directory, engine=engine, workers=workers or os.cpu_count() or 1,

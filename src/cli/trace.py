@@ -31,6 +31,8 @@ from kubesched.core.framework.registry import PluginError
 from kubesched.trace.openb import TraceError, convert
 from kubesched.trace.replay import ReplayResult, replay
 
+from .progress import Reporter
+
 INVALID_INPUT = 2
 
 trace_app = typer.Typer(help="Convert production traces to manifests and replay them.", no_args_is_help=True)
@@ -109,7 +111,8 @@ def replay_command(
 def _replay_and_print(trace: Path, config: Path | None, output: Format, limit: int | None, tie_break: TieBreak,
                       save: Path | None) -> None:
     try:
-        result = replay(trace, config, limit=limit, tie_break=tie_break.value)
+        with Reporter("trace replay", unit="pods") as progress:
+            result = replay(trace, config, limit=limit, tie_break=tie_break.value, progress=progress.update)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err) if config is None or str(err).startswith(str(config)) or isinstance(err, InvalidManifest)
                 else f"{config}: {err}")

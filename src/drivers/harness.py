@@ -43,6 +43,23 @@ def scheduler_configuration(config: ConfigSource) -> KubeSchedulerConfiguration:
     return load_config(config, DEFAULT_PLUGINS)
 
 
+#: steps of the scheduler and controllers between two progress reports of a long run
+PROGRESS_STEPS = 500
+
+
+class _Reporting:
+    """``loop`` (anything with ``step()``), calling ``report()`` every :data:`PROGRESS_STEPS` steps."""
+
+    def __init__(self, loop: Any, report: Callable[[], None]):
+        self.loop, self.report, self.steps = loop, report, 0
+
+    def step(self) -> bool:
+        self.steps += 1
+        if self.steps % PROGRESS_STEPS == 0:
+            self.report()
+        return self.loop.step()
+
+
 class Harness:
     """The :class:`Scheduler` and a controller manager sharing ``informers``.
 
@@ -105,13 +122,16 @@ class Harness:
         return self.scheduler.stats.bound + self.controllers.synced
 
     def run_to_quiescence(self, until: float | None = None, progress: Callable[[], int] | None = None,
-                          expecting: Callable[[], bool] = lambda: False) -> None:
+                          expecting: Callable[[], bool] = lambda: False,
+                          report: Callable[[], None] | None = None) -> None:
         """On a fake clock: step until idle, jump to the next timer, and again,
         until nothing more can happen or simulated time ``until`` (see
-        :func:`~kubesched.drivers.quiescence.run_simulation`)."""
+        :func:`~kubesched.drivers.quiescence.run_simulation`); ``report()`` is
+        called every :data:`PROGRESS_STEPS` steps (a long run shows progress)."""
         if not isinstance(self.clock, FakeClock):
             raise TypeError("run_to_quiescence needs a FakeClock")
         self.start()
-        run_simulation([self], self.clock, until, progress=progress or self.progress,
+        loop: Any = self if report is None else _Reporting(self, report)
+        run_simulation([loop], self.clock, until, progress=progress or self.progress,
                        waiting=lambda: self.scheduler.pre_bind_waits() > 0, expecting=expecting,
                        bound=lambda: self.scheduler.stats.bound)

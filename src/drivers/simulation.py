@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
@@ -27,7 +27,7 @@ from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decision_log import DecisionLog
-from kubesched.drivers.harness import Harness
+from kubesched.drivers.harness import PROGRESS_STEPS, Harness
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
 DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc).timestamp()
@@ -71,11 +71,12 @@ class Simulation:
         self._pending_changes = 0
 
     @classmethod
-    def from_paths(cls, paths: Iterable[str | Path], **kwargs: Any) -> "Simulation":
+    def from_paths(cls, paths: Iterable[str | Path], progress: Progress | None = None,
+                   **kwargs: Any) -> "Simulation":
         """A simulation holding every object in the manifest files/directories
-        ``paths`` (see :func:`load_paths`)."""
+        ``paths`` (see :func:`load_paths`; ``progress``: see :data:`Progress`)."""
         sim = cls(**kwargs)
-        load_paths(sim.cluster, paths)
+        load_paths(sim.cluster, paths, progress)
         return sim
 
     def create(self, objects: Iterable[Any]) -> list[Any]:
@@ -117,10 +118,15 @@ class Simulation:
         """List and watch the cluster (once)."""
         self.harness.start()
 
-    def run(self, until: float | None = None) -> None:
+    def run(self, until: float | None = None, progress: Progress | None = None) -> None:
         """Run until nothing more can happen, or until simulated time ``until``
-        (seconds since the epoch), jumping the clock over every wait."""
-        self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0)
+        (seconds since the epoch), jumping the clock over every wait.
+        ``progress("scheduling", attempts, pods)`` is called every
+        :data:`~kubesched.drivers.harness.PROGRESS_STEPS` steps (scheduling attempts so far, pods in the cluster)."""
+        pods = self.harness.informers.store("Pod")
+        report = None if progress is None else lambda: progress("scheduling", self.scheduler.stats.cycles, len(pods))
+        self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0,
+                                       report=report)
 
     def progress(self) -> int:
         """Grows with useful work: pods bound, successful controller syncs and timed changes."""
@@ -157,20 +163,31 @@ class Simulation:
 _NAMES_A_CLASS = (Pod, PodGroup, CompositePodGroup)
 
 
-def load_paths(cluster: ClusterClient, paths: Iterable[str | Path]) -> None:
+#: ``progress(phase, done, total)``: how far a long run is ("reading" objects from the manifests, total 0:
+#: unknown; "creating" them; "scheduling": attempts, of the pods in the cluster); the CLI draws it
+Progress = Callable[[str, int, int], None]
+
+
+def load_paths(cluster: ClusterClient, paths: Iterable[str | Path], progress: Progress | None = None) -> None:
     """Create every object in the manifest files/directories ``paths`` in
     ``cluster`` (see :func:`create_sourced`).  Raises :class:`InvalidManifest`
     for a bad manifest or an object the cluster refuses (naming the file and
     the object)."""
-    create_sourced(cluster, load_sourced_objects(paths))
+    read = None if progress is None else lambda done: progress("reading", done, 0)
+    create_sourced(cluster, load_sourced_objects(paths, read), progress)
 
 
-def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]]) -> None:
+def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],
+                   progress: Progress | None = None) -> None:
     """Create already parsed (source file, object) pairs in ``cluster``: pods
     and pod groups after every other object (they refer to priority classes,
-    claims, volumes), otherwise in the order given.  Raises
+    claims, volumes), otherwise in the order given (``progress("creating",
+    done, total)`` every :data:`PROGRESS_STEPS` objects).  Raises
     :class:`InvalidManifest` naming the file and the object the cluster refuses."""
-    for file, obj in sorted(sourced, key=lambda item: isinstance(item[1], _NAMES_A_CLASS)):
+    ordered = sorted(sourced, key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
+    for done, (file, obj) in enumerate(ordered):
+        if progress is not None and done % PROGRESS_STEPS == 0:
+            progress("creating", done, len(ordered))
         try:
             cluster.create(obj)
         except ApiError as err:

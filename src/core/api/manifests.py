@@ -8,10 +8,11 @@ an integer, got 'hi'``.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 import yaml
 
@@ -249,14 +250,18 @@ def parse_document(doc: dict, file: str = "") -> Any:
     return obj
 
 
-def load_sourced_objects(paths: Iterable[str | Path]) -> list[tuple[str, Any]]:
+def load_sourced_objects(paths: Iterable[str | Path],
+                         progress: Callable[[int], None] | None = None) -> list[tuple[str, Any]]:
     """``(file, object)`` for every object in the files and directories ``paths``,
-    in file order.  Raises :class:`InvalidManifest` for the first bad file or object."""
+    in file order; ``progress(objects read so far)`` every 500 objects.  Raises
+    :class:`InvalidManifest` for the first bad file or object."""
     objects = []
     for path in paths:
         for file in manifest_files(path):
             for doc in read_documents(file):
                 objects.append((str(file), parse_document(doc, str(file))))
+                if progress is not None and len(objects) % 500 == 0:
+                    progress(len(objects))
     return objects
 
 
@@ -265,6 +270,27 @@ def load_objects(paths: Iterable[str | Path]) -> list[Any]:
     return [obj for _, obj in load_sourced_objects(paths)]
 
 
+#: PyYAML's C emitter when it is built, else the Python one.
+SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def dump_yaml(objects: Iterable[Any]) -> str:
     """Objects -> one multi-document YAML stream in Kubernetes shape."""
-    return yaml.safe_dump_all([to_manifest(o) for o in objects], sort_keys=False)
+    out = io.StringIO()
+    write_yaml(objects, out)
+    return out.getvalue()
+
+
+def write_yaml(objects: Iterable[Any], stream: TextIO) -> None:
+    """Write objects to ``stream`` as one multi-document YAML stream in
+    Kubernetes shape, one object at a time (never all in memory at once)."""
+    yaml.dump_all((to_manifest(o) for o in objects), stream, Dumper=SAFE_DUMPER, sort_keys=False)
+
+
+def write_json_list(objects: Iterable[Any], stream: TextIO) -> None:
+    """Write objects to ``stream`` as a ``kind: List`` JSON document, one item at a time."""
+    stream.write('{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [')
+    for index, obj in enumerate(objects):
+        item = json.dumps(to_manifest(obj), indent=2).replace("\n", "\n    ")
+        stream.write(("," if index else "") + "\n    " + item)
+    stream.write("\n  ]\n}\n")
