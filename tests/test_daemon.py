@@ -589,3 +589,22 @@ def test_kubesched_run_in_cluster_outside_a_pod_says_why():
                             capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert result.stderr.startswith("--in-cluster: ") and "not set" in result.stderr
+
+
+def test_a_leader_deposed_in_a_5xx_storm_exits_within_the_renew_deadline_and_one_request_timeout(apiserver, tmp_path):
+    """Every request answered 503 with Retry-After (the client would retry each for seconds): the leader
+    stops at its renew deadline and is gone one request timeout later, without releasing the lease."""
+    apiserver.cluster.create(node("n1"))
+    daemon = kube_daemon(apiserver, tmp_path, "stormy", request_timeout=1.0)
+    running = Running(daemon)
+    apiserver.wait_until(lambda: daemon._leading)
+    for method in ("GET", "PUT", "POST", "PATCH", "DELETE"):
+        apiserver.fail(method, r".", code=503, times=10**6, retry_after=1)
+    storm = time.monotonic()
+    renewed = daemon.elector.renewed_at
+    running.thread.join(30)
+    took = time.monotonic() - storm
+    assert running.code == 1 and not running.thread.is_alive()
+    renew_deadline, request_timeout = 1.5, 1.0
+    assert took <= renew_deadline + request_timeout + 1.0  # slack for a busy machine
+    assert daemon.elector.renewed_at == renewed and lease_holder(apiserver) == "stormy"  # lost, not released

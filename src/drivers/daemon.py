@@ -149,6 +149,8 @@ class Daemon:
         self._elector_stop = threading.Event()
         self._elector_thread: threading.Thread | None = None
         self._leading = False
+        #: the lease was lost: the shutdown waits for nothing the API server may still be holding
+        self._deposed = False
         self._heartbeat = time.monotonic()
         self._loop_alive = False
         authorize = None
@@ -231,6 +233,9 @@ class Daemon:
             elif self._leading and not leader:
                 log.error("leader election lost: stopping")
                 self.exit_code = 1
+                self._deposed = True
+                if isinstance(self.cluster, KubernetesCluster):
+                    self.cluster.close(0.0)  # nothing more is sent, nothing retried: the term is over
                 return
             if leader:
                 if scheduler.step():
@@ -240,6 +245,10 @@ class Daemon:
                 self.clock.run_due()
             deadline = self.clock.next_deadline()
             wait = IDLE_WAIT_SECONDS if deadline is None else min(IDLE_WAIT_SECONDS, deadline - self.clock.now())
+            if self._leading and self.elector is not None and self.elector.renewed_at is not None:
+                # wake when the renew deadline passes: a lost lease is noticed at once
+                lost_at = self.elector.renewed_at + self.elector.config.renew_deadline
+                wait = min(wait, max(lost_at - self.clock.now(), 0.001))
             if wait > 0 and not self.informers.pending() and not scheduler.bind_results:
                 self.clock.wait(wait, self.informers.wakeup)
 
@@ -259,8 +268,16 @@ class Daemon:
         """Roll back in-flight binding cycles, stop the workers, release the lease."""
         self._loop_alive = False
         rolled_back = self.rollback_in_flight(SHUTDOWN_MESSAGE)
+        # a deposed leader waits for nothing it sent: what is in flight ends within one request timeout
+        # (the client refuses every retry), and none of it may change the cluster now
+        timeout = getattr(self.cluster, "request_timeout", None) if self._deposed else None
+        ends = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if ends is None else max(ends - time.monotonic(), 0.0)
+
         if self.bind_pool is not None:
-            self.bind_pool.shutdown(wait=True)  # the binds sent finish (bounded by the client's grace)
+            self.bind_pool.shutdown(wait=not self._deposed, cancel_futures=self._deposed)
             self.scheduler.finish_binds()
             rolled_back += self.rollback_in_flight(SHUTDOWN_MESSAGE)  # a PreBind wait that came back meanwhile
         self._workers_stop.set()
@@ -268,14 +285,18 @@ class Daemon:
         self._elector_stop.set()
         if self.elector is not None:
             if self._elector_thread is not None:
-                self._elector_thread.join()
-            if self.elector.release():
+                self._elector_thread.join(left())
+            if not self._deposed and self.elector.release():
                 log.info("released the lease", extra={"lease": self.elector.config.name})
             metrics.LEADER_ELECTION_MASTER_STATUS.labels(self.elector.config.name).set(0)
         self.informers.stop()
         if self.decisions is not None:
             self.decisions.close()
-        self.cluster.flush()
+        remaining = left()
+        if remaining is None:
+            self.cluster.flush()
+        else:
+            self.cluster.flush(remaining)
         if self.http is not None:
             self.http.stop()
         log.info("stopped", extra={"rolledBack": rolled_back, "bound": self.scheduler.stats.bound})
