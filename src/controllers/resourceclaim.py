@@ -52,6 +52,7 @@ from kubesched.core.api.scheduling_v1beta1 import PodGroup, PodGroupResourceClai
 from kubesched.core.cluster.client import Invalid, NotFound
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
+from kubesched.core.dra.allocated_devices import conflicting_claims
 from kubesched.core.dra.claims import is_group_reference, is_pod_done
 
 #: generateName longer than this is truncated (room for the 5 random characters within 63).
@@ -293,7 +294,16 @@ class ResourceClaimController(Controller):
             return
         kept = tuple(ref for ref in claim.status.reserved_for if self._still_uses(claim, ref))
         unreserved = kept != claim.status.reserved_for
-        if unreserved:
+        withdrawn = None
+        if not kept and claim.status.allocation is not None and claim.metadata.deletion_timestamp is None:
+            withdrawn = self._withdraw_if_device_in_use(claim)
+        elif kept:  # in use: an unused claim holding one of its devices is looked at again
+            for other, _ in conflicting_claims(claim, self.informers.store("ResourceClaim").values()):
+                if not other.status.reserved_for:
+                    self.queue.add(("claim", other.key))
+        if withdrawn is not None:
+            claim, unreserved = withdrawn, True
+        elif unreserved:
             status = attrs.evolve(claim.status, reserved_for=kept)
             if not kept and claim.status.allocation is not None and FINALIZER in claim.metadata.finalizers:
                 status = attrs.evolve(status, allocation=None, devices=())
@@ -319,6 +329,25 @@ class ResourceClaimController(Controller):
                                     uid=claim.metadata.uid)
             except NotFound:
                 pass
+
+    def _withdraw_if_device_in_use(self, claim: ResourceClaim) -> ResourceClaim | None:
+        """A claim that no pod uses, allocated a device that a claim in use
+        (reserved for a pod) also holds - a deposed leader's late write, which
+        the API server accepts - gives its allocation up (and its reservations
+        of pods that no longer use it), so that its pod is allocated again; a
+        Warning Event on the claim names both claims and the device.  Returns
+        the updated claim, or None when it keeps its allocation."""
+        claims = self.informers.store("ResourceClaim").values()
+        in_use = [(other, device) for other, device in conflicting_claims(claim, claims)
+                  if other.status.reserved_for]
+        if not in_use:
+            return None
+        other, device = in_use[0]
+        self.recorder.event(claim, "Warning", "DeviceAllocatedTwice", "Deallocate",
+                            f"device {device} is also allocated to claim {other.key}, which is in use: "
+                            f"the allocation of claim {claim.key} is withdrawn and made again")
+        return self.cluster.update_status(attrs.evolve(claim, status=attrs.evolve(
+            claim.status, allocation=None, devices=(), reserved_for=())))
 
     def _owner_gone(self, claim: ResourceClaim) -> bool:
         """Is the claim generated for a pod that is gone, replaced or done, or

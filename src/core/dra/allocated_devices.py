@@ -47,6 +47,28 @@ def occupying(allocation: AllocationResult) -> Iterable[tuple[DeviceID, DeviceRe
             yield DeviceID.of(result), result
 
 
+def conflicting_claims(claim: ResourceClaim, others: Iterable[ResourceClaim]) -> list[tuple[ResourceClaim, DeviceID]]:
+    """The other allocated claims among ``others`` holding a device that
+    ``claim``'s allocation also holds, with that device, where the device
+    cannot be shared: neither result is for admin access and not both carry a
+    ``shareID`` (a device that allows multiple allocations: consumable
+    capacity).  Devices drawing on one shared counter set are distinct devices,
+    never a conflict here.  What a late write of a deposed leader can leave
+    behind (the API server knows nothing of leases): one device in two claims."""
+    if claim.status.allocation is None:
+        return []
+    mine = {device: result for device, result in occupying(claim.status.allocation)}
+    found = []
+    for other in others:
+        if other.metadata.uid == claim.metadata.uid or other.status.allocation is None:
+            continue
+        for device, result in occupying(other.status.allocation):
+            held = mine.get(device)
+            if held is not None and not (held.share_id and result.share_id):
+                found.append((other, device))
+    return found
+
+
 def add_amounts(total: dict[str, Fraction], amounts: Mapping[str, Fraction]) -> None:
     """``total += amounts`` per capacity name."""
     for name, amount in amounts.items():
@@ -77,10 +99,14 @@ class AllocatedState:
     shared: set[tuple[DeviceID, str]] = field(factory=set)
     consumed_capacity: dict[DeviceID, dict[str, Fraction]] = field(factory=dict)
     _shares: dict[DeviceID, int] = field(init=False, factory=dict, repr=False, eq=False)
+    #: how many allocations hold each exclusive device: more than one only after a late write of a deposed
+    #: leader (:func:`conflicting_claims`), and the device stays in use until the last one goes
+    _holders: dict[DeviceID, int] = field(init=False, factory=dict, repr=False, eq=False)
 
     def __attrs_post_init__(self):
         for device, _ in self.shared:
             self._shares[device] = self._shares.get(device, 0) + 1
+        self._holders = dict.fromkeys(self.devices, 1)
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim]) -> AllocatedState:
@@ -93,14 +119,17 @@ class AllocatedState:
 
     def copy(self) -> AllocatedState:
         """An independent copy (a preemption dry run changes it)."""
-        return AllocatedState(set(self.devices), set(self.shared),
-                              {device: dict(used) for device, used in self.consumed_capacity.items()})
+        copied = AllocatedState(set(self.devices), set(self.shared),
+                                {device: dict(used) for device, used in self.consumed_capacity.items()})
+        copied._holders = dict(self._holders)
+        return copied
 
     def add(self, allocation: AllocationResult) -> None:
         """Count the devices of ``allocation`` as in use (an in-flight or newly allocated claim)."""
         for device, result in occupying(allocation):
             if result.share_id is None:
                 self.devices.add(device)
+                self._holders[device] = self._holders.get(device, 0) + 1
                 continue
             if (device, result.share_id) not in self.shared:
                 self.shared.add((device, result.share_id))
@@ -112,7 +141,11 @@ class AllocatedState:
         """Undo :meth:`add` (a deallocated claim, a preemption victim in a dry run)."""
         for device, result in occupying(allocation):
             if result.share_id is None:
-                self.devices.discard(device)
+                holders = self._holders.pop(device, 1) - 1
+                if holders > 0:
+                    self._holders[device] = holders
+                else:
+                    self.devices.discard(device)
                 continue
             if (device, result.share_id) in self.shared:
                 self.shared.discard((device, result.share_id))

@@ -60,7 +60,7 @@ from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_key
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
 from kubesched.core.cluster.patch import patch_status
-from kubesched.core.dra.allocated_devices import DeviceID
+from kubesched.core.dra.allocated_devices import DeviceID, conflicting_claims
 from kubesched.core.dra.allocator.allocator import (
     INVALID_POOLS,
     AllocatedState,
@@ -763,6 +763,9 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return None
+        conflict = self._device_conflict(data, pod)
+        if conflict is not None:
+            return conflict
         for index, claim in enumerate(data.claims):
             consumer = data.consumer(index, pod)
             if any(ref.uid == consumer.uid for ref in claim.status.reserved_for):
@@ -783,6 +786,26 @@ class DynamicResources:
                                    f"waiting for binding conditions of devices on node {node_name}")
         return PreBindWait(lambda: self._binding_state([c.key for c in waiting]), self.binding_timeout,
                            BINDING_POLL_INTERVAL, BINDING_TIMED_OUT)
+
+    def _device_conflict(self, data: _State, pod) -> Status | None:
+        """Never bind a pod whose claim, allocated before this cycle, holds a
+        device that another claim in use (reserved for a pod) holds too: what a
+        deposed leader's late allocation write leaves behind.  The claim in use
+        keeps the device; the pod waits (Unschedulable) while the ResourceClaim
+        controller withdraws its claim's allocation (no running pod uses it),
+        then is retried; a Warning Event names both claims and the device."""
+        for index, claim in enumerate(data.claims):
+            if index in data.allocations or claim.status.allocation is None:
+                continue  # allocated by this cycle from the devices known free
+            current = self.dra.get_claim(claim.metadata.namespace, claim.metadata.name) or claim
+            for other, device in conflicting_claims(current, self.dra.allocated_claims()):
+                if not other.status.reserved_for:
+                    continue  # not in use: the controller withdraws that one
+                message = (f"device {device} of claim {claim.key} is also allocated to claim {other.key}, "
+                           f"which is in use: not binding until claim {claim.key} is allocated again")
+                self.handle.recorder.event(pod, "Warning", "DeviceAllocatedTwice", "Binding", message)
+                return Status.unschedulable(message)
+        return None
 
     def _binding_state(self, claim_keys: list[str]) -> Status | None:
         """None once every binding condition of every device is True in the
