@@ -201,9 +201,10 @@ def test_kubesched_run_refuses_serving_files_it_cannot_use(tmp_path):
 
 def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: Registry | None = None,
                 record: Path | None = None, token: str = TOKEN, request_timeout: float = 30.0,
-                shutdown_grace: float = 10.0, **profile) -> Daemon:
+                shutdown_grace: float = 10.0, takeover_grace: float = 0.0, **profile) -> Daemon:
     """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file;
-    ``token``: how the server tells it apart (:meth:`FakeAPIServer.partition_when`)."""
+    ``token``: how the server tells it apart (:meth:`FakeAPIServer.partition_when`);
+    ``takeover_grace``: none unless given (the daemon's default is the request timeout)."""
     from kubesched.core.observability.decision_log import DecisionPublisher
 
     cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig", token), qps=0,
@@ -212,7 +213,7 @@ def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: R
     config = load_config(scheduler_config(**profile), DEFAULT_PLUGINS)
     return Daemon(cluster, config, embedded=False, registry=registry, identity=name, port=None,
                   decisions=DecisionPublisher(cluster, record) if record is not None else None,
-                  shutdown_grace=shutdown_grace)
+                  shutdown_grace=shutdown_grace, takeover_grace=takeover_grace)
 
 
 def lease_holder(apiserver: FakeAPIServer) -> str:

@@ -50,6 +50,11 @@ def run(
         None, "--binding-workers", help="Threads that run PreBind and Bind (claim and volume writes, the pods/binding "
                                         "call) and preemption's evictions off the scheduling loop against an API server "
                                         "(default 16; 0: on the loop)."),
+    takeover_grace: Optional[float] = typer.Option(
+        None, "--takeover-grace", metavar="SECONDS",
+        help="After taking the lease over from another replica, wait this long past its expiry before scheduling, "
+             "so that a write the deposed leader sent before losing the lease has landed or failed (default: the "
+             "client's request timeout, 30 s; a takeover takes that much longer). 0: none."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "
@@ -78,7 +83,8 @@ def run(
         tls = _serving_cert(tls_cert_file, tls_private_key_file, cert_dir, insecure_serving)
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
                         decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth,
-                        binding_workers=BINDING_WORKERS if binding_workers is None else binding_workers)
+                        binding_workers=BINDING_WORKERS if binding_workers is None else binding_workers,
+                        takeover_grace=takeover_grace)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))
     except OSError as err:

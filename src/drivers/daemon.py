@@ -95,9 +95,13 @@ class Daemon:
     latest one in its annotation (``--record-decisions``); ``shutdown_grace``:
     seconds API calls may still take after :meth:`stop` (default
     :data:`SHUTDOWN_GRACE_SECONDS`); ``binding_workers``: threads that run
-    the Bind plugins against an API server (0: on the scheduling loop).
-    Raises ``ConfigError`` for a bad configuration and ValueError for bad
-    leader election durations.
+    the Bind plugins against an API server (0: on the scheduling loop);
+    ``takeover_grace``: after taking the lease over from another replica,
+    seconds past its expiry before this one schedules (None: the client's
+    request timeout), so that a write the deposed leader sent before losing
+    the lease has landed or failed first - the cost: a takeover takes that
+    much longer.  Raises ``ConfigError`` for a bad configuration and
+    ValueError for bad leader election durations.
     """
 
     def __init__(self, cluster: ClusterClient, config: KubeSchedulerConfiguration, *, embedded: bool,
@@ -105,7 +109,7 @@ class Daemon:
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
                  decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
                  tls: tuple[Path, Path] | None = None, metrics_auth: bool = True,
-                 binding_workers: int = BINDING_WORKERS):
+                 binding_workers: int = BINDING_WORKERS, takeover_grace: float | None = None):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -137,6 +141,8 @@ class Daemon:
                 lease_duration=parse_duration(election.lease_duration, "leaderElection.leaseDuration"),
                 renew_deadline=parse_duration(election.renew_deadline, "leaderElection.renewDeadline"),
                 retry_period=parse_duration(election.retry_period, "leaderElection.retryPeriod"),
+                takeover_grace=(getattr(cluster, "request_timeout", 0.0) if takeover_grace is None
+                                else takeover_grace),
             ), on_started_leading=self.informers.wakeup.set, on_stopped_leading=self.informers.wakeup.set)
             if isinstance(cluster, KubernetesCluster):
                 elector = self.elector
@@ -166,8 +172,12 @@ class Daemon:
         return self._loop_alive and time.monotonic() - self._heartbeat < LOOP_STALL_SECONDS
 
     def is_leader(self) -> bool:
-        """Whether this replica may schedule now (always, without leader election)."""
+        """Whether this replica holds the lease (always, without leader election)."""
         return self.elector is None or self.elector.is_leader()
+
+    def may_schedule(self) -> bool:
+        """Whether this replica may schedule now: it leads, past the takeover grace."""
+        return self.elector is None or self.elector.may_write()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -228,7 +238,7 @@ class Daemon:
         while not self._stopping.is_set():
             self._heartbeat = time.monotonic()
             leader = self.is_leader()
-            if leader and not self._leading:
+            if leader and not self._leading and self.may_schedule():
                 self._start_leading()
             elif self._leading and not leader:
                 log.error("leader election lost: stopping")
@@ -237,7 +247,7 @@ class Daemon:
                 if isinstance(self.cluster, KubernetesCluster):
                     self.cluster.close(0.0)  # nothing more is sent, nothing retried: the term is over
                 return
-            if leader:
+            if self._leading:
                 if scheduler.step():
                     continue
             else:
@@ -249,6 +259,8 @@ class Daemon:
                 # wake when the renew deadline passes: a lost lease is noticed at once
                 lost_at = self.elector.renewed_at + self.elector.config.renew_deadline
                 wait = min(wait, max(lost_at - self.clock.now(), 0.001))
+            elif leader and self.elector is not None:  # in the takeover grace: start when it ends
+                wait = min(wait, max(self.elector.writes_from - self.clock.now(), 0.001))
             if wait > 0 and not self.informers.pending() and not scheduler.bind_results:
                 self.clock.wait(wait, self.informers.wakeup)
 

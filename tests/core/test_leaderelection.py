@@ -120,3 +120,28 @@ def test_two_candidates_racing_for_an_expired_lease_get_one_leader():
 def test_inconsistent_durations_are_refused(durations, problem):
     with pytest.raises(ValueError, match=problem):
         LeaderElectionConfig("kubesched", "kube-system", "a", *durations)
+
+
+def test_after_a_takeover_writes_wait_for_the_grace_a_clean_handover_does_not():
+    """The previous holder may have sent a write just before its lease ran out; it lands or fails within
+    its request timeout: the new term writes from lease expiry + that grace on (the takeover's cost)."""
+    clock = FakeClock(1000.0)
+    cluster = MemoryCluster(clock)
+    a, b = (LeaderElector(cluster, clock, LeaderElectionConfig("kubesched", "kube-system", name, 15, 10, 2,
+                                                               takeover_grace=30)) for name in ("a", "b"))
+    assert a.tick() and a.may_write()  # a created the lease: nobody to wait for
+    clock.advance(1)
+    b.tick()  # b sees the lease at 1001
+    clock.advance(15)
+    assert b.tick() and b.is_leader()  # took over at 1016 ...
+    assert b.writes_from == 1001 + 15 + 30 and not b.may_write()  # ... and writes from 1046 on
+    for _ in range(14):  # renewing every 2 s meanwhile
+        clock.advance(2)
+        assert b.tick() and not b.may_write()
+    clock.advance(1.9)
+    assert not b.may_write()
+    clock.advance(0.1)
+    assert b.may_write()
+    assert b.release()
+    clock.advance(1)
+    assert a.tick() and a.may_write()  # a released lease is handed over at once, no grace

@@ -47,6 +47,10 @@ class LeaderElectionConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    #: after taking the lease over from another holder, how long past its expiry writes of the new term wait:
+    #: the previous holder's client request timeout, so that a write it sent before losing the lease has
+    #: landed or failed (see :attr:`LeaderElector.writes_from`); 0: none
+    takeover_grace: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         if not self.lease_duration > self.renew_deadline:
@@ -55,6 +59,8 @@ class LeaderElectionConfig:
             raise ValueError("leaderElection: renewDeadline must be greater than retryPeriod*1.2")
         if self.retry_period <= 0:
             raise ValueError("leaderElection: retryPeriod must be greater than zero")
+        if self.takeover_grace < 0:
+            raise ValueError("--takeover-grace: zero or more seconds")
 
 
 class LeaderElector:
@@ -83,6 +89,9 @@ class LeaderElector:
         self._observed: LeaseSpec | None = None
         self._observed_at = 0.0
         self._lease: Lease | None = None
+        #: when this term may start writing (clock seconds): after a takeover from another holder, that
+        #: holder's last renewal (as observed) + leaseDuration + ``takeover_grace``; else at once
+        self.writes_from = 0.0
 
     # --- state ---------------------------------------------------------------------------
 
@@ -90,6 +99,11 @@ class LeaderElector:
         """True while this replica holds the lease and renewed it within the renew deadline."""
         renewed = self.renewed_at
         return self.leading and renewed is not None and self.clock.now() - renewed < self.config.renew_deadline
+
+    def may_write(self) -> bool:
+        """True while leading and past the takeover grace (:attr:`writes_from`): a write the previous
+        holder sent before it lost the lease has landed or failed by then."""
+        return self.is_leader() and self.clock.now() >= self.writes_from
 
     @property
     def holder(self) -> str:
@@ -145,6 +159,8 @@ class LeaderElector:
         if held_by_other and self._observed_at + record.lease_duration_seconds > now:
             return False
         mine = record.holder_identity == cfg.identity
+        if held_by_other:  # taking over: its last renewal is no later than when we saw the lease change
+            self.writes_from = self._observed_at + record.lease_duration_seconds + cfg.takeover_grace
         spec = LeaseSpec(
             holder_identity=cfg.identity,
             lease_duration_seconds=int(cfg.lease_duration),
