@@ -21,7 +21,8 @@ token :data:`SERVICE_ACCOUNT_TOKEN`; 403 with upstream's message).
 
 Faults for tests: :meth:`fail` (answer N requests with an HTTP error),
 :meth:`stall` (hold a request until its retry arrives, so the client times
-out), :meth:`break_watches` (cut every open watch mid-stream),
+out), :meth:`hold_when` (hold one request of a client in the network until
+:meth:`deliver`, then carry it out however late), :meth:`break_watches` (cut every open watch mid-stream),
 :meth:`hold_watches` (new watches wait until released), :meth:`compact`
 (history gone: resuming watches get 410) and :meth:`bookmark`.
 
@@ -147,6 +148,8 @@ class FakeAPIServer:
         #: token -> how many requests had been carried out when its partition began
         self.cut_at: dict[str, int] = {}
         self._partition_triggers: list[tuple[str, re.Pattern, str]] = []
+        self._hold_triggers: list[tuple[str, re.Pattern, str]] = []
+        self._held: dict[str, threading.Event] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -160,7 +163,7 @@ class FakeAPIServer:
     def stop(self) -> None:
         self._watch_gate.set()
         with self._lock:
-            for cut in self._partitioned.values():
+            for cut in [*self._partitioned.values(), *self._held.values()]:
                 cut.set()
             for fault in self._faults:
                 fault.release.set()
@@ -226,6 +229,35 @@ class FakeAPIServer:
 
     def partitioned(self, token: str) -> bool:
         return token in self._partitioned
+
+    def hold_when(self, method: str, path: str, token: str) -> None:
+        """Hold every request ``method`` on a path matching ``path`` of the
+        client ``token`` (its retries too) in the network until :meth:`deliver`:
+        they are then carried out as sent, in order, whether or not their client
+        still waits for the answer (writes that arrive after their sender gave
+        up, or lost its lease)."""
+        with self._lock:
+            self._hold_triggers.append((method, re.compile(path), token))
+
+    def holding(self, token: str) -> bool:
+        """A request of ``token`` is held (:meth:`hold_when`)."""
+        return token in self._held
+
+    def deliver(self, token: str) -> None:
+        """Let the requests of ``token`` that are held go on to the server; hold no more of them."""
+        with self._lock:
+            self._hold_triggers = [t for t in self._hold_triggers if t[2] != token]
+            held = self._held.pop(token, None)
+        if held is not None:
+            held.set()
+
+    def _hold(self, token: str, method: str, path: str) -> None:
+        with self._lock:
+            if not any(t[0] == method and t[1].search(path) and t[2] == token for t in self._hold_triggers):
+                return
+            held = self._held.setdefault(token, threading.Event())
+        self.changed.set()
+        held.wait(60)
 
     def heal(self, token: str) -> None:
         """End the partition of ``token``: its held requests are dropped, new ones served."""
@@ -386,6 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # dropped: no answer, nothing done
             return None
         self.api._wait_delay(self.command, path)
+        self.api._hold(token, self.command, path)
         fault = self.api._fault_for(self.command, path)
         if fault is not None and fault.code:
             return self._reply(fault.code, status(fault.code, "InternalError", "injected failure"), fault.retry_after)

@@ -763,9 +763,6 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return None
-        conflict = self._device_conflict(data, pod)
-        if conflict is not None:
-            return conflict
         for index, claim in enumerate(data.claims):
             consumer = data.consumer(index, pod)
             if any(ref.uid == consumer.uid for ref in claim.status.reserved_for):
@@ -779,6 +776,9 @@ class DynamicResources:
             except (ApiError, _BindError) as err:
                 return Status(Code.ERROR, (str(err),), error=err)
             data.bound.add(index)
+        conflict = self._device_conflict(data, pod)
+        if conflict is not None:
+            return conflict
         waiting = [claim for claim in data.claims if binding_conditions(claim)]
         if not waiting:
             return None
@@ -788,18 +788,23 @@ class DynamicResources:
                            BINDING_POLL_INTERVAL, BINDING_TIMED_OUT)
 
     def _device_conflict(self, data: _State, pod) -> Status | None:
-        """Never bind a pod whose claim, allocated before this cycle, holds a
-        device that another claim in use (reserved for a pod) holds too: what a
-        deposed leader's late allocation write leaves behind.  The claim in use
-        keeps the device; the pod waits (Unschedulable) while the ResourceClaim
-        controller withdraws its claim's allocation (no running pod uses it),
-        then is retried; a Warning Event names both claims and the device."""
+        """Never bind a pod whose claim, as PreBind left it, holds a device
+        that another claim in use (reserved for another consumer) holds too:
+        what a deposed leader's late allocation write leaves behind (it may
+        have allocated and reserved the claim for this very pod meanwhile).
+        The claim in use keeps the device; the pod fails its binding cycle
+        (Unschedulable; Unreserve drops its reservation), the ResourceClaim
+        controller withdraws the allocation no running pod uses, and the pod is
+        allocated again.  A Warning Event names both claims and the device."""
         for index, claim in enumerate(data.claims):
-            if index in data.allocations or claim.status.allocation is None:
-                continue  # allocated by this cycle from the devices known free
-            current = self.dra.get_claim(claim.metadata.namespace, claim.metadata.name) or claim
-            for other, device in conflicting_claims(current, self.dra.allocated_claims()):
-                if not other.status.reserved_for:
+            allocation = claim.status.allocation
+            if allocation is None:
+                continue
+            if data.allocations.get(index) == allocation:
+                continue  # this cycle's allocation, from devices known free (a later stray write is withdrawn)
+            consumer = data.consumer(index, pod).uid
+            for other, device in conflicting_claims(claim, self.dra.allocated_claims()):
+                if not any(ref.uid != consumer for ref in other.status.reserved_for):
                     continue  # not in use: the controller withdraws that one
                 message = (f"device {device} of claim {claim.key} is also allocated to claim {other.key}, "
                            f"which is in use: not binding until claim {claim.key} is allocated again")
