@@ -52,7 +52,7 @@ from kubesched.core.api.scheduling_v1beta1 import PodGroup, PodGroupResourceClai
 from kubesched.core.cluster.client import Invalid, NotFound
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.dra.allocated_devices import conflicting_claims
+from kubesched.core.dra.allocated_devices import AllocatedState, conflicting_claims
 from kubesched.core.dra.claims import is_group_reference, is_pod_done
 
 #: generateName longer than this is truncated (room for the 5 random characters within 63).
@@ -87,6 +87,13 @@ class ResourceClaimController(Controller):
         inf.add_handlers("Pod", self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_deleted)
         inf.add_handlers("PodGroup", self._pod_group_changed, lambda old, new: self._pod_group_changed(new),
                          self._pod_group_deleted)
+        # the devices the informer's claims hold (a claim registered twice only costs a scan), so that a claim
+        # none of whose devices is held twice is never compared with every other claim; kept before a changed
+        # claim is queued, so that its sync sees it
+        self._held = AllocatedState.from_claims(inf.store("ResourceClaim").values())
+        self._held_lock = threading.Lock()
+        inf.add_handlers("ResourceClaim", lambda claim: self._hold(None, claim), self._hold,
+                         lambda claim: self._hold(claim, None))
         inf.add_handlers("ResourceClaim", self._claim_changed, lambda old, new: self._claim_changed(new),
                          self._claim_changed)
         inf.add_handlers("ResourceClaimTemplate", self._template_changed,
@@ -157,6 +164,24 @@ class ResourceClaimController(Controller):
 
     def _claim_changed(self, claim: ResourceClaim) -> None:
         self.queue.add(("claim", claim.key))
+
+    def _hold(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        with self._held_lock:
+            if old is not None and old.status.allocation is not None:
+                self._held.remove(old.status.allocation)
+            if new is not None and new.status.allocation is not None:
+                self._held.add(new.status.allocation)
+
+    def _conflicting(self, claim: ResourceClaim) -> list[tuple[ResourceClaim, Any]]:
+        """:func:`conflicting_claims` of ``claim`` among the informer's claims, read
+        only when some device of ``claim`` is held by more than one claim."""
+        if claim.status.allocation is None:
+            return []
+        with self._held_lock:
+            contended = self._held.contended(claim.status.allocation)
+        if not contended:
+            return []
+        return conflicting_claims(claim, self.informers.store("ResourceClaim").values())
 
     def _template_changed(self, template: Any) -> None:
         namespace, name = template.metadata.namespace, template.metadata.name
@@ -298,7 +323,7 @@ class ResourceClaimController(Controller):
         if not kept and claim.status.allocation is not None and claim.metadata.deletion_timestamp is None:
             withdrawn = self._withdraw_if_device_in_use(claim)
         elif kept:  # in use: an unused claim holding one of its devices is looked at again
-            for other, _ in conflicting_claims(claim, self.informers.store("ResourceClaim").values()):
+            for other, _ in self._conflicting(claim):
                 if not other.status.reserved_for:
                     self.queue.add(("claim", other.key))
         if withdrawn is not None:
@@ -337,9 +362,7 @@ class ResourceClaimController(Controller):
         of pods that no longer use it), so that its pod is allocated again; a
         Warning Event on the claim names both claims and the device.  Returns
         the updated claim, or None when it keeps its allocation."""
-        claims = self.informers.store("ResourceClaim").values()
-        in_use = [(other, device) for other, device in conflicting_claims(claim, claims)
-                  if other.status.reserved_for]
+        in_use = [(other, device) for other, device in self._conflicting(claim) if other.status.reserved_for]
         if not in_use:
             return None
         other, device = in_use[0]

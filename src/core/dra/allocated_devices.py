@@ -158,6 +158,20 @@ class AllocatedState:
                 if not any(used.values()):
                     del self.consumed_capacity[device]
 
+    def contended(self, allocation: AllocationResult) -> bool:
+        """Whether another allocation counted here may hold a device of
+        ``allocation`` (itself counted here) that the two cannot share: an
+        exclusive device with more than one holder or also held with a share
+        ID, a shared device also held exclusively.  False rules out what
+        :func:`conflicting_claims` looks for without reading every claim."""
+        for device, result in occupying(allocation):
+            if result.share_id is None:
+                if self._holders.get(device, 0) > 1 or device in self._shares:
+                    return True
+            elif device in self.devices:
+                return True
+        return False
+
     def allocated_ids(self) -> set[DeviceID]:
         """Every device some claim uses, exclusively or as a share (what :meth:`is_allocated` answers, at once)."""
         return self.devices | self._shares.keys() | self.consumed_capacity.keys()

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
+
 from kubesched.core.api.core_v1 import Node, is_extended_resource
 from kubesched.core.api.resource_v1 import (
     IMPLICIT_EXTENDED_RESOURCE_PREFIX,
@@ -139,6 +141,28 @@ def planned_allocations(state: Any, node_name: str) -> dict[str, AllocationResul
 
 #: How many (DeviceClass, node) device lists DRAManager.class_devices remembers before starting over
 MAX_REMEMBERED_CLASS_DEVICES = 65536
+#: How many (DeviceClass, NodeTable) device counts DRAManager.class_device_counts keeps current (the
+#: least recently used goes first)
+MAX_CLASS_DEVICE_COUNTS = 8
+
+
+class _ClassDeviceCounts:
+    """The devices of one DeviceClass on the nodes of one NodeTable, as columns:
+    ``row`` per device, ``total`` per row; ``in_use`` per device (some claim
+    uses it) and ``used`` per row, brought up to date from the devices whose
+    claims changed (``changed``) when asked."""
+
+    def __init__(self, table: Any, generation: int, devices: list[list[DeviceID]]):
+        self.table = table
+        self.generation = generation
+        self.index = {device: d for d, device in enumerate(device for ids in devices for device in ids)}
+        self.row = np.repeat(np.arange(len(devices), dtype=np.int64), [len(ids) for ids in devices])
+        self.total = np.array([len(ids) for ids in devices], dtype=np.int64)
+        self.in_use = np.zeros(len(self.index), dtype=bool)
+        self.used = np.zeros(len(devices), dtype=np.int64)
+        self.changed: set[DeviceID] | None = None  # None: every device
+
+
 
 
 class DRAManager:
@@ -174,6 +198,9 @@ class DRAManager:
         #: MAX_REMEMBERED_CLASS_DEVICES entries)
         self._class_devices: dict[tuple[str, str], frozenset[DeviceID]] = {}
         self._selectors = SelectorCache()
+        #: (class, NodeTable) -> its device counts (class_device_counts), at most MAX_CLASS_DEVICE_COUNTS
+        self._class_counts: dict[tuple[str, Any], _ClassDeviceCounts] = {}
+        self._listeners.append(self._note_device_use)
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
         self.claims.add_handler(self._cached_claim_changed)
@@ -184,9 +211,19 @@ class DRAManager:
         if new is not None and new.status.allocation is not None:
             self.allocated.add(new.status.allocation)
 
+    def _note_device_use(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        """The devices of a changed claim may have changed use: the class device counts re-read them."""
+        for counts in self._class_counts.values():
+            if counts.changed is None:
+                continue
+            for claim in (old, new):
+                if claim is not None and claim.status.allocation is not None:
+                    counts.changed.update(DeviceID.of(r) for r in claim.status.allocation.devices.results)
+
     def _classes_changed(self, _class) -> None:
         self._extended_names = None
         self._class_devices.clear()
+        self._class_counts.clear()
 
     def _slices_changed(self, _slice) -> None:
         self._slices_by_node = None
@@ -341,6 +378,36 @@ class DRAManager:
             self._class_devices.clear()
         self._class_devices[key] = answer = frozenset(found)
         return answer
+
+    def class_device_counts(self, class_name: str, table: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``table`` (a NodeTable): how many devices of DeviceClass
+        ``class_name`` the node can use (:meth:`class_devices`) and how many of
+        them some claim uses (upstream's ``calculateResourceAllocatableRequest``
+        for an extended resource that devices serve).  Kept as columns,
+        rebuilt when a slice or class changes and re-read for the devices
+        whose claims changed; int64 arrays, not to be modified."""
+        key = (class_name, table)
+        counts = self._class_counts.pop(key, None)  # put back last: the least recently used goes first
+        if counts is None or counts.generation != self.slice_generation:
+            if len(self._class_counts) >= MAX_CLASS_DEVICE_COUNTS:
+                del self._class_counts[next(iter(self._class_counts))]
+            devices = [sorted(self.class_devices(class_name, info.node)) if info.node is not None else []
+                       for info in table.infos]
+            counts = _ClassDeviceCounts(table, self.slice_generation, devices)
+        self._class_counts[key] = counts
+        changed, counts.changed = counts.changed, set()
+        allocated = self.allocated
+        if changed is None:
+            positions = list(counts.index.values())
+            counts.in_use[positions] = [allocated.is_allocated(device) for device in counts.index]
+            counts.used = np.bincount(counts.row[counts.in_use], minlength=len(counts.total))
+        else:
+            for device in changed:
+                d = counts.index.get(device)
+                if d is not None and counts.in_use[d] != (now := allocated.is_allocated(device)):
+                    counts.in_use[d] = now
+                    counts.used[counts.row[d]] += 1 if now else -1
+        return counts.total, counts.used
 
     def _node_devices(self, node: Node) -> list[tuple[DeviceID, ResourceSlice, Any]]:
         """(id, slice, device) of every device ``node`` can use, kept per node until a slice changes."""

@@ -39,10 +39,14 @@ LIMIT = 2 ** 62
 
 def _scaled(amount: Fraction | int) -> int | None:
     """``amount`` in thousandths, or None when that is not an integer within :data:`LIMIT`."""
-    value = Fraction(amount) * SCALE
-    if value.denominator != 1 or abs(value) >= LIMIT:
-        return None
-    return int(value)
+    if type(amount) is int:
+        value = amount * SCALE
+    else:
+        exact = Fraction(amount)
+        value, remainder = divmod(exact.numerator * SCALE, exact.denominator)
+        if remainder:
+            return None
+    return value if abs(value) < LIMIT else None
 
 
 def _content(candidate) -> tuple:
@@ -53,15 +57,14 @@ def _content(candidate) -> tuple:
 
 
 class _RequestColumns:
-    """What one request needs of every device: ``selected`` (selectors admit
-    it), ``possible`` (its capacity request policy allows it) and ``need``
+    """What one request needs of every device: ``admitted`` (its selectors
+    admit it and its capacity request policy allows it) and ``need``
     (capacity name -> amount it would consume, scaled)."""
 
-    __slots__ = ("selected", "possible", "need")
+    __slots__ = ("admitted", "need")
 
-    def __init__(self, selected: np.ndarray, possible: np.ndarray, need: dict[str, np.ndarray]):
-        self.selected = selected
-        self.possible = possible
+    def __init__(self, admitted: np.ndarray, need: dict[str, np.ndarray]):
+        self.admitted = admitted
         self.need = need
 
 
@@ -111,20 +114,20 @@ class DeviceColumns:
         self.representatives = [first_of_group[g] for g in range(len(groups))]
         self.fits_whole = np.fromiter((c.fits_whole for c in candidates), dtype=bool, count=count)
         names = sorted({name for c in candidates for name in c.device.capacity})
+        #: capacity name -> per device its value (scaled); LIMIT for a device without that capacity
         self.value: dict[str, np.ndarray] = {}
-        self.has: dict[str, np.ndarray] = {}
         for name in names:
-            values = np.zeros(count, dtype=np.int64)
-            has = np.zeros(count, dtype=bool)
+            values = np.full(count, LIMIT, dtype=np.int64)
             for d, candidate in enumerate(candidates):
                 entry = candidate.device.capacity.get(name)
                 if entry is not None:
                     values[d] = _scaled(entry.value) or 0  # build() left out devices whose amounts do not scale
-                    has[d] = True
-            self.value[name], self.has[name] = values, has
-        self.exclusive = np.zeros(count, dtype=bool)
+            self.value[name] = values
+        #: not exclusively allocated; capacity some allocation consumes from
+        self.free = np.ones(count, dtype=bool)
         self.has_consumed = np.zeros(count, dtype=bool)
-        self.consumed = {name: np.zeros(count, dtype=np.int64) for name in names}
+        #: capacity name -> per device what is left of it (scaled; LIMIT without that capacity)
+        self.room = {name: values.copy() for name, values in self.value.items()}
         #: False once some consumed amount is not representable: then never answer
         self.exact = True
         self._requests: dict[tuple, _RequestColumns | None] = {}
@@ -160,15 +163,16 @@ class DeviceColumns:
             d = index.get(device)
             if d is None:
                 continue
-            self.exclusive[d] = device in allocated.devices
+            self.free[d] = device not in allocated.devices
             used = allocated.consumed_capacity.get(device)
             self.has_consumed[d] = used is not None
-            for name, column in self.consumed.items():
+            for name, room in self.room.items():
                 amount = _scaled(used.get(name, 0)) if used else 0
                 if amount is None:
                     self.exact = False
                     return
-                column[d] = amount
+                value = self.value[name][d]
+                room[d] = value - amount if value != LIMIT else LIMIT
 
     def feasible(self, allocator: Allocator, claim: ResourceClaim) -> Feasible | None:
         """Can ``claim`` (unallocated) get its devices on each node of the table
@@ -190,15 +194,13 @@ class DeviceColumns:
         request = self._request(spec)
         if request is None:
             return None
-        ok = request.selected & request.possible & ~self.exclusive
-        fits = np.ones(len(ok), dtype=bool)
+        fits: Any = True
         for name, need in request.need.items():
-            fits &= ~self.has[name] | (need + self.consumed[name] <= self.value[name])
+            fits = fits & (need <= self.room[name])  # a device without the capacity has room LIMIT and needs 0
         if not spec.capacity:
             # a plain exclusive device nobody consumes from: the allocator's shortcut
-            plain = ~self.multi & ~self.has_consumed
-            fits = np.where(plain, self.fits_whole, fits)
-        ok &= fits
+            fits = np.where(~self.multi & ~self.has_consumed, self.fits_whole, fits)
+        ok = request.admitted & self.free & fits
         counts = np.bincount(self.rows[ok], minlength=len(self.table))
         return Feasible(self, counts >= spec.count, ok)
 
@@ -226,6 +228,6 @@ class DeviceColumns:
                     return None
                 need[name][g] = scaled
         group = self.group
-        request = _RequestColumns(selected[group], possible[group], {name: n[group] for name, n in need.items()})
+        request = _RequestColumns((selected & possible)[group], {name: n[group] for name, n in need.items()})
         self._requests[key] = request
         return request

@@ -115,15 +115,8 @@ def device_counts(dra, resources: Iterable[str], table) -> DeviceCounts:
         class_name = classes.get(resource)
         if class_name is None:
             return None
-        allocated = dra.allocated.allocated_ids()
-        total = np.zeros(len(rows), dtype=np.int64)
-        in_use = np.zeros(len(rows), dtype=np.int64)
-        for i, row in enumerate(rows):
-            node = table.infos[row].node
-            ids = dra.class_devices(class_name, node) if node is not None else frozenset()
-            total[i] = len(ids)
-            in_use[i] = len(ids & allocated)
-        return total, in_use
+        total, in_use = dra.class_device_counts(class_name, table)
+        return total[rows], in_use[rows]
 
     return counts
 
