@@ -52,7 +52,8 @@ def test_explain_names_the_rack_that_came_closest_and_what_it_lacks():
     assert answer["status"] == "Pending" and answer["minCount"] == 4
     placements = {p["name"]: p for p in answer["placements"]}
     assert placements["rack-b"]["placed"] == 2 and not placements["rack-b"]["feasible"]
-    assert answer["suggestions"][0].startswith("rack-b would fit 3 of 4 members with 8 more cpu free on node rack-b-")
+    assert answer["suggestions"][0].startswith(
+        "rack-b would fit 3 of 4 members with 2 more gpu.example.com devices free on node rack-b-")
     text = invoke("explain", "ml/llm-finetune-worker-0", "-f", EXAMPLE)
     assert "member of PodGroup ml/llm-finetune" in text and "rack-b would fit" in text
 

@@ -185,3 +185,23 @@ def test_the_decision_record_tells_the_racks_tried():
     assert (first["placed"], first["feasible"]) == (2, False)
     assert first["firstUnplaced"]["pod"] == "default/p2"
     assert "Insufficient cpu" in first["firstUnplaced"]["message"]
+
+
+def test_the_record_says_how_many_devices_a_rack_lacks():
+    """Two GPUs per node, members asking two each: the third member of a rack of two
+    nodes lacks two free devices of the class."""
+    template = from_manifest({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": DRIVER,
+                                                                          "count": 2}}]}}}})
+    objects = [device_class(), template, pod_group("g", 3, topology_key="rack")]
+    for i in range(2):
+        objects += [node(f"n{i}", labels={"rack": "r1"}), resource_slice(f"n{i}", [device("gpu-0"), device("gpu-1")])]
+    objects += [pod(f"p{i}", cpu="1", pod_group="g", resourceClaims=[{"name": "g", "resourceClaimTemplateName": "two"}])
+                for i in range(3)]
+    log = DecisionLog()
+    run(*objects, decisions=log)
+    (record, *_) = [r for r in log.records if r.get("phase") == "podgroup"]
+    first = record["placements"][0]["firstUnplaced"]
+    assert first["shortfall"] == {"n0": {f"{DRIVER} devices": 2}, "n1": {f"{DRIVER} devices": 2}}

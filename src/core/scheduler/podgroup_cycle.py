@@ -54,6 +54,7 @@ from .scheduling_cycle import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
 from .scheduling_cycle import CycleError, ScheduleResult, SchedulingCycle
 
 if TYPE_CHECKING:
+    from ..dra.manager import DRAManager
     from ..framework.podgroups import PodGroupManager
 
 #: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
@@ -129,6 +130,8 @@ class PodGroupCycle(SchedulingCycle):
 
     profiles: dict[str, Framework]
     pod_groups: PodGroupManager
+    #: the scheduler's DRA manager when some profile made one (the group's record then says which devices are short)
+    _dra: DRAManager | None
 
     if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py, and the composite groups', in composite_cycle.py
         def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
@@ -348,7 +351,8 @@ class PodGroupCycle(SchedulingCycle):
             except FitError as fit:
                 outcome.fit = fit
                 if result.first_unplaced is None and self._recording(info.key):
-                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.snapshot, fit)
+                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.snapshot, fit,
+                                                           self._dra, info.pod_group)
             except CycleError as err:
                 result.status = err.status
                 return result

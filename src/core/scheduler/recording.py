@@ -12,6 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..dra.claims import ClaimNameError, pod_claims
+from ..dra.manager import DRAManager
 from ..framework.attempt_record import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
 from ..framework.nodeinfo import NodeInfo
 from ..framework.resources import pod_requests
@@ -19,8 +21,9 @@ from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
 from ..framework.status import Status
 
-#: The Filter plugin whose rejections :func:`resource_shortfall` explains.
+#: The Filter plugins whose rejections :func:`resource_shortfall` and :func:`device_shortfall` explain.
 FIT_PLUGIN = "NodeResourcesFit"
+DRA_PLUGIN = "DynamicResources"
 #: Nodes rejected by NodeResourcesFit that are checked against the other
 #: Filter plugins, smallest shortfall first, when explaining a Pending pod.
 MAX_SHORTFALL_CHECKS = 100
@@ -128,17 +131,68 @@ def binding_record(record: AttemptRecord, now: float, node_name: str, status: St
     return out
 
 
-def first_unplaced(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, fit: Any) -> dict[str, Any]:
+def first_unplaced(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, fit: Any,
+                   dra: DRAManager | None = None, group: Any = None) -> dict[str, Any]:
     """The first member of a PodGroup that did not fit in a placement, as its
     group's record keeps it: the pod, upstream's FitError message, the
-    rejected nodes grouped, and the resources missing on the nodes that only
-    NodeResourcesFit rejected (taken while the members before it are assumed)."""
+    rejected nodes grouped, and what is missing on the nodes that only one
+    plugin rejected: resources (NodeResourcesFit) or free devices of a
+    claim's DeviceClass (DynamicResources, with the scheduler's ``dra``
+    manager; ``group``: the pod's PodGroup, for the claims it shares) - taken
+    while the members before it are assumed."""
     node_status = fit.diagnosis.node_status
     out: dict[str, Any] = {"pod": pod.key, "message": fit.message(),
                            "rejected": group_statuses(sorted(node_status.items()))}
     shortfall = resource_shortfall(fwk, state, pod, snapshot, node_status)
+    if dra is not None:
+        for name, missing in device_shortfall(fwk, state, pod, snapshot, node_status, dra, group).items():
+            if len(shortfall) < MAX_NODES_PER_GROUP or name in shortfall:
+                shortfall.setdefault(name, {}).update(missing)
     if shortfall:
         out["shortfall"] = shortfall
+    return out
+
+
+def device_shortfall(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, node_status: Mapping[str, Status],
+                     dra: DRAManager, group: Any = None) -> dict[str, dict[str, int]]:
+    """For up to :data:`MAX_NODES_PER_GROUP` nodes that DynamicResources rejected
+    and every other Filter plugin accepts: ``"<DeviceClass> devices"`` -> how
+    many more free devices of that class the pod's unallocated claims ask
+    for than the node has (a class's own selectors, not the request's)."""
+    try:
+        claims = pod_claims(pod, dra.get_claim, group)
+    except ClaimNameError:
+        return {}
+    wanted: dict[str, int] = {}
+    for _, claim in claims:
+        if claim.status.allocation is not None:
+            continue
+        for request in claim.spec.devices.requests:
+            exact = request.exactly if request.exactly is not None else (
+                request.first_available[0] if request.first_available else None)
+            if exact is not None and exact.device_class_name:
+                wanted[exact.device_class_name] = wanted.get(exact.device_class_name, 0) + max(exact.count, 1)
+    if not wanted:
+        return {}
+    others = [(plugin, method) for plugin, method in fwk.filter_plugins
+              if plugin != DRA_PLUGIN and plugin not in state.skip_filter_plugins]
+    out: dict[str, dict[str, int]] = {}
+    for name, status in node_status.items():
+        if status.plugin != DRA_PLUGIN:
+            continue
+        info = snapshot.get(name)
+        if info is None or info.node is None:
+            continue
+        missing = {}
+        for class_name, count in wanted.items():
+            devices = dra.class_devices(class_name, info.node)
+            free = sum(1 for device in devices if not dra.allocated.is_allocated(device))
+            if count > free:
+                missing[f"{class_name} devices"] = count - free
+        if missing and all(_passes(method(state, pod, info)) for _, method in others):
+            out[name] = missing
+            if len(out) >= MAX_NODES_PER_GROUP:
+                break
     return out
 
 
