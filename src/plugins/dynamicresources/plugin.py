@@ -49,6 +49,7 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.meta import evolve
 from kubesched.core.api.nodeaffinity import selector_matches
 from kubesched.core.api.resource_v1 import (
     FINALIZER,
@@ -693,8 +694,8 @@ class DynamicResources:
             finalizers = claim.metadata.finalizers
             if FINALIZER not in finalizers:
                 finalizers = finalizers + (FINALIZER,)
-            pending = attrs.evolve(claim, metadata=attrs.evolve(claim.metadata, finalizers=finalizers),
-                                   status=attrs.evolve(claim.status, allocation=allocation))
+            pending = evolve(claim, metadata=evolve(claim.metadata, finalizers=finalizers),
+                             status=evolve(claim.status, allocation=allocation))
             group = data.group.key if data.group is not None and index in data.shared else None
             self.dra.signal_claim_pending_allocation(pending, pod.metadata.uid, group)
         return None
@@ -879,10 +880,10 @@ class DynamicResources:
                         raise _BindError(f"claim {where} got allocated elsewhere in the meantime")
                 else:
                     if FINALIZER not in current.metadata.finalizers:
-                        current = cluster.update(attrs.evolve(current, metadata=attrs.evolve(
+                        current = cluster.update(evolve(current, metadata=evolve(
                             current.metadata, finalizers=current.metadata.finalizers + (FINALIZER,))))
-                    current = attrs.evolve(current, status=attrs.evolve(current.status, allocation=allocation))
-            return cluster.update_status(attrs.evolve(current, status=attrs.evolve(
+                    current = evolve(current, status=evolve(current.status, allocation=allocation))
+            return cluster.update_status(evolve(current, status=evolve(
                 current.status, reserved_for=current.status.reserved_for + (consumer,))))
 
         uid = claim.metadata.uid
