@@ -11,6 +11,7 @@ resources) in base units (bytes, counts), both rounded up as upstream's
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -65,7 +66,14 @@ def parse_quantity(text: str | int | float) -> Fraction:
     ``parse_quantity("500m") == Fraction(1, 2)``, ``parse_quantity("1Gi") == 2**30``.
     Integers and floats (as YAML gives them for ``cpu: 2`` or ``cpu: 0.5``) are
     accepted as numbers.  Raises :class:`QuantityError` for anything else.
+    Short strings are remembered (manifests repeat a few quantities many times).
     """
+    if type(text) is str and len(text) <= _REMEMBERED_LENGTH:
+        return _parse_string(text)
+    return _parse(text)
+
+
+def _parse(text: str | int | float) -> Fraction:
     if isinstance(text, bool):
         raise QuantityError(f"{_UPSTREAM_MESSAGE}: {text!r}")
     if isinstance(text, int):
@@ -89,6 +97,11 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if value and exponent < -_EXPONENT_BOUND:
         return Fraction(1 if value > 0 else -1, 10**9)  # rounded up to the smallest amount, one nano
     return value * Fraction(10) ** exponent
+
+
+#: parse_quantity remembers strings up to this long, the last 4,096 of them
+_REMEMBERED_LENGTH = 64
+_parse_string = functools.lru_cache(maxsize=4096)(_parse)
 
 
 def is_integer_resource(name: str) -> bool:

@@ -153,20 +153,19 @@ def _is_model(cls: type) -> bool:
     return attrs.has(cls)
 
 
-def _field_hook(f: attrs.Attribute):
+def _field_hook(f: attrs.Attribute) -> tuple[Callable[[Any, Any], Any], Any]:
+    """``(hook, type)``: a field's value structures as ``hook(value, type)``."""
     kind = f.metadata.get("kind")
     if kind == "quantity":
-        return lambda value: _quantity_hook(value, None)
+        return _quantity_hook, None
     if kind in ("time", "microtime"):
-        return lambda value: _time_hook(value, None)
+        return _time_hook, None
     if kind == "bytes":
-        return _bytes_hook
-    hook = converter.get_structure_hook(f.type)
+        return lambda value, _type: _bytes_hook(value), None
     inner = _optional_of(f.type)
     if inner is not None:  # a None value never reaches a field hook (structure skips it)
-        hook = converter.get_structure_hook(inner)
-        return lambda value: hook(value, inner)
-    return lambda value: hook(value, f.type)
+        return converter.get_structure_hook(inner), inner
+    return converter.get_structure_hook(f.type), f.type
 
 
 def _optional_of(type_: Any) -> Any:
@@ -181,7 +180,7 @@ def _structure_factory(cls: type):
     attrs.resolve_types(cls)
     fields = [(manifest_key(f), f.name, _field_hook(f)) for f in attrs.fields(cls) if f.name != EXTRA]
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
-    by_key = {key: (name, hook) for key, name, hook in fields}
+    by_key = {key: (name, *hook) for key, name, hook in fields}
     strict = getattr(cls, "STRICT", False)
 
     def structure(data: Any, _type: Any = cls):
@@ -198,9 +197,9 @@ def _structure_factory(cls: type):
                 continue
             if value is None:
                 continue
-            name, hook = entry
+            name, hook, type_ = entry
             try:
-                kwargs[name] = hook(value)
+                kwargs[name] = hook(value, type_)
             except ManifestError as err:
                 raise ManifestError(_join(key, err.field), err.problem) from None
             except (QuantityError, TypeError, ValueError) as err:

@@ -71,7 +71,7 @@ def read_documents(path: Path) -> Iterator[dict]:
             docs = yaml.load_all(text, Loader=SAFE_LOADER)
         for doc in docs:
             # JSON has no aliases and json.loads stops deep nesting itself (RecursionError below)
-            sizes = _sizes(doc)
+            sizes = _tree_sizes(doc) if path.suffix == ".json" else _sizes(doc)
             values, depth, _ = sizes.get(id(doc), (1, 0, 0))
             if depth > MAX_DEPTH:
                 raise InvalidManifest(file, "", "", f"nested deeper than {MAX_DEPTH} levels ({depth})")
@@ -208,6 +208,51 @@ def _sizes(doc: Any) -> dict[int, tuple[int, int, int]]:
                 values += 1
                 size += len(child) + 2 if isinstance(child, str) else 5
         sizes[id(node)] = (values, depth, size)
+    return sizes
+
+
+#: How deep :func:`_tree_sizes` recurses before handing a document to :func:`_sizes`.
+_TREE_DEPTH = 2 * MAX_DEPTH
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _tree_sizes(doc: Any) -> dict[int, tuple[int, int, int]]:
+    """:func:`_sizes` of a document whose parts are not shared (JSON: no
+    aliases), measured recursively, about twice as fast; a document nested
+    deeper than :data:`_TREE_DEPTH` is measured by :func:`_sizes`."""
+    sizes: dict[int, tuple[int, int, int]] = {}
+
+    def walk(node: Any, level: int) -> tuple[int, int, int]:
+        if level > _TREE_DEPTH:
+            raise _TooDeep
+        if isinstance(node, dict):
+            children: Any = node.values()
+            size = 2 + len(node) + sum(len(str(key)) + 3 for key in node)
+        else:
+            children = node
+            size = 2 + len(node)
+        values, depth = 1, 1
+        for child in children:
+            if isinstance(child, (dict, list)):
+                child_values, child_depth, child_size = walk(child, level + 1)
+                values += child_values
+                depth = max(depth, child_depth + 1)
+                size += child_size
+            else:
+                values += 1
+                size += len(child) + 2 if isinstance(child, str) else 5
+        sizes[id(node)] = (values, depth, size)
+        return values, depth, size
+
+    if not isinstance(doc, (dict, list)):
+        return sizes
+    try:
+        walk(doc, 0)
+    except _TooDeep:
+        return _sizes(doc)
     return sizes
 
 

@@ -117,10 +117,11 @@ def _structure_keyed_map(value: Any, type_: Any) -> dict:
     if not isinstance(value, dict):
         raise ManifestError("", f"expected a map, got {value!r}")
     item_type = type_.__args__[1]
+    hook = converter.get_structure_hook(item_type)
     out = {}
     for key, item in value.items():
         try:
-            out[str(key)] = converter.structure(item, item_type)
+            out[str(key)] = hook(item, item_type)
         except ManifestError as err:
             raise ManifestError(f"{key}.{err.field}" if err.field else str(key), err.problem) from None
     return out
