@@ -289,13 +289,14 @@ class PodGroupStatus:
     extra: dict[str, Any] = _extra()
 
 
-@frozen
-class PodGroup:
-    """scheduling.k8s.io/v1beta1 PodGroup (namespaced, with a status subresource)."""
+class GroupReading:
+    """What PodGroups and CompositePodGroups answer alike (their spec and
+    status carry the same fields for it): ``key``, the policy, priority,
+    topology constraint, disruption mode and status conditions."""
 
-    metadata: ObjectMeta = ObjectMeta()
-    spec: PodGroupSpec = PodGroupSpec()
-    status: PodGroupStatus = PodGroupStatus()
+    metadata: ObjectMeta
+    spec: Any
+    status: Any
 
     @property
     def key(self) -> str:
@@ -307,20 +308,13 @@ class PodGroup:
         return self.spec.scheduling_policy.gang is not None
 
     @property
-    def min_count(self) -> int:
-        """Pods that must be placed together: ``gang.minCount``, or 1 for a basic
-        group (feasible from one pod, as upstream's group cycle treats it)."""
-        gang = self.spec.scheduling_policy.gang
-        return gang.min_count if gang is not None else 1
-
-    @property
     def priority_value(self) -> int:
         """``spec.priority`` (resolved at admission), 0 when unset."""
         return self.spec.priority if self.spec.priority is not None else 0
 
     @property
     def topology_key(self) -> str | None:
-        """The node label key of the group's topology constraint, or None."""
+        """The node label key of the group's topology constraint (a rack, a block), or None."""
         constraints = self.spec.scheduling_constraints
         return constraints.topology[0].key if constraints is not None and constraints.topology else None
 
@@ -333,6 +327,22 @@ class PodGroup:
     def condition(self, type_: str) -> Condition | None:
         """The status condition of ``type_`` (e.g. :data:`POD_GROUP_INITIALLY_SCHEDULED`), or None."""
         return next((c for c in self.status.conditions if c.type == type_), None)
+
+
+@frozen
+class PodGroup(GroupReading):
+    """scheduling.k8s.io/v1beta1 PodGroup (namespaced, with a status subresource)."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodGroupSpec = PodGroupSpec()
+    status: PodGroupStatus = PodGroupStatus()
+
+    @property
+    def min_count(self) -> int:
+        """Pods that must be placed together: ``gang.minCount``, or 1 for a basic
+        group (feasible from one pod, as upstream's group cycle treats it)."""
+        gang = self.spec.scheduling_policy.gang
+        return gang.min_count if gang is not None else 1
 
 
 # --- CompositePodGroup (v1alpha3) ----------------------------------------------------------------
@@ -364,16 +374,12 @@ class CompositePodGroupStatus:
 
 
 @frozen
-class CompositePodGroup:
+class CompositePodGroup(GroupReading):
     """scheduling.k8s.io/v1alpha3 CompositePodGroup (namespaced, with a status subresource)."""
 
     metadata: ObjectMeta = ObjectMeta()
     spec: CompositePodGroupSpec = CompositePodGroupSpec()
     status: CompositePodGroupStatus = CompositePodGroupStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @property
     def min_group_count(self) -> int:
@@ -385,23 +391,6 @@ class CompositePodGroup:
     def min_count(self) -> int:
         """What PlacementFeasible counts for a composite group: child groups (:attr:`min_group_count`)."""
         return self.min_group_count
-
-    @property
-    def is_gang(self) -> bool:
-        return self.spec.scheduling_policy.gang is not None
-
-    @property
-    def priority_value(self) -> int:
-        return self.spec.priority if self.spec.priority is not None else 0
-
-    @property
-    def topology_key(self) -> str | None:
-        """The node label key of the group's topology constraint (e.g. a block), or None."""
-        constraints = self.spec.scheduling_constraints
-        return constraints.topology[0].key if constraints is not None and constraints.topology else None
-
-    def condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.status.conditions if c.type == type_), None)
 
 
 # --- what the scheduler asks of pods ---------------------------------------------------------------
