@@ -126,9 +126,17 @@ class Workload:
         self.cpu = np.array([t.shape.milli_cpu for t in self.typical], dtype=np.int64)
         self.milli = np.array([t.shape.milli_gpu for t in self.typical], dtype=np.int64)
         self.count = np.array([t.shape.gpu_count for t in self.typical], dtype=np.int64)
+        self._cpu_ascending = np.sort(self.cpu)
         #: (typical pod, model code): may the pod use that model
         self.access = np.array([[not t.shape.models or name in t.shape.models for name in self.model_names]
                                 for t in self.typical], dtype=bool).reshape(len(self.typical), len(self.model_names))
+
+    def cpu_fits(self, milli_cpu: np.ndarray | int) -> np.ndarray:
+        """How many of the typical pods' CPU requests ``milli_cpu`` (free CPU
+        of one node, or an array of them) covers, of the same shape:
+        :func:`node_fragmentation` depends on a node's free CPU through this
+        number alone, so nodes alike in it (and in GPUs and model) fragment alike."""
+        return np.searchsorted(self._cpu_ascending, milli_cpu, side="right")
 
     def model_code(self, model: str) -> int:
         """The code of GPU model ``model`` (0 for one not given at construction)."""

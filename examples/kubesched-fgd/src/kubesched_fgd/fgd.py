@@ -102,7 +102,8 @@ class FGD(GpuScore):
         self._models = np.zeros(0, dtype=np.int64)
         self._before: tuple[_Memo, np.ndarray] | None = None
         self._shapes: dict[tuple, tuple[_Memo, np.ndarray, np.ndarray]] = {}
-        #: (shape, GPU compute left bytes, milli-CPU left, model code) -> (score, chosen GPU)
+        #: (shape, GPU compute left bytes, typical pods covered by the CPU left before and after placing the
+        #: pod (Workload.cpu_fits), model code) -> (score, chosen GPU)
         self._states: dict[tuple, tuple[int, int]] = {}
 
     # --- typical pods --------------------------------------------------------------------
@@ -188,13 +189,17 @@ class FGD(GpuScore):
 
     def _score_by_state(self, shape: PodShape, key: tuple, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):
         """:meth:`_score`, computed once per distinct node state (GPU compute
-        left, CPU left, GPU model) and shape: nodes of one type keep passing
-        through the same states, so most answers are looked up."""
+        left, the typical pods its free CPU covers before and after placing the
+        pod, GPU model) and shape: nodes of one type keep passing through the
+        same states, so most answers are looked up."""
         states = self._states
         if len(states) > MAX_REMEMBERED_STATES:
             states.clear()
-        keys = [(key, gpus.tobytes(), milli_cpu, model)
-                for gpus, milli_cpu, model in zip(left, cpu.tolist(), self._models[rows].tolist())]
+        # the score sees a node's free CPU before and after placing the pod only through the typical pods it covers
+        covered_before = self.workload.cpu_fits(cpu).tolist()
+        covered_after = self.workload.cpu_fits(cpu - shape.milli_cpu).tolist()
+        keys = [(key, gpus.tobytes(), before, after, model) for gpus, before, after, model
+                in zip(left, covered_before, covered_after, self._models[rows].tolist())]
         todo: dict[tuple, int] = {}
         for position, state_key in enumerate(keys):
             if state_key not in states and state_key not in todo:
