@@ -147,7 +147,8 @@ class Informers:
 
     def _sink(self, event: WatchEvent) -> None:
         self._queue.append(event)
-        self.wakeup.set()
+        if not self.wakeup.is_set():  # set until the next pump clears it, before draining the queue
+            self.wakeup.set()
 
     def pending(self) -> bool:
         return bool(self._queue)

@@ -35,6 +35,8 @@ from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
 SCALE = 1000
 #: Amounts at or beyond this (scaled) are left to the allocator's exact arithmetic.
 LIMIT = 2 ** 62
+#: Device refreshes remembered for bringing requests' answers up to date (then every request starts afresh).
+MAX_CHANGES = 1 << 16
 
 
 def _scaled(amount: Fraction | int) -> int | None:
@@ -58,14 +60,21 @@ def _content(candidate) -> tuple:
 
 class _RequestColumns:
     """What one request needs of every device: ``admitted`` (its selectors
-    admit it and its capacity request policy allows it) and ``need``
-    (capacity name -> amount it would consume, scaled)."""
+    admit it and its capacity request policy allows it), ``need`` (capacity
+    name -> amount it would consume, scaled) and ``whole`` (it asks for no
+    capacity).  ``usable`` (per device: it could serve the request now) and
+    ``counts`` (per row: usable devices) are as of entry ``seen`` of the
+    columns' change log (None: to be judged afresh)."""
 
-    __slots__ = ("admitted", "need")
+    __slots__ = ("admitted", "need", "whole", "usable", "counts", "seen")
 
-    def __init__(self, admitted: np.ndarray, need: dict[str, np.ndarray]):
+    def __init__(self, admitted: np.ndarray, need: dict[str, np.ndarray], whole: bool):
         self.admitted = admitted
         self.need = need
+        self.whole = whole
+        self.usable: np.ndarray | None = None
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.seen = 0
 
 
 class Feasible:
@@ -131,6 +140,8 @@ class DeviceColumns:
         #: False once some consumed amount is not representable: then never answer
         self.exact = True
         self._requests: dict[tuple, _RequestColumns | None] = {}
+        #: the devices refreshed, in order: a request's answer is brought up to date from where it left off
+        self._changed: list[int] = []
 
     @classmethod
     def build(cls, table, allocator: Allocator, allocated: AllocatedState) -> DeviceColumns | None:
@@ -159,10 +170,16 @@ class DeviceColumns:
     def refresh(self, allocated: AllocatedState, devices: Iterable[DeviceID]) -> None:
         """Re-read the use of ``devices`` from ``allocated``."""
         index = self.index
+        if len(self._changed) > MAX_CHANGES:  # every request is judged afresh next time
+            self._changed.clear()
+            for request in self._requests.values():
+                if request is not None:
+                    request.usable = None
         for device in devices:
             d = index.get(device)
             if d is None:
                 continue
+            self._changed.append(d)
             self.free[d] = device not in allocated.devices
             used = allocated.consumed_capacity.get(device)
             self.has_consumed[d] = used is not None
@@ -194,15 +211,27 @@ class DeviceColumns:
         request = self._request(spec)
         if request is None:
             return None
+        changed = self._changed[request.seen:]
+        if request.usable is None or len(changed) > len(self.rows) // 16:
+            request.usable = self._usable(request, slice(None))
+            request.counts = np.bincount(self.rows[request.usable], minlength=len(self.table))
+        elif changed:  # only the devices whose use changed since this request was last judged
+            at = np.unique(np.array(changed, dtype=np.int64))
+            usable = self._usable(request, at)
+            np.add.at(request.counts, self.rows[at], usable.astype(np.int64) - request.usable[at])
+            request.usable[at] = usable
+        request.seen = len(self._changed)
+        return Feasible(self, request.counts >= spec.count, request.usable.copy())
+
+    def _usable(self, request: _RequestColumns, at: Any) -> np.ndarray:
+        """Whether each device ``at`` (an index array, or every device) could serve ``request`` now."""
         fits: Any = True
         for name, need in request.need.items():
-            fits = fits & (need <= self.room[name])  # a device without the capacity has room LIMIT and needs 0
-        if not spec.capacity:
+            fits = fits & (need[at] <= self.room[name][at])  # a device without the capacity has room LIMIT, needs 0
+        if request.whole:
             # a plain exclusive device nobody consumes from: the allocator's shortcut
-            fits = np.where(~self.multi & ~self.has_consumed, self.fits_whole, fits)
-        ok = request.admitted & self.free & fits
-        counts = np.bincount(self.rows[ok], minlength=len(self.table))
-        return Feasible(self, counts >= spec.count, ok)
+            fits = np.where(~self.multi[at] & ~self.has_consumed[at], self.fits_whole[at], fits)
+        return request.admitted[at] & self.free[at] & fits
 
     def _request(self, spec) -> _RequestColumns | None:
         key = (spec.device_class.metadata.name, tuple(repr(s[2]) for s in spec.selectors),
@@ -228,6 +257,7 @@ class DeviceColumns:
                     return None
                 need[name][g] = scaled
         group = self.group
-        request = _RequestColumns((selected & possible)[group], {name: n[group] for name, n in need.items()})
+        request = _RequestColumns((selected & possible)[group], {name: n[group] for name, n in need.items()},
+                                  not spec.capacity)
         self._requests[key] = request
         return request

@@ -344,10 +344,11 @@ class Allocator:
         devices, incomplete or invalid pools, ...).  ``order``: a device
         preference, ``key(DeviceID)`` ascending (stable), replacing pool and
         slice order when candidates are tried; it changes which devices are
-        chosen, never whether the claims fit.  ``only``: the devices worth
-        trying, when the caller knows that every other device of the node would
-        be passed over (the DynamicResources batch Filter's usable devices for
-        a single plain request); the search then skips the rest unexamined.
+        chosen, never whether the claims fit.  ``only``: for one claim with a
+        single request, the devices the caller found free and admitted by the
+        request's selectors, knowing that every other device of the node would
+        be passed over (the DynamicResources batch Filter's usable devices);
+        the search tries only these, without evaluating their selectors again.
 
         Raises :class:`AllocationError` for problems that no node can fix
         (unknown DeviceClass, CEL errors, more than 32 devices for one claim,
@@ -362,7 +363,8 @@ class Allocator:
             view = view.ordered(order)  # every device is ranked: a key may draw random numbers
         if only is not None:
             view = view.restricted(only)
-        search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline)
+        search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline,
+                         preselected=only is not None)
         try:
             with abort_when(deadline):
                 return search.run()
@@ -457,8 +459,10 @@ class _Search:
     """One :meth:`Allocator.allocate` call: the depth-first search and its state."""
 
     def __init__(self, allocator: Allocator, node: Node, view: _NodeView, claims: list[_ClaimSpec],
-                 deadline: Callable[[], bool] | None):
+                 deadline: Callable[[], bool] | None, preselected: bool = False):
         self.allocator = allocator
+        #: the view holds only devices the request's selectors admit (Allocator.allocate's ``only``)
+        self.preselected = preselected
         self.state = allocator.allocated
         self.node = node
         self.view = view
@@ -520,6 +524,8 @@ class _Search:
     # --- checks ----------------------------------------------------------------------
 
     def _selectable(self, request: _Request, candidate: _Candidate) -> bool:
+        if self.preselected:
+            return True
         known = request.matches.get(candidate)
         if known is None:
             known = request.matches[candidate] = self._evaluate(request.spec, candidate)
