@@ -206,10 +206,14 @@ class DRAManager:
         self.claims.add_handler(self._cached_claim_changed)
 
     def _track_allocated(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        if old is not None and old.status.allocation is not None:
-            self.allocated.remove(old.status.allocation)
-        if new is not None and new.status.allocation is not None:
-            self.allocated.add(new.status.allocation)
+        before = old.status.allocation if old is not None else None
+        after = new.status.allocation if new is not None else None
+        if before is not None and after is not None and (before is after or before == after):
+            return  # the same devices (an in-flight allocation written, a reservation added)
+        if before is not None:
+            self.allocated.remove(before)
+        if after is not None:
+            self.allocated.add(after)
 
     def _note_device_use(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         """The devices of a changed claim may have changed use: the class device counts re-read them."""

@@ -44,7 +44,7 @@ def _scaled(amount: Fraction | int) -> int | None:
     if type(amount) is int:
         value = amount * SCALE
     else:
-        exact = Fraction(amount)
+        exact = amount if type(amount) is Fraction else Fraction(amount)
         value, remainder = divmod(exact.numerator * SCALE, exact.denominator)
         if remainder:
             return None
@@ -216,7 +216,7 @@ class DeviceColumns:
             request.usable = self._usable(request, slice(None))
             request.counts = np.bincount(self.rows[request.usable], minlength=len(self.table))
         elif changed:  # only the devices whose use changed since this request was last judged
-            at = np.unique(np.array(changed, dtype=np.int64))
+            at = np.fromiter(set(changed), dtype=np.int64)
             usable = self._usable(request, at)
             np.add.at(request.counts, self.rows[at], usable.astype(np.int64) - request.usable[at])
             request.usable[at] = usable
