@@ -158,16 +158,6 @@ class FGD(GpuScore):
         self._shapes = {}
         self._states = {}
 
-    def _fragmentation(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
-        """Fragmentation of the nodes ``rows`` now (memoised per node)."""
-        memo, values = self._before
-        stale = memo.stale(rows, left, cpu)
-        if len(stale):
-            changed = rows[stale]
-            values[changed] = node_fragmentation(self.workload, left[stale], cpu[stale], self._models[changed])
-            memo.remember(changed, left[stale], cpu[stale])
-        return values[rows]
-
     def scores(self, shape: PodShape, nodes: NodeView, state) -> np.ndarray:
         self._lay_out()
         key = (shape.milli_cpu, shape.gpu_count, shape.milli_gpu)
@@ -215,22 +205,32 @@ class FGD(GpuScore):
 
     def _score(self, shape: PodShape, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):
         """Scores and chosen GPU (-1: lowest free ones) of ``rows`` with these inputs."""
-        before = self._fragmentation(rows, left, cpu)
         models = self._models[rows]
         cpu_after = cpu - shape.milli_cpu
         if not shape.shares_gpu:
-            after = node_fragmentation(self.workload, place_whole(left, shape), cpu_after, models)
+            after_left, after_cpu, after_models = place_whole(left, shape), cpu_after, models
+        else:
+            # Fragmentation ignores the order of a node's GPUs, so GPUs with the same compute left make the
+            # same candidate: each distinct (node, compute left) that fits is placed once.
+            width = left.shape[1]
+            same = left[:, :, None] == left[:, None, :]                       # (rows, G, G)
+            first = same.argmax(axis=2)                                        # first GPU with the same compute left
+            tried = (first == np.arange(width)) & (left >= shape.milli_gpu)
+            at_row, at_gpu = np.nonzero(tried)
+            after_left = left[at_row].copy()
+            after_left[np.arange(len(at_row)), at_gpu] -= shape.milli_gpu
+            after_cpu, after_models = cpu_after[at_row], models[at_row]
+        # the nodes' fragmentation now (remembered per node) and after placing the pod, in one computation
+        memo, values = self._before
+        stale = memo.stale(rows, left, cpu)
+        both = node_fragmentation(self.workload, np.concatenate((left[stale], after_left)),
+                                  np.concatenate((cpu[stale], after_cpu)), np.concatenate((models[stale], after_models)))
+        if len(stale):
+            values[rows[stale]] = both[:len(stale)]
+            memo.remember(rows[stale], left[stale], cpu[stale])
+        before, after = values[rows], both[len(stale):]
+        if not shape.shares_gpu:
             return sigmoid_score(before, after), np.full(len(rows), -1, dtype=np.int64)
-        # Fragmentation ignores the order of a node's GPUs, so GPUs with the same compute left make the
-        # same candidate: each distinct (node, compute left) that fits is placed once.
-        width = left.shape[1]
-        same = left[:, :, None] == left[:, None, :]                       # (rows, G, G)
-        first = same.argmax(axis=2)                                        # first GPU with the same compute left
-        tried = (first == np.arange(width)) & (left >= shape.milli_gpu)
-        at_row, at_gpu = np.nonzero(tried)
-        candidates = left[at_row].copy()
-        candidates[np.arange(len(at_row)), at_gpu] -= shape.milli_gpu
-        after = node_fragmentation(self.workload, candidates, cpu_after[at_row], models[at_row])
         distinct = np.full(left.shape, -1, dtype=np.int64)
         distinct[at_row, at_gpu] = sigmoid_score(before[at_row], after)
         per_gpu = np.where(left >= shape.milli_gpu, distinct[np.arange(len(rows))[:, None], first], -1)
