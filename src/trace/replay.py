@@ -275,8 +275,6 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
     row_of = {name: row for row, name in enumerate(names)}
     cpu_left = np.array([_cpu_left(scheduler, name) for name in names], dtype=np.int64)
     frag = node_fragmentation(workload, gpus.left, cpu_left, models)
-    # one node's (GPUs left, typical pods' CPU its free CPU covers, model) -> its fragmentation
-    frag_of: dict[tuple[bytes, int, int], float] = {}
 
     arrivals = _parsed(pods_file, lambda: [parse_document(doc, str(pods_file)) for doc in read_documents(pods_file)])
     total_pods = sum(1 for obj in arrivals if isinstance(obj, Pod))
@@ -311,10 +309,7 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
             row = row_of[node_name]
             gpus.sync(table)
             cpu_left[row] = _cpu_left(scheduler, node_name)
-            state = (gpus.left[row].tobytes(), int(workload.cpu_fits(cpu_left[row])), int(models[row]))
-            if state not in frag_of:  # nodes of one type pass through the same few states
-                frag_of[state] = float(node_fragmentation(workload, gpus.left[row], cpu_left[row], models[row]))
-            frag[row] = frag_of[state]
+            frag[row] = workload.fragmentation(gpus.left[row:row + 1], cpu_left[row:row + 1], models[row:row + 1])[0]
         else:
             cluster.delete("Pod", pod.metadata.name, pod.metadata.namespace)
             for claim in mine:

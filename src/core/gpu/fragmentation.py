@@ -29,6 +29,8 @@ from attrs import frozen
 DEFAULT_MILLI_CPU = 100
 #: Share of the pods whose shapes are typical (the paper's popularity threshold).
 POPULARITY_THRESHOLD = 95
+#: Node states whose fragmentation a Workload remembers (~150 bytes each) before it starts afresh.
+MAX_REMEMBERED_STATES = 1_000_000
 #: Name (namespace default) of the ConfigMap describing a converted trace; it holds the typical pods
 #: (:func:`typical_pods_yaml`) under ``typical-pods.yaml``.
 TRACE_CONFIGMAP = "kubesched-trace"
@@ -127,6 +129,8 @@ class Workload:
         self.milli = np.array([t.shape.milli_gpu for t in self.typical], dtype=np.int64)
         self.count = np.array([t.shape.gpu_count for t in self.typical], dtype=np.int64)
         self._cpu_ascending = np.sort(self.cpu)
+        #: node state (see :meth:`fragmentation`) -> its fragmentation
+        self._states: dict[tuple[bytes, int, int], float] = {}
         #: (typical pod, model code): may the pod use that model
         self.access = np.array([[not t.shape.models or name in t.shape.models for name in self.model_names]
                                 for t in self.typical], dtype=bool).reshape(len(self.typical), len(self.model_names))
@@ -137,6 +141,28 @@ class Workload:
         :func:`node_fragmentation` depends on a node's free CPU through this
         number alone, so nodes alike in it (and in GPUs and model) fragment alike."""
         return np.searchsorted(self._cpu_ascending, milli_cpu, side="right")
+
+    def fragmentation(self, left: np.ndarray, cpu_left: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """:func:`node_fragmentation` of nodes given as rows - ``left`` ``(n,
+        gpus)``, ``cpu_left`` and ``models`` ``(n,)`` - remembered per node
+        state: a node's fragmentation depends only on its GPUs' compute left
+        in any order, the typical pods its free CPU covers (:meth:`cpu_fits`)
+        and its model, and nodes of one type keep passing through the same
+        few states (at most :data:`MAX_REMEMBERED_STATES`, then it starts afresh)."""
+        known = self._states
+        if len(known) > MAX_REMEMBERED_STATES:
+            known.clear()
+        keys = list(zip([row.tobytes() for row in np.sort(left, axis=1)], self.cpu_fits(cpu_left).tolist(),
+                        np.asarray(models).tolist()))
+        missing: dict[tuple[bytes, int, int], int] = {}
+        for position, key in enumerate(keys):
+            if key not in known and key not in missing:
+                missing[key] = position
+        if missing:
+            at = np.fromiter(missing.values(), dtype=np.int64, count=len(missing))
+            values = node_fragmentation(self, left[at], np.asarray(cpu_left)[at], np.asarray(models)[at])
+            known.update(zip(missing, values.tolist()))
+        return np.array([known[key] for key in keys], dtype=float)
 
     def model_code(self, model: str) -> int:
         """The code of GPU model ``model`` (0 for one not given at construction)."""

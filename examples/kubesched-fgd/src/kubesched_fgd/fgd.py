@@ -33,7 +33,6 @@ from kubesched import (
     Status,
     Workload,
     hookimpl,
-    node_fragmentation,
     parse_typical_pods,
 )
 
@@ -100,7 +99,6 @@ class FGD(GpuScore):
         self.workload: Workload | None = None
         self._layout = None  # (table, slice generation) the memos are laid out for
         self._models = np.zeros(0, dtype=np.int64)
-        self._before: tuple[_Memo, np.ndarray] | None = None
         self._shapes: dict[tuple, tuple[_Memo, np.ndarray, np.ndarray]] = {}
         #: (shape, GPU compute left bytes, typical pods covered by the CPU left before and after placing the
         #: pod (Workload.cpu_fits), model code) -> (score, chosen GPU)
@@ -153,8 +151,6 @@ class FGD(GpuScore):
         if models:
             self.workload = Workload(self.workload.typical, [*self.workload.model_names, *models])
         self._models = self.gpus.model_codes(self.workload.model_code)
-        rows, width = self.gpus.left.shape
-        self._before = (_Memo(rows, width), np.zeros(rows))
         self._shapes = {}
         self._states = {}
 
@@ -220,15 +216,10 @@ class FGD(GpuScore):
             after_left = left[at_row].copy()
             after_left[np.arange(len(at_row)), at_gpu] -= shape.milli_gpu
             after_cpu, after_models = cpu_after[at_row], models[at_row]
-        # the nodes' fragmentation now (remembered per node) and after placing the pod, in one computation
-        memo, values = self._before
-        stale = memo.stale(rows, left, cpu)
-        both = node_fragmentation(self.workload, np.concatenate((left[stale], after_left)),
-                                  np.concatenate((cpu[stale], after_cpu)), np.concatenate((models[stale], after_models)))
-        if len(stale):
-            values[rows[stale]] = both[:len(stale)]
-            memo.remember(rows[stale], left[stale], cpu[stale])
-        before, after = values[rows], both[len(stale):]
+        # the nodes' fragmentation now and after placing the pod (the workload remembers it per node state)
+        both = self.workload.fragmentation(np.concatenate((left, after_left)), np.concatenate((cpu, after_cpu)),
+                                           np.concatenate((models, after_models)))
+        before, after = both[:len(rows)], both[len(rows):]
         if not shape.shares_gpu:
             return sigmoid_score(before, after), np.full(len(rows), -1, dtype=np.int64)
         distinct = np.full(left.shape, -1, dtype=np.int64)
