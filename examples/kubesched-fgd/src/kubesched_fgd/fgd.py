@@ -73,19 +73,25 @@ def place_whole(left: np.ndarray, shape: PodShape) -> np.ndarray:
 
 
 class _Memo:
-    """Per row: the inputs a value was computed from (GPU compute left, CPU left)."""
+    """Per row: the versions of its inputs a value was computed at (the node's
+    GPUs, :attr:`NodeGpus.versions`; its NodeInfo's generation, which every
+    change of its pods or allocatable CPU moves)."""
 
-    def __init__(self, rows: int, gpus: int):
-        self.left = np.full((rows, gpus), -1, dtype=np.int64)
-        self.cpu = np.full(rows, -1, dtype=np.int64)
+    def __init__(self, rows: int):
+        self.gpus = np.full(rows, -1, dtype=np.int64)
+        self.generation = np.full(rows, -1, dtype=np.int64)
 
-    def stale(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+    def stale(self, rows: np.ndarray, gpus: np.ndarray, generation: np.ndarray) -> np.ndarray:
         """Positions (into ``rows``) whose inputs changed."""
-        return np.flatnonzero((self.left[rows] != left).any(axis=1) | (self.cpu[rows] != cpu))
+        return np.flatnonzero((self.gpus[rows] != gpus) | (self.generation[rows] != generation))
 
-    def remember(self, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray) -> None:
-        self.left[rows] = left
-        self.cpu[rows] = cpu
+    def remember(self, rows: np.ndarray, gpus: np.ndarray, generation: np.ndarray) -> None:
+        self.gpus[rows] = gpus
+        self.generation[rows] = generation
+
+
+def _generation(info) -> int:
+    return info.generation
 
 
 class FGD(GpuScore):
@@ -159,18 +165,21 @@ class FGD(GpuScore):
         key = (shape.milli_cpu, shape.gpu_count, shape.milli_gpu)
         entry = self._shapes.get(key)
         if entry is None:
-            count, width = self.gpus.left.shape
-            entry = self._shapes[key] = (_Memo(count, width), np.zeros(count, dtype=np.int64),
+            count = len(self.gpus.left)
+            entry = self._shapes[key] = (_Memo(count), np.zeros(count, dtype=np.int64),
                                          np.full(count, -1, dtype=np.int64))
         memo, scores, best = entry
-        rows = nodes.rows
-        stale = memo.stale(rows, nodes.left, nodes.cpu_left)
+        rows, table = nodes.rows, nodes.table
+        versions = self.gpus.versions[rows]
+        generations = table.column("generation", _generation)[rows]
+        stale = memo.stale(rows, versions, generations)
         if len(stale):
             changed = rows[stale]
-            left, cpu = nodes.left[stale], nodes.cpu_left[stale]
+            left = self.gpus.left[changed]
+            cpu = table.allocatable("cpu")[changed] - table.requested("cpu")[changed]
             new_scores, new_best = self._score_by_state(shape, key, changed, left, cpu)
             scores[changed], best[changed] = new_scores, new_best
-            memo.remember(changed, left, cpu)
+            memo.remember(changed, versions[stale], generations[stale])
         return scores[rows]
 
     def _score_by_state(self, shape: PodShape, key: tuple, rows: np.ndarray, left: np.ndarray, cpu: np.ndarray):

@@ -79,18 +79,48 @@ def pod_shape(pod, claims, device_class: str, compute: str) -> PodShape:
 
 
 class NodeView:
-    """The scored nodes (NodeTable ``rows``) as arrays: ``left``/``capacity``
-    ((rows, G) milli-GPU), ``count``, ``cpu_left``/``cpu_capacity`` (milli-CPU)."""
+    """The scored nodes (NodeTable ``rows`` of ``table``) as arrays, each
+    taken on first use: ``left``/``capacity`` ((rows, G) milli-GPU),
+    ``count``, ``cpu_left``/``cpu_capacity`` (milli-CPU); ``gpus`` is the
+    :class:`NodeGpus` they come from."""
 
-    __slots__ = ("rows", "left", "capacity", "count", "cpu_left", "cpu_capacity")
+    __slots__ = ("rows", "gpus", "table", "_left", "_capacity", "_count", "_cpu_capacity", "_cpu_left")
 
     def __init__(self, gpus: NodeGpus, table, rows: np.ndarray):
         self.rows = rows
-        self.left = gpus.left[rows]
-        self.capacity = gpus.capacity[rows]
-        self.count = gpus.count[rows]
-        self.cpu_capacity = table.allocatable("cpu")[rows]
-        self.cpu_left = self.cpu_capacity - table.requested("cpu")[rows]
+        self.gpus = gpus
+        self.table = table
+        self._left = self._capacity = self._count = self._cpu_capacity = self._cpu_left = None
+
+    @property
+    def left(self) -> np.ndarray:
+        if self._left is None:
+            self._left = self.gpus.left[self.rows]
+        return self._left
+
+    @property
+    def capacity(self) -> np.ndarray:
+        if self._capacity is None:
+            self._capacity = self.gpus.capacity[self.rows]
+        return self._capacity
+
+    @property
+    def count(self) -> np.ndarray:
+        if self._count is None:
+            self._count = self.gpus.count[self.rows]
+        return self._count
+
+    @property
+    def cpu_capacity(self) -> np.ndarray:
+        if self._cpu_capacity is None:
+            self._cpu_capacity = self.table.allocatable("cpu")[self.rows]
+        return self._cpu_capacity
+
+    @property
+    def cpu_left(self) -> np.ndarray:
+        if self._cpu_left is None:
+            self._cpu_left = self.cpu_capacity - self.table.requested("cpu")[self.rows]
+        return self._cpu_left
 
     @property
     def total_left(self) -> np.ndarray:
