@@ -131,6 +131,7 @@ class Workload:
         self._cpu_ascending = np.sort(self.cpu)
         #: node state (see :meth:`fragmentation`) -> its fragmentation
         self._states: dict[tuple[bytes, int, int], float] = {}
+        self._columns: dict[int, tuple[np.ndarray, ...]] = {}
         #: (typical pod, model code): may the pod use that model
         self.access = np.array([[not t.shape.models or name in t.shape.models for name in self.model_names]
                                 for t in self.typical], dtype=bool).reshape(len(self.typical), len(self.model_names))
@@ -141,6 +142,18 @@ class Workload:
         :func:`node_fragmentation` depends on a node's free CPU through this
         number alone, so nodes alike in it (and in GPUs and model) fragment alike."""
         return np.searchsorted(self._cpu_ascending, milli_cpu, side="right")
+
+    def columns(self, axes: int) -> tuple[np.ndarray, ...]:
+        """(weight, milli-CPU, milli-GPU, GPU count, CPU-only or not, the six quadrant numbers) of the
+        typical pods shaped to broadcast against ``axes`` node axes (:func:`node_fragmentation`)."""
+        shaped = self._columns.get(axes)
+        if shaped is None:
+            extra = (1,) * axes
+            shaped = self._columns[axes] = (
+                self.weight.reshape(-1, *extra), self.cpu.reshape(-1, *extra), self.milli.reshape(-1, *extra, 1),
+                self.count.reshape(-1, *extra), (self.milli > 0).reshape(-1, *extra),
+                np.arange(6).reshape(-1, 1, *extra))
+        return shaped
 
     def fragmentation(self, left: np.ndarray, cpu_left: np.ndarray, models: np.ndarray) -> np.ndarray:
         """:func:`node_fragmentation` of nodes given as rows - ``left`` ``(n,
@@ -184,14 +197,12 @@ def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarra
     and the quadrants are added in the paper's order.
     """
     shape = left.shape[:-1]
-    extra = (1,) * len(shape)
-    w = workload.weight.reshape(-1, *extra)
+    w, cpu, milli, count, gpu_pod, quadrants = workload.columns(len(shape))
     total = left.sum(axis=-1)
-    cpu_ok = np.asarray(cpu_left)[None] >= workload.cpu.reshape(-1, *extra)       # (typical, ...)
-    enough = left[None] >= workload.milli.reshape(-1, *extra, 1)                  # (typical, ..., gpus)
-    hosts = enough.sum(axis=-1) >= workload.count.reshape(-1, *extra)
+    cpu_ok = np.asarray(cpu_left)[None] >= cpu                     # (typical, ...)
+    enough = left[None] >= milli                                   # (typical, ..., gpus)
+    hosts = enough.sum(axis=-1) >= count
     reachable = workload.access[:, np.asarray(models)]
-    gpu_pod = (workload.milli > 0).reshape(-1, *extra)
     # the quadrant of each (typical pod, node), in the order the quadrants are added:
     # 0 Q1, 1 Q2, 2 Q4, 3 X (CPU-only pod, CPU fits), 4 X (CPU-only pod, CPU short), 5 no access
     quadrant = np.where(cpu_ok, 1, np.where(hosts, 2, 0))
@@ -199,12 +210,9 @@ def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarra
     # what it puts there: in Q2 a node that can host the pod loses only its too-small GPUs
     amount = np.where(gpu_pod & reachable & hosts & cpu_ok, w * np.where(enough, 0, left[None]).sum(axis=-1),
                       w * total)
-    amount = np.broadcast_to(amount, quadrant.shape)
+    if amount.shape != quadrant.shape:
+        amount = np.broadcast_to(amount, quadrant.shape)
     if not len(amount):
         return np.zeros(shape)
-    sums = np.cumsum(np.where(quadrant[None] == _QUADRANTS.reshape(-1, 1, *extra), amount[None], 0.0), axis=1)[:, -1]
+    sums = np.cumsum(np.where(quadrant[None] == quadrants, amount[None], 0.0), axis=1)[:, -1]
     return sums[0] + sums[1] + sums[2] + sums[3] + sums[4] + sums[5]
-
-
-#: The six quadrant numbers of :func:`node_fragmentation`.
-_QUADRANTS = np.arange(6)

@@ -115,7 +115,7 @@ class NodeGpus:
 
     def _device_milli(self, device) -> int:
         entry = device.capacity.get(self.compute) or device.lookup_capacity(self.compute, self.driver)
-        return int(Fraction(entry.value) * MILLI) if entry is not None else MILLI
+        return _milli(entry.value) if entry is not None else MILLI
 
     def _refresh(self, device: DeviceID) -> None:
         where = self.slot.get(device)
@@ -128,7 +128,7 @@ class NodeGpus:
         else:
             used = allocated.consumed_capacity.get(device, {})
             consumed = used.get(self.compute, 0)
-            left = self.capacity[row, index] - int(Fraction(consumed) * MILLI)
+            left = self.capacity[row, index] - _milli(consumed)
             if allocated.is_allocated(device) and self.compute not in used:
                 left = 0  # shared without consuming compute: the whole GPU is taken
         self.left[row, index] = left
@@ -137,3 +137,10 @@ class NodeGpus:
     def model_codes(self, code) -> np.ndarray:
         """``code(model)`` per row (e.g. :meth:`~.fragmentation.Workload.model_code`)."""
         return np.array([code(m) for m in self.models], dtype=np.int64)
+
+
+def _milli(amount: Fraction | int) -> int:
+    """``int(amount * 1000)`` (truncated toward zero) of an exact amount, without Fraction arithmetic."""
+    exact = amount if type(amount) is Fraction else Fraction(amount)
+    whole = abs(exact.numerator) * MILLI // exact.denominator
+    return whole if exact.numerator >= 0 else -whole
