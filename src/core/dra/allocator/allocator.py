@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import uuid
 from fractions import Fraction
 from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
@@ -81,6 +82,9 @@ __all__ = [
 #: The deadline is checked every 64 search steps (a clock read costs more than a step).
 DEADLINE_CHECK_MASK = 63
 
+#: (device, capacity requests) consumptions an allocator lineage remembers before it starts afresh.
+MAX_REMEMBERED_CONSUMPTIONS = 100_000
+
 #: Namespace of the deterministic share IDs (uuid5 of claim, request and device).
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
 
@@ -115,6 +119,20 @@ class _MaxSizeExceeded(Exception):
 
 def _kobj(claim: ResourceClaim) -> str:
     return namespaced_name(claim.metadata)
+
+
+def _uuid5(name: str) -> str:
+    """``str(uuid.uuid5(SHARE_ID_NAMESPACE, name))`` (RFC 4122 version 5: SHA-1 of
+    the namespace and the name, version and variant bits set), without the
+    UUID object: a share ID is made for every shared device allocated."""
+    digest = bytearray(hashlib.sha1(_SHARE_ID_NAMESPACE_BYTES + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    text = digest.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_SHARE_ID_NAMESPACE_BYTES = SHARE_ID_NAMESPACE.bytes
 
 
 # --- preparation of requests (node independent, cached per claim) ------------------------
@@ -321,6 +339,8 @@ class Allocator:
         self._claims: dict[int, _ClaimSpec] = {}
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
         self._taints: dict[DeviceID, tuple] = {}
+        #: (device, capacity requests) -> what allocating it for them consumes (see :meth:`consumption`)
+        self._consumption: dict[tuple, dict[str, Fraction] | None] = {}
 
     def with_allocated(self, allocated: AllocatedState, now: float | None = None) -> Allocator:
         """This allocator over another allocated state: the next scheduling
@@ -420,6 +440,21 @@ class Allocator:
             spec = _ClaimSpec(claim, self.classes)
             self._claims[id(claim)] = spec
         return spec
+
+    def consumption(self, candidate: _Candidate, requests: Mapping[str, Fraction] | None) -> dict[str, Fraction] | None:
+        """:func:`capacity.consumption` of ``candidate``'s device for a request's
+        capacity ``requests``, remembered per device and requests for the
+        allocator's lineage (its slices do not change); the dict is shared,
+        not to be modified."""
+        key = (candidate.id, tuple(requests.items()) if requests else ())
+        try:
+            return self._consumption[key]
+        except KeyError:
+            pass
+        if len(self._consumption) >= MAX_REMEMBERED_CONSUMPTIONS:
+            self._consumption.clear()
+        consumed = self._consumption[key] = capacity.consumption(candidate.device, candidate.id.driver, requests)
+        return consumed
 
     def taints(self, candidate: _Candidate) -> tuple:
         """The NoSchedule/NoExecute taints of a device: its own and those of the taint rules."""
@@ -544,7 +579,7 @@ class _Search:
         device = candidate.device
         if not spec.capacity and not candidate.multi and candidate.id not in self.state.consumed_capacity:
             return {} if candidate.fits_whole else None
-        consumed = capacity.consumption(device, candidate.id.driver, spec.capacity)
+        consumed = self.allocator.consumption(candidate, spec.capacity)
         if consumed is None:
             return None
         already = self.state.consumed_capacity.get(candidate.id), self.allocating_capacity.get(candidate.id)
@@ -644,7 +679,7 @@ class _Search:
     def _share_id(self, claim_index: int, spec: _RequestSpec, device_id: DeviceID) -> str:
         claim = self.claims[claim_index].claim
         owner = claim.metadata.uid or self.claims[claim_index].name
-        return str(uuid.uuid5(SHARE_ID_NAMESPACE, f"{owner}/{spec.full_name}/{device_id}"))
+        return _uuid5(f"{owner}/{spec.full_name}/{device_id}")
 
     # --- the search ------------------------------------------------------------------
 
