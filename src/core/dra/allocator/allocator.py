@@ -365,10 +365,11 @@ class Allocator:
         preference, ``key(DeviceID)`` ascending (stable), replacing pool and
         slice order when candidates are tried; it changes which devices are
         chosen, never whether the claims fit.  ``only``: for one claim with a
-        single request, the devices the caller found free and admitted by the
-        request's selectors, knowing that every other device of the node would
-        be passed over (the DynamicResources batch Filter's usable devices);
-        the search tries only these, without evaluating their selectors again.
+        single request, the devices the caller found free, admitted by the
+        request's selectors and with room for it, knowing that every other
+        device of the node would be passed over (the DynamicResources batch
+        Filter's usable devices); the first of them (in ``order``) are taken,
+        without the search.
 
         Raises :class:`AllocationError` for problems that no node can fix
         (unknown DeviceClass, CEL errors, more than 32 devices for one claim,
@@ -385,6 +386,8 @@ class Allocator:
             view = view.restricted(only)
         search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline,
                          preselected=only is not None)
+        if only is not None and search.single_plain_request():
+            return search.take_first()  # no selector is evaluated: no deadline to watch
         try:
             with abort_when(deadline):
                 return search.run()
@@ -688,6 +691,36 @@ class _Search:
         if not self._one(0, 0, 0, 0, False, 0):
             return None
         return [self._result(index) for index in range(len(self.claims))]
+
+    def single_plain_request(self) -> bool:
+        """One claim with one request for a count of devices (not "All", not
+        admin access, no ``firstAvailable``) and no constraints."""
+        if len(self.claims) != 1 or self.claims[0].constraints or len(self.claims[0].requests) != 1:
+            return False
+        spec = self.claims[0].requests[0]
+        return isinstance(spec, _RequestSpec) and not spec.all_mode and not spec.admin
+
+    def take_first(self) -> list[AllocationResult] | None:
+        """:meth:`run` for a :meth:`single_plain_request` over preselected
+        devices that are free and have room for it (Allocator.allocate's
+        ``only``): the search would take the first ``count`` of them, so they
+        are taken without it; None when there are fewer."""
+        self._prepare()
+        request = self.requests[0][0]
+        spec = request.spec
+        chosen = self.view.candidates[:spec.count]
+        if len(chosen) < spec.count:
+            return None
+        picks = self.picks[0]
+        for candidate in chosen:
+            self.steps += 1
+            if not spec.capacity and not candidate.multi and candidate.id not in self.state.consumed_capacity:
+                consumed: dict[str, Fraction] | None = {}  # the search's shortcut for a whole device
+            else:
+                consumed = self.allocator.consumption(candidate, spec.capacity)
+            share_id = self._share_id(0, spec, candidate.id) if candidate.multi else None
+            picks.append(_Pick(spec, candidate, share_id, consumed if candidate.multi and consumed else None))
+        return [self._result(0)]
 
     def _one(self, claim: int, req: int, sub: int, device: int, in_sub: bool, start: int) -> bool:
         """Allocate the ``device``-th device of request ``req`` (subrequest ``sub``)
