@@ -18,7 +18,6 @@ import builtins
 import collections
 import random
 import threading
-import uuid
 from typing import Any, Callable, Iterable
 
 import attrs
@@ -167,7 +166,7 @@ class MemoryCluster(ClusterClient):
             generation = _generation(obj, None)
             meta = evolve(
                 meta,
-                uid=meta.uid or str(uuid.UUID(int=self._rng.getrandbits(128), version=4)),
+                uid=meta.uid or _uuid4(self._rng.getrandbits(128)),
                 resource_version=str(self._rv),
                 creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
                 generation=meta.generation if generation is None else generation,
@@ -499,6 +498,13 @@ class MemoryCluster(ClusterClient):
         self._log.append((self._rv, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+
+def _uuid4(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` (variant and version bits set), without the UUID object."""
+    bits = (bits & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def _patch_target(current: Any, subresource: str, body: Any) -> dict:

@@ -18,6 +18,7 @@ scores derived from them match it to the last bit.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -129,6 +130,7 @@ class Workload:
         self.milli = np.array([t.shape.milli_gpu for t in self.typical], dtype=np.int64)
         self.count = np.array([t.shape.gpu_count for t in self.typical], dtype=np.int64)
         self._cpu_ascending = np.sort(self.cpu)
+        self._cpu_list = self._cpu_ascending.tolist()
         #: node state (see :meth:`fragmentation`) -> its fragmentation
         self._states: dict[tuple[bytes, int, int], float] = {}
         self._columns: dict[int, tuple[np.ndarray, ...]] = {}
@@ -165,6 +167,12 @@ class Workload:
         known = self._states
         if len(known) > MAX_REMEMBERED_STATES:
             known.clear()
+        if len(left) == 1:  # one node (the replay's bookkeeping after each binding): no arrays of keys
+            key = (np.sort(left[0]).tobytes(), bisect.bisect_right(self._cpu_list, int(cpu_left[0])), int(models[0]))
+            value = known.get(key)
+            if value is None:
+                value = known[key] = float(node_fragmentation(self, left, np.asarray(cpu_left), np.asarray(models))[0])
+            return np.array([value])
         keys = list(zip([row.tobytes() for row in np.sort(left, axis=1)], self.cpu_fits(cpu_left).tolist(),
                         np.asarray(models).tolist()))
         missing: dict[tuple[bytes, int, int], int] = {}

@@ -121,8 +121,15 @@ def attempts_label(attempts: int) -> str:
 
 def observe_attempt(result: str, profile: str, seconds: float) -> None:
     """One scheduling attempt ended with ``result`` after ``seconds`` (wall clock)."""
-    SCHEDULE_ATTEMPTS.labels(result, profile).inc()
-    SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
+    children = _attempt_children.get((result, profile))
+    if children is None:  # every attempt observes these two: their labelled children are looked up once
+        children = _attempt_children[(result, profile)] = (
+            SCHEDULE_ATTEMPTS.labels(result, profile), SCHEDULING_ATTEMPT_DURATION.labels(result, profile))
+    children[0].inc()
+    children[1].observe(seconds)
+
+
+_attempt_children: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
 def observe_pod_group_attempt(result: str, profile: str, seconds: float) -> None:

@@ -217,12 +217,12 @@ class NodeResourcesFit:
         code |= (rejected & unresolvable).astype(np.int64) << len(flags)
         labels = ["Too many pods", *(f"Insufficient {name}" for name in names)]
         index = np.full(len(rows), -1, dtype=np.int64)
+        values, index[rejected] = np.unique(code[rejected], return_inverse=True)
         statuses = []
-        for position, value in enumerate(np.unique(code[rejected])):
+        for value in values.tolist():
             reasons = tuple(label for bit, label in enumerate(labels) if value >> bit & 1)
             statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if value >> len(flags) & 1
                                    else Code.UNSCHEDULABLE, reasons))
-            index[code == value] = position
         return index, statuses
 
     # --- Score ---------------------------------------------------------------------------

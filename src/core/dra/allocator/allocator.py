@@ -449,7 +449,9 @@ class Allocator:
         capacity ``requests``, remembered per device and requests for the
         allocator's lineage (its slices do not change); the dict is shared,
         not to be modified."""
-        key = (candidate.id, tuple(requests.items()) if requests else ())
+        # amounts as integer pairs: hashing a Fraction costs a modular inverse
+        key = (candidate.id, tuple((name, amount.numerator, amount.denominator) for name, amount in requests.items())
+               if requests else ())
         try:
             return self._consumption[key]
         except KeyError:
