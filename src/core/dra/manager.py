@@ -20,7 +20,9 @@ same device.  It holds
 
 Listeners registered with :meth:`DRAManager.add_listener` hear every change of
 a claim's *effective* version (the in-flight copy if there is one, else the
-cached one), which is all an incremental allocated-devices tracker needs.
+cached one), which is all an incremental allocated-devices tracker needs;
+those registered with :meth:`DRAManager.add_device_listener` hear only the
+devices whose use may have changed (columns over devices re-read them).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from kubesched.core.dra.selectors import SelectorCache
 
 #: ``listener(old, new)``: a claim's effective version changed (None: absent).
 ClaimListener = Callable[[ResourceClaim | None, ResourceClaim | None], None]
+#: ``listener(devices)``: the use of these devices may have changed.
+DeviceListener = Callable[[set[DeviceID]], None]
 
 #: CycleState key of the :class:`PlannedAllocations` the DynamicResources Filter publishes.
 PLANNED_ALLOCATIONS_KEY = "kubesched.io/dra-planned-allocations"
@@ -200,7 +204,7 @@ class DRAManager:
         self._selectors = SelectorCache()
         #: (class, NodeTable) -> its device counts (class_device_counts), at most MAX_CLASS_DEVICE_COUNTS
         self._class_counts: dict[tuple[str, Any], _ClassDeviceCounts] = {}
-        self._listeners.append(self._note_device_use)
+        self._device_listeners: list[DeviceListener] = [self._note_device_use]
         informers.add_handlers("DeviceClass", self._classes_changed, lambda old, new: self._classes_changed(new),
                                self._classes_changed)
         self.claims.add_handler(self._cached_claim_changed)
@@ -208,21 +212,18 @@ class DRAManager:
     def _track_allocated(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         before = old.status.allocation if old is not None else None
         after = new.status.allocation if new is not None else None
-        if before is not None and after is not None and (before is after or before == after):
+        if before is after or (before is not None and after is not None and before == after):
             return  # the same devices (an in-flight allocation written, a reservation added)
         if before is not None:
             self.allocated.remove(before)
         if after is not None:
             self.allocated.add(after)
 
-    def _note_device_use(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        """The devices of a changed claim may have changed use: the class device counts re-read them."""
+    def _note_device_use(self, devices: set[DeviceID]) -> None:
+        """The class device counts re-read these devices."""
         for counts in self._class_counts.values():
-            if counts.changed is None:
-                continue
-            for claim in (old, new):
-                if claim is not None and claim.status.allocation is not None:
-                    counts.changed.update(DeviceID.of(r) for r in claim.status.allocation.devices.results)
+            if counts.changed is not None:
+                counts.changed.update(devices)
 
     def _classes_changed(self, _class) -> None:
         self._extended_names = None
@@ -242,11 +243,28 @@ class DRAManager:
         for claim in self.claims.list():
             listener(None, self._in_flight.get(claim.metadata.uid, claim))
 
+    def add_device_listener(self, listener: DeviceListener) -> None:
+        """Call ``listener(devices)`` with the devices of a claim whose
+        effective version allocates other devices than before (the old and the
+        new allocation's); a change that keeps the allocation (it is written,
+        a reservation is added) is not reported.  It first hears every device
+        in use."""
+        self._device_listeners.append(listener)
+        listener(self.allocated.allocated_ids())
+
     def _notify(self, old: Any, new: Any) -> None:
         if old is new:
             return
         for listener in self._listeners:
             listener(old, new)
+        before = old.status.allocation if old is not None else None
+        after = new.status.allocation if new is not None else None
+        if before is after or (before is not None and after is not None and before == after):
+            return
+        devices = {DeviceID.of(r) for allocation in (before, after) if allocation is not None
+                   for r in allocation.devices.results}
+        for device_listener in self._device_listeners:
+            device_listener(devices)
 
     def _cached_claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
         uid = changed_object(old, new).metadata.uid

@@ -59,13 +59,10 @@ class NodeGpus:
         self.slot: dict[DeviceID, tuple[int, int]] = {}
         self._slice_generation = -1
         self._changed: set[DeviceID] = set()
-        dra.add_listener(self._claim_changed)
+        dra.add_device_listener(self._devices_changed)
 
-    def _claim_changed(self, old, new) -> None:
-        for claim in (old, new):
-            if claim is not None and claim.status.allocation is not None:
-                self._changed.update(DeviceID.of(r) for r in claim.status.allocation.devices.results
-                                     if r.driver == self.driver)
+    def _devices_changed(self, devices: set[DeviceID]) -> None:
+        self._changed.update(device for device in devices if device.driver == self.driver)
 
     def sync(self, table) -> None:
         """Line up with ``table`` (a NodeTable) and bring ``left`` up to date."""

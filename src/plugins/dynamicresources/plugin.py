@@ -61,7 +61,7 @@ from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_key
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
 from kubesched.core.cluster.patch import patch_status
-from kubesched.core.dra.allocated_devices import DeviceID, conflicting_claims
+from kubesched.core.dra.allocated_devices import conflicting_claims
 from kubesched.core.dra.allocator.allocator import (
     INVALID_POOLS,
     AllocatedState,
@@ -226,7 +226,7 @@ class DynamicResources:
         self._columns: DeviceColumns | None = None
         self._columns_table = None  # the NodeTable the columns were built for
         self._changed_devices: set = set()
-        self.dra.add_listener(self._claim_changed)
+        self.dra.add_device_listener(self._changed_devices.update)  # the batch columns re-read them
         for kind in ("ResourceSlice", "DeviceClass", "DeviceTaintRule"):
             handle.informers.add_handlers(kind, self._inputs_changed, lambda old, new: self._inputs_changed(new),
                                           self._inputs_changed)
@@ -242,12 +242,6 @@ class DynamicResources:
             self._allocator = Allocator(self.dra.slices(), self.dra.device_classes(), self.allocated,
                                         self.selectors, self.dra.taint_rules(), now=now)
         return self._allocator.with_allocated(self.allocated, now)
-
-    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        """Note the devices whose use changed (the batch columns re-read them)."""
-        for claim in (old, new):
-            if claim is not None and claim.status.allocation is not None:
-                self._changed_devices.update(DeviceID.of(r) for r in claim.status.allocation.devices.results)
 
     # --- events --------------------------------------------------------------------------
 
