@@ -32,6 +32,8 @@ DEFAULT_MILLI_CPU = 100
 POPULARITY_THRESHOLD = 95
 #: Node states whose fragmentation a Workload remembers (~150 bytes each) before it starts afresh.
 MAX_REMEMBERED_STATES = 1_000_000
+#: Workloads (typical pods and models) whose remembered states are kept, the least recently made dropped first.
+MAX_REMEMBERED_WORKLOADS = 4
 #: Name (namespace default) of the ConfigMap describing a converted trace; it holds the typical pods
 #: (:func:`typical_pods_yaml`) under ``typical-pods.yaml``.
 TRACE_CONFIGMAP = "kubesched-trace"
@@ -131,8 +133,9 @@ class Workload:
         self.count = np.array([t.shape.gpu_count for t in self.typical], dtype=np.int64)
         self._cpu_ascending = np.sort(self.cpu)
         self._cpu_list = self._cpu_ascending.tolist()
-        #: node state (see :meth:`fragmentation`) -> its fragmentation
-        self._states: dict[tuple[bytes, int, int], float] = {}
+        #: node state (see :meth:`fragmentation`) -> its fragmentation, shared by the workloads of these
+        #: typical pods and models (the replay's bookkeeping and a policy's scores, replays of one trace)
+        self._states = _remembered_states((tuple(self.typical), tuple(self.model_names)))
         self._columns: dict[int, tuple[np.ndarray, ...]] = {}
         #: (typical pod, model code): may the pod use that model
         self.access = np.array([[not t.shape.models or name in t.shape.models for name in self.model_names]
@@ -188,6 +191,20 @@ class Workload:
     def model_code(self, model: str) -> int:
         """The code of GPU model ``model`` (0 for one not given at construction)."""
         return self._codes.get(model, 0)
+
+
+_STATES: dict[tuple, dict[tuple[bytes, int, int], float]] = {}
+
+
+def _remembered_states(workload_key: tuple) -> dict[tuple[bytes, int, int], float]:
+    """The node states remembered for workloads of ``workload_key`` (typical pods, model names)."""
+    states = _STATES.pop(workload_key, None)
+    if states is None:
+        states = {}
+        if len(_STATES) >= MAX_REMEMBERED_WORKLOADS:
+            del _STATES[next(iter(_STATES))]
+    _STATES[workload_key] = states
+    return states
 
 
 def node_fragmentation(workload: Workload, left: np.ndarray, cpu_left: np.ndarray, models: np.ndarray) -> np.ndarray:
