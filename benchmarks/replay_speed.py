@@ -7,28 +7,32 @@
 
 Converts the trace once (``kubesched trace alibaba-openb``), then replays it
 with each policy of examples/kubesched-fgd (``pip install -e
-examples/kubesched-fgd``) one after another in this process, nothing else
-running, and prints a table: wall seconds (loading included), pods per
-second, GPU allocation.  ``--profile`` runs each replay under cProfile and adds
-the share of the replay's time spent in each phase (a phase's time includes
-what it calls, so shares overlap: PreBind includes the API writes it makes).
+examples/kubesched-fgd``) one after another in this process, as a sweep
+worker does (the first replay reads the trace's files, the others find them
+parsed), nothing else running, and prints a table: wall seconds, pods per
+second, GPU allocation.  Before each replay the previous one's garbage is
+collected (a process of its own would start clean) and the machine factor is
+measured.  ``--profile`` runs each replay under cProfile and adds the share
+of the replay's time spent in each phase (a phase's time includes what it
+calls, so shares overlap: PreBind includes the API writes it makes).
 cProfile slows Python code down about twice, unevenly: read the shares, not
 the seconds.  The issue's target: under 10 s per full replay, every policy,
-at machine factor 1.0 (benchmarks/machine_speed.py, measured first): the
-table gives each wall time also divided by the factor.
+at machine factor 1.0 (benchmarks/machine_speed.py): the table gives each
+wall time also divided by its factor.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from machine_speed import factor_note, machine_factor
+from machine_speed import machine_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/alibaba-gpu-v2023"
@@ -84,7 +88,6 @@ def main() -> int:
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--profile", action="store_true", help="add where the time goes (cProfile)")
     args = parser.parse_args()
-    factor = machine_factor()
 
     from kubesched.trace.openb import convert
     from kubesched.trace.replay import replay
@@ -96,6 +99,10 @@ def main() -> int:
         trace = Path(work) / "trace"
         convert(args.nodes, args.pods, trace, seed=args.seed, arrival=1.3)
         for policy in policies:
+            # the previous replay's objects are garbage in reference cycles (scheduler, informers, cluster):
+            # collected here, as a process of its own would start, not by a full collection inside the next
+            gc.collect()
+            factor = machine_factor(3)  # shared machines drift within minutes: measured next to each replay
             profiler = cProfile.Profile() if args.profile else None
             started = time.perf_counter()
             if profiler is not None:
@@ -104,17 +111,18 @@ def main() -> int:
             if profiler is not None:
                 profiler.disable()
             wall = time.perf_counter() - started
-            rows.append((policy, wall, result.pods / wall, result.gpu_allocation_ratio, result.pods))
+            rows.append((policy, wall, factor, result.pods / wall, result.gpu_allocation_ratio, result.pods))
             if profiler is not None:
                 shares[policy] = phase_shares(pstats.Stats(profiler), wall)
             print(f"{policy}: {wall:.1f} s", file=sys.stderr, flush=True)
 
-    print(f"\nTrace {Path(args.pods).name}, seed {args.seed}, {rows[0][4] if rows else 0} pods"
-          f"{' (under cProfile: slower)' if args.profile else ''}; {factor_note(factor)}\n")
-    print("| policy | wall s | wall s at factor 1.0 | pods/s | GPU allocation % |")
-    print("|---|---:|---:|---:|---:|")
-    for policy, wall, rate, allocation, _ in rows:
-        print(f"| {policy} | {wall:.1f} | {wall / factor:.1f} | {rate:.0f} | {allocation:.2f} |")
+    print(f"\nTrace {Path(args.pods).name}, seed {args.seed}, {rows[0][5] if rows else 0} pods"
+          f"{' (under cProfile: slower)' if args.profile else ''}; the machine factor measured just before each "
+          f"replay (benchmarks/machine_speed.py, best of 3): at factor 1.0, seconds / factor\n")
+    print("| policy | wall s | machine factor | wall s at factor 1.0 | pods/s | GPU allocation % |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for policy, wall, factor, rate, allocation, _ in rows:
+        print(f"| {policy} | {wall:.1f} | {factor:.2f} | {wall / factor:.1f} | {rate:.0f} | {allocation:.2f} |")
     if shares:
         print("\nWhere the time goes (% of each replay, phases overlap where one calls another)\n")
         print("| phase | " + " | ".join(policies) + " |")
