@@ -132,8 +132,9 @@ class DecisionPublisher(DecisionLog):
 
     The API writes run on one background thread so that the scheduling loop
     never waits on them: a pod's newer record replaces one not yet written
-    (only the latest attempt matters), so the backlog is bounded by the number
-    of pods.  A pod gone meanwhile is skipped; other API errors are logged.
+    (only the latest attempt matters, and it keeps its place in line), so the
+    backlog is bounded by the number of pods; the pods are written in the
+    order they first waited.  A pod gone meanwhile is skipped; other API errors are logged.
     :meth:`close` writes what is left and stops the thread.
     """
 
@@ -178,7 +179,8 @@ class DecisionPublisher(DecisionLog):
                     self._changed.wait()
                 if not self._pending:
                     return
-                key, attempt = self._pending.popitem()
+                key = next(iter(self._pending))  # the oldest first: a busy scheduler does not starve early pods
+                attempt = self._pending.pop(key)
             self._publish(key, attempt)
 
     def _publish(self, key: str, attempt: dict[str, Any]) -> None:
