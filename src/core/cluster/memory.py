@@ -510,14 +510,17 @@ def _uuid4(bits: int) -> str:
 def _patch_target(current: Any, subresource: str, body: Any) -> dict:
     """The manifest a patch applies to: ``current`` whole, or - for a patch of
     ``/status`` that holds only status and metadata (preconditions), such as
-    a scheduler's pod condition - its metadata and status alone (plus a spec
-    its kind cannot default): a status write keeps the stored spec, so it is
-    not turned into a manifest and back for nothing."""
+    a scheduler's pod condition - its status and the metadata a write checks
+    (name, namespace, UID, resourceVersion) alone, plus a spec its kind
+    cannot default: a status write keeps the stored spec and metadata, so
+    they are not turned into a manifest and back for nothing."""
     if subresource != "status" or not isinstance(body, dict) or not set(body) <= {"status", "metadata"}:
         return to_manifest(current)
     resource = resource_of(current)
+    meta = current.metadata
+    identity = {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "resourceVersion": meta.resource_version}
     target = {"apiVersion": resource.api_version, "kind": resource.kind,
-              "metadata": unstructure(current.metadata), "status": unstructure(current.status)}
+              "metadata": {key: value for key, value in identity.items() if value}, "status": unstructure(current.status)}
     spec = getattr(attrs.fields(type(current)), "spec", None)
     if spec is not None and spec.default is attrs.NOTHING:
         target["spec"] = unstructure(current.spec)

@@ -217,7 +217,11 @@ class NodeResourcesFit:
         code |= (rejected & unresolvable).astype(np.int64) << len(flags)
         labels = ["Too many pods", *(f"Insufficient {name}" for name in names)]
         index = np.full(len(rows), -1, dtype=np.int64)
-        values, index[rejected] = np.unique(code[rejected], return_inverse=True)
+        present = np.bincount(code[rejected], minlength=1)  # the combinations are small numbers: counted, not sorted
+        values = np.flatnonzero(present)
+        position = np.zeros(len(present), dtype=np.int64)
+        position[values] = np.arange(len(values))
+        index[rejected] = position[code[rejected]]
         statuses = []
         for value in values.tolist():
             reasons = tuple(label for bit, label in enumerate(labels) if value >> bit & 1)
