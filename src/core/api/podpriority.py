@@ -40,18 +40,9 @@ def pod_start_time(pod: Pod, now: float) -> float:
     return start if start is not None else now
 
 
-def more_important_pod(a: Pod, b: Pod, now: float) -> bool:
-    """True when ``a`` has the higher priority, or the same priority and started
-    earlier (an older pod is more important)."""
-    pa, pb = pod_priority(a), pod_priority(b)
-    if pa != pb:
-        return pa > pb
-    return pod_start_time(a, now) < pod_start_time(b, now)
-
-
 def importance_key(pod: Pod, now: float) -> tuple[int, float]:
-    """A sort key putting the most important pod first (the order of
-    :func:`more_important_pod`)."""
+    """A sort key putting the most important pod first: the higher priority,
+    then the earlier start (upstream's ``MoreImportantPod``)."""
     return -pod_priority(pod), pod_start_time(pod, now)
 
 

@@ -547,10 +547,6 @@ class SchedulingQueue:
             self._to_unschedulable(info)
         self._forget_in_flight_events()
 
-    def requeue_after_binding_failure(self, info: QueuedPodInfo) -> None:
-        """A pod whose binding cycle failed: back to backoffQ (no plugin to wait for)."""
-        self.add_unschedulable(info, set())
-
     # --- informer side -------------------------------------------------------------------
 
     def update(self, old: Pod, new: Pod) -> None:
