@@ -149,9 +149,14 @@ class DefaultPreemption:
         return min(count, num_nodes)
 
     def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random start in ``[0, num_nodes)`` from the handle's rng and :meth:`calculate_num_candidates` (upstream
+        ``GetOffsetAndNumCandidates``)."""
         return self.handle.rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
 
     def pod_eligible_to_preempt_others(self, pod: Pod, nominated_node_status: Status | None) -> tuple[bool, str]:
+        """(eligible, reason): not with ``preemptionPolicy: Never``, nor while a victim on the pod's nominated node is
+        still terminating from a preemption (unless that node's status is UnschedulableAndUnresolvable) (upstream
+        ``PodEligibleToPreemptOthers``)."""
         if pod.spec.preemption_policy == PREEMPT_NEVER:
             return False, "not eligible due to preemptionPolicy=Never."
         nominated = pod.status.nominated_node_name
@@ -253,6 +258,8 @@ class DefaultPreemption:
         return [p for victim in victims for p in victim.pod_list], violations, None
 
     def ordered_score_funcs(self, candidates: list[Candidate]) -> list[ScoreFunc] | None:
+        """None: DefaultPreemption picks the best candidate by the default criteria (upstream ``OrderedScoreFuncs``
+        returns nil)."""
         return None
 
     # --- customisation points ------------------------------------------------------------

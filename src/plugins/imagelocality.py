@@ -47,6 +47,10 @@ def _has_images(info: NodeInfo) -> int:
 
 
 class ImageLocality:
+    """PreScore (Skip when no node reports ``status.images``) and Score: 0-100 from the sizes (bytes) of the pod's
+    images already on the node, scaled by how widely each is spread (upstream plugin ImageLocality; see the module
+    doc)."""
+
     name = "ImageLocality"
 
     def __init__(self, args, handle):

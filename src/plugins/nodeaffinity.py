@@ -43,11 +43,18 @@ SCORE_KEY = "PreScoreNodeAffinity"
 
 @frozen
 class NodeAffinityArgs:
+    """``addedAffinity``: node affinity applied to every pod of the profile on top of its own (upstream
+    NodeAffinityArgs, kubescheduler.config.k8s.io/v1)."""
+
     STRICT: ClassVar[bool] = True
     added_affinity: NodeAffinitySpec | None = None
 
 
 class NodeAffinity:
+    """PreFilter, Filter, PreScore, Score, NormalizeScore and a queueing hint on node add/label updates:
+    ``spec.nodeSelector``, required and preferred node affinity, plus the profile's ``addedAffinity`` (upstream
+    plugin NodeAffinity; see the module doc)."""
+
     name = "NodeAffinity"
     args_class = NodeAffinityArgs
 

@@ -11,6 +11,9 @@ REASON = "node(s) didn't match the requested node name"
 
 
 class NodeName:
+    """Filter (and filter_batch): a pod with ``spec.nodeName`` fits only the node of that name, else
+    UnschedulableAndUnresolvable "node(s) didn't match the requested node name" (upstream plugin NodeName)."""
+
     name = "NodeName"
 
     def __init__(self, args, handle):

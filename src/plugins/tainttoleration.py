@@ -25,6 +25,10 @@ def _prefer_no_schedule(taint) -> bool:
 
 
 class TaintToleration:
+    """Filter, PreScore, Score, NormalizeScore and a queueing hint on node add/taint updates: hard taints the pod does
+    not tolerate reject the node, intolerable PreferNoSchedule taints lower its score (upstream plugin
+    TaintToleration; see the module doc)."""
+
     name = "TaintToleration"
 
     def __init__(self, args, handle):

@@ -44,6 +44,8 @@ def _claim_names(pod: Pod) -> set[str]:
 
 
 def needs_restrictions_check(volume: Volume) -> bool:
+    """Whether ``volume`` is a GCE PD, AWS EBS, RBD or iSCSI volume, the kinds one node cannot share between pods
+    (upstream ``needsRestrictionsCheck``)."""
     return any(src is not None for src in (volume.gce_persistent_disk, volume.aws_elastic_block_store,
                                            volume.rbd, volume.iscsi))
 
@@ -71,6 +73,8 @@ def is_volume_conflict(volume: Volume, pod: Pod) -> bool:
 
 
 def satisfies_volume_conflicts(pod: Pod, pods: Iterable[Pod]) -> bool:
+    """False when one of ``pod``'s restricted volumes conflicts with a volume of any of ``pods`` (upstream
+    ``satisfyVolumeConflicts``)."""
     checked = [v for v in pod.spec.volumes if needs_restrictions_check(v)]
     return not any(is_volume_conflict(volume, other) for volume in checked for other in pods)
 

@@ -95,6 +95,7 @@ class PreFilterState:
         self.anti: DomainCounts = {}
 
     def clone(self) -> "PreFilterState":
+        """A copy whose domain counts can change without touching this state's (upstream ``preFilterState.Clone``)."""
         copy = PreFilterState(self.pod, self.required_affinity, self.required_anti, self.namespace_labels, self.table)
         copy.existing_anti = {key: counts.copy() for key, counts in self.existing_anti.items()}
         copy.affinity = {key: counts.copy() for key, counts in self.affinity.items()}

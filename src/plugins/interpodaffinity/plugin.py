@@ -69,6 +69,10 @@ class InterPodAffinityArgs:
 
 
 class InterPodAffinity:
+    """PreFilter (with AddPod/RemovePod), Filter, PreScore, Score, NormalizeScore and queueing hints: required and
+    preferred pod affinity and anti-affinity, the incoming pod's and existing pods' (upstream plugin
+    InterPodAffinity; see the module doc)."""
+
     name = NAME
     args_class = InterPodAffinityArgs
 

@@ -32,6 +32,9 @@ from .resource_allocation import (
 
 @frozen
 class NodeResourcesBalancedAllocationArgs:
+    """``resources``: the resources to balance (empty means cpu and memory); names must be unique and every weight 1,
+    else ManifestError (upstream NodeResourcesBalancedAllocationArgs and its validation)."""
+
     STRICT: ClassVar[bool] = True
     resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
 
@@ -47,6 +50,10 @@ class NodeResourcesBalancedAllocationArgs:
 
 
 class NodeResourcesBalancedAllocation:
+    """PreScore (Skip for pods requesting none of the resources) and Score: 0-100, higher where the
+    requested/allocatable fractions of the configured resources stay closest together with the pod placed (upstream
+    plugin NodeResourcesBalancedAllocation)."""
+
     name = "NodeResourcesBalancedAllocation"
     args_class = NodeResourcesBalancedAllocationArgs
 

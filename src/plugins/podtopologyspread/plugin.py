@@ -142,6 +142,8 @@ class PreFilterState:
         return int(self.counts[index][present].min())
 
     def clone(self) -> "PreFilterState":
+        """A copy with its own counts and ``present`` arrays, so AddPod/RemovePod on it leave this state alone
+        (upstream ``preFilterState.Clone``)."""
         return PreFilterState(self.constraints, self.table, [c.copy() for c in self.counts],
                               [p.copy() for p in self.present], self.required)
 
@@ -188,6 +190,10 @@ class PreScoreState:
 
 
 class PodTopologySpread:
+    """PreFilter (with AddPod/RemovePod), Filter, PreScore, Score, NormalizeScore and queueing hints: spreads pods
+    matching each topology spread constraint (or the profile's default constraints) over topology domains (upstream
+    plugin PodTopologySpread; see the module doc)."""
+
     name = NAME
     args_class = PodTopologySpreadArgs
 
