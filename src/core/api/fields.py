@@ -27,44 +27,61 @@ from typing import Any
 SHOWN = 5
 
 
+#: a field's type in ``fields.json``: None (a scalar), a model name, ``[]model`` (a list of it) or ``{}model`` (a map)
+_SCALAR, _OBJECT, _LIST, _MAP = range(4)
+
+
 @functools.cache
-def _table() -> dict[str, Any]:
-    return json.loads((Path(__file__).parent / "fields.json").read_text())
+def _table() -> tuple[dict[str, str], dict[str, dict[str, tuple[int, str]]]]:
+    """(kind -> its model, model -> field -> (how the value holds the field's model, that model))."""
+    table = json.loads((Path(__file__).parent / "fields.json").read_text())
+
+    def field(ref: str | None) -> tuple[int, str]:
+        if ref is None:
+            return _SCALAR, ""
+        if ref.startswith("[]"):
+            return _LIST, ref[2:]
+        if ref.startswith("{}"):
+            return _MAP, ref[2:]
+        return _OBJECT, ref
+
+    models = {name: {key: field(ref) for key, ref in fields.items()} for name, fields in table["models"].items()}
+    return table["kinds"], models
 
 
 def unknown_fields(doc: dict) -> list[str]:
     """The paths of the fields ``doc`` (a manifest with apiVersion and kind)
-    has that its kind does not define at its apiVersion, in document order:
-    ``["spec.nodeSelectr", "spec.containers[0].imag"]``.  Empty for a kind or
-    version without field names (see the module docstring)."""
-    table = _table()
-    root = table["kinds"].get(f"{doc.get('apiVersion')}/{doc.get('kind')}")
+    has that its kind does not define at its apiVersion: those of each mapping
+    before those below it, in document order, e.g. ``["spec.nodeSelectr",
+    "spec.containers[0].imag"]``.  Empty for a kind or version without field
+    names (see the module docstring)."""
+    kinds, models = _table()
+    root = kinds.get(f"{doc.get('apiVersion')}/{doc.get('kind')}")
     if root is None:
         return []
-    models = table["models"]
+    return _unknown(doc, root, models)
+
+
+def _unknown(value: dict, model: str, models: dict[str, dict[str, tuple[int, str]]]) -> list[str]:
+    """:func:`unknown_fields` below ``value`` (of ``model``), paths relative to it."""
+    fields = models[model]
     found: list[str] = []
-    stack: list[tuple[Any, str, str]] = [(doc, root, "")]
-    while stack:
-        value, model, path = stack.pop()
-        if not isinstance(value, dict):
-            continue  # a type error is the decoder's to report
-        fields = models[model]
-        children = []
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if key not in fields:
-                found.append(where)
-                continue
-            ref = fields[key]
-            if ref is None:
-                continue
-            if ref.startswith("[]") and isinstance(item, list):
-                children += [(element, ref[2:], f"{where}[{i}]") for i, element in enumerate(item)]
-            elif ref.startswith("{}") and isinstance(item, dict):
-                children += [(element, ref[2:], f"{where}[{name}]") for name, element in item.items()]
-            elif not ref.startswith(("[]", "{}")):
-                children.append((item, ref, where))
-        stack.extend(reversed(children))
+    below: list[tuple[Any, str, str]] = []  # (value, its model, its path)
+    for key, item in value.items():
+        entry = fields.get(key) if type(key) is str else None
+        if entry is None:
+            found.append(str(key))
+            continue
+        holds, ref = entry
+        if holds == _OBJECT:
+            below.append((item, ref, key))
+        elif holds == _LIST and isinstance(item, list):
+            below += [(element, ref, f"{key}[{i}]") for i, element in enumerate(item)]
+        elif holds == _MAP and isinstance(item, dict):
+            below += [(element, ref, f"{key}[{name}]") for name, element in item.items()]
+    for item, ref, path in below:
+        if isinstance(item, dict):  # anything else is a type error, the decoder's to report
+            found += [f"{path}.{inner}" for inner in _unknown(item, ref, models)]
     return found
 
 

@@ -220,30 +220,34 @@ class _TooDeep(Exception):
 
 
 def _tree_sizes(doc: Any) -> dict[int, tuple[int, int, int]]:
-    """:func:`_sizes` of a document whose parts are not shared (JSON: no
-    aliases), measured recursively, about twice as fast; a document nested
-    deeper than :data:`_TREE_DEPTH` is measured by :func:`_sizes`."""
+    """:func:`_sizes` of a document ``json.loads`` made (no shared parts, string
+    keys, exactly dicts, lists, strings, numbers, booleans and None), measured
+    recursively, about three times as fast; a document nested deeper than
+    :data:`_TREE_DEPTH` is measured by :func:`_sizes`."""
     sizes: dict[int, tuple[int, int, int]] = {}
 
     def walk(node: Any, level: int) -> tuple[int, int, int]:
         if level > _TREE_DEPTH:
             raise _TooDeep
-        if isinstance(node, dict):
+        if type(node) is dict:
             children: Any = node.values()
-            size = 2 + len(node) + sum(len(str(key)) + 3 for key in node)
+            size = 2 + 4 * len(node) + sum(map(len, node))  # per key: its text, quotes, colon, comma
         else:
             children = node
             size = 2 + len(node)
-        values, depth = 1, 1
+        values, depth = 1 + len(node), 1  # a nested mapping or list adds its own values below
         for child in children:
-            if isinstance(child, (dict, list)):
+            kind = type(child)
+            if kind is str:
+                size += len(child) + 2
+            elif kind is dict or kind is list:
                 child_values, child_depth, child_size = walk(child, level + 1)
-                values += child_values
-                depth = max(depth, child_depth + 1)
+                values += child_values - 1
+                if child_depth >= depth:
+                    depth = child_depth + 1
                 size += child_size
             else:
-                values += 1
-                size += len(child) + 2 if isinstance(child, str) else 5
+                size += 5
         sizes[id(node)] = (values, depth, size)
         return values, depth, size
 
