@@ -70,11 +70,16 @@ class AffinityTerm:
 
 @frozen
 class WeightedAffinityTerm:
+    """A preferred pod (anti-)affinity term with its ``weight`` (1-100) (upstream
+    ``framework.WeightedAffinityTerm``)."""
+
     weight: int
     term: AffinityTerm
 
     @classmethod
     def of(cls, owner: Pod, weighted: WeightedPodAffinityTerm) -> "WeightedAffinityTerm":
+        """``weighted`` of pod ``owner``; raises ValueError when it has no ``podAffinityTerm`` (only a hand-built term
+        can lack it)."""
         term = weighted.pod_affinity_term
         if term is None:  # the API types refuse this at load; only a hand-built term can lack it
             raise ValueError("a weighted pod affinity term needs podAffinityTerm")
@@ -92,6 +97,8 @@ class AffinityTerms:
 
     @classmethod
     def of(cls, pod: Pod) -> "AffinityTerms":
+        """The required and preferred affinity and anti-affinity terms of ``pod`` (:data:`NO_TERMS` when it has none),
+        as upstream's ``NewPodInfo`` parses them."""
         affinity = pod.spec.affinity
         if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
             return NO_TERMS

@@ -134,6 +134,8 @@ class AttemptRecord:
         }
 
     def to_json(self) -> dict[str, Any]:
+        """The scheduling-phase line of the decision log: a JSON-ready dict with camelCase keys, empty fields left out
+        (see the module doc)."""
         out: dict[str, Any] = {"pod": self.pod, "uid": self.uid, "attempt": self.attempt, "time": self.time,
                                "profile": self.profile, "phase": "scheduling", "result": self.result}
         if self.node:

@@ -44,6 +44,9 @@ class PluginRef:
 
 @frozen
 class PluginSet:
+    """``enabled`` and ``disabled`` plugins of one extension point (upstream PluginSet); ``disabled: [{name: "*"}]``
+    turns off every default."""
+
     STRICT: ClassVar[bool] = True
     enabled: tuple[PluginRef, ...] = ()
     disabled: tuple[PluginRef, ...] = ()
@@ -83,6 +86,9 @@ POINT_KEYS = {f: f.split("_")[0] + "".join(p.title() for p in f.split("_")[1:]) 
 
 @frozen
 class PluginConfig:
+    """``{name, args}``: one plugin's args, decoded into its ``args_class`` when the profile's framework is built
+    (upstream PluginConfig)."""
+
     STRICT: ClassVar[bool] = True
     name: str = ""
     args: dict[str, Any] = field(factory=dict)
@@ -100,6 +106,7 @@ class Profile:
     plugin_config: tuple[PluginConfig, ...] = ()
 
     def args_for(self, plugin: str) -> dict[str, Any] | None:
+        """The raw ``args`` of ``plugin`` in this profile's ``pluginConfig``, or None when it has no entry."""
         for entry in self.plugin_config:
             if entry.name == plugin:
                 return entry.args
@@ -122,6 +129,10 @@ class LeaderElection:
 
 @frozen
 class ClientConnection:
+    """``clientConnection`` (upstream ClientConnectionConfiguration): ``kubeconfig`` and the client's rate limit,
+    ``qps`` (requests per second) and ``burst``, used against a real API server; the content types are read and
+    kept, not used."""
+
     STRICT: ClassVar[bool] = True
     kubeconfig: str = ""
     accept_content_types: str = ""

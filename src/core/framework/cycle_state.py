@@ -38,6 +38,7 @@ class CycleState:
         self.record: Any = None
 
     def write(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key``, replacing what was there (upstream ``CycleState.Write``)."""
         self._data[key] = value
 
     def read(self, key: str) -> Any:
@@ -48,12 +49,16 @@ class CycleState:
             raise StateNotFound(f"{key!r} not found in cycle state") from None
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default`` when nobody wrote it (use :meth:`read` to fail instead)."""
         return self._data.get(key, default)
 
     def delete(self, key: str) -> None:
+        """Forget ``key``; no error when it is absent (upstream ``CycleState.Delete``)."""
         self._data.pop(key, None)
 
     def clone(self) -> "CycleState":
+        """A copy for a dry run: values with ``clone()`` cloned, others shared, the skip sets copied, ``record`` left
+        None (upstream ``CycleState.Clone``)."""
         copy = CycleState()
         copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         copy.skip_filter_plugins = set(self.skip_filter_plugins)

@@ -70,6 +70,7 @@ class NodeToStatus(Mapping[str, Status]):
         return sum(times for _, times in self.counted())
 
     def values(self) -> list[Status]:  # type: ignore[override]  # a list, faster than a view for the histogram
+        """The rejecting statuses, one per rejected node, as a list (computed once)."""
         if self._present is None:
             self._present = [status for status in self.per_row() if status is not None]
         return self._present

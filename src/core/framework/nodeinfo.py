@@ -19,6 +19,7 @@ _generation = itertools.count(1)
 
 
 def next_generation() -> int:
+    """A process-wide, strictly increasing generation number (upstream ``nextGeneration``)."""
     return next(_generation)
 
 
@@ -139,6 +140,7 @@ class NodeInfo:
         return self.node
 
     def set_node(self, node: Node) -> None:
+        """Replace the Node object and bump the generation (upstream ``NodeInfo.SetNode``)."""
         self.node = node
         self.generation = next_generation()
 

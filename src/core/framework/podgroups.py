@@ -93,12 +93,15 @@ class PodGroupState:
         return self._assumed_node(pod) is not None
 
     def assigned_pods(self) -> list[Pod]:
+        """The members bound to a node (``spec.nodeName`` set) (upstream ``AssignedPods``)."""
         return [pod for pod in self.all_pods.values() if pod.spec.node_name]
 
     def assumed_pods(self) -> list[Pod]:
+        """The members assumed in the scheduler's cache but not bound yet (upstream ``AssumedPods``)."""
         return [pod for pod in self.all_pods.values() if not pod.spec.node_name and self._is_assumed(pod)]
 
     def unscheduled_pods(self) -> list[Pod]:
+        """The members neither bound nor assumed (upstream ``UnscheduledPods``)."""
         return [pod for pod in self.all_pods.values() if not pod.spec.node_name and not self._is_assumed(pod)]
 
     def scheduled_count(self) -> int:
@@ -232,6 +235,7 @@ class PodGroupManager:
             self.add_pod(new)
 
     def delete_pod(self, pod: Pod) -> None:
+        """Stop following ``pod``; a group left without pods is forgotten, with its waiting record."""
         key = pod_group_key(pod)
         if key is None or key not in self._states:
             return

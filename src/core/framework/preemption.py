@@ -99,6 +99,7 @@ class Preemptor:
 
     @classmethod
     def of_pod(cls, pod: Pod) -> "Preemptor":
+        """``pod`` as a preemptor: kind "pod", its profile's scheduler name and its priority."""
         return cls("pod", pod.metadata.uid, pod.key, pod.spec.scheduler_name or "", pod_priority(pod), pod)
 
     @classmethod

@@ -115,6 +115,9 @@ class Registry:
         return dict(sorted(self._errors.items()))
 
     def add(self, plugin: type, name: str | None = None, origin: str = "") -> None:
+        """Register plugin class ``plugin`` under ``name`` (default: its ``name`` attribute, else the class name);
+        ``origin`` says where it came from.  Raises PluginError for a non-class, a ``name`` attribute that
+        disagrees, or a second class under one name."""
         name = name or getattr(plugin, "name", None) or plugin.__name__
         if not isinstance(plugin, type):
             raise PluginError(f"plugin {name}: expected a class, got {plugin!r}")

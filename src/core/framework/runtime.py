@@ -240,6 +240,8 @@ class Framework(PlacementExtensionPoints):
         return self.queue_sort_plugins[0][0]
 
     def less(self, a: Any, b: Any) -> bool:
+        """Whether queued pod ``a`` goes before ``b``, by the profile's one QueueSort plugin (upstream
+        ``Framework.QueueSortFunc``)."""
         return self.queue_sort_plugins[0][1](a, b)
 
     def events_to_register(self) -> list[tuple[str, ClusterEventWithHint]]:
@@ -313,6 +315,8 @@ class Framework(PlacementExtensionPoints):
         return result, None, set(narrowing)
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
+        """Each PreFilter plugin's AddPod for ``info`` added to ``node_info`` (plugins whose PreFilter said Skip
+        excluded): None, or an Error naming the plugin that failed (upstream ``RunPreFilterExtensionAddPod``)."""
         for name, method in self.add_pod_plugins:
             if name in state.skip_filter_plugins:
                 continue
@@ -322,6 +326,8 @@ class Framework(PlacementExtensionPoints):
         return None
 
     def run_pre_filter_remove_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
+        """Each PreFilter plugin's RemovePod for ``info`` taken off ``node_info`` (plugins whose PreFilter said Skip
+        excluded): None, or an Error naming the plugin that failed (upstream ``RunPreFilterExtensionRemovePod``)."""
         for name, method in self.remove_pod_plugins:
             if name in state.skip_filter_plugins:
                 continue
@@ -645,6 +651,8 @@ class Framework(PlacementExtensionPoints):
         return total, per_plugin
 
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        """Reserve plugins in order: None, the first rejection as is, or an Error naming the plugin (upstream
+        ``RunReservePluginsReserve``)."""
         for name, method in self.reserve_plugins:
             status = method(state, pod, node_name)
             if status is not None and not status.is_success():
@@ -704,6 +712,8 @@ class Framework(PlacementExtensionPoints):
         return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
 
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        """Bind plugins in order until one handles the pod: None on success, an Error naming the plugin, or Skip when
+        every plugin skipped (upstream ``RunBindPlugins``)."""
         for name, method in self.bind_plugins:
             status = method(state, pod, node_name)
             if status is not None and status.code == Code.SKIP:
@@ -714,6 +724,7 @@ class Framework(PlacementExtensionPoints):
         return Status(Code.SKIP)
 
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        """Every PostBind plugin, for information only (upstream ``RunPostBindPlugins``)."""
         for _, method in self.post_bind_plugins:
             method(state, pod, node_name)
 

@@ -131,12 +131,16 @@ class NodeTable:
         return len(self._domains.get(key, ()))
 
     def allocatable(self, resource: str) -> np.ndarray:
+        """Per row, the node's allocatable ``resource`` (int64: milli-CPU for cpu, bytes for memory and storage, counts
+        otherwise)."""
         return self.column(f"allocatable/{resource}", lambda info: info.allocatable.get(resource, 0))
 
     def requested(self, resource: str) -> np.ndarray:
+        """Per row, the sum of the node's pods' requests of ``resource`` (int64, units as :meth:`allocatable`)."""
         return self.column(f"requested/{resource}", lambda info: info.requested.get(resource, 0))
 
     def pod_count(self) -> np.ndarray:
+        """Per row, how many pods (bound and assumed) the node holds (int64)."""
         return self.column("pods", lambda info: len(info.pods))
 
     def non_zero_requested(self) -> tuple[np.ndarray, np.ndarray]:
@@ -176,6 +180,7 @@ class Snapshot:
             self.rebuild(nodes)
 
     def rebuild(self, nodes: list[NodeInfo]) -> None:
+        """Replace the nodes with ``nodes``: a new index, NodeTable and generations."""
         self.nodes = list(nodes)
         self.index = {info.name: i for i, info in enumerate(self.nodes)}
         self.table = NodeTable(self.nodes)
@@ -192,6 +197,7 @@ class Snapshot:
         self.table.refresh(rows)
 
     def get(self, name: str) -> NodeInfo | None:
+        """The NodeInfo of node ``name``, or None when the snapshot has no such node."""
         row = self.index.get(name)
         return self.nodes[row] if row is not None else None
 

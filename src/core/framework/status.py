@@ -60,23 +60,28 @@ class Status:
 
     @classmethod
     def unschedulable(cls, *reasons: str) -> "Status":
+        """Code Unschedulable with ``reasons`` (upstream ``NewStatus(Unschedulable, ...)``)."""
         return cls(Code.UNSCHEDULABLE, reasons)
 
     @classmethod
     def unresolvable(cls, *reasons: str) -> "Status":
+        """Code UnschedulableAndUnresolvable with ``reasons``: preemption cannot help on this node."""
         return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
 
     @classmethod
     def as_error(cls, error: BaseException | str) -> "Status":
+        """Code Error carrying ``error`` (a string becomes a RuntimeError) (upstream ``AsStatus``)."""
         if isinstance(error, str):
             error = RuntimeError(error)
         return cls(Code.ERROR, (str(error),), error=error)
 
     @classmethod
     def skip(cls) -> "Status":
+        """The shared Skip status."""
         return SKIP
 
     def is_success(self) -> bool:
+        """Whether the code is Success (None, the usual Success, is not a Status: see :func:`is_success`)."""
         return self.code == Code.SUCCESS
 
     def is_rejected(self) -> bool:
@@ -84,6 +89,7 @@ class Status:
         return self.code in _REJECTED
 
     def is_skip(self) -> bool:
+        """Whether the code is Skip."""
         return self.code == Code.SKIP
 
     def message(self) -> str:
@@ -91,6 +97,7 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> "Status":
+        """This status attributed to ``plugin`` (upstream ``Status.WithPlugin``)."""
         return self if self.plugin == plugin else Status(self.code, self.reasons, plugin, self.error)
 
 

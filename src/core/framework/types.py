@@ -23,6 +23,8 @@ class PreFilterResult:
     node_names: frozenset[str] | None = None
 
     def merge(self, other: "PreFilterResult | None") -> "PreFilterResult":
+        """The intersection of the two results' nodes; None or an all-nodes result leaves the other as is (upstream
+        ``PreFilterResult.Merge``)."""
         if other is None or other.node_names is None:
             return self
         if self.node_names is None:
@@ -120,6 +122,9 @@ QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 @frozen
 class ClusterEventWithHint:
+    """A cluster event a plugin registers and its queueing hint (None: always queue) (upstream
+    ``ClusterEventWithHint``)."""
+
     event: ClusterEvent
     hint: QueueingHintFn | None = field(default=None, eq=False)
 

@@ -39,6 +39,8 @@ class WaitingPod:
         waiting_pods[pod.metadata.uid] = self
 
     def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod through, cancelling its timer; once no plugin is pending the binding cycle resumes
+        (upstream ``WaitingPod.Allow``)."""
         timer = self.pending.pop(plugin, None)
         if timer is not None:
             timer.cancel()
@@ -46,6 +48,8 @@ class WaitingPod:
             self._finish(None)
 
     def reject(self, plugin: str, message: str) -> None:
+        """``plugin`` rejects the pod: every timer is cancelled and the binding cycle resumes with Unschedulable
+        ``message`` (upstream ``WaitingPod.Reject``)."""
         self._stop(Status(Code.UNSCHEDULABLE, (message,), plugin))
 
     def preempt(self, plugin: str, message: str) -> None:
