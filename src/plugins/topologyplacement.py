@@ -48,10 +48,12 @@ class TopologyPlacementGenerator:
             locked.add(int(ids[row]) if row is not None else -1)
         if len(locked) > 1 or -1 in locked:
             return Status(Code.ERROR, ("more than 1 domain found for pod group",))
+        # the parent's rows grouped by domain in one stable sort (each domain's rows keep the parent's order)
         parent_ids = ids[parent.rows]
-        placements = []
-        for domain in sorted(set(np.unique(parent_ids).tolist()) - {-1}, key=lambda d: values[d]):
-            if locked and domain not in locked:
-                continue
-            placements.append(Placement(values[domain], parent.rows[parent_ids == domain]))
-        return placements
+        order = np.argsort(parent_ids, kind="stable")
+        domains, starts = np.unique(parent_ids[order], return_index=True)
+        ends = [*starts[1:].tolist(), len(order)]
+        rows_of = {domain: parent.rows[order[start:end]]
+                   for domain, start, end in zip(domains.tolist(), starts.tolist(), ends) if domain != -1}
+        return [Placement(values[domain], rows_of[domain]) for domain in sorted(rows_of, key=lambda d: values[d])
+                if not locked or domain in locked]
