@@ -30,6 +30,7 @@ class Timer:
         self.background = background
 
     def cancel(self) -> None:
+        """Make the timer a no-op; cancelling twice, or after it fired, does nothing."""
         self.cancelled = True
 
 
@@ -42,6 +43,7 @@ class Clock:
         self._lock = threading.Lock()
 
     def now(self) -> float:
+        """The current time, float seconds since the epoch."""
         raise NotImplementedError
 
     def call_at(self, when: float, callback: Callable[[], object], background: bool = False) -> Timer:
@@ -88,9 +90,11 @@ class RealClock(Clock):
     """Wall-clock time (``time.time()``)."""
 
     def now(self) -> float:
+        """``time.time()``: wall-clock seconds since the epoch."""
         return time.time()
 
     def wait(self, timeout: float, wakeup: threading.Event) -> None:
+        """Block the thread until ``timeout`` seconds pass or ``wakeup`` is set."""
         wakeup.wait(max(0.0, timeout))
 
 
@@ -106,6 +110,8 @@ class FakeClock(Clock):
         self._now = float(start)
 
     def now(self) -> float:
+        """The fake time, float seconds since the epoch; it moves only through :meth:`advance`,
+        :meth:`advance_to` and :meth:`wait`."""
         return self._now
 
     def advance_to(self, when: float) -> None:
@@ -123,5 +129,7 @@ class FakeClock(Clock):
         self.advance_to(self._now + seconds)
 
     def wait(self, timeout: float, wakeup: threading.Event) -> None:
+        """Never blocks: unless ``wakeup`` is already set, advance the clock by ``timeout`` seconds (firing due
+        timers)."""
         if not wakeup.is_set():
             self.advance(timeout)

@@ -53,6 +53,8 @@ class AssumeCache:
         informers.add_handlers(kind, self._on_add, lambda old, new: self._on_add(new), self._on_delete)
 
     def add_handler(self, handler: Callable[[Any, Any], None]) -> None:
+        """Call ``handler(old, new)`` on every later change of a visible object (old None on add, new None on
+        delete), assumed or not."""
         self._handlers.append(handler)
 
     def _notify(self, old: Any, new: Any) -> None:
@@ -87,6 +89,7 @@ class AssumeCache:
         return list(self._latest.values())
 
     def is_assumed(self, key: str) -> bool:
+        """Whether object ``key`` (``namespace/name``) is visible in an assumed version the API server has not sent."""
         return key in self._latest and self._latest[key] is not self._api.get(key)
 
     def assume(self, obj: Any) -> None:

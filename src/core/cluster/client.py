@@ -48,6 +48,8 @@ class Forbidden(ApiError):
 
 
 class NotFound(ApiError):
+    """The object (or the resource) does not exist (HTTP 404)."""
+
     code, reason = 404, "NotFound"
 
 
@@ -59,6 +61,8 @@ class Fenced(ApiError):
 
 
 class AlreadyExists(ApiError):
+    """A create of a name that is taken (HTTP 409)."""
+
     code, reason = 409, "AlreadyExists"
 
 
@@ -75,6 +79,8 @@ class Gone(ApiError):
 
 
 class Invalid(ApiError):
+    """The object fails the API server's validation, or an immutable field changed (HTTP 422)."""
+
     code, reason = 422, "Invalid"
 
 
@@ -91,6 +97,9 @@ class WatchEvent:
 
 @frozen
 class ListResult:
+    """What :meth:`ClusterClient.list` returns: the ``items`` (typed objects) and the list's ``resource_version``,
+    to watch from (upstream's ListMeta.resourceVersion)."""
+
     items: list
     resource_version: str
 

@@ -43,6 +43,7 @@ class Store(Mapping[str, Any]):
         return self._data[key]
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The latest delivered object under ``key`` (``namespace/name``), or ``default``."""
         return self._data.get(key, default)
 
     def __contains__(self, key: object) -> bool:
@@ -56,14 +57,17 @@ class Store(Mapping[str, Any]):
             return iter(list(self._data))
 
     def keys(self) -> list[str]:  # type: ignore[override]
+        """A snapshot list of the keys, taken under the informers' lock."""
         with self._lock:
             return list(self._data)
 
     def values(self) -> list[Any]:  # type: ignore[override]
+        """A snapshot list of the objects, taken under the informers' lock."""
         with self._lock:
             return list(self._data.values())
 
     def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        """A snapshot list of ``(key, object)`` pairs, taken under the informers' lock."""
         with self._lock:
             return list(self._data.items())
 
@@ -109,6 +113,8 @@ class Informers:
         on_update: UpdateHandler | None = None,
         on_delete: DeleteHandler | None = None,
     ) -> None:
+        """Register handlers for ``kind`` (call before :meth:`start`): ``on_add(obj)``, ``on_update(old, new)``,
+        ``on_delete(obj)``, called on the pumping thread (client-go's ``AddEventHandler``)."""
         informer = self._informer(kind)
         if on_add:
             informer.on_add.append(on_add)
@@ -128,6 +134,7 @@ class Informers:
         return self._informer(kind).store
 
     def get(self, kind: str, key: str) -> Any | None:
+        """The stored object of ``kind`` under ``key`` (``namespace/name``), or None."""
         return self.store(kind).get(key)
 
     def start(self) -> None:
@@ -140,6 +147,7 @@ class Informers:
         self.synced = True
 
     def stop(self) -> None:
+        """Stop every kind's watch; events already queued stay for :meth:`pump`."""
         for informer in self._kinds.values():
             if informer.stop:
                 informer.stop()
@@ -151,6 +159,7 @@ class Informers:
             self.wakeup.set()
 
     def pending(self) -> bool:
+        """Whether events are queued that :meth:`pump` has not delivered."""
         return bool(self._queue)
 
     def pump(self, limit: int | None = None) -> int:

@@ -107,6 +107,8 @@ class TokenBucketRateLimiter:
         self._lock = threading.Lock()
 
     def take(self) -> None:
+        """Take a token, sleeping in wall time until one is free (client-go's ``Accept``); returns at once when
+        ``qps <= 0``."""
         if self.qps <= 0:
             return
         with self._lock:
@@ -447,10 +449,13 @@ class KubernetesCluster(ClusterClient):
             query = [("limit", str(LIST_PAGE_SIZE)), ("continue", meta["continue"])]
 
     def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        """GET one object (see :meth:`ClusterClient.get`)."""
         resource = RESOURCES[kind]
         return self._decode(resource, self._call("GET", self._path(resource, name, namespace)))
 
     def watch(self, kind: str, resource_version: str, sink: WatchSink) -> Callable[[], None]:
+        """Watch ``kind`` from ``resource_version`` on its own thread (a reflector: bookmarks, resume, a REPLACE
+        relist on 410 Gone); see :meth:`ClusterClient.watch`."""
         reflector = _Reflector(self, RESOURCES[kind], resource_version, sink)
         reflector.start()
         return reflector.stop
@@ -498,6 +503,7 @@ class KubernetesCluster(ClusterClient):
             return self._events.all_tasks_done.wait_for(lambda: not self._events.unfinished_tasks, timeout)
 
     def create(self, obj: Any) -> Any:
+        """POST the object (see :meth:`ClusterClient.create`); an Event is only queued for the event writer."""
         if isinstance(obj, Event):
             return self._write_event("POST", obj)
         resource = resource_of(obj)
@@ -506,6 +512,7 @@ class KubernetesCluster(ClusterClient):
         return self._decode(resource, doc)
 
     def update(self, obj: Any) -> Any:
+        """PUT the object (see :meth:`ClusterClient.update`); an Event is queued and sent as a PATCH of its series."""
         if isinstance(obj, Event):
             return self._write_event("PATCH", obj)
         resource = resource_of(obj)
@@ -514,6 +521,7 @@ class KubernetesCluster(ClusterClient):
                                                  body=self._encode(obj)))
 
     def update_status(self, obj: Any) -> Any:
+        """PUT the object's ``/status`` (see :meth:`ClusterClient.update_status`)."""
         resource = resource_of(obj)
         meta = obj.metadata
         return self._decode(resource, self._call("PUT", self._path(resource, meta.name, meta.namespace, "status"),
@@ -558,6 +566,7 @@ class KubernetesCluster(ClusterClient):
         return self._call("POST", f"/apis/{api_version}/{plural}", body=body).get("status") or {}
 
     def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
+        """DELETE with DeleteOptions, a UID precondition when ``uid`` is given (see :meth:`ClusterClient.delete`)."""
         resource = RESOURCES[kind]
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid is not None:

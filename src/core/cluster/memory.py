@@ -96,6 +96,7 @@ class MemoryCluster(ClusterClient):
     # --- reading -------------------------------------------------------------------------
 
     def list(self, kind: str, namespace: str | None = None) -> ListResult:
+        """See :meth:`ClusterClient.list`; the resourceVersion is the latest change's."""
         with self._lock:
             items = list(self._bucket(kind).values())
             if namespace is not None:
@@ -103,6 +104,7 @@ class MemoryCluster(ClusterClient):
             return ListResult(items, str(self._rv))
 
     def get(self, kind: str, name: str, namespace: str = "") -> Any:
+        """See :meth:`ClusterClient.get`; raises NotFound ``<Kind> "<name>" not found``."""
         with self._lock:
             obj = self._bucket(kind).get(f"{namespace}/{name}" if namespace else name)
         if obj is None:
@@ -115,6 +117,8 @@ class MemoryCluster(ClusterClient):
             return [obj for kind in RESOURCES for _, obj in sorted(self._store.get(kind, {}).items())]
 
     def watch(self, kind: str, resource_version: str, sink: WatchSink) -> Callable[[], None]:
+        """See :meth:`ClusterClient.watch`: past changes of ``kind`` after ``resource_version`` are replayed from
+        the history first; raises Gone when the history no longer reaches back that far."""
         with self._lock:
             since = int(resource_version or 0)
             if since < self._rv:
@@ -146,6 +150,9 @@ class MemoryCluster(ClusterClient):
     # --- writing -------------------------------------------------------------------------
 
     def create(self, obj: Any) -> Any:
+        """See :meth:`ClusterClient.create`, with the API server's defaulting (uid, creationTimestamp, namespace
+        ``default``, generateName), validation (Invalid) and admission (pod priority, a claim's default
+        StorageClass, PodGroup priority).  The fail hook sees ``create``."""
         kind = resource_of(obj).kind
         self._check_fail("create", kind, obj)
         with self._lock:
@@ -188,9 +195,12 @@ class MemoryCluster(ClusterClient):
             return obj
 
     def update(self, obj: Any) -> Any:
+        """See :meth:`ClusterClient.update`; uid, creationTimestamp and deletionTimestamp are kept from the stored
+        object.  The fail hook sees ``update``."""
         return self._replace(obj, status_only=False)
 
     def update_status(self, obj: Any) -> Any:
+        """See :meth:`ClusterClient.update_status`: only ``status`` changes.  The fail hook sees ``update_status``."""
         return self._replace(obj, status_only=True)
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
@@ -221,6 +231,9 @@ class MemoryCluster(ClusterClient):
             return self._write(kind, obj, subresource)
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """See :meth:`ClusterClient.bind`: sets ``spec.nodeName``, a PodScheduled=True condition and clears
+        ``status.nominatedNodeName``.  Raises Conflict, with kube-apiserver's messages, for a UID mismatch, a pod
+        already assigned, being deleted or still gated."""
         self._check_fail("bind", "Pod", f"{namespace}/{name}")
         with self._lock:
             pod = self.get("Pod", name, namespace)
@@ -245,6 +258,9 @@ class MemoryCluster(ClusterClient):
             self._store_update("Pod", bound)
 
     def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
+        """See :meth:`ClusterClient.delete`: an object with finalizers, or a bound, unfinished pod under
+        ``graceful_deletion``, only gets a deletionTimestamp; raises Conflict when ``uid`` does not match.  The
+        fail hook sees ``delete``."""
         self._check_fail("delete", kind, f"{namespace}/{name}" if namespace else name)
         with self._lock:
             obj = self.get(kind, name, namespace)

@@ -45,6 +45,7 @@ class Cache:
     # --- pods ----------------------------------------------------------------------------
 
     def is_assumed(self, pod: Pod) -> bool:
+        """Whether ``pod`` (by UID) is assumed and not yet confirmed by the informer (upstream ``IsAssumedPod``)."""
         state = self._pods.get(pod.metadata.uid)
         return state is not None and state.assumed
 
@@ -59,9 +60,11 @@ class Cache:
         return state.node_name if state is not None and state.assumed else None
 
     def assumed_pods(self) -> list[Pod]:
+        """The pods assumed and not yet confirmed, as assumed."""
         return [s.pod for s in self._pods.values() if s.assumed]
 
     def pod_count(self) -> int:
+        """How many pods the cache holds, bound and assumed (upstream ``PodCount``)."""
         return len(self._pods)
 
     def _node(self, name: str) -> NodeInfo:
@@ -141,6 +144,8 @@ class Cache:
         self._dirty.add(new.spec.node_name)
 
     def update_pod(self, old: Pod, new: Pod) -> None:
+        """The informer updated ``new``: replace the cached pod, moving it between nodes if its node changed; it
+        counts as confirmed (upstream ``UpdatePod``)."""
         state = self._pods.get(new.metadata.uid)
         if state is None:
             self.add_pod(new)
@@ -153,6 +158,7 @@ class Cache:
         state.pod, state.node_name, state.assumed = new, new.spec.node_name, False
 
     def remove_pod(self, pod: Pod) -> None:
+        """The informer deleted ``pod``: take it off its node (unknown pods are ignored) (upstream ``RemovePod``)."""
         state = self._pods.pop(pod.metadata.uid, None)
         if state is not None:
             self._remove_from_node(state.pod, state.node_name)
@@ -168,14 +174,18 @@ class Cache:
     # --- nodes ---------------------------------------------------------------------------
 
     def add_node(self, node: Node) -> None:
+        """Set the Node on its NodeInfo, creating one if needed (upstream ``AddNode``)."""
         self._node(node.metadata.name).set_node(node)
         self._membership_changed = True
 
     def update_node(self, old: Node, new: Node) -> None:
+        """Replace the Node on its NodeInfo (upstream ``UpdateNode``)."""
         self._node(new.metadata.name).set_node(new)
         self._dirty.add(new.metadata.name)
 
     def remove_node(self, node: Node) -> None:
+        """Remove the node; while pods still point at it, its NodeInfo stays without a Node (upstream
+        ``RemoveNode``)."""
         info = self.nodes.get(node.metadata.name)
         if info is None:
             return
@@ -186,6 +196,7 @@ class Cache:
         self._membership_changed = True
 
     def node_count(self) -> int:
+        """How many nodes the cache holds (entries kept only for pods excluded) (upstream ``NodeCount``)."""
         return sum(1 for info in self.nodes.values() if info.node is not None)
 
     # --- snapshot ------------------------------------------------------------------------

@@ -39,6 +39,8 @@ class EventHandlers:
     workload_aware: bool
 
     def responsible_for(self, pod: Pod) -> bool:
+        """Whether ``pod.spec.schedulerName`` names one of this scheduler's profiles (upstream
+        ``responsibleForPod``)."""
         return pod.spec.scheduler_name in self.profiles
 
     def _register_handlers(self) -> None:

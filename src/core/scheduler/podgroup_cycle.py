@@ -118,6 +118,8 @@ class PlacementResult:
         return entry
 
     def assignments(self) -> PodGroupAssignments:
+        """The members placed in this placement as :class:`PodGroupAssignments`: each assumed pod with its node, and
+        their CycleStates."""
         placed = self.placed
         return PodGroupAssignments(self.placement, tuple((m.assumed, m.node_name) for m in placed
                                                          if m.assumed is not None), tuple(m.state for m in placed))

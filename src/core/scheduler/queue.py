@@ -173,6 +173,7 @@ class Nominator:
         self._node_of[uid] = node_name
 
     def delete(self, pod: Pod) -> None:
+        """End ``pod``'s nomination, if any (upstream ``DeleteNominatedPodIfExists``)."""
         node = self._node_of.pop(pod.metadata.uid, None)
         if node is not None:
             pods = self._by_node.get(node, {})
@@ -193,9 +194,11 @@ class Nominator:
             self.add(new_info, node)
 
     def nominated_node(self, pod: Pod) -> str:
+        """The node ``pod`` is nominated to, "" when none."""
         return self._node_of.get(pod.metadata.uid, "")
 
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """The pods nominated to ``node_name`` (upstream ``NominatedPodsForNode``)."""
         return list(self._by_node.get(node_name, {}).values())
 
     def pods_to_respect(self, pod: Pod, node_name: str) -> list[PodInfo]:
@@ -210,6 +213,7 @@ class Nominator:
         return [info for other, info in pods.items() if other != uid and pod_priority(info.pod) >= priority]
 
     def nodes(self) -> list[str]:
+        """The names of the nodes that have nominated pods."""
         return list(self._by_node)
 
 
@@ -288,6 +292,7 @@ class SchedulingQueue:
         }
 
     def has_active(self) -> bool:
+        """Whether activeQ holds a pod or PodGroup to pop (entries removed since are dropped first)."""
         while self._active and self._active[0].removed:
             heapq.heappop(self._active)
         return bool(self._active)
@@ -581,6 +586,8 @@ class SchedulingQueue:
                 self._move(info)
 
     def delete(self, pod: Pod) -> None:
+        """The informer deleted ``pod``: remove it from whichever queue holds it (from its group, the group going
+        once empty and not in flight) and end its nomination (upstream ``PriorityQueue.Delete``)."""
         group = self._member_of.pop(pod.metadata.uid, None)
         if group is not None:
             group.members.pop(pod.metadata.uid, None)
