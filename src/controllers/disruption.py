@@ -77,6 +77,9 @@ class DisruptionController(Controller):
         self._on_pod(new)
 
     def sync(self, item: Any) -> None:
+        """Recompute PodDisruptionBudget ``item`` (``namespace/name``)'s status from its pods and write it, with
+        upstream's NoPods, CalculateExpectedPodCountFailed and UnmanagedPods events; queued again when a
+        ``disruptedPods`` entry times out (upstream ``DisruptionController.trySync``)."""
         pdb: PodDisruptionBudget | None = self.informers.get(PDB, item)
         if pdb is None:
             return

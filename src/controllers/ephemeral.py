@@ -48,6 +48,8 @@ class EphemeralVolumeController(Controller):
                     pass
 
     def sync(self, item) -> None:
+        """Create the missing claims of pod ``item`` (``namespace/name``)'s generic ephemeral volumes, controlled by
+        the pod; a pod being deleted gets none (upstream ``ephemeralController.syncHandler``)."""
         pod = self.pods.get(item)
         if pod is None or pod.metadata.deletion_timestamp is not None:
             return

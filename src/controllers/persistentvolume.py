@@ -146,6 +146,8 @@ class PersistentVolumeController(Controller):
     # --- sync --------------------------------------------------------------------------------
 
     def sync(self, item) -> None:
+        """``item`` is ``(CLAIM, "namespace/name")`` or ``(VOLUME, name)``: sync that claim or PV if it still exists
+        (upstream's ``syncClaim`` / ``syncVolume``)."""
         kind, key = item
         if kind == CLAIM:
             claim = self.claims.get(key)

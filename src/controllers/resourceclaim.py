@@ -197,6 +197,9 @@ class ResourceClaimController(Controller):
     # --- sync ----------------------------------------------------------------------------
 
     def sync(self, item: tuple[str, str]) -> None:
+        """``item`` is ``("pod" | "podgroup" | "claim", "namespace/name")``: create a pod's or PodGroup's claims
+        from templates, or clean up a claim's ``reservedFor`` and delete it when its owner is done (upstream
+        ``Controller.syncHandler``)."""
         kind, key = item
         if kind == "pod":
             self._sync_pod(key)

@@ -138,13 +138,17 @@ class ControllerManager:
         return sum(c.synced for c in self.controllers)
 
     def start(self) -> None:
+        """List and watch every kind the controllers registered, then deliver the existing objects to their handlers."""
         self.informers.start()
         self.informers.pump()
 
     def pump(self) -> int:
+        """Deliver queued watch events to the handlers; returns how many."""
         return self.informers.pump()
 
     def step(self) -> bool:
+        """Deliver pending events, then process every ready item of each controller on this thread; returns whether
+        anything happened."""
         busy = self.informers.pump() > 0
         for controller in self.controllers:
             while controller.step():
@@ -161,6 +165,7 @@ class ControllerManager:
                 self._threads.append(thread)
 
     def stop(self) -> None:
+        """Shut the controllers' work queues down and stop the informers' watches."""
         for controller in self.controllers:
             controller.queue.shut_down()
         self.informers.stop()

@@ -72,6 +72,8 @@ class RateLimiter:
         return self._failures.get(item, 0)
 
     def forget(self, item: Hashable) -> None:
+        """Reset ``item``'s failure count, so its next backoff starts at the base delay again (client-go's
+        ``Forget``)."""
         self._failures.pop(item, None)
 
 

@@ -79,6 +79,8 @@ def is_for_pod(pod: Pod, claim: ResourceClaim, group: PodGroup | None = None) ->
 
 
 def not_for_pod_message(pod: Pod, claim: ResourceClaim, group: PodGroup | None = None) -> str:
+    """Upstream's error when a claim generated from a template is not controlled by ``pod`` (or by its PodGroup
+    ``group``, when given)."""
     where = f"{claim.metadata.namespace}/{claim.metadata.name}"
     if group is not None:
         return (f"ResourceClaim {where} was not created for Pod {pod.metadata.namespace}/{pod.metadata.name} or "

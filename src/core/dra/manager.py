@@ -302,6 +302,8 @@ class DRAManager:
         self._notify(old, claim)
 
     def claim_has_pending_allocation(self, uid: str) -> bool:
+        """Whether claim ``uid`` has an allocation made by the scheduler that the API has not confirmed yet
+        (upstream ``ClaimHasPendingAllocation``)."""
         return uid in self._in_flight
 
     def group_pending_allocation(self, uid: str, group: str) -> ResourceClaim | None:
@@ -353,6 +355,7 @@ class DRAManager:
     # --- classes, slices, rules ----------------------------------------------------------
 
     def device_class(self, name: str) -> DeviceClass | None:
+        """DeviceClass ``name`` from the informer, or None."""
         return self._informers.get("DeviceClass", name)
 
     def device_classes(self) -> Mapping[str, DeviceClass]:
@@ -471,9 +474,11 @@ class DRAManager:
         return out
 
     def slices(self) -> list[ResourceSlice]:
+        """Every ResourceSlice, as a snapshot list."""
         return self._informers.store("ResourceSlice").values()  # a snapshot list
 
     def taint_rules(self) -> list[DeviceTaintRule]:
+        """Every DeviceTaintRule, as a snapshot list."""
         return self._informers.store("DeviceTaintRule").values()
 
     def node_slices(self, node_name: str) -> list[ResourceSlice]:

@@ -43,6 +43,8 @@ class DecisionLog:
         return self.keep is None or self.keep(pod_key)
 
     def write(self, record: dict[str, Any]) -> None:
+        """Write ``record`` (one attempt's JSON-ready dict) as a line of the file, or keep it in :attr:`records`
+        without a file; callers check :meth:`wants` first."""
         with self._lock:
             self.written += 1
             if self._file is not None:
@@ -51,6 +53,7 @@ class DecisionLog:
                 self.records.append(record)
 
     def close(self) -> None:
+        """Close the file (flushing it); later records are kept in :attr:`records`."""
         with self._lock:
             if self._file is not None:
                 self._file.close()
@@ -150,6 +153,8 @@ class DecisionPublisher(DecisionLog):
         self._thread.start()
 
     def write(self, record: dict[str, Any]) -> None:
+        """As :meth:`DecisionLog.write`, and queue the record as its pod's latest for the annotation (a binding-
+        phase record joins its attempt's; a PodGroup's record is only logged)."""
         super().write(record)
         key = record.get("pod")
         if key is None:
@@ -200,6 +205,7 @@ class DecisionPublisher(DecisionLog):
             log.warning("publishing a scheduling decision failed", extra={"pod": key, "err": str(err)})
 
     def close(self) -> None:
+        """Write the pending annotations, stop the writer thread and close the file."""
         with self._changed:
             self._closing = True
             self._changed.notify()

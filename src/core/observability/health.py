@@ -64,9 +64,11 @@ class HealthServer:
         return self._server.bind_addr[1]
 
     def start(self) -> None:
+        """Serve on the daemon thread (the port is already bound)."""
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop serving and close the port."""
         self._server.stop()
 
     def _app(self, environ, start_response):

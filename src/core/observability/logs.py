@@ -37,6 +37,7 @@ class JSONFormatter(logging.Formatter):
     """One JSON object per line: ``{"ts", "caller", "msg", "v"|"err", ...pairs}``."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """One line of component-base's JSON log format for ``record``."""
         doc: dict[str, Any] = {"ts": round(record.created, 6), "caller": f"{record.filename}:{record.lineno}",
                                "msg": record.getMessage()}
         if record.levelno >= logging.ERROR:
@@ -54,6 +55,7 @@ class TextFormatter(logging.Formatter):
     LETTERS = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W", logging.ERROR: "E", logging.CRITICAL: "F"}
 
     def format(self, record: logging.LogRecord) -> str:
+        """One klog text line for ``record``, then the traceback when it has one."""
         stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created)) + f".{int(record.created % 1 * 1e6):06d}"
         letter = self.LETTERS.get(record.levelno, "I")
         pairs = "".join(f" {k}={json.dumps(v, default=str)}" for k, v in record_pairs(record).items())

@@ -112,6 +112,7 @@ def volume_is_for_pod(pod: Pod, claim: PersistentVolumeClaim) -> str | None:
 
 
 def claim_key(namespace: str, name: str) -> str:
+    """``namespace/name``: a claim's key in the informer's store."""
     return f"{namespace}/{name}"
 
 
@@ -144,6 +145,8 @@ def is_delay_binding_mode(claim: PersistentVolumeClaim, get_class: Callable[[str
 
 
 def is_claim_fully_bound(claim: PersistentVolumeClaim) -> bool:
+    """Whether the claim names its volume and carries ``pv.kubernetes.io/bind-completed`` (upstream
+    ``isPVCFullyBound``)."""
     return bool(claim.spec.volume_name) and ANN_BIND_COMPLETED in claim.metadata.annotations
 
 
@@ -196,6 +199,8 @@ def access_modes_fit(claim: PersistentVolumeClaim, volume: PersistentVolume) -> 
 
 
 def volume_mode_mismatch(claim: PersistentVolumeClaim, volume: PersistentVolume) -> bool:
+    """Whether claim and volume differ in ``volumeMode`` (unset is Filesystem) (upstream
+    ``CheckVolumeModeMismatches``)."""
     return (claim.spec.volume_mode or FILESYSTEM) != (volume.spec.volume_mode or FILESYSTEM)
 
 

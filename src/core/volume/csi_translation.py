@@ -54,6 +54,8 @@ class InTreePlugin:
     source: str
 
     def handle(self, source: Any) -> str:
+        """The CSI volume handle of in-tree ``source``: the EBS volume ID (the ``aws://zone/`` prefix dropped), the
+        GCE PD name, the Azure disk URI (else name) or the Cinder volume ID."""
         if self.source == "aws_elastic_block_store":
             return ebs_volume_id(source.volume_id)
         if self.source == "gce_persistent_disk":
