@@ -121,6 +121,8 @@ def _label_suggestions(pod: Pod, names: list[str], nodes: dict[str, Node]) -> li
 
 
 def node_names(group: dict[str, Any]) -> str:
+    """"N node(s): a, b and M more": a rejected-node group of the decision record (``nodes``, ``count``), at most
+    :data:`NODES_SHOWN` names."""
     shown = group["nodes"][:NODES_SHOWN]
     more = group["count"] - len(shown)
     return f"{group['count']} node(s): " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")

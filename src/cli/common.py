@@ -21,6 +21,8 @@ INVALID_INPUT = 2
 
 
 class Output(str, enum.Enum):
+    """``-o/--output`` of the reporting commands: a rich table, YAML or JSON."""
+
     table = "table"
     yaml = "yaml"
     json = "json"

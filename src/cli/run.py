@@ -22,6 +22,8 @@ from .common import kube_cluster, refuse
 
 
 class LogFormat(str, enum.Enum):
+    """``--log-format``: klog text or component-base JSON (see :mod:`kubesched.core.observability.logs`)."""
+
     text = "text"
     json = "json"
 

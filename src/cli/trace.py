@@ -39,12 +39,18 @@ trace_app = typer.Typer(help="Convert production traces to manifests and replay 
 
 
 class Format(str, enum.Enum):
+    """``trace replay -o`` / ``trace alibaba-openb --replay --format``: a table, one JSON object, or CSV of the
+    curves."""
+
     table = "table"
     json = "json"
     csv = "csv"
 
 
 class TieBreak(str, enum.Enum):
+    """``--tie-break``: "ranked" (a seeded node priority, as the FGD paper's simulator) or "random" (upstream's
+    random pick among the best-scored nodes)."""
+
     ranked = "ranked"
     random = "random"
 

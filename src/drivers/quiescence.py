@@ -10,7 +10,8 @@ from kubesched.core.clock import FakeClock
 class Loop(Protocol):
     """Anything with a ``step() -> bool`` that does one unit of work (False: idle)."""
 
-    def step(self) -> bool: ...
+    def step(self) -> bool:
+        """Do one unit of work; False when there was nothing to do."""
 
 
 #: Without an end time, stop after this many clock jumps in a row that bound nothing new ...

@@ -148,9 +148,11 @@ class Simulation:
         return self.get("Pod", key if "/" in key else f"default/{key}")
 
     def pods(self) -> list:
+        """Every pod in the cluster, sorted by ``namespace/name``."""
         return sorted(self.cluster.list("Pod").items, key=lambda p: p.key)
 
     def events(self, reason: str | None = None) -> list:
+        """The cluster's Events in time order (ties by name), only those with ``reason`` when given."""
         events = sorted(self.cluster.list("Event").items, key=lambda e: (e.last_timestamp or 0, e.metadata.name))
         return [e for e in events if reason is None or e.reason == reason]
 

@@ -53,6 +53,7 @@ class ResultStore:
                 self.write(cell_id, row)
 
     def path(self, cell_id: str) -> Path:
+        """The cell's result file, ``DIR/cells/<cell_id>.parquet``."""
         return self.cells / f"{cell_id}.parquet"
 
     def done(self, cell_id: str, digest: str) -> bool:
@@ -67,6 +68,7 @@ class ResultStore:
         return stored == [digest]
 
     def write(self, cell_id: str, row: dict[str, Any]) -> None:
+        """Store ``row`` as the cell's one-row Parquet file, atomically (a scratch file renamed over it)."""
         final = self.path(cell_id)
         scratch = final.with_name(f".{final.name}.{os.getpid()}")
         pq.write_table(pa.Table.from_pylist([row]), scratch)

@@ -266,6 +266,7 @@ class GoRand(random.Random):
         return (self._tap, self._feed, tuple(self._vec), self.draws)
 
     def setstate(self, state: tuple[Any, ...]) -> None:
+        """Return to a position :meth:`getstate` gave."""
         tap, feed, vec, draws = state
         self._tap, self._feed, self._vec, self.draws = tap, feed, list(vec), draws
 

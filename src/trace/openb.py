@@ -213,11 +213,14 @@ def arrival_order(pods: list[TracePod], gpu_capacity_milli: int, generator: rand
 
 
 def device_class() -> dict:
+    """The DeviceClass manifest selecting every device of the trace's GPU driver."""
     return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
             "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}
 
 
 def node_manifest(node: TraceNode) -> dict:
+    """The trace node as a core/v1 Node manifest: its milli-CPU and memory (MiB) as capacity and allocatable, 1001
+    pods, Ready, labelled with its hostname and GPU model."""
     resources = {"cpu": f"{node.milli_cpu}m", "memory": f"{node.memory_mib}Mi", "pods": str(MAX_PODS)}
     labels = {"kubernetes.io/hostname": node.name}
     if node.model:
@@ -255,6 +258,8 @@ def claim_manifest(pod: TracePod) -> dict:
 
 
 def pod_manifest(pod: TracePod) -> dict:
+    """The trace pod as a core/v1 Pod manifest: one pause container requesting (and limited to) its milli-CPU and
+    memory (MiB), with the ResourceClaim ``<pod>-gpu`` when it asks for GPUs."""
     requests = {"cpu": f"{pod.milli_cpu}m", "memory": f"{pod.memory_mib}Mi"}
     container: dict = {"name": "main", "image": "registry.k8s.io/pause:3.10.1",
                        "resources": {"requests": requests, "limits": dict(requests)}}

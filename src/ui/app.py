@@ -63,6 +63,8 @@ def _number(value: Any) -> str:
 
 
 def make_templates() -> Jinja2Templates:
+    """The Jinja2 templates of ``ui/templates`` with the ``number`` (thousands separators) and ``quantity`` (a
+    resource amount as a Kubernetes quantity) filters."""
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["number"] = _number
     templates.env.filters["quantity"] = lambda amount, resource: quantity(resource, int(amount))

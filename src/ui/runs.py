@@ -108,6 +108,7 @@ class Runs:
     # --- the worker ---------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the background thread that simulates the scenarios the pages need (:meth:`wanted`)."""
         self._thread.start()
 
     def close(self) -> None:
@@ -175,6 +176,7 @@ class Runs:
             self._listeners.append(callback)
 
     def unlisten(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback``; no error when it was not listening."""
         with self._lock:
             if callback in self._listeners:
                 self._listeners.remove(callback)
@@ -245,6 +247,7 @@ class Runs:
         self._changed()
 
     def undo(self) -> bool:
+        """Undo the last edit and re-simulate; False when there is nothing to undo."""
         with self._lock:
             done = self.history.undo()
         if done:
@@ -252,6 +255,7 @@ class Runs:
         return done
 
     def redo(self) -> bool:
+        """Redo the last undone edit and re-simulate; False when there is nothing to redo."""
         with self._lock:
             done = self.history.redo()
         if done:

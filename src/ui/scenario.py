@@ -195,6 +195,7 @@ class History:
         self.cursor = 0
 
     def current(self) -> Scenario:
+        """The scenario at the cursor: the base with the edits not undone."""
         return self.scenario()
 
     def scenario(self, upto: int | None = None) -> Scenario:
@@ -218,12 +219,14 @@ class History:
         self.cursor += 1
 
     def undo(self) -> bool:
+        """Move the cursor back one edit; False at the base."""
         if self.cursor == 0:
             return False
         self.cursor -= 1
         return True
 
     def redo(self) -> bool:
+        """Move the cursor forward one edit; False when no undone edit is left."""
         if self.cursor == len(self.edits):
             return False
         self.cursor += 1

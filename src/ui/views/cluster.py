@@ -31,6 +31,7 @@ def paged(total: int, page: int) -> tuple[int, int, int]:
 
 
 def pages_of(total: int) -> int:
+    """How many pages of :data:`PAGE_ROWS` rows ``total`` rows take (at least 1)."""
     return max(1, math.ceil(total / PAGE_ROWS))
 
 
