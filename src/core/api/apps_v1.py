@@ -32,6 +32,9 @@ class WorkloadSpec:
 
 @frozen
 class ReplicaSet:
+    """apps/v1 ReplicaSet: read for its ``spec.selector`` (PodTopologySpread's default constraints); the rest kept
+    as given."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: WorkloadSpec = field(factory=lambda: WorkloadSpec(LabelSelector()))
     status: dict[str, Any] = field(factory=dict)
@@ -40,6 +43,9 @@ class ReplicaSet:
 
 @frozen
 class StatefulSet:
+    """apps/v1 StatefulSet: read for its ``spec.selector`` (PodTopologySpread's default constraints); the rest kept
+    as given."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: WorkloadSpec = field(factory=lambda: WorkloadSpec(LabelSelector()))
     status: dict[str, Any] = field(factory=dict)

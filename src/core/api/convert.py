@@ -86,6 +86,8 @@ def camel(name: str) -> str:
 
 
 def manifest_key(field: attrs.Attribute) -> str:
+    """The manifest key of attrs ``field``: its ``key`` metadata when set (``hostIP``, ``volumeID``), else its name
+    in camelCase."""
     return field.metadata.get("key") or camel(field.name)
 
 

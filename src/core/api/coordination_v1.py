@@ -22,5 +22,7 @@ class LeaseSpec:
 
 @frozen
 class Lease:
+    """coordination.k8s.io/v1 Lease: the lock of leader election."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: LeaseSpec = LeaseSpec()

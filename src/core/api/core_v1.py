@@ -109,12 +109,17 @@ class NodeSelector:
 
 @frozen
 class PreferredSchedulingTerm:
+    """core/v1 PreferredSchedulingTerm: ``weight`` (1-100) added to a node's NodeAffinity score where ``preference``
+    matches."""
+
     weight: int = 0
     preference: NodeSelectorTerm = NodeSelectorTerm()
 
 
 @frozen
 class NodeAffinity:
+    """core/v1 NodeAffinity: required terms (ORed; a node must match one) and weighted preferred terms."""
+
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
@@ -172,6 +177,8 @@ class PodAffinity:
 
 @frozen
 class PodAntiAffinity:
+    """core/v1 PodAntiAffinity: required terms (all must hold) and weighted preferred terms, as :class:`PodAffinity`."""
+
     required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
     preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
 
@@ -243,6 +250,9 @@ class TopologySpreadConstraint:
 
 @frozen
 class ResourceRequirements:
+    """core/v1 ResourceRequirements: ``requests`` and ``limits`` as integers (milli-CPU for cpu, bytes for memory
+    and storage, counts otherwise); ``claims`` and the rest in ``extra``."""
+
     requests: dict[str, int] = _quantities()
     limits: dict[str, int] = _quantities()
     extra: dict[str, Any] = _extra()
@@ -250,6 +260,8 @@ class ResourceRequirements:
 
 @frozen
 class ContainerPort:
+    """core/v1 ContainerPort: a non-zero ``host_port`` (with ``protocol`` and ``host_ip``) is what NodePorts checks."""
+
     container_port: int = 0
     host_port: int = 0
     protocol: str = "TCP"
@@ -271,6 +283,8 @@ class Container:
 
 @frozen
 class PodSchedulingGate:
+    """core/v1 PodSchedulingGate: while a pod has any, it is not scheduled (SchedulingGates' PreEnqueue)."""
+
     name: str = ""
 
 
@@ -279,6 +293,8 @@ class PodSchedulingGate:
 
 @frozen
 class AWSElasticBlockStoreVolumeSource:
+    """core/v1 AWSElasticBlockStoreVolumeSource: an in-tree EBS volume by ``volume_id``."""
+
     volume_id: str = field(default="", metadata={"key": "volumeID"})
     fs_type: str = ""
     partition: int = 0
@@ -287,6 +303,8 @@ class AWSElasticBlockStoreVolumeSource:
 
 @frozen
 class GCEPersistentDiskVolumeSource:
+    """core/v1 GCEPersistentDiskVolumeSource: an in-tree GCE PD by ``pd_name``."""
+
     pd_name: str = ""
     fs_type: str = ""
     partition: int = 0
@@ -295,6 +313,8 @@ class GCEPersistentDiskVolumeSource:
 
 @frozen
 class AzureDiskVolumeSource:
+    """core/v1 AzureDiskVolumeSource: an in-tree Azure disk by ``disk_name`` / ``disk_uri``."""
+
     disk_name: str = ""
     disk_uri: str = field(default="", metadata={"key": "diskURI"})
     extra: dict[str, Any] = _extra()
@@ -302,12 +322,16 @@ class AzureDiskVolumeSource:
 
 @frozen
 class CinderVolumeSource:
+    """core/v1 CinderVolumeSource: an in-tree Cinder volume by ``volume_id``."""
+
     volume_id: str = field(default="", metadata={"key": "volumeID"})
     extra: dict[str, Any] = _extra()
 
 
 @frozen
 class ISCSIVolumeSource:
+    """core/v1 ISCSIVolumeSource: an iSCSI disk, identified by ``iqn`` for VolumeRestrictions."""
+
     target_portal: str = ""
     iqn: str = ""
     lun: int = 0
@@ -328,6 +352,8 @@ class RBDVolumeSource:
 
 @frozen
 class PersistentVolumeClaimVolumeSource:
+    """core/v1 PersistentVolumeClaimVolumeSource: the pod's claim ``claim_name`` in its own namespace."""
+
     claim_name: str = ""
     read_only: bool = False
 
@@ -343,6 +369,8 @@ class PersistentVolumeClaimTemplate:
 
 @frozen
 class EphemeralVolumeSource:
+    """core/v1 EphemeralVolumeSource: a generic ephemeral volume, from ``volume_claim_template``."""
+
     volume_claim_template: PersistentVolumeClaimTemplate | None = None
 
 
@@ -396,6 +424,10 @@ class PodSchedulingGroup:
 
 @frozen
 class PodSpec:
+    """core/v1 PodSpec: the fields the scheduler reads (resources in scheduler units), the rest in ``extra``.
+    Raises ManifestError for two topology spread constraints with the same topologyKey and whenUnsatisfiable, as
+    the API server's validation."""
+
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
     priority: int | None = None
@@ -428,6 +460,8 @@ class PodSpec:
 
 @frozen
 class PodCondition:
+    """core/v1 PodCondition (``PodScheduled``, ``DisruptionTarget``, ...); times are seconds since the epoch."""
+
     type: str = ""
     status: str = ""
     reason: str = ""
@@ -456,6 +490,9 @@ class PodExtendedResourceClaimStatus:
 
 @frozen
 class PodStatus:
+    """core/v1 PodStatus: phase, conditions, ``nominatedNodeName`` and the DRA claim statuses; times are seconds
+    since the epoch."""
+
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
@@ -488,6 +525,8 @@ class Pod:
 
 @frozen
 class NodeSpec:
+    """core/v1 NodeSpec: ``unschedulable`` and ``taints``; the rest in ``extra``."""
+
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
     extra: dict[str, Any] = _extra()
@@ -495,6 +534,8 @@ class NodeSpec:
 
 @frozen
 class NodeCondition:
+    """core/v1 NodeCondition (``Ready``, ...); times are seconds since the epoch."""
+
     type: str = ""
     status: str = ""
     reason: str = ""
@@ -505,12 +546,17 @@ class NodeCondition:
 
 @frozen
 class ContainerImage:
+    """core/v1 ContainerImage: an image a node holds, by its ``names`` and ``size_bytes`` (bytes)."""
+
     names: tuple[str, ...] = ()
     size_bytes: int = 0
 
 
 @frozen
 class NodeStatus:
+    """core/v1 NodeStatus: ``capacity`` and ``allocatable`` in scheduler units (milli-CPU, bytes, counts),
+    conditions and images."""
+
     capacity: dict[str, int] = _quantities()
     allocatable: dict[str, int] = _quantities()
     conditions: tuple[NodeCondition, ...] = ()
@@ -537,6 +583,8 @@ class Node:
 
 @frozen
 class Namespace:
+    """core/v1 Namespace (cluster-scoped): its labels are what namespaceSelectors match."""
+
     metadata: ObjectMeta = ObjectMeta()
     extra: dict[str, Any] = _extra()
 
@@ -555,11 +603,15 @@ class ConfigMap:
 
 @frozen
 class VolumeNodeAffinity:
+    """core/v1 VolumeNodeAffinity: the nodes a PersistentVolume can be used from (``required`` terms ORed)."""
+
     required: NodeSelector | None = None
 
 
 @frozen
 class CSIPersistentVolumeSource:
+    """core/v1 CSIPersistentVolumeSource: a PersistentVolume of CSI ``driver``, identified by ``volume_handle``."""
+
     driver: str = ""
     volume_handle: str = ""
     read_only: bool = False
@@ -613,6 +665,8 @@ class PersistentVolume:
 
 @frozen
 class VolumeResourceRequirements:
+    """core/v1 VolumeResourceRequirements: a claim's ``requests``/``limits`` (``storage`` in bytes)."""
+
     requests: dict[str, int] = _quantities()
     limits: dict[str, int] = _quantities()
 
@@ -656,6 +710,8 @@ class PersistentVolumeClaim:
 
 @frozen
 class EventSource:
+    """core/v1 EventSource: the ``component`` (and ``host``) that reported an Event."""
+
     component: str = ""
     host: str = ""
 
@@ -691,6 +747,9 @@ class ServiceSpec:
 
 @frozen
 class Service:
+    """core/v1 Service: read for its ``spec.selector`` (PodTopologySpread's default constraints); the rest kept as
+    given."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: ServiceSpec = ServiceSpec()
     status: dict[str, Any] = field(factory=dict)
@@ -708,6 +767,9 @@ class ReplicationControllerSpec:
 
 @frozen
 class ReplicationController:
+    """core/v1 ReplicationController: read for its ``spec.selector`` (PodTopologySpread's default constraints); the
+    rest kept as given."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: ReplicationControllerSpec = ReplicationControllerSpec()
     status: dict[str, Any] = field(factory=dict)

@@ -92,6 +92,8 @@ class RequiredNodeAffinity:
         return repr((sorted(self.node_selector.items()), self.required))
 
     def matches(self, node: Node) -> bool:
+        """Whether ``node`` has every ``spec.nodeSelector`` label and matches a required node affinity term
+        (upstream ``RequiredNodeAffinity.Match``)."""
         labels = node.metadata.labels
         for key, value in self.node_selector.items():
             if labels.get(key) != value:

@@ -73,6 +73,9 @@ class PodDisruptionBudgetStatus:
 
 @frozen
 class PodDisruptionBudget:
+    """policy/v1 PodDisruptionBudget: preemption avoids, where it can, evicting more of the selected pods than
+    ``status.disruptionsAllowed``."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
     status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()

@@ -56,6 +56,9 @@ class VolumeNodeResources:
 
 @frozen
 class CSINodeDriver:
+    """storage.k8s.io/v1 CSINodeDriver: one driver on the node, its ``topology_keys`` and attach limit
+    (``allocatable.count``)."""
+
     name: str = ""
     node_id: str = field(default="", metadata={"key": "nodeID"})
     topology_keys: tuple[str, ...] = ()
@@ -64,6 +67,8 @@ class CSINodeDriver:
 
 @frozen
 class CSINodeSpec:
+    """storage.k8s.io/v1 CSINodeSpec: the CSI drivers installed on the node."""
+
     drivers: tuple[CSINodeDriver, ...] = ()
 
 
@@ -90,6 +95,8 @@ class CSIDriverSpec:
 
 @frozen
 class CSIDriver:
+    """storage.k8s.io/v1 CSIDriver (cluster-scoped): whether a driver's volumes attach and report storage capacity."""
+
     metadata: ObjectMeta = ObjectMeta()
     spec: CSIDriverSpec = CSIDriverSpec()
 
