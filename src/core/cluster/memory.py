@@ -153,7 +153,8 @@ class MemoryCluster(ClusterClient):
         """See :meth:`ClusterClient.create`, with the API server's defaulting (uid, creationTimestamp, namespace
         ``default``, generateName), validation (Invalid) and admission (pod priority, a claim's default
         StorageClass, PodGroup priority).  The fail hook sees ``create``."""
-        kind = resource_of(obj).kind
+        resource = resource_of(obj)
+        kind = resource.kind
         self._check_fail("create", kind, obj)
         with self._lock:
             meta = obj.metadata
@@ -161,9 +162,9 @@ class MemoryCluster(ClusterClient):
                 if not meta.generate_name:
                     raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
                 meta = evolve(meta, name=self._generate_name(kind, meta))
-            if resource_of(obj).namespaced and not meta.namespace:
+            if resource.namespaced and not meta.namespace:
                 meta = evolve(meta, namespace="default")
-            elif not resource_of(obj).namespaced and meta.namespace:
+            elif not resource.namespaced and meta.namespace:
                 meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
             key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
             bucket = self._bucket(kind)
@@ -427,10 +428,10 @@ class MemoryCluster(ClusterClient):
         DeviceTaintRules); a DeviceTaintRule starts at ``generation`` 1, counts
         every spec change, and an update that changes the effect but keeps
         ``timeAdded`` gets ``timeAdded`` bumped to now."""
-        now = self.clock.now()
         if isinstance(obj, ResourceSlice):
             if not any(t.time_added is None for d in obj.spec.devices for t in d.taints):
                 return obj
+            now = self.clock.now()
             devices = tuple(evolve(d, taints=tuple(t if t.time_added is not None else evolve(t, time_added=now)
                                                            for t in d.taints)) for d in obj.spec.devices)
             return evolve(obj, spec=evolve(obj.spec, devices=devices))
@@ -439,7 +440,7 @@ class MemoryCluster(ClusterClient):
         taint = obj.spec.taint
         if taint.time_added is None or (current is not None and taint.effect != current.spec.taint.effect
                                         and taint.time_added == current.spec.taint.time_added):
-            obj = evolve(obj, spec=evolve(obj.spec, taint=evolve(taint, time_added=now)))
+            obj = evolve(obj, spec=evolve(obj.spec, taint=evolve(taint, time_added=self.clock.now())))
         return obj
 
     def _replace(self, obj: Any, status_only: bool) -> Any:

@@ -37,6 +37,7 @@ class EventRecorder:
         self.cluster = cluster
         self.clock = clock
         self.component = component
+        self._source = EventSource(component=component)
         self.dropped = 0
         #: (uid, type, reason, message) -> the Event as last written, least recently used first
         self._recorded: OrderedDict[tuple, Event] = OrderedDict()
@@ -59,11 +60,12 @@ class EventRecorder:
                 self._recorded.move_to_end(key)
         if previous is not None and self._bump(key, previous, now):
             return
+        resource = resource_of(regarding)
         event = Event(
             metadata=ObjectMeta(name=f"{meta.name}.{next(_EVENT_SEQUENCE):x}", namespace=meta.namespace or "default"),
             involved_object=ObjectReference(
-                api_version=resource_of(regarding).api_version,
-                kind=resource_of(regarding).kind,
+                api_version=resource.api_version,
+                kind=resource.kind,
                 namespace=meta.namespace,
                 name=meta.name,
                 uid=meta.uid,
@@ -73,7 +75,7 @@ class EventRecorder:
             type=type_,
             first_timestamp=now,
             last_timestamp=now,
-            source=EventSource(component=self.component),
+            source=self._source,
             reporting_component=self.component,
             action=action,
         )
