@@ -101,6 +101,7 @@ class TestCase:
     metrics_collector_config: Any = None
 
     def workload(self, name: str) -> Workload:
+        """The workload called ``name``; raises PerfConfigError listing the test case's workloads when there is none."""
         for workload in self.workloads:
             if workload.name == name:
                 return workload
@@ -324,6 +325,7 @@ class Params:
         return self.values[name]
 
     def count(self, ref: str) -> int:
+        """Param ``ref`` (``$name``) as an integer; raises PerfConfigError when undefined or not a number."""
         value = self._get(ref)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected a number, "
@@ -331,6 +333,7 @@ class Params:
         return int(value)
 
     def string(self, ref: str) -> str:
+        """Param ``ref`` (``$name``) as a string; raises PerfConfigError when undefined or not a string."""
         value = self._get(ref)
         if not isinstance(value, str):
             raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected a string, "
@@ -338,6 +341,7 @@ class Params:
         return value
 
     def boolean(self, ref: str) -> bool:
+        """Param ``ref`` (``$name``) as true/false; raises PerfConfigError when undefined or not a boolean."""
         value = self._get(ref)
         if not isinstance(value, bool):
             raise PerfConfigError(f"{self.where}: parameter {ref[1:]} has the wrong type: expected true/false, "
@@ -345,9 +349,11 @@ class Params:
         return value
 
     def any(self, ref: str) -> Any:
+        """Param ``ref`` (``$name``) as given; raises PerfConfigError when undefined."""
         return self._get(ref)
 
     def unused(self) -> list[str]:
+        """The params no lookup asked for, sorted."""
         return sorted(set(self.values) - self.used)
 
 

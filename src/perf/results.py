@@ -34,6 +34,7 @@ class DataItem:
     labels: dict[str, str]
 
     def to_json(self) -> dict[str, Any]:
+        """The DataItem as upstream's JSON output writes it: ``{"data", "unit", "labels"}``."""
         return {"data": dict(self.data), "unit": self.unit, "labels": dict(self.labels)}
 
 

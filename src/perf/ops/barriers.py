@@ -26,6 +26,8 @@ class Barrier(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a ``namespaces`` that is not a list of names and a ``stageRequirement`` other
+        than Scheduled or Attempted."""
         check_namespace_list(fields, where)
         if fields.get("stageRequirement", SCHEDULED) not in (SCHEDULED, ATTEMPTED):
             raise PerfConfigError(f"{where}: stageRequirement: invalid {fields.get('stageRequirement')!r} "

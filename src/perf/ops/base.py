@@ -38,6 +38,7 @@ class Background:
     error: Exception | None = None
 
     def cancel(self) -> None:
+        """End the chain: its pending timer is cancelled and no further step runs."""
         self.cancelled = True
         if self.timer is not None:
             self.timer.cancel()
@@ -85,23 +86,44 @@ class Executor(Protocol):
         """Drive the scheduler until ``done()`` (see the executor)."""
         ...
 
-    def ensure_namespace(self, name: str, register: bool = True) -> None: ...
+    def ensure_namespace(self, name: str, register: bool = True) -> None:
+        """Create namespace ``name`` unless it exists; ``register`` records it (0 pods) for barriers (upstream's
+        ``createNamespaceIfNotPresent``)."""
+        ...
 
-    def start_collecting(self, namespaces: list[str], selector: dict[str, str] | None) -> None: ...
+    def start_collecting(self, namespaces: list[str], selector: dict[str, str] | None) -> None:
+        """Start measuring SchedulingThroughput of the pods of ``namespaces`` matching ``selector``; raises
+        ``WorkloadFailed`` while a collector already runs."""
+        ...
 
-    def finish_collecting(self) -> None: ...
+    def finish_collecting(self) -> None:
+        """Stop the collector and record its DataItem (pods per second); raises ``WorkloadFailed`` without one."""
+        ...
 
-    def pending_hint(self, namespace: str) -> str: ...
+    def pending_hint(self, namespace: str) -> str:
+        """``; at least pod NS/NAME is not scheduled: WHY`` for a failure message ("" when none is pending)."""
+        ...
 
-    def paced(self, name: str, count: int, rate: int, action: Callable[[int], None]) -> Background: ...
+    def paced(self, name: str, count: int, rate: int, action: Callable[[int], None]) -> Background:
+        """Call ``action(0..count-1)``: all at once when ``rate`` (per second) is 0, else one every ``1/rate`` seconds
+        on the clock; returns the task (a ``WorkloadFailed`` from ``action`` ends it, kept in its ``error``)."""
+        ...
 
-    def wait_for(self, task: Background, what: str) -> None: ...
+    def wait_for(self, task: Background, what: str) -> None:
+        """Drive the scheduler until ``task`` finished; re-raise its error."""
+        ...
 
-    def add_background(self, task: Background) -> None: ...
+    def add_background(self, task: Background) -> None:
+        """Keep ``task`` running until the workload ends (then it is cancelled)."""
+        ...
 
-    def tick(self) -> None: ...
+    def tick(self) -> None:
+        """Let the throughput collector sample (during long create loops)."""
+        ...
 
-    def generate_name(self, prefix: str) -> str: ...
+    def generate_name(self, prefix: str) -> str:
+        """``prefix`` and five random characters, never handed out before in this workload."""
+        ...
 
 
 class PerfOp:
@@ -169,7 +191,9 @@ class NotRun(PerfOp):
     RUNS = False
 
     def check(self) -> None:
+        """Always raises Unsupported naming the op."""
         raise Unsupported(f"unsupported op: {self.opcode}")
 
     def run(self) -> None:
+        """Never runs: raises Unsupported as :meth:`check` does."""
         self.check()

@@ -25,6 +25,8 @@ class Churn(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a mode other than create/recreate, recreate with ``number`` 0, and no
+        ``templatePaths``."""
         if fields.get("mode") not in ("create", "recreate"):
             raise PerfConfigError(f"{where}: mode: invalid mode {fields.get('mode')!r}, must be one of create, recreate")
         if fields["mode"] == "recreate" and not fields.get("number"):
@@ -34,6 +36,8 @@ class Churn(PerfOp):
             raise PerfConfigError(f"{where}: templatePaths: at least one template path needs to be specified")
 
     def check(self) -> None:
+        """Loads every template (unexpanded) now: a kind kubesched does not model, or a pod its profiles cannot
+        schedule as upstream would, is Unsupported."""
         for path in self.fields["templatePaths"]:
             source = ObjectSource(self.executor.path(path), None, expand=False)
             doc = check_kind("churn", source.document(), source.where)

@@ -36,6 +36,8 @@ class CreateResourceDriver(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) an empty ``driverName`` or ``nodes``, and neither ``maxClaimsPerNode`` nor its
+        param (upstream's message)."""
         for key in ("driverName", "nodes"):
             if not isinstance(fields.get(key), str) or not fields[key]:
                 raise PerfConfigError(f"{where}: {key} must be set")
@@ -113,6 +115,7 @@ class AllocResourceClaims(PerfOp):
     FIELDS = ("namespace",)
 
     def run(self) -> None:
+        """Raises WorkloadFailed for a claim no node can satisfy."""
         executor = self.executor
         cluster = executor.cluster
         namespace = self.fields.get("namespace") or None

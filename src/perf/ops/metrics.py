@@ -17,6 +17,7 @@ class StartCollectingMetrics(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) empty or malformed ``namespaces``."""
         check_namespace_list(fields, where)
         if not fields.get("namespaces"):
             raise PerfConfigError(f"{where}: namespaces cannot be empty")
@@ -30,6 +31,7 @@ class StopCollectingMetrics(PerfOp):
 
     @classmethod
     def collects_metrics(cls, fields: dict[str, Any]) -> bool:
+        """True: the stop op is the one that records SchedulingThroughput."""
         return True
 
     def run(self) -> None:

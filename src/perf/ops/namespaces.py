@@ -19,12 +19,14 @@ class CreateNamespaces(PerfOp):
     DEFAULT_COUNT = 0
 
     def template(self) -> Namespace:
+        """The Namespace from ``namespaceTemplatePath`` (plain YAML, not expanded), or an empty one."""
         path = self.fields.get("namespaceTemplatePath")
         if path is None:
             return Namespace()
         return ObjectSource(self.executor.path(path), "Namespace", expand=False).object()
 
     def check(self) -> None:
+        """Reads the template now, so a bad file fails before anything runs."""
         self.template()
 
     def run(self) -> None:

@@ -89,12 +89,15 @@ class CreateNodes(PerfOp):
     DEFAULT_COUNT = 0
 
     def source(self) -> ObjectSource:
+        """The node template: ``nodeTemplatePath`` (expanded with ``templateParams``) or upstream's default node."""
         path = self.fields.get("nodeTemplatePath")
         if path is None:
             return ObjectSource(None, "Node", manifest=default_node_manifest(f"node-{self.index}-"))
         return ObjectSource(self.executor.path(path), "Node", self.fields.get("templateParams"))
 
     def check(self) -> None:
+        """Checks the label and allocatable strategies and expands the first node now (PerfConfigError,
+        TemplateError)."""
         node_label_strategy(self.fields, self.executor.rng)
         node_allocatable_strategy(self.fields.get("nodeAllocatableStrategy"))
         self.source().document(0, max(self.fields["count"], 1))

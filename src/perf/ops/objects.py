@@ -85,12 +85,16 @@ class CreateAny(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a missing ``templatePath``."""
         _require_template_path(fields, where)
 
     def source(self) -> ObjectSource:
+        """The template at ``templatePath``, of any kind, expanded with ``templateParams``."""
         return ObjectSource(self.executor.path(self.fields["templatePath"]), None, self.fields.get("templateParams"))
 
     def check(self) -> None:
+        """Unsupported for a kind (or apiVersion) kubesched does not model, and for a PodGroup constrained to a
+        topology domain without TopologyPlacement."""
         source = self.source()
         count = max(self.fields["count"], 1)
         doc = check_kind("createAny", source.document(0, count), source.where)
@@ -131,12 +135,14 @@ class UpdateAny(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a missing ``templatePath`` and ``subresources`` that is not a list of names."""
         _require_template_path(fields, where)
         subresources = fields.get("subresources", [])
         if not isinstance(subresources, list) or not all(isinstance(s, str) for s in subresources):
             raise PerfConfigError(f"{where}: subresources: expected a list of names")
 
     def check(self) -> None:
+        """Unsupported for a subresource other than ``resize`` and for a kind kubesched does not model."""
         unknown = [name for name in self.fields.get("subresources") or () if name not in UPDATE_SUBRESOURCES]
         if unknown:
             raise Unsupported(f"unsupported op: updateAny with subresources {unknown} (kubesched updates "

@@ -64,16 +64,20 @@ class CreatePodGroups(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a missing ``templatePath`` or ``namespace``."""
         if not fields.get("templatePath"):
             raise PerfConfigError(f"{where}: templatePath must be set")
         if not fields.get("namespace"):
             raise PerfConfigError(f"{where}: namespace must be set (PodGroups are namespaced)")
 
     def source(self) -> ObjectSource:
+        """The PodGroup template at ``templatePath``, expanded with ``templateParams``."""
         return ObjectSource(self.executor.path(self.fields["templatePath"]), "PodGroup",
                             self.fields.get("templateParams"))
 
     def check(self) -> None:
+        """Refuses another kind and a topology-constrained group without TopologyPlacement (Unsupported); also makes
+        the scheduler's informers watch PodGroups from the start."""
         source = self.source()
         count = max(self.fields["count"], 1)
         check_kind("createPodGroups", source.document(0, count), source.where)
@@ -108,6 +112,7 @@ class WaitForPodGroups(PerfOp):
     DEFAULT_COUNT = 0
 
     def check(self) -> None:
+        """Makes the scheduler's informers watch PodGroups from the start (nothing to refuse)."""
         watch_pod_groups(self.executor)
 
     def run(self) -> None:

@@ -63,6 +63,7 @@ class CreatePods(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) ``collectMetrics`` or ``steadyState`` together with ``skipWaitToCompletion``."""
         if fields.get("collectMetrics") and fields.get("skipWaitToCompletion"):
             raise PerfConfigError(f"{where}: collectMetrics and skipWaitToCompletion cannot be true at the same time")
         if fields.get("skipWaitToCompletion") and fields.get("steadyState"):
@@ -70,6 +71,8 @@ class CreatePods(PerfOp):
 
     @classmethod
     def validate_resolved(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses a ``steadyState`` whose given ``duration`` is not positive; without a duration the pods are
+        created once and not waited for."""
         # steadyState without any duration (upstream's DRABindingConditions tests): the pods are
         # created once and not waited for; a duration that is given must be positive
         if fields.get("steadyState") and "duration" in fields and fields["duration"] <= 0:
@@ -79,9 +82,12 @@ class CreatePods(PerfOp):
 
     @classmethod
     def collects_metrics(cls, fields: dict[str, Any]) -> bool:
+        """Whether ``collectMetrics`` is set."""
         return bool(fields.get("collectMetrics"))
 
     def source(self) -> ObjectSource:
+        """The pod template: ``podTemplatePath``, else the test case's ``defaultPodTemplatePath``, else upstream's
+        default pod."""
         path = self.fields.get("podTemplatePath")
         params = self.fields.get("templateParams")
         if path is not None:
@@ -92,6 +98,8 @@ class CreatePods(PerfOp):
         return ObjectSource(None, "Pod", manifest=default_pod_manifest())
 
     def check(self) -> None:
+        """Unsupported for ``signatureBatchSize`` (opportunistic batching) and for pods kubesched's profiles cannot
+        schedule as upstream would; loads the volume templates now."""
         volumes = volume_sources(self.executor, self.fields)
         if volumes is not None:
             volumes[0].object(), volumes[1].object()
@@ -102,6 +110,8 @@ class CreatePods(PerfOp):
         check_pod(self.executor, "createPods", source.document(0, count), source.object(0, count))
 
     def run(self) -> None:
+        """Raises WorkloadFailed when a collector already runs and ``collectMetrics`` is set, when the pods are not
+        scheduled in time, and when a steady state scheduled no pod at all."""
         executor = self.executor
         fields = self.fields
         namespace = fields.get("namespace") or f"namespace-{self.index}"
@@ -178,10 +188,12 @@ class CreatePodSets(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) neither ``count`` nor ``countParam`` (upstream's message)."""
         if "count" not in fields and "countParam" not in fields:
             raise PerfConfigError(f"{where}: invalid Count=0 / CountParam=\"\"")
 
     def check(self) -> None:
+        """Checks the nested ``createPodsOp`` as a createPods op."""
         CreatePods(self.executor, self.index, "createPods", self.fields["createPodsOp"]).check()
 
     def run(self) -> None:
@@ -199,6 +211,7 @@ class DeletePods(PerfOp):
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Refuses (PerfConfigError) a missing ``namespace``."""
         if not fields.get("namespace"):
             raise PerfConfigError(f"{where}: namespace: required")
 
