@@ -30,9 +30,9 @@ class DelegatedAuth:
         self._lock = threading.Lock()
 
     def check(self, authorization: str | None, path: str, verb: str = "get") -> tuple[int, str]:
-        """Whether the bearer token in ``authorization`` may ``verb`` the non-resource ``path``: ``(401,
-        "Unauthorized")``, 403 or 200 with the text to send (a TokenReview then a SubjectAccessReview, cached; a
-        500 when the API server did not answer, not cached)."""
+        """Whether the bearer token in ``authorization`` may ``verb`` the non-resource ``path``, as (HTTP
+        status, text): 401 Unauthorized, 403 Forbidden or 200 (a TokenReview then a SubjectAccessReview, the
+        answer cached); 500 when the API server did not answer (not cached)."""
         token = (authorization or "").removeprefix("Bearer ").strip()
         if not authorization or not authorization.startswith("Bearer ") or not token:
             return 401, "Unauthorized"

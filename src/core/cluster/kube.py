@@ -512,7 +512,7 @@ class KubernetesCluster(ClusterClient):
         return self._decode(resource, doc)
 
     def update(self, obj: Any) -> Any:
-        """PUT the object (see :meth:`ClusterClient.update`); an Event is queued and sent as a PATCH of its series."""
+        """PUT the object (see :meth:`ClusterClient.update`); an Event is only queued, to be sent as a PATCH."""
         if isinstance(obj, Event):
             return self._write_event("PATCH", obj)
         resource = resource_of(obj)

@@ -153,8 +153,8 @@ class DecisionPublisher(DecisionLog):
         self._thread.start()
 
     def write(self, record: dict[str, Any]) -> None:
-        """As :meth:`DecisionLog.write`, and queue the record as its pod's latest for the annotation (a binding-
-        phase record joins its attempt's; a PodGroup's record is only logged)."""
+        """As :meth:`DecisionLog.write`, and queue the record as its pod's latest for the annotation (a record of
+        the binding phase joins its attempt's; a PodGroup's record is only logged)."""
         super().write(record)
         key = record.get("pod")
         if key is None:

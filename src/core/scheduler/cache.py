@@ -144,8 +144,8 @@ class Cache:
         self._dirty.add(new.spec.node_name)
 
     def update_pod(self, old: Pod, new: Pod) -> None:
-        """The informer updated ``new``: replace the cached pod, moving it between nodes if its node changed; it
-        counts as confirmed (upstream ``UpdatePod``)."""
+        """The informer's update of a pod to ``new``: replace the cached pod, moving it between nodes if its node
+        changed; it counts as confirmed (upstream ``UpdatePod``)."""
         state = self._pods.get(new.metadata.uid)
         if state is None:
             self.add_pod(new)
