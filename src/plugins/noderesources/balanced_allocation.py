@@ -86,31 +86,25 @@ class NodeResourcesBalancedAllocation:
         if dra is not None:
             backed = dra.device_backed(self._extended)
             devices = device_counts(dra, backed, table) if backed else None
-        allocs, requests, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True,
+        alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True,
                                                         devices=devices)
-        n = len(rows)
-        fractions = []
-        present = []
-        for alloc, requested in zip(allocs, requests):
-            has = alloc != 0
-            fractions.append(np.where(has, np.minimum(requested / np.maximum(alloc, 1), 1.0), 0.0))
-            present.append(has)
-        if not fractions:
+        resources, n = alloc.shape
+        if not resources:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
-        if len(fractions) == 2:  # the default (cpu, memory): |f1 - f2| / 2 where both count, else 0
-            both = present[0] & present[1]
-            std = np.where(both, np.abs(fractions[0] - fractions[1]) / 2, 0.0)
+        # (resources, nodes): each resource's requested fraction, where the node has it
+        p = alloc != 0
+        f = np.where(p, np.minimum(requested / np.maximum(alloc, 1), 1.0), 0.0)
+        if resources == 2:  # the default (cpu, memory): |f1 - f2| / 2 where both count, else 0
+            std = np.where(p[0] & p[1], np.abs(f[0] - f[1]) / 2, 0.0)
             return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-        f = np.vstack(fractions)
-        p = np.vstack(present)
         count = p.sum(axis=0)
         mean = np.where(count > 0, f.sum(axis=0) / np.maximum(count, 1), 0.0)
         variance = np.where(p, (f - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
         std = np.sqrt(variance)
-        if len(fractions) >= 2:
+        if resources >= 2:
             # upstream computes the two-resource case as |f1 - f2| / 2
             first = np.argmax(p, axis=0)
-            second = len(fractions) - 1 - np.argmax(p[::-1], axis=0)
+            second = resources - 1 - np.argmax(p[::-1], axis=0)
             cols = np.arange(n)
             two = np.abs(f[first, cols] - f[second, cols]) / 2
             std = np.where(count == 2, two, std)

@@ -239,24 +239,21 @@ class NodeResourcesFit:
     def score_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
         devices = device_counts(self.handle.dra, pre.device_backed, table) if pre.device_backed else None
-        allocs, requests, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False,
+        # (resources, nodes) arrays: every resource scored by the same few numpy operations
+        alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False,
                                                               devices=devices)
-        scores = []
-        for alloc, requested in zip(allocs, requests):
-            safe = np.maximum(alloc, 1)
-            if self.strategy == LEAST_ALLOCATED:
-                score = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
-            elif self.strategy == MOST_ALLOCATED:
-                score = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
-            else:
-                utilization = np.minimum(requested, alloc) * MAX_UTILIZATION // safe
-                score = self.shape(utilization)
-            scores.append(np.where(alloc == 0, 0, score))
+        safe = np.maximum(alloc, 1)
+        if self.strategy == LEAST_ALLOCATED:
+            scores = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
+        elif self.strategy == MOST_ALLOCATED:
+            scores = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+        else:
+            scores = self.shape(np.minimum(requested, alloc) * MAX_UTILIZATION // safe)
+        scores[alloc == 0] = 0
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             # upstream averages only the resources whose shape score is positive
-            allocs = [np.where(score > 0, alloc, 0) for score, alloc in zip(scores, allocs)]
-            return weighted_average(scores, allocs, weights, rounding=True)
-        return weighted_average(scores, allocs, weights)
+            return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
+        return weighted_average(scores, alloc, weights)
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 

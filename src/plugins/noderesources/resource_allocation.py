@@ -59,22 +59,21 @@ DeviceCounts = Callable[[str, np.ndarray], "tuple[np.ndarray, np.ndarray] | None
 def allocatable_and_requested(
     table, rows: np.ndarray, resources, pod, use_requested: bool,
     devices: DeviceCounts | None = None,
-) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
-    """For each resource: allocatable and requested-with-the-pod arrays over
-    ``rows``, and its weight; a scalar resource the pod does not request gets
-    zero allocatable (so it is left out, as upstream).  ``devices`` (resource,
-    rows) -> (device count, devices in use) or None stands in for an extended
-    resource that devices serve on the rows that do not advertise it
-    (DRAExtendedResource)."""
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Allocatable and requested-with-the-pod, int64 arrays of shape
+    (resources, ``rows``) in scheduler units, and the resources' weights; a
+    scalar resource the pod does not request gets zero allocatable (so it is
+    left out, as upstream).  ``devices`` (resource, rows) -> (device count,
+    devices in use) or None stands in for an extended resource that devices
+    serve on the rows that do not advertise it (DRAExtendedResource)."""
     pod_all = pod_requests(pod, None if use_requested else {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
     nz_cpu, nz_mem = table.non_zero_requested()
-    allocs, requests, weights = [], [], []
-    for spec in resources:
+    allocs = np.zeros((len(resources), len(rows)), dtype=np.int64)
+    requests = np.zeros_like(allocs)
+    weights = []
+    for i, spec in enumerate(resources):
         pod_request = pod_all.get(spec.name, 0)
-        if is_scalar_resource(spec.name) and pod_request == 0:
-            allocs.append(np.zeros(len(rows), dtype=np.int64))
-            requests.append(np.zeros(len(rows), dtype=np.int64))
-        else:
+        if not (is_scalar_resource(spec.name) and pod_request == 0):
             if not use_requested and spec.name == CPU:
                 node_requested = nz_cpu[rows]
             elif not use_requested and spec.name == MEMORY:
@@ -88,8 +87,8 @@ def allocatable_and_requested(
                 classic = alloc > 0
                 alloc = np.where(classic, alloc, device_count)
                 node_requested = np.where(classic, node_requested, in_use)
-            allocs.append(alloc)
-            requests.append(node_requested + pod_request)
+            allocs[i] = alloc
+            requests[i] = node_requested + pod_request
         weights.append(spec.weight)
     return allocs, requests, weights
 
@@ -121,16 +120,16 @@ def device_counts(dra, resources: Iterable[str], table) -> DeviceCounts:
     return counts
 
 
-def weighted_average(per_resource: list[np.ndarray], allocs: list[np.ndarray], weights: list[int],
+def weighted_average(per_resource: np.ndarray, allocs: np.ndarray, weights: list[int],
                      rounding: bool = False) -> np.ndarray:
-    """Sum of weight x score over resources with allocatable > 0, divided by
-    the sum of those weights (integer division, or rounded); 0 when none."""
-    total = np.zeros(len(allocs[0]) if allocs else 0, dtype=np.int64)
-    weight_sum = np.zeros_like(total)
-    for score, alloc, weight in zip(per_resource, allocs, weights):
-        present = alloc != 0
-        total += np.where(present, score * weight, 0)
-        weight_sum += present * weight
+    """Per node, the sum of weight x score over the resources with
+    allocatable > 0, divided by the sum of those weights (integer division,
+    or rounded); 0 when none.  ``per_resource`` and ``allocs`` are int64
+    arrays of shape (resources, nodes); returns an int64 array of nodes."""
+    present = allocs != 0
+    weight = np.asarray(weights, dtype=np.int64).reshape(-1, 1)
+    total = (np.where(present, per_resource, 0) * weight).sum(axis=0)
+    weight_sum = (present * weight).sum(axis=0)
     safe = np.maximum(weight_sum, 1)
     if rounding:
         result = np.floor(total / safe + 0.5).astype(np.int64)
