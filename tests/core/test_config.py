@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -132,6 +134,40 @@ profiles:
     assert framework(sim, "no-scoring-scheduler").points["preScore"] == []
     assert framework(sim, "no-scoring-scheduler").points["filter"] == DEFAULT_FILTERS
     assert framework(sim).points["score"] == DEFAULT_SCORES
+
+
+def test_fields_kubesched_keeps_but_does_not_act_on_are_reported_by_name(tmp_path, caplog):
+    file = tmp_path / "scheduler.yaml"
+    file.write_text("""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+parallelism: 32
+enableProfiling: true
+delayCacheUntilActive: true
+clientConnection: {contentType: application/vnd.kubernetes.protobuf, qps: 50}
+""")
+    with caplog.at_level("WARNING", logger="kubesched.core.framework.config"):
+        load_config(file, DEFAULT_PLUGINS)
+    reported = [record.getMessage() for record in caplog.records]
+    assert [line.split(": ")[1] for line in reported] == [
+        "parallelism", "enableProfiling", "delayCacheUntilActive", "clientConnection.contentType"]
+    assert all(line.startswith(f"{file}: ") for line in reported)
+    assert "no protobuf" in reported[-1]
+
+
+def test_upstream_defaults_and_the_shipped_default_file_report_nothing(caplog):
+    with caplog.at_level("WARNING", logger="kubesched.core.framework.config"):
+        load_config(Path(__file__).resolve().parents[2] / "configs" / "default.yaml", DEFAULT_PLUGINS)
+        load_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "parallelism": 16, "enableProfiling": False,
+                     "clientConnection": {"contentType": "application/json"}}, DEFAULT_PLUGINS)
+    assert caplog.records == []
+
+
+def test_bind_addresses_are_not_v1_fields():
+    with pytest.raises(ConfigError, match="healthBindAddress: unknown field"):
+        load_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "healthBindAddress": "0.0.0.0:10251"}, DEFAULT_PLUGINS)
 
 
 # --- mergePluginSet ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ Plugin args are checked later, when a profile's framework is built.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +22,8 @@ from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
 from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
+
+log = logging.getLogger(__name__)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -130,8 +133,8 @@ class LeaderElection:
 @frozen
 class ClientConnection:
     """``clientConnection`` (upstream ClientConnectionConfiguration): ``kubeconfig`` and the client's rate limit,
-    ``qps`` (requests per second) and ``burst``, used against a real API server; the content types are read and
-    kept, not used."""
+    ``qps`` (requests per second) and ``burst``, used against a real API server.  The content types are kept,
+    not used: kubesched's client speaks JSON (reported by :func:`load_config` when a file asks for another)."""
 
     STRICT: ClassVar[bool] = True
     kubeconfig: str = ""
@@ -143,15 +146,16 @@ class ClientConnection:
 
 @frozen
 class KubeSchedulerConfiguration:
-    """The whole file.  ``parallelism`` is accepted and kept; kubesched filters
-    nodes in one thread (vectorised where plugins allow)."""
+    """The whole file (upstream's v1 KubeSchedulerConfiguration, whose fields
+    it has).  ``parallelism``, ``enableProfiling``,
+    ``enableContentionProfiling`` and ``delayCacheUntilActive`` are kept,
+    not acted on; :func:`load_config` reports a file that sets them to
+    something kubesched does not do (:data:`NOT_HONOURED`)."""
 
     STRICT: ClassVar[bool] = True
     parallelism: int = 16
     leader_election: LeaderElection = LeaderElection()
     client_connection: ClientConnection = ClientConnection()
-    health_bind_address: str = ""
-    metrics_bind_address: str = ""
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     percentage_of_nodes_to_score: int | None = None
@@ -160,6 +164,35 @@ class KubeSchedulerConfiguration:
     profiles: tuple[Profile, ...] = ()
     extenders: tuple[dict[str, Any], ...] = ()
     delay_cache_until_active: bool = False
+
+
+#: Fields kubesched keeps but does not act on: (path in the file, when a value is not honoured, why).
+NOT_HONOURED: tuple[tuple[tuple[str, ...], Any, str], ...] = (
+    (("parallelism",), lambda v: v != 16,
+     "kubesched filters and scores a pod's nodes in one thread (vectorised over the nodes)"),
+    (("enableProfiling",), bool, "kubesched serves no /debug/pprof endpoints (Go's profiler); profile with "
+                                 "py-spy or cProfile"),
+    (("enableContentionProfiling",), bool, "kubesched serves no /debug/pprof endpoints (Go's profiler)"),
+    (("delayCacheUntilActive",), bool, "the informers fill their caches before leader election, as with false"),
+    (("clientConnection", "contentType"), lambda v: v != "application/json",
+     "kubesched's client sends JSON (the Kubernetes Python client has no protobuf)"),
+    (("clientConnection", "acceptContentTypes"), lambda v: v not in ("", "application/json"),
+     "kubesched's client accepts JSON only"),
+)
+
+
+def not_honoured(data: dict[str, Any]) -> list[str]:
+    """What of a configuration file's ``data`` (its parsed dict) kubesched
+    keeps but does not act on: one line per field set to a value it does not
+    honour, ``path: value: why`` (see :data:`NOT_HONOURED`)."""
+    found = []
+    for path, unhonoured, why in NOT_HONOURED:
+        value: Any = data
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None and unhonoured(value):
+            found.append(f"{'.'.join(path)}: {value!r} is kept, not acted on: {why}")
+    return found
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -216,7 +249,8 @@ def load_config(
 
     Raises :class:`ConfigError` for a file that cannot be read, a wrong
     apiVersion/kind, an unknown field, a bad value, duplicate profile names,
-    profiles with different queueSort plugins.
+    profiles with different queueSort plugins.  A field kubesched keeps but
+    does not act on is logged as a warning (:func:`not_honoured`).
     """
     where = str(source) if isinstance(source, (str, Path)) else "configuration"
     if source is None:
@@ -288,4 +322,6 @@ def load_config(
         merged.append(attrs.evolve(profile, plugins=merge_plugins(default_plugins, profile.plugins)))
     if problems:
         raise ConfigError(f"{where}: " + "; ".join(problems))
+    for note in not_honoured(body):
+        log.warning("%s: %s", where, note)
     return attrs.evolve(config, profiles=tuple(merged))
