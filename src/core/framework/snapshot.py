@@ -16,6 +16,7 @@ from ..api.core_v1 import Toleration
 from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo
+from .resources import PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps.
 MAX_EVICTABLE_COLUMNS = 64
@@ -142,6 +143,16 @@ class NodeTable:
     def pod_count(self) -> np.ndarray:
         """Per row, how many pods (bound and assumed) the node holds (int64)."""
         return self.column("pods", lambda info: len(info.pods))
+
+    def free(self, resource: str) -> np.ndarray:
+        """Per row, :meth:`allocatable` minus :meth:`requested` of ``resource`` (int64, negative when the node's
+        pods ask for more than it has), kept as a column of its own: a Filter compares it once per pod."""
+        return self.column(f"free/{resource}",
+                           lambda info: info.allocatable.get(resource, 0) - info.requested.get(resource, 0))
+
+    def free_pods(self) -> np.ndarray:
+        """Per row, how many more pods the node's allocatable ``pods`` admits (int64, :meth:`pod_count` subtracted)."""
+        return self.column("free-pods", lambda info: info.allocatable.get(PODS, 0) - len(info.pods))
 
     def non_zero_requested(self) -> tuple[np.ndarray, np.ndarray]:
         """(milli-CPU, memory) non-zero requests per node, as scoring counts them."""

@@ -185,12 +185,11 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        ok = table.pod_count()[rows] + 1 <= table.allocatable(PODS)[rows]
+        ok = table.free_pods() >= 1  # every node, then the rows asked about: one selection instead of one per column
         for name, amount in pre.requests.items():
-            total = table.allocatable(name)[rows]
-            fits = amount <= total - table.requested(name)[rows]
-            ok &= (fits | (total == 0)) if name in pre.device_backed else fits
-        return ok
+            fits = table.free(name) >= amount
+            ok &= (fits | (table.allocatable(name) == 0)) if name in pre.device_backed else fits
+        return ok[rows]
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
@@ -198,14 +197,14 @@ class NodeResourcesFit:
         combination of reasons."""
         pre = self._state(state, pod)
         requests = pre.requests
-        too_many = table.pod_count()[rows] + 1 > table.allocatable(PODS)[rows]
+        too_many = table.free_pods()[rows] < 1
         flags = [too_many]
         unresolvable = np.zeros(len(rows), dtype=bool)
         names = _ordered(requests)
         for name in names:
             total = table.allocatable(name)[rows]
             amount = requests[name]
-            short = amount > total - table.requested(name)[rows]
+            short = table.free(name)[rows] < amount
             if name in pre.device_backed:
                 short &= total > 0
             flags.append(short)
