@@ -287,6 +287,9 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
     next_sample = 0
     claims: dict[str, ResourceClaim] = {}
     done = bound = 0
+    # GPU compute in use and fragmented, % of all: they change only when a pod is placed
+    used = capacity - int(gpus.left.sum())
+    fragmented = 100 * float(frag.sum()) / capacity
     for obj in arrivals:
         if done >= total_pods:
             break
@@ -310,14 +313,14 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
             gpus.sync(table)
             cpu_left[row] = _cpu_left(scheduler, node_name)
             frag[row] = workload.fragmentation(gpus.left[row:row + 1], cpu_left[row:row + 1], models[row:row + 1])[0]
+            used = capacity - int(gpus.left.sum())
+            fragmented = 100 * float(frag.sum()) / capacity
         else:
             cluster.delete("Pod", pod.metadata.name, pod.metadata.namespace)
             for claim in mine:
                 cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace)
-        used = capacity - int(gpus.left.sum())
         # computed as the paper's analysis scripts do: percent = milli-GPUs / GPUs / 10, allocation rounded to 0.01
-        records.append((arrived_milli / gpu_count / 10, round(used / gpu_count / 10, 2),
-                        100 * float(frag.sum()) / capacity))
+        records.append((arrived_milli / gpu_count / 10, round(used / gpu_count / 10, 2), fragmented))
         while 100 * arrived_milli / capacity >= next_sample:
             utilisation = (gpus.capacity - gpus.left).sum(axis=1) * 100 // np.maximum(gpus.capacity.sum(axis=1), 1)
             heatmap.append([int(u) for u in utilisation])
