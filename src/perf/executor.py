@@ -28,10 +28,10 @@ from ..core.clock import Clock, RealClock
 from ..core.cluster.client import AlreadyExists
 from ..core.cluster.informer import Informers
 from ..core.cluster.memory import MemoryCluster
-from ..core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
+from ..core.framework.config import ConfigError, KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
-from ..drivers.harness import Harness
+from ..drivers.harness import Harness, scheduler_configuration
 from .config import THROUGHPUT_METRIC, Params, TestCase, Workload, resolve_op
 from .errors import PerfConfigError, Unsupported, WorkloadFailed
 from .ops import OPS, PerfOp
@@ -153,10 +153,8 @@ class WorkloadExecutor:
             op.check()
 
     def _load_scheduler_config(self) -> KubeSchedulerConfiguration:
-        from ..plugins import DEFAULT_PLUGINS
-
         try:
-            return load_config(self.case.scheduler_config_path, DEFAULT_PLUGINS)
+            return scheduler_configuration(self.case.scheduler_config_path)
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: schedulerConfigPath: {err}") from None
 

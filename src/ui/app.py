@@ -37,10 +37,10 @@ from kubesched.analysis.explain import quantity
 from kubesched.analysis.html_page import html_report
 from kubesched.core.api import to_manifest
 from kubesched.core.api.manifests import InvalidManifest
-from kubesched.core.framework.config import ConfigError, load_config
+from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.quantity import QuantityError, to_scheduler_units
-from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.drivers.harness import scheduler_configuration
 
 from .bundle import bundle_zip
 from .outcome import Outcome, placement_diff
@@ -264,7 +264,7 @@ def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event
         context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
         try:
             scenario = runs.history.current()
-            a = load_config(scenario.config_dict(), DEFAULT_PLUGINS)
+            a = scheduler_configuration(scenario.config_dict())
             profiles_a = effective_profiles(a, runs.registry)
             if other:
                 b_config, b_text = other_configuration(other)

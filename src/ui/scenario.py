@@ -21,8 +21,8 @@ import yaml
 
 from kubesched.core.api import resource_of, to_manifest
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects, manifest_files, parse_document
-from kubesched.core.framework.config import ConfigError, load_config
-from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.core.framework.config import ConfigError
+from kubesched.drivers.harness import scheduler_configuration
 
 #: The kind an :class:`Edit` names to replace the configuration.
 CONFIG_KIND = "KubeSchedulerConfiguration"
@@ -88,7 +88,7 @@ def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[
             text = Path(config).read_text()
         except OSError as err:
             raise ConfigError(f"{config}: cannot read: {err.strerror}") from None
-        load_config(config, DEFAULT_PLUGINS)  # refuses a bad file here, naming it
+        scheduler_configuration(config)  # refuses a bad file here, naming it
     changes = tuple(changes)
     for change in changes:
         load_sourced_objects([change.path])
@@ -174,7 +174,7 @@ def config_edit(text: str) -> Edit:
             data = yaml.safe_load(text)
         except yaml.YAMLError as err:
             raise ConfigError(f"configuration: not YAML: {err}") from None
-        load_config(data, DEFAULT_PLUGINS)
+        scheduler_configuration(data)
     return Edit("edit the configuration", CONFIG_KIND, "", {"text": text})
 
 

@@ -21,10 +21,10 @@ from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import unstructure
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import POINT_KEYS, ConfigError, KubeSchedulerConfiguration, load_config
+from kubesched.core.framework.config import POINT_KEYS, ConfigError, KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry, build_args, extension_points
 from kubesched.core.scheduler.scheduler import Scheduler
-from kubesched.plugins import DEFAULT_PLUGINS
+from kubesched.drivers.harness import scheduler_configuration
 
 #: Extension points in the order a pod meets them.
 POINTS = ["preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "permit",
@@ -63,7 +63,7 @@ def other_configuration(side: str) -> tuple[KubeSchedulerConfiguration, str]:
     path, profile = split_side(side)
     with tempfile.TemporaryDirectory() as scratch:
         chosen = profile_as_default(path, profile, Path(scratch))
-        config = load_config(chosen, DEFAULT_PLUGINS)
+        config = scheduler_configuration(chosen)
         try:
             return config, chosen.read_text()
         except OSError as err:
