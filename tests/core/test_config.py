@@ -153,6 +153,10 @@ clientConnection: {contentType: application/vnd.kubernetes.protobuf, qps: 50}
         "parallelism", "enableProfiling", "delayCacheUntilActive", "clientConnection.contentType"]
     assert all(line.startswith(f"{file}: ") for line in reported)
     assert "no protobuf" in reported[-1]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="kubesched.core.framework.config"):
+        load_config(file, DEFAULT_PLUGINS)  # the same file again (the UI reloads it per request): said once
+    assert caplog.records == []
 
 
 def test_upstream_defaults_and_the_shipped_default_file_report_nothing(caplog):

@@ -181,6 +181,10 @@ NOT_HONOURED: tuple[tuple[tuple[str, ...], Any, str], ...] = (
 )
 
 
+#: What :func:`load_config` has reported of :data:`NOT_HONOURED` in this process (file: line).
+_REPORTED: set[str] = set()
+
+
 def not_honoured(data: dict[str, Any]) -> list[str]:
     """What of a configuration file's ``data`` (its parsed dict) kubesched
     keeps but does not act on: one line per field set to a value it does not
@@ -250,7 +254,8 @@ def load_config(
     Raises :class:`ConfigError` for a file that cannot be read, a wrong
     apiVersion/kind, an unknown field, a bad value, duplicate profile names,
     profiles with different queueSort plugins.  A field kubesched keeps but
-    does not act on is logged as a warning (:func:`not_honoured`).
+    does not act on is logged as a warning (:func:`not_honoured`), once per
+    file and field in a process.
     """
     where = str(source) if isinstance(source, (str, Path)) else "configuration"
     if source is None:
@@ -323,5 +328,8 @@ def load_config(
     if problems:
         raise ConfigError(f"{where}: " + "; ".join(problems))
     for note in not_honoured(body):
-        log.warning("%s: %s", where, note)
+        line = f"{where}: {note}"
+        if line not in _REPORTED:  # a file read again (the UI, each perf workload) is reported once
+            _REPORTED.add(line)
+            log.warning("%s", line)
     return attrs.evolve(config, profiles=tuple(merged))
