@@ -16,8 +16,23 @@ def apiserver():
 
 @pytest.fixture
 def kube(apiserver, tmp_path):
-    """A KubernetesCluster talking to ``apiserver``, with short backoffs."""
+    """A KubernetesCluster talking to ``apiserver``, with short backoffs. Every
+    watch it started is stopped when the test ends, passed or failed: a watch
+    left running would retry against the closed server and log into the
+    captured output of the tests after it."""
     from kubesched.core.cluster.kube import KubernetesCluster
 
-    return KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kubeconfig"), qps=0,
-                                             backoff_factor=0.01, watch_backoff=(0.01, 0.1))
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "kubeconfig"), qps=0,
+                                                backoff_factor=0.01, watch_backoff=(0.01, 0.1))
+    stops = []
+    watch = cluster.watch
+
+    def tracked_watch(kind, resource_version, sink):
+        stop = watch(kind, resource_version, sink)
+        stops.append(stop)
+        return stop
+
+    cluster.watch = tracked_watch
+    yield cluster
+    for stop in stops:
+        stop()
