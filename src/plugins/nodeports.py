@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import PodInfo, ports_conflict
+from kubesched.core.framework.nodeinfo import host_ports, ports_conflict
 from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import (
     ASSIGNED_POD,
@@ -30,7 +30,7 @@ class NodePorts:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        ports = PodInfo(pod).host_ports
+        ports = host_ports(pod)
         if not ports:
             return Status.skip()
         state.write(STATE_KEY, ports)
@@ -40,7 +40,7 @@ class NodePorts:
     def filter(self, state, pod, node_info):
         ports = state.get(STATE_KEY)
         if ports is None:
-            ports = PodInfo(pod).host_ports
+            ports = host_ports(pod)
         if ports and ports_conflict(node_info.used_ports, ports):
             return Status.unschedulable(REASON)
         return None
@@ -57,5 +57,5 @@ class NodePorts:
         """Only a deleted pod that held one of our host ports can help."""
         if old is None:
             return QueueingHint.QUEUE
-        freed = PodInfo(old).host_ports
-        return QueueingHint.QUEUE if freed and ports_conflict(freed, PodInfo(pod).host_ports) else QueueingHint.QUEUE_SKIP
+        freed = host_ports(old)
+        return QueueingHint.QUEUE if freed and ports_conflict(freed, host_ports(pod)) else QueueingHint.QUEUE_SKIP

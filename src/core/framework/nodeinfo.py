@@ -23,6 +23,14 @@ def next_generation() -> int:
     return next(_generation)
 
 
+def host_ports(pod: Pod) -> tuple[tuple[str, str, int], ...]:
+    """The (host IP, protocol, host port) triples the pod's containers claim on
+    their node (IP defaults to 0.0.0.0, protocol to TCP; ports without a
+    hostPort are left out), as upstream's NodePorts ``getContainerPorts``."""
+    return tuple((port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+                 for container in pod.spec.containers for port in container.ports if port.host_port > 0)
+
+
 class PodInfo:
     """A pod plus what the scheduler derives from it once: ``requests`` (dict in
     scheduler units), ``non_zero_cpu`` (milli-CPU), ``non_zero_memory`` (bytes),
@@ -35,12 +43,7 @@ class PodInfo:
         self.pod = pod
         self.requests = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
-        self.host_ports = tuple(
-            (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
-            for container in pod.spec.containers
-            for port in container.ports
-            if port.host_port > 0
-        )
+        self.host_ports = host_ports(pod)
         self._affinity_terms: AffinityTerms | None = None
 
     @property

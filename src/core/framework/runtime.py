@@ -614,7 +614,7 @@ class Framework(PlacementExtensionPoints):
         scores, normalised, range-checked, weighted and summed.  Returns
         (total int64 array, {plugin: weighted scores}).  Raises
         :class:`ScoreError` for a plugin error or a score out of range."""
-        total = np.zeros(len(rows), dtype=np.int64)
+        total: np.ndarray | None = None
         per_plugin: dict[str, np.ndarray] = {}
         names: list[str] | None = None
         for name, method in self.score_plugins:
@@ -638,17 +638,22 @@ class Framework(PlacementExtensionPoints):
                 status = normalize(state, pod, names, scores)
                 if status is not None and not status.is_success():
                     raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+            # one pass for both bounds: MIN_NODE_SCORE is 0, and a negative score read as unsigned is above the max
+            if len(scores) and scores.view(np.uint64).max() > MAX_NODE_SCORE:
                 bad = int(np.argmax((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)))
                 raise ScoreError(Status(Code.ERROR, (
                     f"plugin \"{name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
-            weighted = scores * self.score_weights[name]
+            weight = self.score_weights[name]
+            weighted = scores * weight if weight != 1 else scores
             if state.record is not None:
-                state.record.plugin_scored(name, self.score_weights[name], raw, scores)
+                state.record.plugin_scored(name, weight, raw, scores)
             per_plugin[name] = weighted
-            total += weighted
-        return total, per_plugin
+            if total is None:
+                total = weighted.copy()
+            else:
+                total += weighted
+        return (total if total is not None else np.zeros(len(rows), dtype=np.int64)), per_plugin
 
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Reserve plugins in order: None, the first rejection as is, or an Error naming the plugin (upstream

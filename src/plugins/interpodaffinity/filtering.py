@@ -50,6 +50,10 @@ def pods_matching(table: NodeTable, term: AffinityTerm) -> np.ndarray:
                         evictable=True)
 
 
+#: The NodeTable's merged dict of the existing pods' required anti-affinity terms (:func:`anti_terms`).
+ANTI_TERMS = f"{NAME}/anti-terms"
+
+
 def anti_terms(node_info: NodeInfo) -> dict[str, AffinityTerm]:
     """The distinct required anti-affinity terms of the node's pods, by key."""
     return {term.key: term for info in node_info.pods_with_required_anti_affinity
@@ -108,7 +112,7 @@ class PreFilterState:
         """Existing pods' required anti-affinity against the incoming pod: each
         distinct term of the existing pods is matched once, its pods counted
         from a per-node column."""
-        distinct = self.table.merged(f"{NAME}/anti-terms", anti_terms)
+        distinct = self.table.merged(ANTI_TERMS, anti_terms)
         table = self.table
         for key, term in distinct.items():
             if not term.matches(self.pod, self.namespace_labels):

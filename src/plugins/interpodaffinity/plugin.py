@@ -44,8 +44,8 @@ from kubesched.core.framework.types import (
 )
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
-from .filtering import NAME, REASON_AFFINITY, PreFilterState
-from .scoring import TopologyScores, existing_terms_score, incoming_terms_score, normalize, scoring_terms
+from .filtering import ANTI_TERMS, NAME, REASON_AFFINITY, PreFilterState, anti_terms
+from .scoring import SCORING_TERMS, TopologyScores, existing_terms_score, incoming_terms_score, normalize, scoring_terms
 
 PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
@@ -104,6 +104,8 @@ class InterPodAffinity:
         terms = AffinityTerms.of(pod)
         snapshot = self.handle.snapshot
         table = snapshot.table if nodes is snapshot.nodes else NodeTable(list(nodes))
+        if not (terms.required_affinity or terms.required_anti_affinity or table.merged(ANTI_TERMS, anti_terms)):
+            return Status.skip()  # no required term of the pod's, none of an existing pod's to respect
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
                              self._namespace_labels(pod.metadata.namespace), table)
         pre.count_existing_anti()
@@ -160,11 +162,14 @@ class InterPodAffinity:
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
         table = self.handle.snapshot.table
+        existing = table.merged(SCORING_TERMS, scoring_terms)
+        if not (has_preferred or existing):
+            return Status.skip()  # no term of the pod's, none of an existing pod's to score by
         scores = TopologyScores(table)
         incoming_terms_score(scores, self._resolved_weighted(terms.preferred_affinity), 1)
         incoming_terms_score(scores, self._resolved_weighted(terms.preferred_anti_affinity), -1)
-        existing_terms_score(scores, pod, self._namespace_labels(pod.metadata.namespace),
-                             table.merged(f"{NAME}/scoring-terms", scoring_terms), self.args.hard_pod_affinity_weight)
+        existing_terms_score(scores, pod, self._namespace_labels(pod.metadata.namespace), existing,
+                             self.args.hard_pod_affinity_weight)
         if not scores.touched:
             return Status.skip()
         state.write(PRE_SCORE_KEY, scores)

@@ -44,6 +44,10 @@ def _pod_scoring_terms(info: PodInfo) -> list[ScoringTerm]:
     return found
 
 
+#: The NodeTable's merged dict of the existing pods' scoring terms (:func:`scoring_terms`).
+SCORING_TERMS = f"{NAME}/scoring-terms"
+
+
 def scoring_terms(node_info: NodeInfo) -> dict[str, ScoringTerm]:
     """The distinct scoring terms of the node's pods, by key (none on a node without labels)."""
     if node_info.node is None or not node_info.node.metadata.labels:

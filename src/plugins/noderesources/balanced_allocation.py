@@ -15,7 +15,7 @@ from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES, pod_requests
+from kubesched.core.framework.resources import NATIVE_RESOURCES
 from kubesched.core.framework.snapshot import NodeTable
 from kubesched.core.framework.status import Status
 from kubesched.core.framework.types import MAX_NODE_SCORE
@@ -27,6 +27,7 @@ from .resource_allocation import (
     device_counts,
     dra_manager,
     resources_or_default,
+    scoring_requests,
 )
 
 
@@ -49,6 +50,10 @@ class NodeResourcesBalancedAllocationArgs:
                 raise ManifestError(f"resources[{i}].weight", "must be 1")
 
 
+#: CycleState key of what PreScore computed: the pod's requests (upstream ``balancedAllocationPreScoreState``).
+STATE_KEY = "PreScoreNodeResourcesBalancedAllocation"
+
+
 class NodeResourcesBalancedAllocation:
     """PreScore (Skip for pods requesting none of the resources) and Score: 0-100, higher where the
     requested/allocatable fractions of the configured resources stay closest together with the pod placed (upstream
@@ -63,14 +68,17 @@ class NodeResourcesBalancedAllocation:
         #: configured extended resources a DeviceClass might serve (DRAExtendedResource)
         self._extended = [spec.name for spec in self.resources if spec.name not in NATIVE_RESOURCES]
 
-    def _best_effort(self, pod) -> bool:
-        requests = pod_requests(pod)
-        return not any(requests.get(spec.name, 0) for spec in self.resources)
+    def _requests(self, pod) -> dict[str, int] | None:
+        """The pod's requests (scheduler units), or None when it asks for none of the configured resources."""
+        requests = scoring_requests(pod, use_requested=True)
+        return requests if any(requests.get(spec.name, 0) for spec in self.resources) else None
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        if self._best_effort(pod):
+        requests = self._requests(pod)
+        if requests is None:
             return Status.skip()
+        state.write(STATE_KEY, requests)
         return None
 
     @hookimpl
@@ -79,22 +87,28 @@ class NodeResourcesBalancedAllocation:
 
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        if self._best_effort(pod):  # only reached when PreScore is disabled: upstream scores 0
-            return np.zeros(len(rows), dtype=np.int64)
+        requests = state.get(STATE_KEY)
+        if requests is None:  # PreScore is disabled in the profile
+            requests = self._requests(pod)
+            if requests is None:  # upstream scores a pod that asks for none of the resources 0
+                return np.zeros(len(rows), dtype=np.int64)
         devices = None
         dra = dra_manager(self.handle) if self._extended else None
         if dra is not None:
             backed = dra.device_backed(self._extended)
             devices = device_counts(dra, backed, table) if backed else None
-        alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, pod, use_requested=True,
+        alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, requests, use_requested=True,
                                                         devices=devices)
         resources, n = alloc.shape
         if not resources:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
         # (resources, nodes): each resource's requested fraction, where the node has it
         p = alloc != 0
+        if resources == 2 and p.all():  # the default (cpu, memory) on nodes that have both: |f1 - f2| / 2
+            f = np.minimum(requested / alloc, 1.0)
+            return ((1 - np.abs(f[0] - f[1]) / 2) * MAX_NODE_SCORE).astype(np.int64)
         f = np.where(p, np.minimum(requested / np.maximum(alloc, 1), 1.0), 0.0)
-        if resources == 2:  # the default (cpu, memory): |f1 - f2| / 2 where both count, else 0
+        if resources == 2:  # |f1 - f2| / 2 where both count, else 0
             std = np.where(p[0] & p[1], np.abs(f[0] - f[1]) / 2, 0.0)
             return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         count = p.sum(axis=0)

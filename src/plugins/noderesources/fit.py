@@ -51,6 +51,7 @@ from .resource_allocation import (
     device_counts,
     dra_manager,
     resources_or_default,
+    scoring_requests,
     weighted_average,
 )
 
@@ -239,20 +240,19 @@ class NodeResourcesFit:
         pre = self._state(state, pod)
         devices = device_counts(self.handle.dra, pre.device_backed, table) if pre.device_backed else None
         # (resources, nodes) arrays: every resource scored by the same few numpy operations
-        alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, pod, use_requested=False,
-                                                              devices=devices)
+        alloc, requested, weights = allocatable_and_requested(table, rows, self.resources,
+                                                              scoring_requests(pod, use_requested=False),
+                                                              use_requested=False, devices=devices)
         safe = np.maximum(alloc, 1)
-        if self.strategy == LEAST_ALLOCATED:
-            scores = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
-        elif self.strategy == MOST_ALLOCATED:
-            scores = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
-        else:
-            scores = self.shape(np.minimum(requested, alloc) * MAX_UTILIZATION // safe)
+        # requests are never negative, so a resource the node lacks (alloc 0) scores 0 in the first two
+        if self.strategy == LEAST_ALLOCATED:  # 0 when more is requested than the node has
+            return weighted_average(np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // safe, alloc, weights)
+        if self.strategy == MOST_ALLOCATED:
+            return weighted_average(np.minimum(requested, alloc) * MAX_NODE_SCORE // safe, alloc, weights)
+        scores = self.shape(np.minimum(requested, alloc) * MAX_UTILIZATION // safe)
         scores[alloc == 0] = 0
-        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            # upstream averages only the resources whose shape score is positive
-            return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
-        return weighted_average(scores, alloc, weights)
+        # upstream averages only the resources whose shape score is positive
+        return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 

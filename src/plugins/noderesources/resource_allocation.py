@@ -56,20 +56,31 @@ def resources_or_default(resources) -> tuple[ResourceSpec, ...]:
 DeviceCounts = Callable[[str, np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
 
 
+#: The defaults scoring counts for a container that requests no cpu or memory (upstream's non-zero requests).
+NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
+def scoring_requests(pod, use_requested: bool) -> dict[str, int]:
+    """The pod's requests as a scorer counts them (scheduler units): the real
+    ones, or with :data:`NON_ZERO_DEFAULTS` for containers that ask for no cpu
+    or memory (upstream ``calculatePodResourceRequestList``)."""
+    return pod_requests(pod, None if use_requested else NON_ZERO_DEFAULTS)
+
+
 def allocatable_and_requested(
-    table, rows: np.ndarray, resources, pod, use_requested: bool,
+    table, rows: np.ndarray, resources, pod_all: dict[str, int], use_requested: bool,
     devices: DeviceCounts | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Allocatable and requested-with-the-pod, int64 arrays of shape
-    (resources, ``rows``) in scheduler units, and the resources' weights; a
-    scalar resource the pod does not request gets zero allocatable (so it is
-    left out, as upstream).  ``devices`` (resource, rows) -> (device count,
-    devices in use) or None stands in for an extended resource that devices
-    serve on the rows that do not advertise it (DRAExtendedResource)."""
-    pod_all = pod_requests(pod, None if use_requested else {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
+    (resources, ``rows``) in scheduler units, and the resources' weights;
+    ``pod_all`` is the pod's :func:`scoring_requests`.  A scalar resource the
+    pod does not request gets zero allocatable (so it is left out, as
+    upstream).  ``devices`` (resource, rows) -> (device count, devices in use)
+    or None stands in for an extended resource that devices serve on the rows
+    that do not advertise it (DRAExtendedResource)."""
     nz_cpu, nz_mem = table.non_zero_requested()
     allocs = np.zeros((len(resources), len(rows)), dtype=np.int64)
-    requests = np.zeros_like(allocs)
+    requests = np.zeros((len(resources), len(rows)), dtype=np.int64)
     weights = []
     for i, spec in enumerate(resources):
         pod_request = pod_all.get(spec.name, 0)
@@ -127,12 +138,9 @@ def weighted_average(per_resource: np.ndarray, allocs: np.ndarray, weights: list
     or rounded); 0 when none.  ``per_resource`` and ``allocs`` are int64
     arrays of shape (resources, nodes); returns an int64 array of nodes."""
     present = allocs != 0
-    weight = np.asarray(weights, dtype=np.int64).reshape(-1, 1)
-    total = (np.where(present, per_resource, 0) * weight).sum(axis=0)
-    weight_sum = (present * weight).sum(axis=0)
-    safe = np.maximum(weight_sum, 1)
+    weight = np.asarray(weights, dtype=np.int64)
+    total = weight @ (per_resource * present)  # 0 on a node where no resource counts
+    safe = np.maximum(weight @ present, 1)
     if rounding:
-        result = np.floor(total / safe + 0.5).astype(np.int64)
-    else:
-        result = total // safe
-    return np.where(weight_sum == 0, 0, result)
+        return np.floor(total / safe + 0.5).astype(np.int64)
+    return total // safe

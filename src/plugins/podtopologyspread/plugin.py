@@ -201,6 +201,7 @@ class PodTopologySpread:
         self.defaults = args.effective_defaults
         self.system_defaulted = args.defaulting_type == SYSTEM
         self.handle = handle
+        self._default_actions = {spec.when_unsatisfiable for spec in self.defaults}
         self._stores = [handle.informers.store(kind) for kind in WORKLOAD_KINDS] if self.defaults else []
 
     # --- constraints ----------------------------------------------------------------------
@@ -209,9 +210,12 @@ class PodTopologySpread:
         """The pod's own constraints of ``action``, or the defaults (upstream ``getConstraints``)."""
         if pod.spec.topology_spread_constraints:
             return pod_constraints(pod, action)
-        if not self.defaults or not any(d.when_unsatisfiable == action for d in self.defaults):
+        if action not in self._default_actions:
             return []
-        selector = default_selector(pod, (obj for store in self._stores for obj in store.values()))
+        workloads = [obj for store in self._stores if len(store) for obj in store.values()]
+        if not workloads:  # nothing could select the pod
+            return []
+        selector = default_selector(pod, workloads)
         if is_empty(selector):
             return []
         return default_constraints(self.defaults, action, selector)
