@@ -390,6 +390,26 @@ def test_a_score_out_of_range_after_normalizing_is_an_error():
     assert "[0, 100] after normalizing" in cond.message
 
 
+class Negative:
+    """A score below the range on one node."""
+
+    name = "Negative"
+
+    def __init__(self, args, handle):
+        pass
+
+    @kubesched.hookimpl
+    def score(self, state, pod, node_info):
+        return -5 if node_info.name == "n2" else 50
+
+
+def test_a_negative_score_is_an_error_naming_the_plugin_and_the_score():
+    cfg = config({"plugins": {"score": {"enabled": [{"name": "Negative"}], "disabled": [{"name": "*"}]}}})
+    cond = condition(run(cfg, [Negative], three_nodes() + [pod("p")]).pod("p"))
+    assert cond.reason == "SchedulerError"
+    assert 'plugin "Negative" returns an invalid score -5' in cond.message
+
+
 class SkipScore:
     name = "SkipScore"
 

@@ -186,11 +186,14 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        ok = table.free_pods() >= 1  # every node, then the rows asked about: one selection instead of one per column
+        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
+        few = len(rows) * 4 < len(table)
+        pick = rows if few else slice(None)
+        ok = table.free_pods()[pick] >= 1
         for name, amount in pre.requests.items():
-            fits = table.free(name) >= amount
-            ok &= (fits | (table.allocatable(name) == 0)) if name in pre.device_backed else fits
-        return ok[rows]
+            fits = table.free(name)[pick] >= amount
+            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
+        return ok if few else ok[rows]
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
