@@ -58,11 +58,14 @@ def scheduler_config(path: Path | None = None, leader_elect: bool = True, schedu
 class Running:
     """A Daemon on its own thread; :meth:`stop` stops it and returns run()'s exit code."""
 
+    started: list["Running"] = []
+
     def __init__(self, daemon: Daemon):
         self.daemon = daemon
         self.code: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+        Running.started.append(self)
 
     def _run(self) -> None:
         self.code = self.daemon.run()
@@ -72,6 +75,21 @@ class Running:
         self.thread.join(30)
         assert not self.thread.is_alive()
         return self.code
+
+
+@pytest.fixture(autouse=True)
+def stop_daemons_left_running(request):
+    """A daemon that a failed test left running would go on writing to the
+    closed fake server and logging into the output of the tests after it:
+    each is stopped when its test ends, before the test's fake server."""
+    if "apiserver" in request.fixturenames:
+        request.getfixturevalue("apiserver")  # set up before this fixture, so torn down after it
+    yield
+    while Running.started:
+        running = Running.started.pop()
+        if running.thread.is_alive():
+            running.daemon.stop()
+            running.thread.join(30)
 
 
 def cluster_changes(cluster: MemoryCluster, *kinds: str) -> threading.Event:

@@ -20,7 +20,7 @@ from kubesched.drivers.daemon import Daemon
 from kubesched.drivers.simulation import load_paths
 from kubesched.plugins import DEFAULT_PLUGINS
 from kubesched.testing import node, pod, pod_group
-from test_daemon import Running, bound_in, get, scheduler_config
+from test_daemon import Running, bound_in, get, scheduler_config, stop_daemons_left_running  # noqa: F401 (autouse)
 
 ROOT = Path(__file__).resolve().parents[1]
 RBAC = ROOT / "deploy" / "rbac.yaml"

@@ -166,6 +166,17 @@ def test_watch_delivers_changes_and_resumes_from_a_bookmark(kube, apiserver):
     informers.stop()
 
 
+def test_a_watch_started_while_shutting_down_still_delivers_within_the_grace(kube, apiserver):
+    """A watch asks for (connect, read) timeouts; the shutdown grace cuts both (it used to fail to compare them)."""
+    informers = Informers(kube)
+    seen = Recorder(informers)
+    kube.close(grace=30.0)
+    informers.start()
+    kube.create(pod("late"))
+    wait_until(pumped(informers, lambda: ("add", "late") in seen.seen), informers.wakeup)
+    informers.stop()
+
+
 def test_a_broken_watch_and_a_410_lose_no_delete_and_duplicate_nothing(kube, apiserver):
     informers = Informers(kube)
     seen = Recorder(informers)

@@ -312,11 +312,16 @@ class KubernetesCluster(ClusterClient):
         all (no retries after it); later ones are refused."""
         self._closing_at = time.monotonic() + grace
 
-    def _timeout(self, timeout: float | None) -> float:
+    def _timeout(self, timeout: float | tuple[float, float] | None) -> float | tuple[float, float]:
+        """The request's timeout in seconds (or (connect, read) seconds, as a watch asks), cut to what is
+        left of the shutdown grace once :meth:`close` was called."""
         wanted = timeout or self.request_timeout
         if self._closing_at is None:
             return wanted
-        return max(min(wanted, self._closing_at - time.monotonic()), 0.001)
+        left = self._closing_at - time.monotonic()
+        if isinstance(wanted, tuple):
+            return (max(min(wanted[0], left), 0.001), max(min(wanted[1], left), 0.001))
+        return max(min(wanted, left), 0.001)
 
     # --- REST plumbing -------------------------------------------------------------------
 

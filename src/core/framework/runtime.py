@@ -424,16 +424,20 @@ class Framework(PlacementExtensionPoints):
         """:meth:`find_feasible_rows` over one chunk of rows.  A batch filter
         that declines (None) moves to ``per_node`` for the rest of the cycle."""
         count = len(rows)
-        mask = np.ones(count, dtype=bool)
+        mask: np.ndarray | None = None  # the answers ANDed (never written into: an answer may be a plugin's array)
         for batch, method in list(batches):
             answer = batch(state, pod, snapshot.table, rows)
             if answer is None:
                 batches.remove((batch, method))
                 per_node.append(method)
             else:
-                mask &= np.asarray(answer, dtype=bool)
+                answer = np.asarray(answer, dtype=bool)
+                mask = answer if mask is None else mask & answer
+        if mask is None:
+            mask = np.ones(count, dtype=bool)
         if not per_node:
             if nominated_rows:
+                mask = mask.copy()
                 self._filter_nominated_rows(state, pod, snapshot, rows, mask, nominated_rows, nominated, to_find)
             chosen = np.flatnonzero(mask)[:to_find]
             processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
@@ -639,7 +643,7 @@ class Framework(PlacementExtensionPoints):
                 if status is not None and not status.is_success():
                     raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
             # one pass for both bounds: MIN_NODE_SCORE is 0, and a negative score read as unsigned is above the max
-            if len(scores) and scores.view(np.uint64).max() > MAX_NODE_SCORE:
+            if len(scores) and np.maximum.reduce(scores.view(np.uint64)) > MAX_NODE_SCORE:  # (.max() wraps this)
                 bad = int(np.argmax((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)))
                 raise ScoreError(Status(Code.ERROR, (
                     f"plugin \"{name}\" returns an invalid score {int(scores[bad])}, it should in the range of "

@@ -238,7 +238,7 @@ class SchedulingCycle:
         """Index of the highest total score (``rows``: the snapshot rows
         scored); ties broken uniformly at random (upstream), or by the lowest
         :attr:`node_rank` when one is set."""
-        best = np.flatnonzero(total == total.max())
+        best = np.flatnonzero(total == np.maximum.reduce(total))  # the ufunc itself: .max() wraps it in Python
         if len(best) == 1:
             return int(best[0])
         if self.node_rank is not None:
