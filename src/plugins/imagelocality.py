@@ -62,7 +62,7 @@ class ImageLocality:
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        if not self.handle.snapshot.table.column("images", _has_images).any():
+        if not self.handle.snapshot.table.column("images", _has_images, of_node=True).any():
             return Status.skip()  # no node reports images: every node would score 0
         return None
 
@@ -71,7 +71,7 @@ class ImageLocality:
         images = self._images(pod)
         summed = np.zeros(len(rows), dtype=np.float64)
         for image in images:
-            sizes = table.column(f"image/{image}", _image_size(image))
+            sizes = table.column(f"image/{image}", _image_size(image), of_node=True)
             present = sizes >= 0
             holders = int(np.count_nonzero(present))
             if not holders:

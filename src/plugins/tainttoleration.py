@@ -60,7 +60,8 @@ class TaintToleration:
 
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        soft = table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)))[rows]
+        soft = table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)),
+                            of_node=True)[rows]
         if not state.get(STATE_KEY):
             return soft.copy()
         scores = np.zeros(len(rows), dtype=np.int64)

@@ -172,3 +172,23 @@ def test_the_snapshot_follows_changes(cache):
     cache.update_snapshot(snapshot)
     assert list(snapshot.table.requested("cpu")) == [0, 2000, 0]
     assert snapshot.get("nope") is None
+
+
+def test_a_pod_change_keeps_the_node_columns_and_a_node_change_refreshes_them(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    read: list[str] = []
+    labelled = table.column("zone-a", lambda info: read.append(info.name) or info.labels.get("zone") == "a", of_node=True)
+    assert list(table.tolerating(())) == [True, True] and list(labelled) == [0, 0]
+    read.clear()
+
+    cache.assume_pod(on(mk("a"), "n1"))  # only the pods of n1 changed: its Node's columns are kept
+    cache.update_snapshot(snapshot)
+    assert read == [] and list(table.requested("cpu")) == [1000, 0]
+
+    cache.update_node(node("n2"), node("n2", labels={"zone": "a"}, taints=[("gpu", "", "NoSchedule")]))
+    cache.update_snapshot(snapshot)
+    assert read == ["n2"] and list(labelled) == [0, 1]
+    assert list(table.tolerating(())) == [True, False]
+    assert list(table.requested("cpu")) == [1000, 0]

@@ -33,7 +33,9 @@ class NodeTable:
     scheduler units); :meth:`pod_count` the number of pods per node;
     :meth:`domain_ids` each node's topology domain for a label key.
     Columns asked for as ``evictable`` (one per label selector, say) are
-    dropped oldest first beyond :data:`MAX_EVICTABLE_COLUMNS`.
+    dropped oldest first beyond :data:`MAX_EVICTABLE_COLUMNS`.  Columns asked
+    for as ``of_node`` read only the Node object (allocatable, labels, taints,
+    images): a row whose pods changed but whose Node did not keeps them.
     """
 
     def __init__(self, infos: list[NodeInfo]):
@@ -44,6 +46,7 @@ class NodeTable:
         self.info_array = np.empty(len(infos), dtype=object)
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
+        self._of_node: set[str] = set()
         self._evictable: dict[str, None] = {}
         self._domains: dict[str, dict[str, int]] = {}
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
@@ -52,18 +55,22 @@ class NodeTable:
         return len(self.infos)
 
     def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64,
-               evictable: bool = False) -> np.ndarray:
-        """The column ``key``, built with ``extract`` the first time it is asked for."""
+               evictable: bool = False, of_node: bool = False) -> np.ndarray:
+        """The column ``key``, built with ``extract`` the first time it is asked for; ``of_node``: ``extract``
+        reads only ``info.node`` and what NodeInfo derives from it (allocatable, labels), never the pods."""
         entry = self._columns.get(key)
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
+            if of_node:
+                self._of_node.add(key)
             if evictable:
                 self._evictable[key] = None
                 if len(self._evictable) > MAX_EVICTABLE_COLUMNS:
                     oldest = next(iter(self._evictable))
                     del self._evictable[oldest]
                     del self._columns[oldest]
+                    self._of_node.discard(oldest)
             return values
         return entry[1]
 
@@ -92,17 +99,19 @@ class NodeTable:
         """Per row, whether the node matches a pod's nodeSelector and required
         node affinity (an evictable column per distinct constraint)."""
         return self.column("node-affinity/" + required.key, lambda info: required.matches(info.require_node()), dtype=bool,
-                           evictable=True)
+                           evictable=True, of_node=True)
 
     def tolerating(self, tolerations: tuple[Toleration, ...]) -> np.ndarray:
         """Per row, whether the node has no NoSchedule/NoExecute taint that
         ``tolerations`` leave untolerated (an evictable column per distinct
         tolerations; a node without such taints costs nothing)."""
-        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.require_node().spec.taints), dtype=bool)
+        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.require_node().spec.taints), dtype=bool,
+                              of_node=True)
         if not tolerations:
             return ~tainted
         return self.column("tolerated/" + repr(tolerations), lambda info: not info.require_node().spec.taints or (
-            find_untolerated_taint(info.require_node().spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True)
+            find_untolerated_taint(info.require_node().spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True,
+            of_node=True)
 
     def domain_ids(self, key: str) -> np.ndarray:
         """Per row, the id of the node's value of label ``key`` (its topology
@@ -117,7 +126,7 @@ class NodeTable:
                 return -1
             return ids.setdefault(value, len(ids))
 
-        return self.column("domain/" + key, extract, dtype=np.int32)
+        return self.column("domain/" + key, extract, dtype=np.int32, of_node=True)
 
     def domain_id(self, key: str, value: str) -> int:
         """The id of ``value`` of label ``key`` (-1 if no node had it)."""
@@ -134,7 +143,7 @@ class NodeTable:
     def allocatable(self, resource: str) -> np.ndarray:
         """Per row, the node's allocatable ``resource`` (int64: milli-CPU for cpu, bytes for memory and storage, counts
         otherwise)."""
-        return self.column(f"allocatable/{resource}", lambda info: info.allocatable.get(resource, 0))
+        return self.column(f"allocatable/{resource}", lambda info: info.allocatable.get(resource, 0), of_node=True)
 
     def requested(self, resource: str) -> np.ndarray:
         """Per row, the sum of the node's pods' requests of ``resource`` (int64, units as :meth:`allocatable`)."""
@@ -161,12 +170,16 @@ class NodeTable:
             self.column("nonzero/memory", lambda info: info.non_zero_memory),
         )
 
-    def refresh(self, rows: Iterable[int]) -> None:
-        """Recompute every column at ``rows`` (after those nodes changed)."""
+    def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
+        """Recompute every column at ``rows`` (after those nodes changed); with
+        ``pods_only`` (only their pods changed, not their Node objects) the
+        ``of_node`` columns are kept."""
         rows = list(rows)
         if not rows:
             return
-        for extract, values in self._columns.values():
+        for key, (extract, values) in self._columns.items():
+            if pods_only and key in self._of_node:
+                continue
             for row in rows:
                 values[row] = extract(self.infos[row])
         for extract, union in self._merged.values():
@@ -187,6 +200,7 @@ class Snapshot:
         self.index: dict[str, int] = {}
         self.table = NodeTable([])
         self.generations: list[int] = []
+        self._node_objects: list[Any] = []
         if nodes is not None:
             self.rebuild(nodes)
 
@@ -196,16 +210,25 @@ class Snapshot:
         self.index = {info.name: i for i, info in enumerate(self.nodes)}
         self.table = NodeTable(self.nodes)
         self.generations = [info.generation for info in self.nodes]
+        self._node_objects = [info.node for info in self.nodes]
 
     def refresh(self, names: Iterable[str]) -> None:
-        """Note that the nodes ``names`` changed in place."""
-        rows = []
+        """Note that the nodes ``names`` changed in place (their pods, or their Node objects)."""
+        node_rows, pod_rows = [], []
         for name in names:
             row = self.index.get(name)
-            if row is not None and self.generations[row] != self.nodes[row].generation:
-                self.generations[row] = self.nodes[row].generation
-                rows.append(row)
-        self.table.refresh(rows)
+            if row is None:
+                continue
+            info = self.nodes[row]
+            if self.generations[row] != info.generation:
+                self.generations[row] = info.generation
+                if self._node_objects[row] is info.node:
+                    pod_rows.append(row)
+                else:
+                    self._node_objects[row] = info.node
+                    node_rows.append(row)
+        self.table.refresh(node_rows)
+        self.table.refresh(pod_rows, pods_only=True)
 
     def get(self, name: str) -> NodeInfo | None:
         """The NodeInfo of node ``name``, or None when the snapshot has no such node."""
