@@ -16,6 +16,7 @@ from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
 from .persistentvolume import PersistentVolumeController
+from .podgroupprotection import PodGroupProtectionController
 from .resourceclaim import ResourceClaimController
 
 #: name (kube-controller-manager's, where upstream has the controller) -> controller class, in start order.
@@ -25,6 +26,7 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     PersistentVolumeController,
     DeviceTaintEvictionController,
     DisruptionController,
+    PodGroupProtectionController,
 )}
 
 

@@ -48,6 +48,10 @@ WORKLOAD_MAX_TREE_DEPTH = 4
 #: ``schedulingConstraints.topology`` holds at most this many constraints.
 MAX_TOPOLOGY_CONSTRAINTS = 1
 
+#: The finalizer the API server puts on every new PodGroup (upstream's PodGroupProtection admission plugin);
+#: kube-controller-manager's podgroup-protection-controller removes it from a PodGroup being deleted once no
+#: active (not Succeeded or Failed) pod names the group.
+POD_GROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 #: ``status.conditions[].type`` of a PodGroup (terminal once True) and of a CompositePodGroup.
 POD_GROUP_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"

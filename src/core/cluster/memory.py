@@ -7,7 +7,7 @@ server's own bits of behaviour the scheduler relies on (defaulting of
 uid/creationTimestamp, generateName, pods/binding, finalizers, priority
 admission from PriorityClasses, the default StorageClass of new claims, the
 device taints' ``timeAdded`` and a DeviceTaintRule's ``generation``, the
-PodGroup defaults and priorities, and the PodGroup and CompositePodGroup status
+PodGroup defaults, priorities and protection finalizer, and the PodGroup and CompositePodGroup status
 subresource: :meth:`update` keeps their stored status, :meth:`update_status`
 their stored spec and metadata).
 """
@@ -37,7 +37,14 @@ from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondit
 from ..api.meta import LabelSelectorRequirement, evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
-from ..api.scheduling_v1beta1 import CompositePodGroup, DisruptionMode, PodGroup, SingleDisruptionMode, Workload
+from ..api.scheduling_v1beta1 import (
+    POD_GROUP_PROTECTION_FINALIZER,
+    CompositePodGroup,
+    DisruptionMode,
+    PodGroup,
+    SingleDisruptionMode,
+    Workload,
+)
 from ..api.validation import problems, resize_problems, status_update_problems, update_problems
 from ..clock import Clock, FakeClock
 from .client import (
@@ -152,7 +159,7 @@ class MemoryCluster(ClusterClient):
     def create(self, obj: Any) -> Any:
         """See :meth:`ClusterClient.create`, with the API server's defaulting (uid, creationTimestamp, namespace
         ``default``, generateName), validation (Invalid) and admission (pod priority, a claim's default
-        StorageClass, PodGroup priority).  The fail hook sees ``create``."""
+        StorageClass, PodGroup priority and protection finalizer).  The fail hook sees ``create``."""
         resource = resource_of(obj)
         kind = resource.kind
         self._check_fail("create", kind, obj)
@@ -191,6 +198,10 @@ class MemoryCluster(ClusterClient):
                 obj = self._admit_claim(obj)
             elif isinstance(obj, (PodGroup, CompositePodGroup)):
                 obj = self._admit_priority(obj, "pod group")
+                if isinstance(obj, PodGroup) and POD_GROUP_PROTECTION_FINALIZER not in obj.metadata.finalizers:
+                    # the PodGroupProtection admission plugin: kept until no active pod names the group
+                    obj = evolve(obj, metadata=evolve(obj.metadata, finalizers=(*obj.metadata.finalizers,
+                                                                                POD_GROUP_PROTECTION_FINALIZER)))
             bucket[key] = obj
             self._emit(ADDED, kind, obj)
             return obj
