@@ -73,3 +73,30 @@ def test_the_html_report_has_a_pod_group_page_that_chromium_renders(tmp_path):
     assert visible == ["pod-podgroup-ml-llm-finetune"]
     section = done.stdout[done.stdout.index('id="pod-podgroup-ml-llm-finetune"'):]
     assert "Placements tried (3)" in section and "rack-b would fit 3 of 4 members" in section
+
+
+URGENT = f"5m={ROOT / 'examples' / 'gangs-arrivals' / 'urgent-pretrain.yaml'}"
+
+
+def test_a_deadline_job_preempts_the_whole_pretrain_gang_and_takes_its_rack_and_gpus():
+    """Only rack-a has room for four 24-CPU, 2-GPU workers, and llm-pretrain holds its CPUs and GPUs: the
+    higher-priority PodGroup preempts it as a gang (its members' GPU claims count as freed in the dry run)."""
+    state = json.loads(invoke("simulate", "-f", EXAMPLE, "--at", URGENT, "-o", "json"))
+    pods = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in state["items"] if p["kind"] == "Pod"}
+    assert not any(name.startswith("llm-pretrain") for name in pods)  # every member evicted
+    urgent = [node for name, node in pods.items() if name.startswith("urgent-pretrain")]
+    assert len(urgent) == 4 and all(node.startswith("rack-a-") for node in urgent), urgent
+    claims = [c for c in state["items"] if c["kind"] == "ResourceClaim" and c["metadata"]["name"].startswith("urgent")]
+    assert len(claims) == 4 and all(c["status"]["allocation"] for c in claims)
+    table = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["simulate", "-f", EXAMPLE, "--at", URGENT]).output
+    victims = [line for line in table.splitlines() if "llm-pretrain-worker" in line and "Preempted by podgroup" in line]
+    assert len(victims) == 4 and all("podgroup/ml/urgent-pretrain" in line for line in victims)
+
+
+def test_a_recorded_run_with_pod_groups_is_explained_and_reported_from_its_file(tmp_path):
+    record, page = tmp_path / "decisions.jsonl", tmp_path / "run.html"
+    invoke("simulate", "-f", EXAMPLE, "--record", str(record), "--html", str(page))
+    assert page.stat().st_size > 0
+    recorded = json.loads(invoke("explain", "podgroup/ml/llm-finetune", "--from", str(record), "-o", "json"))
+    assert recorded["placements"] == json.loads(
+        invoke("explain", "podgroup/ml/llm-finetune", "-f", EXAMPLE, "-o", "json"))["placements"]

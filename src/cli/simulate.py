@@ -140,6 +140,7 @@ def _print_preemptions(sim: Simulation, console: Console) -> None:
     if not events:
         return
     names = {pod.metadata.uid: pod.key for pod in sim.pods()}
+    names.update({group.metadata.uid: f"podgroup/{group.key}" for group in sim.cluster.list("PodGroup").items})
     table = Table(title="Preemptions (Preempted events)")
     for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
         table.add_column(column)

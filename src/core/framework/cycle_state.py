@@ -14,6 +14,14 @@ class StateNotFound(KeyError):
 #: that work on NodeTable columns.
 FEASIBLE_ROWS_KEY = "FeasibleRows"
 
+#: Where a dry run leaves the pods it took out of the cache and snapshot (a
+#: tuple of Pods): a PodGroup's preemption places the group as if its victims
+#: were gone.  Plugins whose PreFilter reads the snapshot see them gone
+#: already; a plugin that keeps state outside it (DynamicResources' allocated
+#: devices) discounts them in PreFilter, as its RemovePod does in a pod's
+#: preemption.
+REMOVED_PODS_KEY = "RemovedPods"
+
 
 class CycleState:
     """A key -> value store that lives for one pod's scheduling (and binding) cycle.

@@ -65,9 +65,10 @@ class DecisionFileError(ValueError):
 
 
 def read_decisions(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The records of a JSON Lines decisions file, in order.  Raises
-    :class:`DecisionFileError` naming the file and line of a bad line, or
-    when the file cannot be opened."""
+    """The records of a JSON Lines decisions file, in order: a pod's attempts
+    (``pod``) and a PodGroup's cycles (``podGroup``), as ``--record`` writes
+    them.  Raises :class:`DecisionFileError` naming the file and line of a bad
+    line, or when the file cannot be opened."""
     try:
         handle = Path(path).open(encoding="utf-8")
     except OSError as err:
@@ -80,8 +81,9 @@ def read_decisions(path: str | Path) -> Iterator[dict[str, Any]]:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DecisionFileError(f"{path}:{number}: not a JSON object: {err.msg}") from None
-            if not isinstance(record, dict) or not isinstance(record.get("pod"), str):
-                raise DecisionFileError(f"{path}:{number}: not a scheduling decision (no \"pod\")")
+            if not isinstance(record, dict) or not (isinstance(record.get("pod"), str)
+                                                    or isinstance(record.get("podGroup"), str)):
+                raise DecisionFileError(f"{path}:{number}: not a scheduling decision (no \"pod\" or \"podGroup\")")
             yield record
 
 

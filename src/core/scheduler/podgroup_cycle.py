@@ -42,7 +42,7 @@ from ..api.convert import format_time
 from ..api.core_v1 import Pod
 from ..cluster.client import ApiError
 from ..framework.attempt_record import status_json
-from ..framework.cycle_state import CycleState
+from ..framework.cycle_state import REMOVED_PODS_KEY, CycleState
 from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from ..framework.runtime import Framework
@@ -317,8 +317,10 @@ class PodGroupCycle(SchedulingCycle):
             if held is not None:
                 gone.append((held, self.cache.is_assumed(held)))
                 self.cache.remove_pod(held)
+        group_state = CycleState()
+        group_state.write(REMOVED_PODS_KEY, tuple(pod for pod, _ in gone))
         try:
-            result, _ = self.pod_group_algorithm(fwk, CycleState(), info, members)
+            result, _ = self.pod_group_algorithm(fwk, group_state, info, members)
             self._revert(fwk, result)
             return result.status, result.assignments()
         finally:
@@ -344,8 +346,11 @@ class PodGroupCycle(SchedulingCycle):
             result.status = status
             return result
         any_scheduled = False
+        removed = group_state.get(REMOVED_PODS_KEY)
         for member in members:
             state = self.new_cycle_state(fwk, member)
+            if removed:  # a preemption's dry run: the members' plugins discount the victims
+                state.write(REMOVED_PODS_KEY, removed)
             outcome = MemberResult(member, state)
             results.append(outcome)
             try:

@@ -84,6 +84,7 @@ from kubesched.core.dra.claims import (
 from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.core.framework.config import ConfigError, parse_duration
+from kubesched.core.framework.cycle_state import REMOVED_PODS_KEY
 from kubesched.core.framework.hookspecs import hookimpl
 from kubesched.core.framework.status import Code, Status
 from kubesched.core.framework.types import (
@@ -361,6 +362,8 @@ class DynamicResources:
             data.allocator = self._cycle_allocator()
             data.node_allocations = PlannedAllocations(lambda node_name, order: self._plan(data, node_name, order),
                                                        state)
+            for victim in state.get(REMOVED_PODS_KEY, ()):  # a PodGroup's preemption placing it without them
+                self._discount(data, victim)
         state.write(PLANNED_ALLOCATIONS_KEY, data.node_allocations)
         return None
 
@@ -437,7 +440,12 @@ class DynamicResources:
         data = state.get(STATE_KEY)
         if data is None or data.allocator is None:
             return None
-        victim = pod_info_to_remove.pod
+        self._discount(data, pod_info_to_remove.pod)
+        return None
+
+    def _discount(self, data: _State, victim) -> None:
+        """Free, for this cycle's allocations, the devices of the claims that only ``victim`` and pods removed
+        before it use (claims reserved for a PodGroup stay: the group may keep running elsewhere)."""
         for claim in self._victim_claims(victim):
             uid = claim.metadata.uid
             removed = data.removed.setdefault(uid, set())
@@ -450,7 +458,6 @@ class DynamicResources:
                     and users <= removed):
                 data.released.add(uid)
                 data.writable_allocated().remove(claim.status.allocation)
-        return None
 
     def _victim_claims(self, pod) -> list[ResourceClaim]:
         """The claims of a (running) pod, each once; unresolvable ones are skipped."""
