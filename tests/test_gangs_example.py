@@ -100,3 +100,15 @@ def test_a_recorded_run_with_pod_groups_is_explained_and_reported_from_its_file(
     recorded = json.loads(invoke("explain", "podgroup/ml/llm-finetune", "--from", str(record), "-o", "json"))
     assert recorded["placements"] == json.loads(
         invoke("explain", "podgroup/ml/llm-finetune", "-f", EXAMPLE, "-o", "json"))["placements"]
+
+
+def test_explain_names_the_attempt_that_preempted_and_its_victims(tmp_path):
+    record = tmp_path / "decisions.jsonl"
+    invoke("simulate", "-f", EXAMPLE, "--at", URGENT, "--record", str(record))
+    answer = json.loads(invoke("explain", "podgroup/ml/urgent-pretrain", "--from", str(record), "-o", "json"))
+    assert answer["status"] == "Scheduled" and answer["attempts"] == 2
+    preemption = answer["preemption"]
+    assert (preemption["attempt"], preemption["plugin"]) == (1, "DefaultPreemption")
+    assert sorted(preemption["victims"]) == [f"ml/llm-pretrain-worker-{i}" for i in range(4)]
+    text = invoke("explain", "podgroup/ml/urgent-pretrain", "--from", str(record))
+    assert "Attempt 1 preempted (DefaultPreemption): 4 victim(s)" in text

@@ -42,9 +42,10 @@ def explain_pod_group(records: Iterable[dict[str, Any]], key: str, pod_group: Po
     """The explanation of PodGroup ``key`` (JSON-ready): ``status`` (Scheduled
     once its condition says so, Pending, NotAttempted), ``minCount``,
     ``members`` (pod -> node, "" while waiting), ``attempts``, ``last`` (the
-    latest group record), ``placements`` (per placement tried: name, placed
-    of minCount, feasible, the first member that did not fit and why) and
-    ``suggestions``."""
+    latest group record), ``preemption`` (the latest attempt that preempted:
+    its number, the plugin, the placement and the victims), ``placements``
+    (per placement tried: name, placed of minCount, feasible, the first member
+    that did not fit and why) and ``suggestions``."""
     members = {p.key: p.spec.node_name for p in pods if pod_group_key(p) == key}
     out: dict[str, Any] = {"podGroup": key, "members": dict(sorted(members.items()))}
     if pod_group is not None:
@@ -69,6 +70,10 @@ def explain_pod_group(records: Iterable[dict[str, Any]], key: str, pod_group: Po
         out["status"] = "Stranded"
         out["message"] = (f"the gang ran, and now {placed} of its minCount {pod_group.min_count} pods do: "
                           "its replacements go ahead of new work of its priority (PrioritySort strandedGangsFirst)")
+    preempted = next(((number, a["postFilter"]) for number, a in reversed(list(enumerate(attempts, 1)))
+                      if a.get("postFilter")), None)
+    if preempted is not None:
+        out["preemption"] = {"attempt": preempted[0], **preempted[1]}
     out["placements"] = [_placement(entry, last.get("minCount", 0), last.get("scheduledBefore", 0))
                          for entry in last.get("placements", [])]
     if out["status"] != "Scheduled":

@@ -234,6 +234,11 @@ def render_pod_group(explanation: dict[str, Any], console: Console) -> None:
     if condition:
         console.print(f"PodGroupInitiallyScheduled={condition['status']} ({condition['reason']})"
                       + (f": {condition['message']}" if condition.get("message") else ""))
+    preemption = explanation.get("preemption")
+    if preemption:
+        where = f" in {preemption['placement']}" if preemption.get("placement") else ""
+        console.print(f"Attempt {preemption['attempt']} preempted{where} ({preemption['plugin']}): "
+                      f"{len(preemption['victims'])} victim(s): {', '.join(preemption['victims'])}")
     placements = explanation.get("placements") or []
     if placements:
         table = Table(title=f"Placements tried in the latest attempt ({len(placements)})")

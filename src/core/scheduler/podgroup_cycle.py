@@ -48,7 +48,7 @@ from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignme
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
-from .recording import first_unplaced, group_record
+from .recording import GroupAttemptNotes, first_unplaced, group_record
 from .scheduling_cycle import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
 from .scheduling_cycle import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
 from .scheduling_cycle import CycleError, ScheduleResult, SchedulingCycle
@@ -181,6 +181,8 @@ class PodGroupCycle(SchedulingCycle):
         info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
                             tuple(m.pod for m in members), self.pod_groups.state(group.key).scheduled_count())
         group_state = CycleState()
+        if self._recording(group.key):
+            group_state.record = GroupAttemptNotes()
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         nominations: dict[str, str] | None = None
@@ -196,7 +198,8 @@ class PodGroupCycle(SchedulingCycle):
         if outcome.status is None:
             self._group_scheduled(fwk, group, pod_group, outcome, tried)
         else:
-            self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome, nominations)
+            self._group_failed(fwk, group, members, pod_group, outcome.status, tried, outcome, nominations,
+                               group_state.record.post_filter if group_state.record is not None else None)
         metrics.observe_pod_group_attempt(
             metrics.SCHEDULED if outcome.status is None else
             metrics.ERROR if outcome.status.code == Code.ERROR else metrics.UNSCHEDULABLE,
@@ -445,17 +448,19 @@ class PodGroupCycle(SchedulingCycle):
 
     def _group_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
                       pod_group: PodGroup | None, status: Status, tried: list[PlacementResult],
-                      outcome: PlacementResult | None = None, nominations: dict[str, str] | None = None) -> None:
+                      outcome: PlacementResult | None = None, nominations: dict[str, str] | None = None,
+                      preemption: dict | None = None) -> None:
         """The group does not fit (or its attempt failed): every member back
         with the group's reason and its nomination cleared - or, when
-        PodGroupPostFilter made room (``nominations``: pod UID -> node), set
-        to where it will go - and the group waiting as one entity for an event
-        one of the rejecting plugins cares about."""
+        PodGroupPostFilter made room (``nominations``: pod UID -> node;
+        ``preemption``: what it recorded of its victims), set to where it will
+        go - and the group waiting as one entity for an event one of the
+        rejecting plugins cares about."""
         error = status.code == Code.ERROR
         message = status.message()
         if pod_group is not None:
             self._record_group(fwk, group, pod_group, "Error" if error else "Unschedulable", message,
-                               outcome, tried)
+                               outcome, tried, preemption)
         rejectors: set[str] = set() if error else {status.plugin} if status.plugin else set()
         pending = False
         own = {m.info.uid: m for m in outcome.members} if outcome is not None else {}
@@ -514,9 +519,11 @@ class PodGroupCycle(SchedulingCycle):
             pass  # gone or changed meanwhile: the next attempt writes it again
 
     def _record_group(self, fwk: Framework, group: QueuedPodGroupInfo, pod_group: PodGroup, result: str,
-                      message: str, chosen: PlacementResult | None, tried: list[PlacementResult]) -> None:
+                      message: str, chosen: PlacementResult | None, tried: list[PlacementResult],
+                      preemption: dict | None = None) -> None:
         """The group's decision record (placements tried, members placed in
-        each, the first member that did not fit and why), when recorded."""
+        each, the first member that did not fit and why, the preemption it
+        started), when recorded."""
         if self.decisions is None or not self._recording(group.key):
             return
         scheduled = self.pod_groups.state(group.key).scheduled_count()
@@ -526,7 +533,7 @@ class PodGroupCycle(SchedulingCycle):
         self.decisions.write(group_record(
             group.key, group.attempts, self.clock.now(), fwk.profile_name, result, message, pod_group.min_count,
             scheduled, [r.summary() for r in tried], chosen.placement.name if placed and chosen else None,
-            {m.info.pod.key: m.node_name for m in chosen.placed} if placed and chosen else None))
+            {m.info.pod.key: m.node_name for m in chosen.placed} if placed and chosen else None, preemption))
 
     def _recording(self, key: str) -> bool:
         """Is the attempt of PodGroup ``key`` recorded?"""

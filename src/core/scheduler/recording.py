@@ -196,13 +196,27 @@ def device_shortfall(fwk: Framework, state: Any, pod: Any, snapshot: Snapshot, n
     return out
 
 
+class GroupAttemptNotes:
+    """What a recorded PodGroup cycle's plugins add to its line, kept as the
+    group CycleState's ``record``: ``post_filter``, PodGroupPostFilter's
+    preemption (plugin, placement, victims), where a pod's attempt record
+    keeps its PostFilter's."""
+
+    __slots__ = ("post_filter",)
+
+    def __init__(self) -> None:
+        self.post_filter: dict[str, Any] | None = None
+
+
 def group_record(key: str, attempt: int, now: float, profile: str, result: str, message: str, min_count: int,
                  scheduled_before: int, placements: list[dict[str, Any]], chosen: str | None = None,
-                 assignments: dict[str, str] | None = None) -> dict[str, Any]:
+                 assignments: dict[str, str] | None = None, post_filter: dict[str, Any] | None = None,
+                 ) -> dict[str, Any]:
     """A PodGroup attempt's line (``phase: podgroup``): its result and message,
     ``minCount``, members placed before it, per placement tried (``placements``:
-    name, nodes, feasible, placed, tried, status, firstUnplaced) and, when it
-    was placed, the ``chosen`` placement and each member's node."""
+    name, nodes, feasible, placed, tried, status, firstUnplaced), when it
+    was placed the ``chosen`` placement and each member's node, and when it
+    preempted, ``postFilter`` (plugin, placement, victims)."""
     out: dict[str, Any] = {"podGroup": key, "attempt": attempt, "time": now, "profile": profile,
                            "phase": "podgroup", "result": result, "minCount": min_count,
                            "scheduledBefore": scheduled_before, "placements": placements}
@@ -211,4 +225,6 @@ def group_record(key: str, attempt: int, now: float, profile: str, result: str, 
     if chosen is not None:
         out["placement"] = chosen
         out["assignments"] = assignments or {}
+    if post_filter is not None:
+        out["postFilter"] = post_filter
     return out
