@@ -54,8 +54,10 @@ _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 #: Controllers upstream's scheduler_perf does not run: its volume workloads
 #: create PVs and claims already bound, and no PV controller touches them;
-#: no disruption controller computes PodDisruptionBudget status.
-NOT_IN_SCHEDULER_PERF = ("persistentvolume-binder-controller", "ephemeral-volume-controller", "disruption-controller")
+#: no disruption controller computes PodDisruptionBudget status; no
+#: podgroup-protection controller (no workload deletes a PodGroup).
+NOT_IN_SCHEDULER_PERF = ("persistentvolume-binder-controller", "ephemeral-volume-controller", "disruption-controller",
+                         "podgroup-protection-controller")
 
 
 class WorkloadExecutor:
