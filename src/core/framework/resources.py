@@ -77,8 +77,12 @@ def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None) -> dict[st
     return total
 
 
+#: What scoring counts for a container that requests no cpu or memory (upstream's non-zero requests).
+NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
 def non_zero_requests(pod: Pod) -> tuple[int, int]:
     """(milli-CPU, memory bytes) with upstream's defaults for containers that
     request none: what scoring plugins count a pod as."""
-    requests = pod_requests(pod, {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST})
+    requests = pod_requests(pod, NON_ZERO_DEFAULTS)
     return requests.get(CPU, 0), requests.get(MEMORY, 0)

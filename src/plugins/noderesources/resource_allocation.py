@@ -16,14 +16,7 @@ import numpy as np
 from attrs import field, frozen
 
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.resources import (
-    CPU,
-    DEFAULT_MEMORY_REQUEST,
-    DEFAULT_MILLI_CPU_REQUEST,
-    MEMORY,
-    NATIVE_RESOURCES,
-    pod_requests,
-)
+from kubesched.core.framework.resources import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
 
 
 def is_scalar_resource(name: str) -> bool:
@@ -54,10 +47,6 @@ def resources_or_default(resources) -> tuple[ResourceSpec, ...]:
 
 #: (resource, NodeTable rows) -> (devices of the resource's DeviceClass per row, of them in use per row), or None
 DeviceCounts = Callable[[str, np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
-
-
-#: The defaults scoring counts for a container that requests no cpu or memory (upstream's non-zero requests).
-NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 
 
 def scoring_requests(pod, use_requested: bool) -> dict[str, int]:
