@@ -29,6 +29,7 @@ from ..api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_ke
 from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
+from ..features import FeatureGates
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
 from ..framework.handle import profile_handle
@@ -63,7 +64,9 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
     ``bind_pool``: workers that run PreBind and Bind (and preemption's
     evictions, as ``handle.api_workers``) off the loop, with
     ``bind_wakeup`` called when one finished (None: on the loop, as
-    simulations need for determinism).  Construction builds every profile's
+    simulations need for determinism); ``features``: its :class:`FeatureGates`
+    (default: every gate at its default in the newest release), which every
+    profile's handle carries.  Construction builds every profile's
     framework, so configuration errors surface here as :class:`ConfigError`.
     Call :meth:`start`, then :meth:`step` from one thread.
     """
@@ -82,8 +85,10 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         decisions: DecisionLog | None = None,
         bind_pool: Executor | None = None,
         bind_wakeup: Callable[[], object] | None = None,
+        features: FeatureGates | None = None,
     ):
         self.cluster = cluster
+        self.features = features if features is not None else FeatureGates()
         self.config = config
         self.clock = clock
         self.rng = rng if rng is not None else random.Random(seed)
@@ -120,6 +125,7 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
                 activate=lambda pod: self.queue.activate(pod),
                 move_pods=lambda event, old, new: self.queue.move_all(event, old, new),
                 api_workers=bind_pool,
+                features=self.features,
             )
             self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
