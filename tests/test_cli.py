@@ -267,3 +267,16 @@ def test_options_a_mode_would_ignore_are_refused(args, problem):
 def test_a_sweep_report_refuses_a_heatmap_it_would_not_draw(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--heatmap", "r.json"])
     assert result.exit_code == 2 and "--heatmap: replay results only" in result.output
+
+
+def test_pod_level_resources_example_fits_pods_on_their_pod_level_requests():
+    """Two pods with spec.resources.requests.cpu: 3 (containers asking 100m) on one 4-CPU node: one is bound,
+    the other Pending with kube-scheduler's message (issue 35)."""
+    result = runner.invoke(app, ["simulate", "-f", str(ROOT / "examples" / "pod-level-resources")],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in result.output.splitlines()
+            if line.startswith("│ default/")}
+    assert len(rows) == 2 and "Scheduled" in rows.values()
+    assert any(status.startswith("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.")
+               for status in rows.values()), rows
