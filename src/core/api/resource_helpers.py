@@ -200,6 +200,17 @@ def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None, *, use_sta
     if use_status and (status.container_statuses or status.init_container_statuses
                        or (pod_level_status and (status.allocated_resources or status.resources is not None))):
         total = _with_status(pod, non_missing, pod_level_status)
+    elif not spec.init_containers:  # the common pod: its containers' requests added up
+        total = {}
+        for container in spec.containers:
+            resources = container.resources
+            requests = resources.requests
+            if resources.limits:
+                requests = {**resources.limits, **requests}
+            if non_missing:
+                requests = {**non_missing, **requests}
+            for name, amount in requests.items():
+                total[name] = total.get(name, 0) + amount
     else:
         total = _aggregate(pod, container_requests, non_missing)
     if pod_level and spec.resources is not None:
