@@ -77,7 +77,7 @@ from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError, retry_on_conflict
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.dra.allocated_devices import conflicting_claims
-from kubesched.core.dra.allocator.allocator import (
+from kubesched.core.dra.allocator import (
     INVALID_POOLS,
     AllocatedState,
     AllocationError,
