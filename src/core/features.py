@@ -24,7 +24,6 @@ release, refuses the object.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -37,8 +36,6 @@ RELEASES = ("1.34", "1.35", "1.36", "1.37")
 NEWEST = RELEASES[-1]
 
 ALPHA, BETA, GA = "ALPHA", "BETA", ""
-
-log = logging.getLogger(__name__)
 
 
 class FeatureGateError(ValueError):
@@ -264,9 +261,8 @@ class FeatureGates:
                                            f"[{' '.join(off)}]")
 
     def note(self, text: str) -> None:
-        """Keep ``text`` in :attr:`notes` (and log it): a gate switched on, a field dropped."""
+        """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped."""
         self.notes.append(text)
-        log.info("%s", text)
 
     def enabled(self, name: str) -> bool:
         """Whether gate ``name`` is on.  A gate the emulated release does not know
