@@ -21,10 +21,9 @@ from typing import Any, ClassVar
 import numpy as np
 from attrs import frozen
 
+from kubesched import Code, Status, hookimpl
 from kubesched.core.api.podpriority import pod_priority
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
 
 NAME = "PodGroupReservation"
 #: CycleState key of the nodes a pod must leave to starving groups

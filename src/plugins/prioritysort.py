@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from attrs import frozen
 
-from kubesched.core.framework.hookspecs import hookimpl
+from kubesched import hookimpl
 
 
 @frozen

@@ -13,12 +13,8 @@ from typing import ClassVar
 import numpy as np
 from attrs import field, frozen
 
+from kubesched import MAX_NODE_SCORE, NATIVE_RESOURCES, NodeTable, Status, hookimpl
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import MAX_NODE_SCORE
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,

@@ -22,21 +22,27 @@ from typing import ClassVar
 import numpy as np
 from attrs import field, frozen
 
-from kubesched.core.api.convert import ManifestError
-from kubesched.core.api.core_v1 import is_extended_resource
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, NATIVE_RESOURCES, PODS, pod_requests
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
+    CPU,
+    EPHEMERAL_STORAGE,
     MAX_NODE_SCORE,
+    MEMORY,
+    NATIVE_RESOURCES,
     NODE,
+    PODS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    NodeTable,
     QueueingHint,
+    Status,
+    hookimpl,
+    pod_requests,
 )
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import is_extended_resource
 from kubesched.core.plugin_helpers.shape import (
     MAX_UTILIZATION,
     BrokenLinear,

@@ -15,8 +15,8 @@ from typing import Any, Callable, ClassVar, Iterable
 import numpy as np
 from attrs import field, frozen
 
+from kubesched import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.resources import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
 
 
 def is_scalar_resource(name: str) -> bool:
