@@ -42,7 +42,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 import numpy as np
@@ -122,7 +122,6 @@ class DynamicResourcesArgs:
     waits for the binding conditions of the pod's devices.  Both are measured
     on the scheduler's clock."""
 
-    STRICT: ClassVar[bool] = True
     filter_timeout: str = "10s"
     binding_timeout: str = "10m"
 
