@@ -28,7 +28,7 @@ from kubesched.core.observability.decision_log import (
 )
 from kubesched.drivers.simulation import Simulation
 
-from .common import Output, emit, kube_cluster, refuse
+from .common import Output, TimedChange, configuration, emit, kube_cluster, refuse, timed_changes
 
 
 def explain(
@@ -36,7 +36,15 @@ def explain(
                                         "podgroup/NAMESPACE/NAME."),
     filename: List[Path] = typer.Option([], "-f", "--filename",
                                         help="Simulate these manifests (file or directory, repeatable) and explain."),
-    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
+    config: Optional[str] = typer.Option(
+        None, "--config", metavar="FILE[:PROFILE]",
+        help="KubeSchedulerConfiguration file (with -f); FILE:PROFILE runs that profile as the default scheduler."),
+    at: List[str] = typer.Option(
+        [], "--at", metavar="OFFSET=FILE", help="With -f: at OFFSET create or replace the objects in FILE, as "
+                                                "simulate --at does. Repeatable."),
+    delete_at: List[str] = typer.Option(
+        [], "--delete-at", metavar="OFFSET=FILE", help="With -f: at OFFSET delete the objects FILE names, as "
+                                                       "simulate --delete-at does. Repeatable."),
     from_record: Optional[Path] = typer.Option(
         None, "--from", help="Explain from a decisions file (simulate --record, run --record-decisions)."),
     kubeconfig: Optional[Path] = typer.Option(
@@ -52,12 +60,13 @@ def explain(
     key = pod if group_key is None else ""
     if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
         refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
-    if not filename and (config is not None or seed != 0):
-        refuse("explain: --config and --seed shape a simulation: they go with -f only")
+    if not filename and (config is not None or seed != 0 or at or delete_at):
+        refuse("explain: --config, --seed, --at and --delete-at shape a simulation: they go with -f only")
+    changes = _changes(at, delete_at)
     if group_key is not None:
         if kubeconfig is not None:
             refuse("explain: a PodGroup's attempts are not published on the cluster: give -f DIR or --from RECORD")
-        _explain_group(group_key, filename, config, seed, from_record, output)
+        _explain_group(group_key, filename, config, seed, changes, from_record, output)
         return
     pod_object: Any = None
     nodes: list = []
@@ -71,19 +80,28 @@ def explain(
             refuse(str(err))
     else:
         log = DecisionLog(keep=lambda name: _may_be(name, key) or name.startswith(PREFIX))
-        sim = _simulate(filename, config, seed, log)
+        sim = _simulate(filename, config, seed, changes, log)
         records = log.records
-        key = _resolve("pod", key, (p.key for p in sim.pods()), f"in {_names(filename)}")
-        pod_object = sim.pod(key)
+        stored = {p.key: p for p in sim.pods()}
+        key = _resolve("pod", key, stored.keys() | _recorded_pods(records), f"in {_names(filename)}")
+        pod_object = stored.get(key)
         nodes = sim.cluster.list("Node").items
     if from_record is not None:
-        recorded = {r["pod"] for r in records if r.get("phase") != "podgroup" and isinstance(r.get("pod"), str)}
-        key = _resolve("pod", key, recorded, f"attempted in {from_record}")
+        key = _resolve("pod", key, _recorded_pods(records), f"attempted in {from_record}")
     answer = explain_pod(records, key, pod_object, nodes)
+    if filename and pod_object is None:
+        preempted = [p for p in sim.preemptions() if p.victim == key]
+        answer["deleted"] = (f"preempted at +{preempted[-1].time:g}s by {preempted[-1].preemptor or 'a pod now gone'}"
+                             if preempted else "deleted before the simulation ended")
     group = pod_group_key(pod_object) if pod_object is not None else None
     if group is not None and filename:
         answer["podGroup"] = explain_pod_group(records, group, _stored(sim, "PodGroup", group), sim.pods())
     emit(answer, output, render)
+
+
+def _recorded_pods(records: list[dict]) -> set[str]:
+    """The pods ``records`` hold attempts of."""
+    return {r["pod"] for r in records if r.get("phase") != "podgroup" and isinstance(r.get("pod"), str)}
 
 
 def _may_be(recorded: str, given: str) -> bool:
@@ -104,9 +122,20 @@ def _resolve(kind: str, given: str, keys: Iterable[str], where: str) -> str:
         refuse(f"explain: {err.message}")
 
 
-def _simulate(filename: List[Path], config: Optional[Path], seed: int, log: DecisionLog) -> Simulation:
+def _changes(at: List[str], delete_at: List[str]) -> list[TimedChange]:
     try:
-        sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
+        return timed_changes(at, delete_at)
+    except ConfigError as err:
+        refuse(str(err))
+
+
+def _simulate(filename: List[Path], config: Optional[str], seed: int, changes: list[TimedChange],
+              log: DecisionLog) -> Simulation:
+    try:
+        with configuration(config) as config_path:
+            sim = Simulation.from_paths(filename, config=config_path, seed=seed, decisions=log)
+        for change in changes:
+            sim.change_at(change.offset, [change.file], delete=change.delete)
         sim.run()
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
@@ -120,8 +149,8 @@ def _stored(sim: Simulation, kind: str, key: str) -> Any:
         return None
 
 
-def _explain_group(key: str, filename: List[Path], config: Optional[Path], seed: int, from_record: Optional[Path],
-                   output: Output) -> None:
+def _explain_group(key: str, filename: List[Path], config: Optional[str], seed: int, changes: list[TimedChange],
+                   from_record: Optional[Path], output: Output) -> None:
     """``kubesched explain podgroup/NS/NAME``: from a simulation or a decisions file."""
     pod_group: Any = None
     pods: list = []
@@ -132,7 +161,7 @@ def _explain_group(key: str, filename: List[Path], config: Optional[Path], seed:
             refuse(str(err))
     else:
         log = DecisionLog(keep=lambda name: name.startswith(PREFIX) and _may_be(name[len(PREFIX):], key))
-        sim = _simulate(filename, config, seed, log)
+        sim = _simulate(filename, config, seed, changes, log)
         records = log.records
         key = _resolve("PodGroup", key, (g.key for g in sim.cluster.list("PodGroup").items),
                        f"in {_names(filename)}")
@@ -178,6 +207,8 @@ def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, li
 def render(explanation: dict[str, Any], console: Console) -> None:
     """Print an :func:`explain` answer as rich tables."""
     key = explanation["pod"]
+    if explanation.get("deleted"):
+        console.print(f"[bold]{key}[/] is no longer in the cluster: {explanation['deleted']}; its last attempt:")
     if explanation["status"] == "NotAttempted":
         console.print(f"[bold]{key}[/]: {explanation['message']}")
     else:

@@ -33,7 +33,6 @@ for a PodGroup), e.g.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
 
 from attrs import frozen
 
@@ -77,7 +76,6 @@ class DefaultPreemptionArgs:
     victim priority, wins (the same as BestPlacement for a group without a
     topology constraint)."""
 
-    STRICT: ClassVar[bool] = True
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100
     pod_group_candidates: str = BEST_PLACEMENT

@@ -10,8 +10,6 @@ weights of the matching preferred terms, normalised to 0-100.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import frozen
 
@@ -47,7 +45,6 @@ class NodeAffinityArgs:
     """``addedAffinity``: node affinity applied to every pod of the profile on top of its own (upstream
     NodeAffinityArgs, kubescheduler.config.k8s.io/v1)."""
 
-    STRICT: ClassVar[bool] = True
     added_affinity: NodeAffinitySpec | None = None
 
 

@@ -16,7 +16,7 @@ The PodGroup cycle notes each group's first attempt and closest placement
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from attrs import frozen
@@ -35,7 +35,6 @@ class PodGroupReservationArgs:
     """``starvationWindowSeconds``: how long a PodGroup waits before it reserves
     its closest placement, and how long each reservation lasts (seconds, > 0)."""
 
-    STRICT: ClassVar[bool] = True
     starvation_window_seconds: int = 300
 
     def __attrs_post_init__(self):

@@ -24,8 +24,6 @@ as kube-apiserver does.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import frozen
 
@@ -59,7 +57,6 @@ class InterPodAffinityArgs:
     ``ignorePreferredTermsOfExistingPods``: skip scoring for pods without
     preferred terms.  Raises ManifestError as upstream's validation."""
 
-    STRICT: ClassVar[bool] = True
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
 

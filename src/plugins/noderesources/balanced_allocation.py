@@ -8,8 +8,6 @@ requests; best-effort pods (no requests of those resources) are skipped.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import field, frozen
 
@@ -32,7 +30,6 @@ class NodeResourcesBalancedAllocationArgs:
     """``resources``: the resources to balance (empty means cpu and memory); names must be unique and every weight 1,
     else ManifestError (upstream NodeResourcesBalancedAllocationArgs and its validation)."""
 
-    STRICT: ClassVar[bool] = True
     resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
 
     def __attrs_post_init__(self):

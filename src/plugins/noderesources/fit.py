@@ -17,8 +17,6 @@ PlacementScore prefers the placement a PodGroup fills most tightly.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import field, frozen
 
@@ -69,7 +67,6 @@ STATE_KEY = "PreFilterNodeResourcesFit"
 
 @frozen
 class RequestedToCapacityRatioParam:
-    STRICT: ClassVar[bool] = True
     shape: tuple[UtilizationShapePoint, ...] = ()
 
     def __attrs_post_init__(self):
@@ -78,7 +75,6 @@ class RequestedToCapacityRatioParam:
 
 @frozen
 class ScoringStrategy:
-    STRICT: ClassVar[bool] = True
     type: str = LEAST_ALLOCATED
     resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
@@ -95,7 +91,6 @@ class ScoringStrategy:
 class NodeResourcesFitArgs:
     """Upstream ``NodeResourcesFitArgs``."""
 
-    STRICT: ClassVar[bool] = True
     ignored_resources: tuple[str, ...] = ()
     ignored_resource_groups: tuple[str, ...] = ()
     scoring_strategy: ScoringStrategy = field(factory=ScoringStrategy)

@@ -29,7 +29,6 @@ numpy operations and recounts only the nodes that changed.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 from attrs import frozen
@@ -88,7 +87,6 @@ class PodTopologySpreadArgs:
     ``defaultConstraints`` to be empty).  Raises ManifestError as upstream's
     ``ValidatePodTopologySpreadArgs``."""
 
-    STRICT: ClassVar[bool] = True
     default_constraints: tuple[TopologySpreadConstraint, ...] = ()
     defaulting_type: str = SYSTEM
 

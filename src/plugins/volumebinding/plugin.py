@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 from attrs import define, field, frozen
@@ -75,7 +74,6 @@ class VolumeBindingArgs:
     -> score 0-10 points; when given, Score is enabled as with upstream's
     StorageCapacityScoring gate)."""
 
-    STRICT: ClassVar[bool] = True
     bind_timeout_seconds: int = 600
     shape: tuple[UtilizationShapePoint, ...] = ()
 

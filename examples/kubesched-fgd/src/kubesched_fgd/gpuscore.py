@@ -40,7 +40,6 @@ class GpuArgs:
     ``compute``, ``model``: the DRA driver of the GPUs, their shareable
     capacity and their model attribute."""
 
-    STRICT: ClassVar[bool] = True
     device_class: str = GPU_DRIVER
     driver: str = GPU_DRIVER
     compute: str = GPU_COMPUTE
