@@ -43,6 +43,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import attrs
@@ -80,6 +81,7 @@ from kubesched.core.dra.allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    within_deadline,
 )
 from kubesched.core.dra.claims import (
     ClaimNameError,
@@ -106,15 +108,24 @@ CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
 _CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
+_TIMED_OUT_STATUS = Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
 
 
 @frozen
 class DynamicResourcesArgs:
     """Upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration, default
-    10s; 0 disables it) bounds how long Filter may search for an allocation on
-    one node; ``bindingTimeout`` (default 10m, at least 1s) how long PreBind
-    waits for the binding conditions of the pod's devices.  Both are measured
-    on the scheduler's clock."""
+    10s; 0 disables it) bounds how long Filter may search for allocations;
+    ``bindingTimeout`` (default 10m, at least 1s) how long PreBind waits for
+    the binding conditions of the pod's devices, on the scheduler's clock.
+
+    filterTimeout is wall-clock time (it bounds computing, which a
+    simulation's fake clock does not see) and counts from the pod's first
+    Filter call in a scheduling cycle, batch Filter included: upstream bounds
+    each Filter call and runs 16 in parallel; here Filter calls run one
+    after another on the scheduling loop, so a per-node bound would let a
+    slow selector hold every other pod for filterTimeout times the nodes.
+    Past it, every node answers Unschedulable "timed out trying to allocate
+    devices" at once."""
 
     filter_timeout: str = "10s"
     binding_timeout: str = "10m"
@@ -175,6 +186,10 @@ class _State:
     shared: set[int] = field(factory=set)
     joined: set[int] = field(factory=set)
     bound: set[int] = field(factory=set)
+    #: when this cycle's filterTimeout runs out (``time.monotonic()`` seconds; None: Filter not called yet)
+    filter_ends: float | None = None
+    #: the batch Filter ran out of filterTimeout: every node timed out
+    timed_out: bool = False
 
     def consumer(self, index: int, pod) -> ResourceClaimConsumerReference:
         """Who claim ``index`` is reserved for: the PodGroup for a shared claim, else the pod."""
@@ -492,15 +507,13 @@ class DynamicResources:
             if row is not None and row < len(data.feasible.rows):
                 return None if data.feasible.rows[row] else _CANNOT_ALLOCATE
         to_allocate = self._to_allocate(data, node)
-        deadline = None
-        if self.filter_timeout > 0:
-            clock = self.handle.clock
-            end = clock.now() + self.filter_timeout
-            deadline = lambda: clock.now() > end  # noqa: E731
+        deadline = self._filter_deadline(data)
+        if data.timed_out or (deadline is not None and deadline()):
+            return _TIMED_OUT_STATUS
         try:
             results = data.allocator.allocate(node, to_allocate, deadline=deadline)
         except AllocationTimeout:
-            return Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
+            return _TIMED_OUT_STATUS
         except AllocationError as err:
             return Status(Code.ERROR, (str(err),), error=err)
         if results is None or len(results) != len(to_allocate):
@@ -518,6 +531,8 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return np.ones(len(rows), dtype=bool)
+        if data.timed_out:
+            return np.zeros(len(rows), dtype=bool)
         if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated:
             return None
         if data.extended is not None and any((table.allocatable(name) > 0).any() for name in data.extended.resources):
@@ -528,7 +543,12 @@ class DynamicResources:
         columns = self._device_columns(table)
         if columns is None:
             return None
-        feasible = columns.feasible(data.allocator, data.claims[data.to_allocate[0]])
+        try:
+            with within_deadline(self._filter_deadline(data)):
+                feasible = columns.feasible(data.allocator, data.claims[data.to_allocate[0]])
+        except AllocationTimeout:
+            data.timed_out = True
+            return np.zeros(len(rows), dtype=bool)
         if feasible is None:
             return None
         data.feasible = feasible
@@ -538,6 +558,8 @@ class DynamicResources:
     def filter_batch_status(self, state, pod, table, rows):
         """The batch Filter's rejections (all "cannot allocate all claims"), or None."""
         data: _State | None = state.get(STATE_KEY)
+        if data is not None and data.timed_out:
+            return np.zeros(len(rows), dtype=np.int64), [_TIMED_OUT_STATUS]
         if data is not None and data.feasible is not None and not data.owns_allocated:
             feasible = data.feasible.rows[rows]  # this cycle's batch Filter already judged every node
         else:
@@ -545,6 +567,15 @@ class DynamicResources:
         if feasible is None:
             return None
         return np.where(feasible, -1, 0), [_CANNOT_ALLOCATE]
+
+    def _filter_deadline(self, data: _State):
+        """The check of this cycle's filterTimeout (started at the first call), or None when it is 0."""
+        if self.filter_timeout <= 0:
+            return None
+        if data.filter_ends is None:
+            data.filter_ends = time.monotonic() + self.filter_timeout
+        ends = data.filter_ends
+        return lambda: time.monotonic() > ends
 
     def _device_columns(self, table) -> DeviceColumns | None:
         """The batch columns for ``table``, built when slices, classes, taint rules
