@@ -47,8 +47,10 @@ import random
 from typing import Any, Iterable, Mapping, Sequence
 
 from .core.api import RESOURCES, from_manifest
+from .core.api.core_v1 import Pod
 from .core.clock import FakeClock
 from .core.cluster.informer import Informers
+from .core.cluster.lookup import resolve
 from .core.cluster.memory import MemoryCluster
 from .core.dra.manager import DRAManager
 from .core.framework.handle import profile_handle
@@ -411,14 +413,29 @@ def config(score: Mapping[str, int] | None = None, args: Mapping[str, dict] | No
             "percentageOfNodesToScore": percentage_of_nodes_to_score, "profiles": [profile]}
 
 
-def node_scores(sim, pending_pod) -> dict[str, dict[str, int]]:
+def node_scores(sim, pending: Pod | str) -> dict[str, dict[str, int]]:
     """What each Score plugin (weighted, after NormalizeScore) gives every
-    feasible node for ``pending_pod`` in ``sim``'s current state, without
+    feasible node for a pending pod in ``sim``'s current state, without
     scheduling it: ``{node: {plugin: score}}`` (empty when no node fits).
-    The pod (and its claims) must exist in the cluster."""
+
+    ``pending`` is a stored pod's name (``NAMESPACE/NAME``, or ``NAME`` when one
+    namespace holds it) or a Pod: the stored one of its name when there is
+    one, else the pod as given, scored as if it arrived now (the claims it
+    names must exist in the cluster; it is not created).  Raises
+    :class:`~kubesched.core.cluster.lookup.NoSuchName` for a name no pod has
+    (with the nearest names) and :class:`ValueError` for a pod already bound
+    to a node (only a pending pod is scored)."""
     sim.start()
     sim.harness.informers.pump()
-    return sim.scheduler.score_nodes(pending_pod)
+    stored = {p.key: p for p in sim.pods()}
+    if isinstance(pending, str):
+        target = stored[resolve("pod", pending, stored, where="in the simulation")]
+    else:
+        target = stored.get(pending.key, pending)
+    if target.spec.node_name:
+        raise ValueError(f"node_scores: pod {target.key} is bound to node {target.spec.node_name}; only a pending "
+                         "pod is scored (give a new pod or one still pending)")
+    return sim.scheduler.score_nodes(target)
 
 
 # --- one plugin on a real Handle -------------------------------------------------------------

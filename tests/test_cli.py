@@ -250,8 +250,8 @@ def test_simulate_preemption_example_shows_the_preempted_events_and_placements()
 
 
 @pytest.mark.parametrize("args, problem", [
-    (["explain", "a/b", "--from", "x.jsonl", "--config", "c.yaml"], "--config and --seed shape a simulation"),
-    (["explain", "a/b", "--from", "x.jsonl", "--seed", "3"], "--config and --seed shape a simulation"),
+    (["explain", "a/b", "--from", "x.jsonl", "--config", "c.yaml"], "--config, --seed, --at and --delete-at shape a simulation"),
+    (["explain", "a/b", "--from", "x.jsonl", "--seed", "3"], "--config, --seed, --at and --delete-at shape a simulation"),
     (["compare", "--config", "a.yaml", "--config", "b.yaml", "--trace", "t", "--seed", "3"],
      "--seed does not apply to --trace"),
     (["sweep", "s.yaml", "--engine", "ray", "--workers", "2"], "--workers: the local engine's"),
@@ -267,3 +267,44 @@ def test_options_a_mode_would_ignore_are_refused(args, problem):
 def test_a_sweep_report_refuses_a_heatmap_it_would_not_draw(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path), "--heatmap", "r.json"])
     assert result.exit_code == 2 and "--heatmap: replay results only" in result.output
+
+
+def test_simulate_takes_a_profile_of_a_file_as_compare_does():
+    default = run("simulate", "-f", EXAMPLE, "-o", "json")
+    packed = run("simulate", "-f", EXAMPLE, "--config", str(ROOT / "configs/bin-packing.yaml") + ":bin-packing-scheduler",
+                 "-o", "json")
+    assert default.exit_code == packed.exit_code == 0, packed.output
+
+    def nodes(output: str) -> dict:
+        return {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["spec"].get("nodeName")
+                for o in json.loads(output)["items"] if o["kind"] == "Pod"}
+
+    # MostAllocated packs the inference pod beside the training pod on gpu-a3
+    assert nodes(default.output)["ml/infer-bert"] == "gpu-b3" and nodes(packed.output)["ml/infer-bert"] == "gpu-a3"
+    missing = run("simulate", "-f", EXAMPLE, "--config", str(ROOT / "configs/bin-packing.yaml") + ":nope")
+    assert missing.exit_code == 2
+    assert missing.output.strip().endswith("bin-packing.yaml: profiles: no profile with schedulerName 'nope'")
+
+
+def test_explain_simulates_timed_changes_and_says_when_a_pod_was_preempted():
+    gangs, arrival = str(ROOT / "examples/gangs"), str(ROOT / "examples/gangs-arrivals/urgent-pretrain.yaml")
+    result = run("explain", "llm-pretrain-worker-1", "-f", gangs, "--at", f"5m={arrival}")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ml/llm-pretrain-worker-1 is no longer in the cluster: preempted at +300s by "
+                                    "podgroup/ml/urgent-pretrain; its last attempt:\n")
+    group = run("explain", "podgroup/ml/urgent-pretrain", "-f", gangs, "--at", f"5m={arrival}")
+    assert "Attempt 1 preempted (DefaultPreemption): 4 victim(s)" in group.output
+    assert run("explain", "x", "--from", "d.jsonl", "--at", f"5m={arrival}").exit_code == 2
+
+
+def test_pod_level_resources_example_fits_pods_on_their_pod_level_requests():
+    """Two pods with spec.resources.requests.cpu: 3 (containers asking 100m) on one 4-CPU node: one is bound,
+    the other Pending with kube-scheduler's message (issue 35)."""
+    result = runner.invoke(app, ["simulate", "-f", str(ROOT / "examples" / "pod-level-resources")],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in result.output.splitlines()
+            if line.startswith("│ default/")}
+    assert len(rows) == 2 and "Scheduled" in rows.values()
+    assert any(status.startswith("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.")
+               for status in rows.values()), rows

@@ -68,3 +68,9 @@ def test_two_configurations_on_a_converted_trace(tmp_path):
     assert {row["node"] for row in answer["nodes"]} == {"node-t4-a", "node-t4-b", "node-v100", "node-g2"}
     differing = [row for row in answer["nodes"] if row["a"] != row["b"]]
     assert answer["nodesDiffering"] == len(differing) and answer["nodes"][:len(differing)] == differing
+    assert answer["arrivedPercent"] >= 125 and answer["gpuUtilisationAt"] <= answer["arrivedPercent"]
+    table = runner.invoke(app, ["compare", "--config", DEFAULT, "--config", BIN_PACKING, "--trace",
+                                str(tmp_path / "trace")])
+    assert table.exit_code == 0, table.output
+    assert (f"at {answer['gpuUtilisationAt']} % arrival, the last sample of a replay to {answer['arrivedPercent']} %"
+            in " ".join(table.output.split()))

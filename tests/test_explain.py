@@ -185,3 +185,74 @@ spec:
     assert "node worker-b1 does not have nvidia.com/gpu" in suggestions
     assert "node gpu-1 would fit with 4 more nvidia.com/gpu free (no other Filter plugin rejects it)" in suggestions
     assert not any("worker-b1 would fit" in line for line in suggestions)
+
+
+@pytest.mark.parametrize("given, answer", [
+    ("ml/train-lm", "explain: no pod ml/train-lm in {CLUSTER}; did you mean ml/train-llm?"),
+    ("train-lm", "explain: no pod train-lm in {CLUSTER}; did you mean ml/train-llm?"),
+    ("zzz", "explain: no pod zzz in {CLUSTER} (there are 11, none of a similar name)"),
+])
+def test_a_mistyped_pod_is_refused_in_one_line_with_the_nearest_names(given, answer):
+    result = runner.invoke(app, ["explain", given, "-f", str(CLUSTER)])
+    assert result.exit_code == 2
+    assert result.output == answer.format(CLUSTER=CLUSTER) + "\n"
+
+
+def test_an_unqualified_pod_name_is_the_one_namespace_holding_it(tmp_path):
+    assert _explain("train-llm", "-f", str(CLUSTER))["pod"] == "ml/train-llm"
+    record = tmp_path / "d.jsonl"
+    assert runner.invoke(app, ["simulate", "-f", str(CLUSTER), "--record", str(record)]).exit_code == 0
+    assert _explain("train-llm", "--from", str(record))["pod"] == "ml/train-llm"
+    result = runner.invoke(app, ["explain", "ml/train-lm", "--from", str(record)])
+    assert result.exit_code == 2
+    assert result.output == f"explain: no pod ml/train-lm attempted in {record}; did you mean ml/train-llm?\n"
+
+
+def test_a_name_in_two_namespaces_must_be_qualified(tmp_path):
+    (tmp_path / "pods.yaml").write_text("""
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 4Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: b}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: a}
+spec: {containers: [{name: c, image: x}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: b}
+spec: {containers: [{name: c, image: x}]}
+""")
+    result = runner.invoke(app, ["explain", "web", "-f", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output == "explain: pod web is in 2 namespaces: a/web, b/web; give NAMESPACE/NAME\n"
+    assert _explain("b/web", "-f", str(tmp_path))["status"] == "Scheduled"
+
+
+def test_a_mistyped_or_unqualified_podgroup_is_answered_like_a_pod():
+    gangs = str(ROOT / "examples/gangs")
+    result = runner.invoke(app, ["explain", "podgroup/ml/llm-finetun", "-f", gangs])
+    assert result.exit_code == 2
+    assert result.output == f"explain: no PodGroup ml/llm-finetun in {gangs}; did you mean ml/llm-finetune?\n"
+    assert _explain("podgroup/llm-finetune", "-f", gangs)["podGroup"] == "ml/llm-finetune"
+
+
+def test_the_event_that_moved_a_pod_reads_as_upstreams_label_not_a_python_repr(tmp_path):
+    preemption = str(ROOT / "examples/preemption")
+    result = runner.invoke(app, ["explain", "shop/checkout-1", "-f", preemption])
+    assert result.exit_code == 0, result.output
+    assert "moved to the active queue by AssignedPodDelete" in result.output
+    record = tmp_path / "d.jsonl"
+    assert runner.invoke(app, ["simulate", "-f", preemption, "--record", str(record)]).exit_code == 0
+    moved = {line["movedBy"] for line in read_decisions(record) if line.get("movedBy")}
+    assert moved == {"AssignedPodDelete"}

@@ -1,5 +1,6 @@
-"""The plugin API's face: an out-of-tree plugin and its tests need only ``kubesched`` and
-``kubesched.testing``; examples/kubesched-fgd, our own, is held to it."""
+"""The plugin API's face: an out-of-tree plugin and its tests need only ``kubesched`` (and
+``kubesched.gpu`` for GPUs) and ``kubesched.testing``; examples/kubesched-fgd, our own, is held
+to it, and so are the in-tree plugins (no import of the framework's or the scheduler's modules)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,38 @@ import ast
 from pathlib import Path
 
 import kubesched
+import kubesched.gpu
+import kubesched.preemption
 import kubesched.testing
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "kubesched-fgd"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "kubesched-fgd"
+#: The public modules of kubesched and the names each offers.
+FACES = {module.__name__: set(module.__all__) for module in (kubesched, kubesched.gpu, kubesched.preemption)}
 #: The modules a plugin package may import of kubesched.
-FACE = {"kubesched", "kubesched.testing"}
+FACE = {"kubesched", "kubesched.gpu", "kubesched.testing"}
 
 
-def kubesched_imports(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
-    """``(line, module, names)`` of every import of kubesched in ``path``, those inside functions included."""
+def kubesched_imports(path: Path, module_name: str = "") -> list[tuple[int, str, tuple[str, ...]]]:
+    """``(line, module, names)`` of every import of kubesched in ``path``, those inside functions
+    included; relative imports are resolved against ``module_name`` (the file's dotted name) when given."""
+    package = module_name.split(".")[:-1] if path.name != "__init__.py" else module_name.split(".")
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, ()) for alias in node.names if alias.name.split(".")[0] == "kubesched"]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "kubesched":
-            found.append((node.lineno, node.module or "", tuple(alias.name for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level and module_name:
+                module = ".".join(package[:len(package) - node.level + 1] + ([module] if module else []))
+            elif node.level:
+                continue
+            if module.split(".")[0] == "kubesched":
+                found.append((node.lineno, module, tuple(alias.name for alias in node.names)))
     return found
 
 
-def test_the_fgd_example_imports_only_kubesched_and_kubesched_testing():
+def test_the_fgd_example_imports_only_kubesched_kubesched_gpu_and_kubesched_testing():
     files = sorted((EXAMPLE / "src").rglob("*.py")) + sorted((EXAMPLE / "tests").rglob("*.py"))
     seen: set[str] = set()
     outside = []
@@ -34,14 +48,43 @@ def test_the_fgd_example_imports_only_kubesched_and_kubesched_testing():
             seen.add(module)
             if module not in FACE:
                 outside.append(f"{path.relative_to(EXAMPLE)}:{line}: {module}")
-            elif module == "kubesched":
-                outside += [f"{path.relative_to(EXAMPLE)}:{line}: kubesched.{name}" for name in names
-                            if name not in kubesched.__all__ and name != "testing"]
+            elif module in FACES:
+                outside += [f"{path.relative_to(EXAMPLE)}:{line}: {module}.{name}" for name in names
+                            if name not in FACES[module] and name not in ("gpu", "testing")]
     assert not outside, "the FGD example reaches past the plugin API:\n" + "\n".join(outside)
     assert seen == FACE  # both faces are in use, so the walk above saw the example's imports
 
 
+def test_the_plugins_of_each_kind_in_tests_use_only_kubesched_and_kubesched_testing():
+    path = ROOT / "tests" / "test_plugin_kinds.py"  # Filter+Score, PreEnqueue, PlacementGenerate, PlacementScore
+    found = kubesched_imports(path)
+    assert {module for _line, module, _names in found} == {"kubesched", "kubesched.testing"}
+    assert all(name in FACES["kubesched"] for _line, module, names in found if module == "kubesched" for name in names)
+
+
+def test_in_tree_plugins_take_the_framework_from_the_faces_only():
+    # lint-imports holds the same (pyproject's forbidden contract) but skips typing-only imports
+    plugins = ROOT / "src" / "plugins"
+    reaching = []
+    for path in sorted(plugins.rglob("*.py")):
+        if path == plugins / "__init__.py":
+            continue  # the default profile: configuration, not a plugin
+        dotted = "kubesched." + ".".join(path.relative_to(ROOT / "src").with_suffix("").parts)
+        for line, module, names in kubesched_imports(path, dotted.removesuffix(".__init__")):
+            if module.startswith(("kubesched.core.framework", "kubesched.core.scheduler")):
+                reaching.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+            elif module in FACES:
+                reaching += [f"{path.relative_to(ROOT)}:{line}: {module}.{name}" for name in names
+                             if name not in FACES[module]]
+    assert not reaching, "in-tree plugins reach past the plugin API:\n" + "\n".join(reaching)
+
+
+def test_the_gpu_toolkit_is_its_own_module_not_the_plugin_api():
+    assert FACES["kubesched.gpu"] >= {"NodeGpus", "PodShape", "node_fragmentation", "GPU_DRIVER"}
+    assert not FACES["kubesched"] & FACES["kubesched.gpu"]
+
+
 def test_every_name_the_faces_list_is_there():
-    for module in (kubesched, kubesched.testing):
+    for module in (kubesched, kubesched.gpu, kubesched.preemption, kubesched.testing):
         missing = [name for name in module.__all__ if not hasattr(module, name)]
         assert not missing, f"{module.__name__}.__all__ lists missing names: {missing}"

@@ -155,6 +155,29 @@ def test_a_bad_configuration_is_refused_in_one_line_naming_the_file(tmp_path, co
     assert line.startswith(str(tmp_path)) and expected in line
 
 
+def plugin_config(entry: str) -> str:
+    return CONFIG_HEAD + "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - " + entry + "\n"
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ("{name: NodeResourcesFit, args: {scoringStratgy: {type: MostAllocated}}}",
+     "pluginConfig NodeResourcesFit: args.scoringStratgy: unknown field"),
+    ("{name: NodeAffinity, args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+     "{nodeSelectorTerms: [{matchExpresions: [{key: a, operator: Exists}]}]}}}}",
+     "pluginConfig NodeAffinity: args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+     ".nodeSelectorTerms[0].matchExpresions: unknown field"),
+    ("{name: PodTopologySpread, args: {defaultingType: List, defaultConstraints: "
+     "[{maxSkew: 1, topologyKey: zone, whenUnsatisfable: DoNotSchedule}]}}",
+     "pluginConfig PodTopologySpread: args.defaultConstraints[0].whenUnsatisfable: unknown field"),
+    ("{name: DynamicResources, args: {filterTimeOut: 5s}}",
+     "pluginConfig DynamicResources: args.filterTimeOut: unknown field"),
+], ids=["fit", "nested-api-type", "list-item", "dra"])
+def test_a_misspelled_plugin_config_field_is_refused_in_one_line_naming_plugin_and_field(tmp_path, entry, expected):
+    """kube-scheduler's strict decoding of pluginConfig args, nested objects included."""
+    line = refused_line(simulate(tmp_path, pod(), config=plugin_config(entry)))
+    assert line == f"{tmp_path / 'c.yaml'}: profile 'default-scheduler': {expected}"
+
+
 @pytest.mark.parametrize("expression, expected", [
     (nested_all(5, 16), "Forbidden: too complex, exceeds cost limit (estimated worst case 1,258,290"),
     (nested(100, lambda level, inner: f"cel.bind(v{level}, {level}, {inner})"),

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from kubesched import hookimpl
 from kubesched.cli import app
+from kubesched.core.cluster.client import NotFound
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.registry import PluginError
@@ -109,6 +110,22 @@ def test_node_scores_show_every_plugins_weighted_scores(simulate):
     assert node_scores(sim, waiting) == {"a": {"MostPods": 0}, "b": {"MostPods": 20}}
     (too_big,) = sim.create([pod("huge", cpu="100")])
     assert node_scores(sim, too_big) == {}
+
+
+def test_node_scores_take_a_name_or_a_pod_not_yet_created_and_refuse_a_bound_pod(simulate):
+    sim = simulate(node("a"), node("b"), pod("there", cpu="1", node_name="b"),
+                   plugins=[MostPods], config=config(score={"MostPods": 2}))
+    sim.create([pod("new", cpu="1")])
+    expected = {"a": {"MostPods": 0}, "b": {"MostPods": 20}}
+    assert node_scores(sim, "new") == node_scores(sim, "default/new") == expected
+    assert node_scores(sim, pod("arriving", cpu="1")) == expected
+    assert "default/arriving" not in sim.placements()
+    with pytest.raises(NotFound, match=r"^no pod nwe in the simulation; did you mean default/new\?$"):
+        node_scores(sim, "nwe")
+    with pytest.raises(ValueError, match=r"^node_scores: pod default/there is bound to node b; only a pending pod"):
+        node_scores(sim, "there")
+    with pytest.raises(ValueError, match="bound to node b"):
+        node_scores(sim, pod("there", cpu="1"))
 
 
 def test_dra_builders_make_a_schedulable_gpu_pod(simulate):

@@ -151,8 +151,8 @@ def compare_replays(a: ReplayResult, b: ReplayResult) -> dict[str, Any]:
     """Two replays of one trace (JSON-ready): per side the pods placed and
     failed, the GPU allocation ratio and the fragmented share of GPU compute at
     the end (``trace`` measures, % of all GPU compute); per node its GPU
-    utilisation (%) at the last sampled arrival on each side, nodes that
-    differ first."""
+    utilisation (%) at the last sampled arrival on each side (``gpuUtilisationAt``, a multiple of the replay's
+    sampling step: the replay itself ends at ``arrivedPercent``), nodes that differ first."""
     def side(result: ReplayResult) -> dict[str, Any]:
         return {"config": result.config, "pods": result.pods, "bound": result.bound, "failed": result.failed,
                 "gpuAllocationRatio": result.gpu_allocation_ratio,
@@ -165,6 +165,7 @@ def compare_replays(a: ReplayResult, b: ReplayResult) -> dict[str, Any]:
     nodes.sort(key=lambda row: (row["a"] == row["b"], row["node"]))
     return {"trace": a.trace, "sides": {"a": side(a), "b": side(b)},
             "gpuUtilisationAt": a.heatmap_arrived[-1] if a.heatmap_arrived else None,
+            "arrivedPercent": a.curve[-1][0] if a.curve else None,
             "nodesDiffering": sum(row["a"] != row["b"] for row in nodes), "nodes": nodes}
 
 

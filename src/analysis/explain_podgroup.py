@@ -24,12 +24,11 @@ PREFIX = "podgroup/"
 
 
 def pod_group_arg(name: str) -> str | None:
-    """``namespace/name`` of ``podgroup/NS/NAME`` or ``podgroup/NAME`` (default
-    namespace); None for anything else (a pod)."""
+    """``NS/NAME`` of ``podgroup/NS/NAME``, ``NAME`` of ``podgroup/NAME`` (the caller looks the name up: in the
+    default namespace, else the one namespace holding it); None for anything else (a pod)."""
     if not name.startswith(PREFIX):
         return None
-    rest = name[len(PREFIX):]
-    return rest if "/" in rest else f"default/{rest}"
+    return name[len(PREFIX):]
 
 
 def group_attempts(records: Iterable[dict[str, Any]], key: str) -> list[dict[str, Any]]:

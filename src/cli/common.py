@@ -4,17 +4,21 @@ real API server through the Kubernetes client."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, Iterator, NamedTuple, NoReturn
 
 import typer
 import yaml
 from rich.console import Console
 
+from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import printable
+from kubesched.core.framework.config import ConfigError, parse_duration
 
 #: Exit status of every command for invalid input (a bad file, field, option).
 INVALID_INPUT = 2
@@ -67,3 +71,37 @@ def kube_cluster(command: str, kubeconfig: Path | str | None, context: str | Non
     except (ConfigException, OSError) as err:
         source = "--in-cluster" if in_cluster else f"--kubeconfig {kubeconfig or '(default)'}"
         refuse(f"{command}: {source}: {err}" if command else f"{source}: {err}")
+
+
+@contextlib.contextmanager
+def configuration(side: str | None) -> Iterator[Path | None]:
+    """``--config FILE`` or ``FILE:PROFILE`` as the path a Simulation loads, while the ``with`` lasts: FILE:PROFILE
+    is that profile of FILE alone, as the default scheduler (as ``compare`` runs a side); None stays None.
+    Raises ``ConfigError`` (a PROFILE FILE does not have, a FILE that cannot be read)."""
+    if side is None:
+        yield None
+        return
+    path, profile = split_side(side)
+    with tempfile.TemporaryDirectory() as scratch:
+        yield profile_as_default(path, profile, Path(scratch))
+
+
+class TimedChange(NamedTuple):
+    """One ``--at OFFSET=FILE`` (``delete``: ``--delete-at``): ``offset`` seconds after the start."""
+
+    offset: float
+    file: Path
+    delete: bool
+
+
+def timed_changes(at: list[str], delete_at: list[str]) -> list[TimedChange]:
+    """The ``--at`` then the ``--delete-at`` values (``OFFSET=FILE``, OFFSET a duration like ``90s``, ``1h30m``), in
+    the order given.  Raises ``ConfigError`` naming the option and the value."""
+    changes = []
+    for option, values in (("--at", at), ("--delete-at", delete_at)):
+        for value in values:
+            offset, _, file = value.partition("=")
+            if not offset or not file:
+                raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
+            changes.append(TimedChange(parse_duration(offset, option), Path(file), option == "--delete-at"))
+    return changes

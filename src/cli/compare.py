@@ -72,7 +72,8 @@ def render_replays(result: dict[str, Any], console: Console) -> None:
         summary.add_row(label, str(a[key]), str(b[key]))
     console.print(summary)
     table = Table(title=f"{result['nodesDiffering']} node(s) with a different GPU utilisation at "
-                        f"{result['gpuUtilisationAt']} % arrival (first {MAX_DIFFERENCES_SHOWN})")
+                        f"{result['gpuUtilisationAt']} % arrival, the last sample of a replay to "
+                        f"{result['arrivedPercent']} % (first {MAX_DIFFERENCES_SHOWN})")
     for column in ("NODE", "GPU % (a)", "GPU % (b)"):
         table.add_column(column)
     for row in result["nodes"][:min(result["nodesDiffering"], MAX_DIFFERENCES_SHOWN)]:

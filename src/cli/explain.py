@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Iterable, List, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from kubesched.analysis.explain import explain as explain_pod
-from kubesched.analysis.explain import node_names, pod_key
+from kubesched.analysis.explain import node_names
 from kubesched.analysis.explain_podgroup import PREFIX, explain_pod_group, pod_group_arg
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.cluster.client import ApiError, NotFound
+from kubesched.core.cluster.lookup import NoSuchName, resolve
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decision_log import (
@@ -27,7 +28,7 @@ from kubesched.core.observability.decision_log import (
 )
 from kubesched.drivers.simulation import Simulation
 
-from .common import Output, emit, kube_cluster, refuse
+from .common import Output, TimedChange, configuration, emit, kube_cluster, refuse, timed_changes
 
 
 def explain(
@@ -35,7 +36,15 @@ def explain(
                                         "podgroup/NAMESPACE/NAME."),
     filename: List[Path] = typer.Option([], "-f", "--filename",
                                         help="Simulate these manifests (file or directory, repeatable) and explain."),
-    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file (with -f)."),
+    config: Optional[str] = typer.Option(
+        None, "--config", metavar="FILE[:PROFILE]",
+        help="KubeSchedulerConfiguration file (with -f); FILE:PROFILE runs that profile as the default scheduler."),
+    at: List[str] = typer.Option(
+        [], "--at", metavar="OFFSET=FILE", help="With -f: at OFFSET create or replace the objects in FILE, as "
+                                                "simulate --at does. Repeatable."),
+    delete_at: List[str] = typer.Option(
+        [], "--delete-at", metavar="OFFSET=FILE", help="With -f: at OFFSET delete the objects FILE names, as "
+                                                       "simulate --delete-at does. Repeatable."),
     from_record: Optional[Path] = typer.Option(
         None, "--from", help="Explain from a decisions file (simulate --record, run --record-decisions)."),
     kubeconfig: Optional[Path] = typer.Option(
@@ -48,44 +57,85 @@ def explain(
     and reason, the best nodes' score breakdown, and what would make it fit;
     for a PodGroup, the placements tried and how far each got."""
     group_key = pod_group_arg(pod)
-    key = pod_key(pod) if group_key is None else ""
+    key = pod if group_key is None else ""
     if [bool(filename), from_record is not None, kubeconfig is not None].count(True) != 1:
         refuse("explain: give either -f DIR (simulate and explain), --from RECORD or --kubeconfig K")
-    if not filename and (config is not None or seed != 0):
-        refuse("explain: --config and --seed shape a simulation: they go with -f only")
+    if not filename and (config is not None or seed != 0 or at or delete_at):
+        refuse("explain: --config, --seed, --at and --delete-at shape a simulation: they go with -f only")
+    changes = _changes(at, delete_at)
     if group_key is not None:
         if kubeconfig is not None:
             refuse("explain: a PodGroup's attempts are not published on the cluster: give -f DIR or --from RECORD")
-        _explain_group(group_key, filename, config, seed, from_record, output)
+        _explain_group(group_key, filename, config, seed, changes, from_record, output)
         return
     pod_object: Any = None
     nodes: list = []
     if kubeconfig is not None:
         records, pod_object, nodes = _published_decision(kubeconfig, key)
+        key = pod_object.key
     elif from_record is not None:
         try:
             records = list(read_decisions(from_record))
         except DecisionFileError as err:
             refuse(str(err))
     else:
-        log = DecisionLog(keep=lambda name: name == key or name.startswith(PREFIX))
-        sim = _simulate(filename, config, seed, log)
+        log = DecisionLog(keep=lambda name: _may_be(name, key) or name.startswith(PREFIX))
+        sim = _simulate(filename, config, seed, changes, log)
         records = log.records
-        try:
-            pod_object = sim.pod(key)
-        except KeyError:
-            refuse(f"explain: pod {key} is not among the objects in {', '.join(map(str, filename))}")
+        stored = {p.key: p for p in sim.pods()}
+        key = _resolve("pod", key, stored.keys() | _recorded_pods(records), f"in {_names(filename)}")
+        pod_object = stored.get(key)
         nodes = sim.cluster.list("Node").items
+    if from_record is not None:
+        key = _resolve("pod", key, _recorded_pods(records), f"attempted in {from_record}")
     answer = explain_pod(records, key, pod_object, nodes)
+    if filename and pod_object is None:
+        preempted = [p for p in sim.preemptions() if p.victim == key]
+        answer["deleted"] = (f"preempted at +{preempted[-1].time:g}s by {preempted[-1].preemptor or 'a pod now gone'}"
+                             if preempted else "deleted before the simulation ended")
     group = pod_group_key(pod_object) if pod_object is not None else None
     if group is not None and filename:
         answer["podGroup"] = explain_pod_group(records, group, _stored(sim, "PodGroup", group), sim.pods())
     emit(answer, output, render)
 
 
-def _simulate(filename: List[Path], config: Optional[Path], seed: int, log: DecisionLog) -> Simulation:
+def _recorded_pods(records: list[dict]) -> set[str]:
+    """The pods ``records`` hold attempts of."""
+    return {r["pod"] for r in records if r.get("phase") != "podgroup" and isinstance(r.get("pod"), str)}
+
+
+def _may_be(recorded: str, given: str) -> bool:
+    """Whether pod ``recorded`` (``namespace/name``) may be the one ``given`` names (its name alone: any namespace)."""
+    return recorded == given if "/" in given else recorded.rpartition("/")[2] == given
+
+
+def _names(paths: List[Path]) -> str:
+    return ", ".join(map(str, paths))
+
+
+def _resolve(kind: str, given: str, keys: Iterable[str], where: str) -> str:
+    """The key ``given`` names among ``keys`` (see :func:`~kubesched.core.cluster.lookup.resolve`), or the
+    refusal (exit 2) in one line with the nearest names, saying ``where`` the names were looked for."""
     try:
-        sim = Simulation.from_paths(filename, config=config, seed=seed, decisions=log)
+        return resolve(kind, given, keys, where=where)
+    except NoSuchName as err:
+        refuse(f"explain: {err.message}")
+
+
+def _changes(at: List[str], delete_at: List[str]) -> list[TimedChange]:
+    try:
+        return timed_changes(at, delete_at)
+    except ConfigError as err:
+        refuse(str(err))
+
+
+def _simulate(filename: List[Path], config: Optional[str], seed: int, changes: list[TimedChange],
+              log: DecisionLog) -> Simulation:
+    try:
+        with configuration(config) as config_path:
+            sim = Simulation.from_paths(filename, config=config_path, seed=seed, decisions=log)
+        for change in changes:
+            sim.change_at(change.offset, [change.file], delete=change.delete)
         sim.run()
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
@@ -99,8 +149,8 @@ def _stored(sim: Simulation, kind: str, key: str) -> Any:
         return None
 
 
-def _explain_group(key: str, filename: List[Path], config: Optional[Path], seed: int, from_record: Optional[Path],
-                   output: Output) -> None:
+def _explain_group(key: str, filename: List[Path], config: Optional[str], seed: int, changes: list[TimedChange],
+                   from_record: Optional[Path], output: Output) -> None:
     """``kubesched explain podgroup/NS/NAME``: from a simulation or a decisions file."""
     pod_group: Any = None
     pods: list = []
@@ -110,13 +160,16 @@ def _explain_group(key: str, filename: List[Path], config: Optional[Path], seed:
         except DecisionFileError as err:
             refuse(str(err))
     else:
-        log = DecisionLog(keep=lambda name: name == f"{PREFIX}{key}")
-        sim = _simulate(filename, config, seed, log)
+        log = DecisionLog(keep=lambda name: name.startswith(PREFIX) and _may_be(name[len(PREFIX):], key))
+        sim = _simulate(filename, config, seed, changes, log)
         records = log.records
+        key = _resolve("PodGroup", key, (g.key for g in sim.cluster.list("PodGroup").items),
+                       f"in {_names(filename)}")
         pod_group = _stored(sim, "PodGroup", key)
-        if pod_group is None:
-            refuse(f"explain: PodGroup {key} is not among the objects in {', '.join(map(str, filename))}")
         pods = sim.pods()
+    if from_record is not None:
+        recorded = {r["podGroup"] for r in records if r.get("phase") == "podgroup" and isinstance(r.get("podGroup"), str)}
+        key = _resolve("PodGroup", key, recorded, f"attempted in {from_record}")
     emit(explain_pod_group(records, key, pod_group, pods), output, render_pod_group)
 
 
@@ -124,11 +177,17 @@ def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, li
     """The latest attempt of live pod ``key`` as the daemon published it, the pod and the nodes."""
     cluster = kube_cluster("explain", kubeconfig)
     try:
-        namespace, _, name = key.partition("/")
-        pod = cluster.get("Pod", name, namespace)
+        namespace, _, name = key.rpartition("/")
+        try:
+            pod = cluster.get("Pod", name, namespace or "default")
+        except NotFound:
+            key = _resolve("pod", key, (p.key for p in cluster.list("Pod").items), "on the cluster")
+            namespace, _, name = key.rpartition("/")
+            pod = cluster.get("Pod", name, namespace)
+        key = pod.key
         nodes = cluster.list("Node").items
     except NotFound:
-        refuse(f"explain: pod {key} not found")
+        refuse(f"explain: no pod {key} on the cluster")
     except ApiError as err:
         typer.echo(f"explain: the API server refused: {err}", err=True)
         raise typer.Exit(1) from None
@@ -148,6 +207,8 @@ def _published_decision(kubeconfig: Path, key: str) -> tuple[list[dict], Any, li
 def render(explanation: dict[str, Any], console: Console) -> None:
     """Print an :func:`explain` answer as rich tables."""
     key = explanation["pod"]
+    if explanation.get("deleted"):
+        console.print(f"[bold]{key}[/] is no longer in the cluster: {explanation['deleted']}; its last attempt:")
     if explanation["status"] == "NotAttempted":
         console.print(f"[bold]{key}[/]: {explanation['message']}")
     else:

@@ -18,13 +18,15 @@ from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decision_log import DecisionLog, read_decisions
 from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
 
-from .common import Output, refuse
+from .common import Output, configuration, refuse, timed_changes
 from .progress import Reporter
 
 
 def simulate(
     filename: List[Path] = typer.Option(..., "-f", "--filename", help="Manifest file or directory (repeatable)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
+    config: Optional[str] = typer.Option(
+        None, "--config", metavar="FILE[:PROFILE]",
+        help="KubeSchedulerConfiguration file; FILE:PROFILE runs that profile of FILE as the default scheduler."),
     output: Output = typer.Option(Output.table, "-o", "--output", help="table, or the final state as yaml/json."),
     start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
     until: Optional[str] = typer.Option(None, "--until", help="Run this long in simulated time (90s, 5m, 1h30m)."),
@@ -60,14 +62,11 @@ def simulate(
                 what = {"reading": "objects read", "creating": "objects created"}.get(phase, "scheduling attempts")
                 reporter.update(done, total or None, f"simulate: {what}")
 
-            sim = Simulation.from_paths(filename, config=config, start=start, seed=seed, decisions=decisions,
-                                        progress=progress)
-            for option, values in (("--at", at), ("--delete-at", delete_at)):
-                for value in values:
-                    offset, _, file = value.partition("=")
-                    if not offset or not file:
-                        raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
-                    sim.change_at(parse_duration(offset, option), [file], delete=option == "--delete-at")
+            with configuration(config) as config_path:
+                sim = Simulation.from_paths(filename, config=config_path, start=start, seed=seed,
+                                            decisions=decisions, progress=progress)
+            for change in timed_changes(at, delete_at):
+                sim.change_at(change.offset, [change.file], delete=change.delete)
             sim.run(until=start + horizon if horizon is not None else None, progress=progress)
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
@@ -136,17 +135,12 @@ def _print_placements(sim: Simulation) -> None:
 
 def _print_preemptions(sim: Simulation, console: Console) -> None:
     """The Preempted events (victim, the preemptor by name, upstream's message), if any."""
-    events = sim.events("Preempted")
-    if not events:
+    preemptions = sim.preemptions()
+    if not preemptions:
         return
-    names = {pod.metadata.uid: pod.key for pod in sim.pods()}
-    names.update({group.metadata.uid: f"podgroup/{group.key}" for group in sim.cluster.list("PodGroup").items})
     table = Table(title="Preemptions (Preempted events)")
     for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
         table.add_column(column)
-    for event in events:
-        victim = event.involved_object
-        preemptor = next((key for uid, key in names.items() if uid in event.message), "-")
-        table.add_row(f"+{event.first_timestamp - sim.start_time:g}s", f"{victim.namespace}/{victim.name}",
-                      preemptor, event.message)
+    for preemption in preemptions:
+        table.add_row(f"+{preemption.time:g}s", preemption.victim, preemption.preemptor or "-", preemption.message)
     console.print(table)

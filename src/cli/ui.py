@@ -9,11 +9,11 @@ from typing import List, Optional
 import typer
 
 from kubesched.core.api.manifests import InvalidManifest
-from kubesched.core.framework.config import ConfigError, parse_duration
+from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.drivers.simulation import DEFAULT_START, parse_start_time
 
-from .common import refuse
+from .common import refuse, timed_changes
 
 
 def ui(
@@ -51,12 +51,7 @@ def ui(
             if bundle is not None:
                 paths, bundled_config, changes = bundle
                 config = config or bundled_config
-        for option, values in (("--at", at), ("--delete-at", delete_at)):
-            for value in values:
-                offset, _, file = value.partition("=")
-                if not offset or not file:
-                    raise ConfigError(f"{option}: expected OFFSET=FILE, got {value!r}")
-                changes.append(TimedChange(parse_duration(offset, option), Path(file), option == "--delete-at"))
+        changes += [TimedChange(*change) for change in timed_changes(at, delete_at)]
         runs = Runs(paths, config, changes, seed=seed, start=start)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))

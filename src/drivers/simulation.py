@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
@@ -156,9 +156,32 @@ class Simulation:
         events = sorted(self.cluster.list("Event").items, key=lambda e: (e.last_timestamp or 0, e.metadata.name))
         return [e for e in events if reason is None or e.reason == reason]
 
+    def preemptions(self) -> list["Preemption"]:
+        """Every victim of a preemption, in time order, from the ``Preempted`` events: when (seconds after the
+        start), the victim, its preemptor by name (``podgroup/NS/NAME`` for a PodGroup; "" when the preemptor
+        is gone: the event names it by uid) and upstream's message."""
+        names = {pod.metadata.uid: pod.key for pod in self.pods()}
+        names.update({group.metadata.uid: f"podgroup/{group.key}" for group in self.cluster.list("PodGroup").items})
+        out = []
+        for event in self.events("Preempted"):
+            victim = event.involved_object
+            preemptor = next((key for uid, key in names.items() if uid and uid in event.message), "")
+            out.append(Preemption(event.first_timestamp - self.start_time, f"{victim.namespace}/{victim.name}",
+                                  preemptor, event.message))
+        return out
+
     def placements(self) -> dict[str, str]:
         """``namespace/name`` -> node name ("" while pending) for every pod."""
         return {pod.key: pod.spec.node_name for pod in self.pods()}
+
+
+class Preemption(NamedTuple):
+    """One victim of a preemption (:meth:`Simulation.preemptions`): ``time`` in seconds after the start."""
+
+    time: float
+    victim: str
+    preemptor: str
+    message: str
 
 
 #: Kinds loaded after the others: they name a PriorityClass (and claims, volumes) resolved when created.

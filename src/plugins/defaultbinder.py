@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from kubesched import Status, hookimpl
 from kubesched.core.cluster.client import ApiError
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Status
 
 
 class DefaultBinder:

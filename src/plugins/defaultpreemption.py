@@ -33,22 +33,22 @@ for a PodGroup), e.g.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
 
 from attrs import frozen
 
+from kubesched import Code, CycleState, NodeInfo, PodInfo, Status, hookimpl
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.podpriority import PREEMPT_NEVER, pod_priority
 from kubesched.core.api.policy_v1 import PodDisruptionBudget
-from kubesched.core.framework.cycle_state import CycleState
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
-from kubesched.core.framework.podgroup_preemption import BEST_PLACEMENT, EVERY_PLACEMENT, PodGroupEvaluator
-from kubesched.core.framework.preemption import (
+from kubesched.core.observability import metrics
+from kubesched.preemption import (
+    BEST_PLACEMENT,
+    EVERY_PLACEMENT,
     Candidate,
     Evaluator,
     Executor,
+    PodGroupEvaluator,
     ScoreFunc,
     Victim,
     node_victims,
@@ -56,8 +56,6 @@ from kubesched.core.framework.preemption import (
     terminating_by_preemption,
     victim_priority,
 )
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.observability import metrics
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -78,7 +76,6 @@ class DefaultPreemptionArgs:
     victim priority, wins (the same as BestPlacement for a group without a
     topology constraint)."""
 
-    STRICT: ClassVar[bool] = True
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100
     pod_group_candidates: str = BEST_PLACEMENT

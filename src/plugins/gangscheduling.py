@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_name
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
     UNSCHEDULED_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     QueueingHint,
+    Status,
+    hookimpl,
 )
+from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_name
 
 NAME = "GangScheduling"
 class GangScheduling:

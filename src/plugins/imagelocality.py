@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import NodeInfo
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import MAX_NODE_SCORE
+from kubesched import MAX_NODE_SCORE, NodeInfo, Status, hookimpl
 
 MB = 1024 * 1024
 #: Below this sum a node scores 0 (bytes).

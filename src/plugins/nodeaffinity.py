@@ -10,27 +10,26 @@ weights of the matching preferred terms, normalised to 0-100.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import frozen
 
+from kubesched import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+    hookimpl,
+)
 from kubesched.core.api.core_v1 import NodeAffinity as NodeAffinitySpec
 from kubesched.core.api.nodeaffinity import (
     NAME_FIELD,
     RequiredNodeAffinity,
     selector_matches,
     term_matches,
-)
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    PreFilterResult,
-    QueueingHint,
 )
 from kubesched.core.plugin_helpers.normalize import default_normalize_score
 
@@ -46,7 +45,6 @@ class NodeAffinityArgs:
     """``addedAffinity``: node affinity applied to every pod of the profile on top of its own (upstream
     NodeAffinityArgs, kubescheduler.config.k8s.io/v1)."""
 
-    STRICT: ClassVar[bool] = True
     added_affinity: NodeAffinitySpec | None = None
 
 

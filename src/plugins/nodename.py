@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Status
+from kubesched import Status, hookimpl
 
 REASON = "node(s) didn't match the requested node name"
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import host_ports, ports_conflict
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
     NODE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,
+    Status,
+    hookimpl,
+    host_ports,
+    ports_conflict,
 )
 
 REASON = "node(s) didn't have free ports for the requested pod ports"

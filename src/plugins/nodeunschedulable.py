@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
 from kubesched.core.api.taints import UNSCHEDULABLE_TAINT, tolerates
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 
 REASON = "node(s) were unschedulable"
 

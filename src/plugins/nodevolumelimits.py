@@ -20,18 +20,9 @@ from __future__ import annotations
 import numpy as np
 from attrs import define, field
 
+from kubesched import POD, ActionType, ClusterEvent, ClusterEventWithHint, NodeInfo, QueueingHint, Status, hookimpl
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.storage_v1 import CSINode
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import NodeInfo
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
-    POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-)
 from kubesched.core.volume.claims import (
     claim_class,
     claim_key,

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
+from kubesched import MAX_NODE_SCORE, MIN_NODE_SCORE, Code, Status, hookimpl
 
 NAME = "PodGroupPodsCount"
 

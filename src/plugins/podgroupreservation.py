@@ -16,15 +16,14 @@ The PodGroup cycle notes each group's first attempt and closest placement
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from attrs import frozen
 
+from kubesched import Code, Status, hookimpl
 from kubesched.core.api.podpriority import pod_priority
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
 
 NAME = "PodGroupReservation"
 #: CycleState key of the nodes a pod must leave to starving groups
@@ -36,7 +35,6 @@ class PodGroupReservationArgs:
     """``starvationWindowSeconds``: how long a PodGroup waits before it reserves
     its closest placement, and how long each reservation lasts (seconds, > 0)."""
 
-    STRICT: ClassVar[bool] = True
     starvation_window_seconds: int = 300
 
     def __attrs_post_init__(self):

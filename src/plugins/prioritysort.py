@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from attrs import frozen
 
-from kubesched.core.framework.hookspecs import hookimpl
+from kubesched import hookimpl
 
 
 @frozen
@@ -16,7 +14,6 @@ class PrioritySortArgs:
     gone) goes ahead of the other pods and groups of its priority, so that its
     replacements are placed before new work takes their room."""
 
-    STRICT: ClassVar[bool] = True
     stranded_gangs_first: bool = True
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
+from kubesched import (
     UNSCHEDULED_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     QueueingHint,
+    Status,
+    hookimpl,
 )
 
 

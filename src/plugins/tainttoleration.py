@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
 from kubesched.core.api.taints import find_untolerated_taint, is_hard, tolerates
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubesched.core.plugin_helpers.normalize import default_normalize_score
 
 STATE_KEY = "PreScoreTaintToleration"

@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.podgroups import Placement
-from kubesched.core.framework.status import Code, Status
+from kubesched import Code, Placement, Status, hookimpl
 
 NAME = "TopologyPlacementGenerator"
 

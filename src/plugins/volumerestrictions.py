@@ -18,18 +18,8 @@ from typing import Iterable
 
 from attrs import define
 
+from kubesched import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint, PodInfo, QueueingHint, Status, hookimpl
 from kubesched.core.api.core_v1 import Pod, Volume
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import PodInfo
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
-    NODE,
-    POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-)
 from kubesched.core.volume.claims import READ_WRITE_ONCE_POD, claim_key, is_pvc_of_pod
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"

@@ -14,16 +14,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
+from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
 from kubesched.core.api.storage_v1 import WAIT_FOR_FIRST_CONSUMER
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-)
 from kubesched.core.volume.claims import (
     REGION_BETA,
     REGION_GA,

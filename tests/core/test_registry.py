@@ -6,9 +6,10 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
-from kubesched import hookimpl
+from kubesched import hookimpl, to_manifest
 from kubesched.cli import app
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import (
@@ -220,3 +221,81 @@ def test_a_broken_plugin_package_is_reported_and_not_fatal_unless_a_profile_name
     listed = CliRunner().invoke(app, ["plugins"])
     assert listed.exit_code == 0 and "NodeResourcesFit" in listed.output
     assert "cannot be used: entry point Broken" in listed.output
+
+
+ZONED_MODULE = '''
+from typing import ClassVar
+
+from attrs import frozen
+
+from kubesched import MAX_NODE_SCORE, hookimpl
+
+
+@frozen
+class Preference:
+    zone: str = ""
+    weight: int = 1
+
+
+@frozen
+class ZonedArgs:
+    preferred: tuple[Preference, ...] = ()
+
+
+@frozen
+class LenientArgs:
+    STRICT: ClassVar[bool] = False
+    zone: str = ""
+
+
+class Zoned:
+    name = "Zoned"
+    args_class = ZonedArgs
+
+    def __init__(self, args, handle):
+        self.preferred = {p.zone: p.weight for p in args.preferred}
+
+    @hookimpl
+    def score(self, state, pod, node_info):
+        return MAX_NODE_SCORE if node_info.node.metadata.labels.get("zone") in self.preferred else 0
+
+
+class Lenient(Zoned):
+    name = "Lenient"
+    args_class = LenientArgs
+
+    def __init__(self, args, handle):
+        self.preferred = {args.zone: 1}
+'''
+
+
+@pytest.mark.parametrize("plugin, args, refused", [
+    ("Zoned", {"preferred": [{"zone": "b"}, {"zone": "c", "wieght": 2}]},
+     "pluginConfig Zoned: args.preferred[1].wieght: unknown field"),
+    ("Zoned", {"prefered": [{"zone": "b"}]}, "pluginConfig Zoned: args.prefered: unknown field"),
+    ("Lenient", {"zone": "b", "colour": "blue"}, None),
+], ids=["nested-misspelling", "misspelling", "lenient-args-class"])
+def test_a_plugins_args_are_decoded_strictly_unless_its_args_class_says_otherwise(
+        tmp_path, monkeypatch, plugin, args, refused):
+    """kube-scheduler's strict decoding: an unknown pluginConfig field of a third-party plugin is refused
+    in one line naming the plugin and the field path (exit 2, no traceback), unless its args class sets
+    ``STRICT = False``."""
+    installed(tmp_path, monkeypatch, "zoned", f"{plugin} = zonedmod:{plugin}", "zonedmod", ZONED_MODULE)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler",
+                      "plugins": {"score": {"enabled": [{"name": plugin, "weight": 5}]}},
+                      "pluginConfig": [{"name": plugin, "args": args}]}]}))
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(yaml.safe_dump_all([to_manifest(obj) for obj in (
+        node("a", cpu="8", labels={"zone": "a"}), node("b", cpu="4", labels={"zone": "b"}), pod("web", cpu="1"))]))
+    result = CliRunner().invoke(app, ["simulate", "-f", str(objects), "--config", str(config), "-o", "json"])
+    sys.modules.pop("zonedmod", None)
+    if refused:
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert result.output.strip() == f"{config}: profile 'default-scheduler': {refused}"
+    else:
+        assert result.exit_code == 0, result.output
+        web = next(item for item in yaml.safe_load(result.output)["items"] if item["metadata"]["name"] == "web")
+        assert web["spec"]["nodeName"] == "b"  # the plugin took its zone, the unknown field let through

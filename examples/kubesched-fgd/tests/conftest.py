@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kubesched import GPU_DRIVER, PodShape, TypicalPod, from_manifest
+from kubesched import from_manifest
+from kubesched.gpu import GPU_DRIVER, PodShape, TypicalPod
 from kubesched.testing import typical_pods_configmap
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

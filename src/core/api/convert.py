@@ -13,7 +13,9 @@ camelCase dicts.  One converter handles every model class:
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
 - fields equal to their default are left out when writing;
-- a class with ``STRICT = True`` (configuration types) refuses unknown keys.
+- a class with ``STRICT = True`` (configuration types) refuses unknown keys;
+  :func:`structure_args` (plugin args) refuses them in every class that does
+  not set ``STRICT = False`` or keep them in ``extra``.
 
 Errors raised while structuring are :class:`ManifestError` naming the field path
 in manifest terms (``spec.containers[0].resources.requests.cpu``).
@@ -155,8 +157,8 @@ def _is_model(cls: type) -> bool:
     return attrs.has(cls)
 
 
-def _field_hook(f: attrs.Attribute) -> tuple[Callable[[Any, Any], Any], Any]:
-    """``(hook, type)``: a field's value structures as ``hook(value, type)``."""
+def _field_hook(f: attrs.Attribute, conv: cattrs.Converter) -> tuple[Callable[[Any, Any], Any], Any]:
+    """``(hook, type)``: a field's value structures as ``hook(value, type)`` (hooks from ``conv``)."""
     kind = f.metadata.get("kind")
     if kind == "quantity":
         return _quantity_hook, None
@@ -166,8 +168,8 @@ def _field_hook(f: attrs.Attribute) -> tuple[Callable[[Any, Any], Any], Any]:
         return lambda value, _type: _bytes_hook(value), None
     inner = _optional_of(f.type)
     if inner is not None:  # a None value never reaches a field hook (structure skips it)
-        return converter.get_structure_hook(inner), inner
-    return converter.get_structure_hook(f.type), f.type
+        return conv.get_structure_hook(inner), inner
+    return conv.get_structure_hook(f.type), f.type
 
 
 def _optional_of(type_: Any) -> Any:
@@ -178,12 +180,12 @@ def _optional_of(type_: Any) -> Any:
     return None
 
 
-def _structure_factory(cls: type):
+def _structure_factory(cls: type, conv: cattrs.Converter):
     attrs.resolve_types(cls)
-    fields = [(manifest_key(f), f.name, _field_hook(f)) for f in attrs.fields(cls) if f.name != EXTRA]
+    fields = [(manifest_key(f), f.name, _field_hook(f, conv)) for f in attrs.fields(cls) if f.name != EXTRA]
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
     by_key = {key: (name, *hook) for key, name, hook in fields}
-    strict = getattr(cls, "STRICT", False)
+    strict = getattr(cls, "STRICT", conv is _args_converter)
 
     def structure(data: Any, _type: Any = cls):
         if data is None:
@@ -273,7 +275,7 @@ def _unstructure_factory(cls: type):
     return unstructure
 
 
-def _structure_list_factory(type_: Any) -> Callable[[Any, Any], tuple]:
+def _structure_list_factory(type_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], tuple]:
     """``tuple[X, ...]`` hook: the item hook is looked up once per type, on first
     use (so that a class may hold a tuple of itself: a template tree)."""
     item_type = getattr(type_, "__args__", (Any,))[0]
@@ -284,7 +286,7 @@ def _structure_list_factory(type_: Any) -> Callable[[Any, Any], tuple]:
         if value is None:
             return ()
         if item_hook is None:
-            item_hook = converter.get_structure_hook(item_type)
+            item_hook = conv.get_structure_hook(item_type)
         if not isinstance(value, (list, tuple)):
             raise ManifestError("", f"expected a list, got {value!r}")
         out = []
@@ -329,27 +331,32 @@ def _structure_bool(value: Any, _type: Any) -> bool:
     return value
 
 
-def _structure_dict(value: Any, type_: Any) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ManifestError("", f"expected a map, got {value!r}")
-    args = getattr(type_, "__args__", None)
-    if not args or args[1] is Any:
-        return dict(value)
-    out = {}
-    for key, item in value.items():
-        try:
-            out[str(key)] = converter.structure(item, args[1])
-        except ManifestError as err:
-            raise ManifestError(_join(str(key), err.field), err.problem) from None
-    return out
+def _structure_dict_factory(type_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], dict]:
+    """``dict[str, X]`` hook: each value structured as X (a ``dict[str, Any]`` taken as it is)."""
+
+    def structure_dict(value: Any, type_: Any) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ManifestError("", f"expected a map, got {value!r}")
+        args = getattr(type_, "__args__", None)
+        if not args or args[1] is Any:
+            return dict(value)
+        out = {}
+        for key, item in value.items():
+            try:
+                out[str(key)] = conv.structure(item, args[1])
+            except ManifestError as err:
+                raise ManifestError(_join(str(key), err.field), err.problem) from None
+        return out
+
+    return structure_dict
 
 
 converter.register_structure_hook_factory(_is_model, _structure_factory)
 converter.register_unstructure_hook_factory(_is_model, _unstructure_factory)
 converter.register_structure_hook_factory(lambda t: getattr(t, "__origin__", None) is tuple, _structure_list_factory)
-converter.register_structure_hook_func(lambda t: getattr(t, "__origin__", None) is dict, _structure_dict)
+converter.register_structure_hook_factory(lambda t: getattr(t, "__origin__", None) is dict, _structure_dict_factory)
 converter.register_structure_hook(str, _structure_str)
 converter.register_structure_hook(int, _structure_int)
 converter.register_structure_hook(bool, _structure_bool)
@@ -359,6 +366,22 @@ converter.register_unstructure_hook_func(lambda t: getattr(t, "__origin__", None
 def structure(data: Any, cls: type):
     """Manifest dict -> ``cls``.  Raises :class:`ManifestError`."""
     return converter.structure(data, cls)
+
+
+#: The converter of plugin args: :data:`converter`'s hooks, classes strict unless they say otherwise.
+_args_converter: cattrs.Converter | None = None
+
+
+def structure_args(data: dict, cls: type):
+    """A plugin's ``pluginConfig`` args -> ``cls``, decoded strictly as kube-scheduler
+    decodes its configuration: the args class and every class it nests refuse a key
+    they do not model, unless the class sets ``STRICT = False`` (a plugin asking for
+    lenient args) or keeps unknown keys in an ``extra`` field (API objects).  Raises
+    :class:`ManifestError` naming the field path (``scoringStrategy.type``)."""
+    global _args_converter
+    if _args_converter is None:  # copied once every API group has registered its hooks
+        _args_converter = converter.copy()
+    return _args_converter.structure(data, cls)
 
 
 def unstructure(obj: Any) -> dict:

@@ -22,6 +22,7 @@ from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
 from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
+from .hookspecs import EXTENSION_POINTS
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,9 @@ class Plugins:
     multi_point: PluginSet = PluginSet()
 
 
-#: Plugins attribute -> extension point config key.
-POINT_KEYS = {f: f.split("_")[0] + "".join(p.title() for p in f.split("_")[1:]) for f in (
-    "pre_enqueue", "queue_sort", "pre_filter", "filter", "post_filter", "pre_score", "score",
-    "reserve", "permit", "pre_bind", "bind", "post_bind",
-    "placement_generate", "placement_feasible", "placement_score", "pod_group_post_filter",
-)}
+#: Plugins attribute -> extension point config key, in the hookspecs' order (the one list of extension points is
+#: :data:`~kubesched.core.framework.hookspecs.EXTENSION_POINTS`; a test holds :class:`Plugins`' fields to it).
+POINT_KEYS = {re.sub(r"(?<!^)(?=[A-Z])", "_", point).lower(): point for point in EXTENSION_POINTS}
 
 
 @frozen

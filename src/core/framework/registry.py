@@ -1,9 +1,9 @@
 """Plugin discovery through the entry-point group ``kubesched.plugins``.
 
 A plugin class has a ``name`` (defaults to the entry-point name), an optional
-``args_class`` (an attrs class with ``STRICT = True`` decoded from the
-profile's ``pluginConfig`` args, upstream's ``<Name>Args``) and a constructor
-``(args, handle)``.  kubesched's own plugins are announced through the same
+``args_class`` (an attrs class decoded strictly from the profile's
+``pluginConfig`` args, upstream's ``<Name>Args``; ``STRICT = False`` on it
+lets unknown fields through) and a constructor ``(args, handle)``.  kubesched's own plugins are announced through the same
 group in its pyproject.toml.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any, Iterable
 
-from ..api.convert import ManifestError, structure
+from ..api.convert import ManifestError, structure_args
 from .hookspecs import EXTENSION_POINTS, PROJECT
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
@@ -39,15 +39,18 @@ def extension_points(cls: type) -> list[str]:
 
 def build_args(cls: type, raw: dict[str, Any] | None) -> Any:
     """Decode ``raw`` pluginConfig args into ``cls.args_class`` (defaults when
-    None).  A plugin without ``args_class`` gets the raw dict (out-of-tree
-    args pass through raw, as upstream).  Raises :class:`PluginError` naming
-    the field."""
+    None), strictly as upstream's decoding of the configuration: an unknown
+    field is refused unless the args class (or the nested class holding it)
+    sets ``STRICT = False``.  A plugin without ``args_class`` gets the raw dict
+    (out-of-tree args pass through raw, as upstream).  Raises
+    :class:`PluginError` naming the field path (``args.scoringStrategy.typo:
+    unknown field``)."""
     args_class = getattr(cls, "args_class", None)
     if args_class is None:
         return dict(raw or {})
     body = {k: v for k, v in (raw or {}).items() if k not in ("apiVersion", "kind")}
     try:
-        return structure(body, args_class)
+        return structure_args(body, args_class)
     except ManifestError as err:
         raise PluginError(f"args.{err}" if err.field else f"args: {err.problem}") from None
 

@@ -84,6 +84,22 @@ class ActionType(enum.IntFlag):
     )
     ALL = ADD | DELETE | UPDATE
 
+    def __str__(self) -> str:
+        """Upstream's ``ActionType.String()``: ``Add``, ``Delete``, ``UpdateNodeTaint``, ``Update``, ``All``;
+        other combinations as their bits joined by ``|`` (``Add|Delete``)."""
+        named = _ACTION_NAMES.get(self)
+        if named is not None:
+            return named
+        return "|".join(_ACTION_NAMES[bit] for bit in ActionType if bit & self and bit in _ACTION_NAMES)
+
+
+#: Each single bit's (and UPDATE's, ALL's) name as upstream prints it; its "other update" bit prints as Update.
+_ACTION_NAMES = {
+    **{action: "".join(word.capitalize() for word in action.name.split("_"))
+       for action in ActionType if action.name is not None},
+    ActionType.UPDATE_OTHER: "Update", ActionType.UPDATE: "Update", ActionType.ALL: "All",
+}
+
 
 #: Event resources: ``Pod`` matches both assigned and unscheduled pods.
 POD, ASSIGNED_POD, UNSCHEDULED_POD, NODE, WILDCARD = "Pod", "AssignedPod", "UnscheduledPod", "Node", "*"
@@ -106,7 +122,8 @@ class ClusterEvent:
         return bool(self.action & other.action)
 
     def __str__(self) -> str:
-        return self.label or f"{self.resource}{self.action!r}"
+        """Upstream's ``ClusterEvent.Label()``: the custom label, else resource and action (``AssignedPodDelete``)."""
+        return self.label or f"{self.resource}{self.action}"
 
 
 class QueueingHint(enum.IntEnum):

@@ -8,7 +8,7 @@ with ``helper.BuildBrokenLinearFunction``.
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterable
+from typing import Iterable
 
 import numpy as np
 from attrs import frozen
@@ -24,7 +24,6 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 class UtilizationShapePoint:
     """One point: ``utilization`` in percent (0-100), ``score`` 0-10."""
 
-    STRICT: ClassVar[bool] = True
     utilization: int = 0
     score: int = 0
 

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 from attrs import field
 
+from kubesched import NATIVE_RESOURCES, container_requests
 from kubesched.core.api.core_v1 import ContainerExtendedResourceRequest, PodExtendedResourceClaimStatus
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
 from kubesched.core.api.resource_v1 import (
@@ -30,7 +31,6 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaimSpec,
 )
 from kubesched.core.cluster.patch import patch_status
-from kubesched.core.framework.resources import NATIVE_RESOURCES, container_requests
 
 
 @attrs.define

@@ -42,12 +42,27 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 import numpy as np
 from attrs import field, frozen
 
+from kubesched import (
+    NODE,
+    REMOVED_PODS_KEY,
+    UNSCHEDULED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    ConfigError,
+    PreBindWait,
+    QueueingHint,
+    Status,
+    hookimpl,
+    parse_duration,
+)
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.meta import evolve
 from kubesched.core.api.nodeaffinity import selector_matches
@@ -83,19 +98,6 @@ from kubesched.core.dra.claims import (
 )
 from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocations
 from kubesched.core.dra.selectors import SelectorCache
-from kubesched.core.framework.config import ConfigError, parse_duration
-from kubesched.core.framework.cycle_state import REMOVED_PODS_KEY
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
-    NODE,
-    UNSCHEDULED_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    PreBindWait,
-    QueueingHint,
-)
 
 from .batch import DeviceColumns, Feasible
 from .extended import ExtendedResourceClaim, claim_to_create, extended_resource_claim, record_in_pod
@@ -120,7 +122,6 @@ class DynamicResourcesArgs:
     waits for the binding conditions of the pod's devices.  Both are measured
     on the scheduler's clock."""
 
-    STRICT: ClassVar[bool] = True
     filter_timeout: str = "10s"
     binding_timeout: str = "10m"
 

@@ -24,10 +24,8 @@ from typing import Iterable
 
 import numpy as np
 
+from kubesched import AffinityTerm, NodeInfo, NodeTable, PodInfo
 from kubesched.core.api.core_v1 import Node, Pod
-from kubesched.core.framework.affinity import AffinityTerm
-from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
-from kubesched.core.framework.snapshot import NodeTable
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"

@@ -24,24 +24,23 @@ as kube-apiserver does.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import frozen
 
-from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.affinity import AffinityTerms, WeightedAffinityTerm
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
     NODE,
     ActionType,
+    AffinityTerms,
     ClusterEvent,
     ClusterEventWithHint,
+    NodeTable,
     QueueingHint,
+    Status,
+    WeightedAffinityTerm,
+    hookimpl,
 )
+from kubesched.core.api.convert import ManifestError
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
 from .filtering import ANTI_TERMS, NAME, REASON_AFFINITY, PreFilterState, anti_terms
@@ -58,7 +57,6 @@ class InterPodAffinityArgs:
     ``ignorePreferredTermsOfExistingPods``: skip scoring for pods without
     preferred terms.  Raises ManifestError as upstream's validation."""
 
-    STRICT: ClassVar[bool] = True
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
 

@@ -21,11 +21,8 @@ import functools
 
 import numpy as np
 
+from kubesched import MAX_NODE_SCORE, AffinityTerm, NodeInfo, NodeTable, PodInfo, WeightedAffinityTerm
 from kubesched.core.api.core_v1 import Pod
-from kubesched.core.framework.affinity import AffinityTerm, WeightedAffinityTerm
-from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.types import MAX_NODE_SCORE
 
 from .filtering import NAME, pods_matching
 

@@ -8,17 +8,11 @@ requests; best-effort pods (no requests of those resources) are skipped.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import field, frozen
 
+from kubesched import MAX_NODE_SCORE, NATIVE_RESOURCES, NodeTable, Status, hookimpl
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import NATIVE_RESOURCES
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import MAX_NODE_SCORE
 
 from .resource_allocation import (
     DEFAULT_RESOURCES,
@@ -36,7 +30,6 @@ class NodeResourcesBalancedAllocationArgs:
     """``resources``: the resources to balance (empty means cpu and memory); names must be unique and every weight 1,
     else ManifestError (upstream NodeResourcesBalancedAllocationArgs and its validation)."""
 
-    STRICT: ClassVar[bool] = True
     resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
 
     def __attrs_post_init__(self):

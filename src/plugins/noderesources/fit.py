@@ -17,26 +17,30 @@ PlacementScore prefers the placement a PodGroup fills most tightly.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 from attrs import field, frozen
 
-from kubesched.core.api.convert import ManifestError
-from kubesched.core.api.core_v1 import is_extended_resource
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, NATIVE_RESOURCES, PODS, pod_requests
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
+    CPU,
+    EPHEMERAL_STORAGE,
     MAX_NODE_SCORE,
+    MEMORY,
+    NATIVE_RESOURCES,
     NODE,
+    PODS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    NodeTable,
     QueueingHint,
+    Status,
+    hookimpl,
+    pod_requests,
 )
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import is_extended_resource
 from kubesched.core.plugin_helpers.shape import (
     MAX_UTILIZATION,
     BrokenLinear,
@@ -63,7 +67,6 @@ STATE_KEY = "PreFilterNodeResourcesFit"
 
 @frozen
 class RequestedToCapacityRatioParam:
-    STRICT: ClassVar[bool] = True
     shape: tuple[UtilizationShapePoint, ...] = ()
 
     def __attrs_post_init__(self):
@@ -72,7 +75,6 @@ class RequestedToCapacityRatioParam:
 
 @frozen
 class ScoringStrategy:
-    STRICT: ClassVar[bool] = True
     type: str = LEAST_ALLOCATED
     resources: tuple[ResourceSpec, ...] = field(default=DEFAULT_RESOURCES, converter=resources_or_default)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
@@ -89,7 +91,6 @@ class ScoringStrategy:
 class NodeResourcesFitArgs:
     """Upstream ``NodeResourcesFitArgs``."""
 
-    STRICT: ClassVar[bool] = True
     ignored_resources: tuple[str, ...] = ()
     ignored_resource_groups: tuple[str, ...] = ()
     scoring_strategy: ScoringStrategy = field(factory=ScoringStrategy)

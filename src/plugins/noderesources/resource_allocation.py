@@ -10,13 +10,13 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from attrs import field, frozen
 
+from kubesched import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
 from kubesched.core.api.convert import ManifestError
-from kubesched.core.framework.resources import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
 
 
 def is_scalar_resource(name: str) -> bool:
@@ -28,7 +28,6 @@ def is_scalar_resource(name: str) -> bool:
 class ResourceSpec:
     """A resource to score and its weight (1-100; 0 or unset means 1, as upstream's v1 defaulting)."""
 
-    STRICT: ClassVar[bool] = True
     name: str = ""
     weight: int = field(default=1, converter=lambda weight: weight or 1)
 

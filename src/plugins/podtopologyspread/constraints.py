@@ -14,11 +14,11 @@ from typing import Iterable
 
 from attrs import frozen
 
+from kubesched import NodeInfo
 from kubesched.core.api.core_v1 import Node, Pod, TopologySpreadConstraint
 from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement, selector_key
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.core.api.taints import find_untolerated_taint, is_hard
-from kubesched.core.framework.nodeinfo import NodeInfo
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

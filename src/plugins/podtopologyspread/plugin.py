@@ -29,28 +29,27 @@ numpy operations and recounts only the nodes that changed.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 from attrs import frozen
 
-from kubesched.core.api.convert import ManifestError
-from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
-from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
-from kubesched.core.framework.cycle_state import FEASIBLE_ROWS_KEY
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.nodeinfo import NodeInfo
-from kubesched.core.framework.snapshot import NodeTable
-from kubesched.core.framework.status import Status
-from kubesched.core.framework.types import (
+from kubesched import (
     ASSIGNED_POD,
+    FEASIBLE_ROWS_KEY,
     MAX_NODE_SCORE,
     NODE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    NodeInfo,
+    NodeTable,
     QueueingHint,
+    Status,
+    hookimpl,
 )
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
+from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.core.plugin_helpers.default_selector import WORKLOAD_KINDS, default_selector, is_empty
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
@@ -88,7 +87,6 @@ class PodTopologySpreadArgs:
     ``defaultConstraints`` to be empty).  Raises ManifestError as upstream's
     ``ValidatePodTopologySpreadArgs``."""
 
-    STRICT: ClassVar[bool] = True
     default_constraints: tuple[TopologySpreadConstraint, ...] = ()
     defaulting_type: str = SYSTEM
 

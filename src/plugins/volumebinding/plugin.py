@@ -23,25 +23,25 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 from attrs import define, field, frozen
 
-from kubesched.core.api.convert import ManifestError
-from kubesched.core.api.core_v1 import Pod
-from kubesched.core.cluster.assume_cache import AssumeError
-from kubesched.core.cluster.client import ApiError
-from kubesched.core.framework.hookspecs import hookimpl
-from kubesched.core.framework.status import Code, Status
-from kubesched.core.framework.types import (
+from kubesched import (
     NODE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     PreBindWait,
     QueueingHint,
+    Status,
+    hookimpl,
 )
+from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.cluster.assume_cache import AssumeError
+from kubesched.core.cluster.client import ApiError
 from kubesched.core.plugin_helpers.shape import (
     MAX_UTILIZATION,
     BrokenLinear,
@@ -74,7 +74,6 @@ class VolumeBindingArgs:
     -> score 0-10 points; when given, Score is enabled as with upstream's
     StorageCapacityScoring gate)."""
 
-    STRICT: ClassVar[bool] = True
     bind_timeout_seconds: int = 600
     shape: tuple[UtilizationShapePoint, ...] = ()
 

@@ -1,7 +1,7 @@
 """FGD (Fragmentation Gradient Descent): place the pod where GPU fragmentation grows least.
 
 A node's fragmentation is the GPU compute its idle GPUs cannot give to the
-workload's typical pods (:func:`kubesched.node_fragmentation`).  The score of
+workload's typical pods (:func:`kubesched.gpu.node_fragmentation`).  The score of
 a node is sigmoid((fragmentation before - after placing the pod) / 1000) x
 100, truncated; a pod that shares a GPU is tried on each GPU that fits and
 the node scores its best GPU, which is also the GPU it gets (the first of
@@ -25,16 +25,8 @@ import numpy as np
 import yaml
 from attrs import frozen
 
-from kubesched import (
-    TRACE_CONFIGMAP,
-    TRACE_NAMESPACE,
-    NotFound,
-    PodShape,
-    Status,
-    Workload,
-    hookimpl,
-    parse_typical_pods,
-)
+from kubesched import NotFound, Status, hookimpl
+from kubesched.gpu import TRACE_CONFIGMAP, TRACE_NAMESPACE, PodShape, Workload, parse_typical_pods
 
 from .gpuscore import MAX_NODE_SCORE, GpuArgs, GpuScore, NodeView
 

@@ -9,7 +9,7 @@ GPUs coming from Dynamic Resource Allocation instead of node annotations:
   capacity request) - :func:`pod_shape`;
 - a node's GPUs and how much compute each has left come from its
   ResourceSlices and the DRA manager's allocated state
-  (:class:`kubesched.NodeGpus`), lined up with the NodeTable;
+  (:class:`kubesched.gpu.NodeGpus`), lined up with the NodeTable;
 - which GPU a pod that shares one gets is the policy's choice too (the paper's
   "GPU selection"): the plugin registers a device preference with
   :func:`kubesched.prefer_devices` in PreFilter (so that it
@@ -26,20 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 from attrs import frozen
 
-from kubesched import (
-    GPU_COMPUTE,
-    GPU_DRIVER,
-    GPU_MODEL,
-    MAX_NODE_SCORE,
-    MILLI,
-    ClaimNameError,
-    NodeGpus,
-    PodShape,
-    hookimpl,
-    non_zero_requests,
-    pod_claims,
-    prefer_devices,
-)
+from kubesched import MAX_NODE_SCORE, ClaimNameError, hookimpl, non_zero_requests, pod_claims, prefer_devices
+from kubesched.gpu import GPU_COMPUTE, GPU_DRIVER, GPU_MODEL, MILLI, NodeGpus, PodShape
 
 #: The paper's normalisation constants: the largest node (128 cores, 8 GPUs).
 MAX_SPEC_CPU = 128000
@@ -52,7 +40,6 @@ class GpuArgs:
     ``compute``, ``model``: the DRA driver of the GPUs, their shareable
     capacity and their model attribute."""
 
-    STRICT: ClassVar[bool] = True
     device_class: str = GPU_DRIVER
     driver: str = GPU_DRIVER
     compute: str = GPU_COMPUTE
