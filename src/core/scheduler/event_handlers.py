@@ -10,7 +10,10 @@ scheduler's parts; it calls none of the others.
 
 from __future__ import annotations
 
-from typing import Any
+from time import perf_counter
+from typing import Any, Callable
+
+from kubesched.core.observability.metrics import EVENT_HANDLING_DURATION
 
 from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod
@@ -37,8 +40,12 @@ class EventHandlers:
     def register(self) -> None:
         """Add the handlers to the scheduler's informers (Node, Pod, and every kind a plugin registered events for)."""
         inf = self.shared.informers
-        inf.add_handlers("Node", self._on_node_add, self._on_node_update, self._on_node_delete)
-        inf.add_handlers("Pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        inf.add_handlers("Node", timed(lambda *_: "NodeAdd", self._on_node_add),
+                         timed(lambda *_: "NodeUpdate", self._on_node_update),
+                         timed(lambda *_: "NodeDelete", self._on_node_delete))
+        inf.add_handlers("Pod", timed(lambda pod: _pod_label(pod, "Add"), self._on_pod_add),
+                         timed(lambda old, new: _pod_label(new, "Update"), self._on_pod_update),
+                         timed(lambda pod: _pod_label(pod, "Delete"), self._on_pod_delete))
         kinds = {
             registered.event.resource
             for fw in self.shared.profiles.values()
@@ -62,7 +69,8 @@ class EventHandlers:
         def on_delete(obj: Any) -> None:
             self.shared.queue.move_all(ClusterEvent(kind, ActionType.DELETE), obj, None)
 
-        return on_add, on_update, on_delete
+        return (timed(lambda *_: f"{kind}Add", on_add), timed(lambda *_: f"{kind}Update", on_update),
+                timed(lambda *_: f"{kind}Delete", on_delete))
 
     def _on_node_add(self, node: Node) -> None:
         self.shared.cache.add_node(node)
@@ -122,6 +130,20 @@ class EventHandlers:
         waiting = self.shared.waiting_pods.get(pod.metadata.uid)
         if waiting is not None:
             waiting.reject("", "pod was deleted")
+
+
+def _pod_label(pod: Pod, action: str) -> str:
+    return ("AssignedPod" if pod.spec.node_name else "UnscheduledPod") + action
+
+
+def timed(label: Callable[..., str], handler: Callable[..., None]) -> Callable[..., None]:
+    """``handler`` observing each call into scheduler_event_handling_duration_seconds under the event label
+    ``label(*args)`` gives (upstream's: NodeAdd, AssignedPodUpdate, UnscheduledPodDelete, PersistentVolumeAdd, ...)."""
+    def handle(*args: Any) -> None:
+        started = perf_counter()
+        handler(*args)
+        EVENT_HANDLING_DURATION.labels(label(*args)).observe(perf_counter() - started)
+    return handle
 
 
 def node_update_action(old: Node, new: Node) -> ActionType:
