@@ -54,6 +54,8 @@ class Handle:
       flight, classes, slices, taint rules), created on first use;
     - ``rng``: the scheduler's seeded random source (random choices stay reproducible);
     - ``pod_groups``: the scheduler's :class:`PodGroupManager`;
+    - ``extenders``: the scheduler's extenders (:class:`~kubesched.core.framework.extender.HTTPExtender`,
+      upstream ``Handle.Extenders()``), for preemption's preempt verb; empty without any;
     - ``api_workers``: an executor for API calls off the scheduling loop
       (preemption's evictions), set by a daemon; None in simulations;
     - ``features``: the scheduler's :class:`FeatureGates`
@@ -79,6 +81,7 @@ class Handle:
         api_workers: Executor | None = None,
         pod_groups: "PodGroupManager | None" = None,
         features: FeatureGates | None = None,
+        extenders: tuple = (),
     ):
         self.cluster = cluster
         #: the scheduler's feature gates (every gate at its default in the newest release when not given)
@@ -98,6 +101,7 @@ class Handle:
         #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
         self.api_workers = api_workers
         self._pod_groups = pod_groups
+        self.extenders = extenders
 
     @property
     def snapshot(self) -> "Snapshot":
@@ -162,6 +166,7 @@ def profile_handle(
     move_pods: Callable[[Any, Any, Any], object] | None = None,
     api_workers: Executor | None = None,
     features: FeatureGates | None = None,
+    extenders: tuple = (),
 ) -> Handle:
     """The :class:`Handle` a scheduler gives the plugins of its profile
     ``profile_name``, as upstream's profile map builds each framework: an
@@ -189,4 +194,5 @@ def profile_handle(
         api_workers=api_workers,
         pod_groups=pod_groups,
         features=features,
+        extenders=extenders,
     )

@@ -2,8 +2,9 @@
 ``structured``), behind this facade: :class:`Allocator` (one per scheduling cycle,
 :meth:`Allocator.allocate` per node, over an :class:`AllocatedState` of the devices in use,
 keyed by :class:`DeviceID`), the errors it raises (:class:`AllocationError` and its
-:class:`MissingDeviceClass`, :class:`AllocationTimeout`) and :data:`INVALID_POOLS`, the
-per-node reason of a node whose pools are invalid.
+:class:`MissingDeviceClass`, :class:`AllocationTimeout`), :data:`INVALID_POOLS`, the
+per-node reason of a node whose pools are invalid, and :func:`within_deadline` (selector
+evaluations outside ``allocate`` that stop at a deadline with AllocationTimeout).
 
 Inside: the search over devices for a node (``allocator``), the requests and candidate
 devices it searches with (``requests``), the pools it sees from that node (``pools``),
@@ -12,7 +13,7 @@ consumable capacity (``capacity``) and constraints across a claim's devices
 """
 
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
-from kubesched.core.dra.allocator.allocator import INVALID_POOLS, AllocationTimeout, Allocator
+from kubesched.core.dra.allocator.allocator import INVALID_POOLS, AllocationTimeout, Allocator, within_deadline
 from kubesched.core.dra.allocator.requests import AllocationError, MissingDeviceClass
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Allocator",
     "DeviceID",
     "MissingDeviceClass",
+    "within_deadline",
 ]

@@ -31,12 +31,13 @@ Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
 import uuid
 from fractions import Fraction
-from typing import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.nodeaffinity import NAME_FIELD
@@ -79,6 +80,7 @@ __all__ = [
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "within_deadline",
     "DeviceID",
 ]
 
@@ -100,6 +102,18 @@ INVALID_POOLS = "invalid resource pools were encountered"
 class AllocationTimeout(TimeoutError):
     """The ``deadline`` callback of :meth:`Allocator.allocate` asked to stop
     (upstream: the Filter timeout cancelled the context)."""
+
+
+@contextlib.contextmanager
+def within_deadline(deadline: Callable[[], bool] | None) -> Iterator[None]:
+    """Inside the block, a selector evaluation stops once ``deadline()`` turns
+    true and the block raises :class:`AllocationTimeout` (for the work around
+    an allocation that evaluates selectors, such as the batch Filter's)."""
+    try:
+        with abort_when(deadline):
+            yield
+    except EvaluationAborted as err:
+        raise AllocationTimeout(str(err)) from None
 
 
 class _MaxSizeExceeded(Exception):
@@ -229,10 +243,8 @@ class Allocator:
         if only is not None and search.single_plain_request():
             return search.take_first()  # no selector is evaluated: no deadline to watch
         try:
-            with abort_when(deadline):
+            with within_deadline(deadline):
                 return search.run()
-        except EvaluationAborted as err:
-            raise AllocationTimeout(str(err)) from None
         finally:
             self.search_steps += search.steps
 
