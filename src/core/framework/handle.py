@@ -53,6 +53,8 @@ class Handle:
       flight, classes, slices, taint rules), created on first use;
     - ``rng``: the scheduler's seeded random source (random choices stay reproducible);
     - ``pod_groups``: the scheduler's :class:`PodGroupManager`;
+    - ``extenders``: the scheduler's extenders (:class:`~kubesched.core.framework.extender.HTTPExtender`,
+      upstream ``Handle.Extenders()``), for preemption's preempt verb; empty without any;
     - ``api_workers``: an executor for API calls off the scheduling loop
       (preemption's evictions), set by a daemon; None in simulations;
     - :meth:`on_loop` and :meth:`move_pods`: for PreBind and Bind plugins,
@@ -75,6 +77,7 @@ class Handle:
         move_pods: Callable[[Any, Any, Any], object] | None = None,
         api_workers: Executor | None = None,
         pod_groups: "PodGroupManager | None" = None,
+        extenders: tuple = (),
     ):
         self.cluster = cluster
         self.informers = informers
@@ -92,6 +95,7 @@ class Handle:
         #: workers for API calls that need not hold the scheduling loop (a daemon's; None: on the loop)
         self.api_workers = api_workers
         self._pod_groups = pod_groups
+        self.extenders = extenders
 
     @property
     def snapshot(self) -> "Snapshot":
@@ -155,6 +159,7 @@ def profile_handle(
     activate: Callable[[Any], None] | None = None,
     move_pods: Callable[[Any, Any, Any], object] | None = None,
     api_workers: Executor | None = None,
+    extenders: tuple = (),
 ) -> Handle:
     """The :class:`Handle` a scheduler gives the plugins of its profile
     ``profile_name``, as upstream's profile map builds each framework: an
@@ -181,4 +186,5 @@ def profile_handle(
         move_pods=move_pods,
         api_workers=api_workers,
         pod_groups=pod_groups,
+        extenders=extenders,
     )
