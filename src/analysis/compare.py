@@ -28,6 +28,7 @@ import attrs
 import yaml
 
 from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 from kubesched.core.clock import FakeClock
 from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError
@@ -91,9 +92,9 @@ def profile_as_default(config: Path, profile: str | None, scratch: Path) -> Path
     if profile is None:
         return config
     try:
-        document = yaml.safe_load(config.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{config}: {err}") from None
+        document = read_yaml(config, MAX_CONFIG_BYTES)
+    except InvalidManifest as err:
+        raise ConfigError(str(err)) from None
     profiles = document.get("profiles") if isinstance(document, dict) else None
     chosen = [p for p in profiles or [] if isinstance(p, dict) and p.get("schedulerName", DEFAULT_SCHEDULER) == profile]
     if not chosen:
