@@ -399,6 +399,20 @@ def load_config(
         config = structure(body, KubeSchedulerConfiguration)
     except ManifestError as err:
         raise ConfigError(f"{where}: {err}") from None
+    problems = validate_config(config)
+    merged, profile_problems = validated_profiles(config.profiles or (Profile(),), default_plugins)
+    problems += profile_problems
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    merged = with_extender_ignored_resources(merged, config.extenders)
+    _warn_not_honoured(body, where)
+    return attrs.evolve(config, profiles=tuple(merged))
+
+
+def validate_config(config: KubeSchedulerConfiguration) -> list[str]:
+    """Upstream's ``ValidateKubeSchedulerConfiguration`` for the fields outside the profiles:
+    leader election's durations, parallelism, the backoffs, percentageOfNodesToScore and the
+    extenders.  One message per problem, as the field errors read."""
     problems = []
     for name, key in (("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
                       ("retry_period", "retryPeriod")):
@@ -415,7 +429,14 @@ def load_config(
     if config.percentage_of_nodes_to_score is not None and not 0 <= config.percentage_of_nodes_to_score <= 100:
         problems.append("percentageOfNodesToScore: not in valid range [0-100]")
     problems += validate_extenders(config.extenders)
-    profiles = config.profiles or (Profile(),)
+    return problems
+
+
+def validated_profiles(profiles: tuple[Profile, ...], default_plugins: Plugins) -> tuple[list[Profile], list[str]]:
+    """Each profile with its plugins merged over ``default_plugins`` (upstream's defaulting), and the
+    problems upstream's ``validateKubeSchedulerProfile`` finds: a missing or duplicate schedulerName,
+    percentageOfNodesToScore out of range, a plugin configured twice in pluginConfig."""
+    problems = []
     seen: set[str] = set()
     merged = []
     for index, profile in enumerate(profiles):
@@ -432,12 +453,14 @@ def load_config(
         for dup in sorted({n for n in names if names.count(n) > 1}):
             problems.append(f"{label}.pluginConfig: Duplicate value: {dup!r}")
         merged.append(attrs.evolve(profile, plugins=merge_plugins(default_plugins, profile.plugins)))
-    if problems:
-        raise ConfigError(f"{where}: " + "; ".join(problems))
-    merged = with_extender_ignored_resources(merged, config.extenders)
+    return merged, problems
+
+
+def _warn_not_honoured(body: dict[str, Any], where: str) -> None:
+    """Log each field of ``body`` that kubesched keeps but does not act on (:func:`not_honoured`), once
+    per file and field in a process (a file read again - the UI, each perf workload - is reported once)."""
     for note in not_honoured(body):
         line = f"{where}: {note}"
-        if line not in _REPORTED:  # a file read again (the UI, each perf workload) is reported once
+        if line not in _REPORTED:
             _REPORTED.add(line)
             log.warning("%s", line)
-    return attrs.evolve(config, profiles=tuple(merged))
