@@ -24,7 +24,7 @@ import time
 from machine_speed import factor_note, machine_factor
 
 from kubesched.core.api import from_manifest
-from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
+from kubesched.core.dra.allocator import AllocatedState, Allocator
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.testing import node
 

@@ -27,8 +27,8 @@ are ``kubesched.core.framework.hookspecs``'s.
 - extension points and what they exchange: :func:`hookimpl`, :class:`Handle`,
   :class:`CycleState` (and the keys the framework writes into it:
   :data:`FEASIBLE_ROWS_KEY`, :data:`REMOVED_PODS_KEY`), :class:`Pod`,
-  :class:`NodeInfo`/:class:`PodInfo`, the snapshot's columns
-  (:class:`NodeTable`), a queued pod (:class:`QueuedPodInfo`, QueueSort),
+  :class:`NodeInfo`/:class:`PodInfo`, the cycle's :class:`Snapshot`
+  (``handle.snapshot``: NodeInfos by name, rows of its columnar :class:`NodeTable`), a queued pod (:class:`QueuedPodInfo`, QueueSort),
   :class:`Status` and :class:`Code`, MIN/MAX_NODE_SCORE (0/100),
   PreFilter/PostFilter results, :class:`PreBindWait`;
 - cluster events and queueing hints (:class:`ClusterEvent` of a resource -
@@ -82,7 +82,7 @@ from .core.framework.resources import (
     non_zero_requests,
     pod_requests,
 )
-from .core.framework.snapshot import NodeTable
+from .core.framework.snapshot import NodeTable, Snapshot
 from .core.framework.status import Code, Status
 from .core.framework.types import (
     ASSIGNED_POD,
@@ -121,6 +121,7 @@ __all__ = [
     "PreFilterResult",
     "QueuedPodInfo",
     "REMOVED_PODS_KEY",
+    "Snapshot",
     "StateNotFound",
     "Status",
     "hookimpl",

@@ -295,3 +295,16 @@ def test_explain_simulates_timed_changes_and_says_when_a_pod_was_preempted():
     group = run("explain", "podgroup/ml/urgent-pretrain", "-f", gangs, "--at", f"5m={arrival}")
     assert "Attempt 1 preempted (DefaultPreemption): 4 victim(s)" in group.output
     assert run("explain", "x", "--from", "d.jsonl", "--at", f"5m={arrival}").exit_code == 2
+
+
+def test_pod_level_resources_example_fits_pods_on_their_pod_level_requests():
+    """Two pods with spec.resources.requests.cpu: 3 (containers asking 100m) on one 4-CPU node: one is bound,
+    the other Pending with kube-scheduler's message (issue 35)."""
+    result = runner.invoke(app, ["simulate", "-f", str(ROOT / "examples" / "pod-level-resources")],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in result.output.splitlines()
+            if line.startswith("│ default/")}
+    assert len(rows) == 2 and "Scheduled" in rows.values()
+    assert any(status.startswith("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.")
+               for status in rows.values()), rows

@@ -55,6 +55,13 @@ def test_the_fgd_example_imports_only_kubesched_kubesched_gpu_and_kubesched_test
     assert seen == FACE  # both faces are in use, so the walk above saw the example's imports
 
 
+def test_the_plugins_of_each_kind_in_tests_use_only_kubesched_and_kubesched_testing():
+    path = ROOT / "tests" / "test_plugin_kinds.py"  # Filter+Score, PreEnqueue, PlacementGenerate, PlacementScore
+    found = kubesched_imports(path)
+    assert {module for _line, module, _names in found} == {"kubesched", "kubesched.testing"}
+    assert all(name in FACES["kubesched"] for _line, module, names in found if module == "kubesched" for name in names)
+
+
 def test_in_tree_plugins_take_the_framework_from_the_faces_only():
     # lint-imports holds the same (pyproject's forbidden contract) but skips typing-only imports
     plugins = ROOT / "src" / "plugins"

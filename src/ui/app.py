@@ -9,16 +9,21 @@ the page's script asks htmx to refresh the main view and the changes panel
 when a newer outcome is ready.  Static files (htmx, uPlot and their
 licences, the page's script and style) are served from the package; nothing
 is fetched from elsewhere.
+
+The handlers are module-level functions grouped by page; what they share
+(the runs, the templates, the title) is the application's :class:`UiState`,
+and :data:`ROUTES` lists every address at a glance.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 from urllib.parse import quote, urlencode
 
 import attrs
@@ -57,9 +62,19 @@ HERE = Path(__file__).resolve().parent
 #: Seconds between keep-alive comments on an idle event stream.
 KEEPALIVE_SECONDS = 15.0
 
+Handler = Callable[[Request], Awaitable[Response]]
 
-def _number(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) else str(value)
+
+@attrs.frozen
+class UiState:
+    """What every handler shares, kept as ``app.state.ui``: the :class:`Runs`
+    (started by the caller), the page templates, the pages' title, and
+    ``closing``, set when the server stops (event streams end then)."""
+
+    runs: Runs
+    templates: Jinja2Templates
+    title: str
+    closing: threading.Event
 
 
 def make_templates() -> Jinja2Templates:
@@ -72,264 +87,339 @@ def make_templates() -> Jinja2Templates:
 
 
 def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event | None = None) -> Starlette:
-    """The application over ``runs`` (started by the caller).  Event streams
+    """The application of :data:`ROUTES` over ``runs`` (started by the caller).  Event streams
     end once ``closing`` is set and the runs' listeners are called (the
     server's shutdown does both)."""
-    closing = closing or threading.Event()
-    templates = make_templates()
+    app = Starlette(routes=[*(Route(path, handler, methods=list(methods)) for path, handler, methods in ROUTES),
+                            Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
+                    middleware=[Middleware(ServerTiming)])
+    app.state.ui = UiState(runs, make_templates(), title, closing or threading.Event())
+    return app
 
-    def render(request: Request, template: str, outcome: Outcome | None, status_code: int = 200,
-               **context: Any) -> Response:
-        def link(**changes: Any) -> str:
-            """This view's address with the query parameters ``changes`` set (None: removed)."""
-            params = {**request.query_params, **{k: v for k, v in changes.items()}}
-            query = urlencode({k: v for k, v in params.items() if v is not None and v != ""})
-            return request.url.path + (f"?{query}" if query else "")
 
-        return templates.TemplateResponse(request, template, {
-            "title": title, "status": runs.status(), "outcome": outcome, "link": link,
-            "url": request.url.path + (f"?{request.url.query}" if request.url.query else ""), **context},
-            status_code=status_code)
+# --- what the handlers share ------------------------------------------------------------------
 
-    def waiting(request: Request) -> Response | None:
-        """The page shown while the current scenario has no outcome yet (None when it has one)."""
-        if runs.latest() is None:
+
+def _ui(request: Request) -> UiState:
+    return request.app.state.ui
+
+
+def render(request: Request, template: str, outcome: Outcome | None, status_code: int = 200,
+           **context: Any) -> Response:
+    """``template`` with the page frame's context (title, run status, this view's address and a ``link``
+    to it with other query parameters) and ``context``."""
+    ui = _ui(request)
+
+    def link(**changes: Any) -> str:
+        """This view's address with the query parameters ``changes`` set (None: removed)."""
+        params = {**request.query_params, **{k: v for k, v in changes.items()}}
+        query = urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+        return request.url.path + (f"?{query}" if query else "")
+
+    return ui.templates.TemplateResponse(request, template, {
+        "title": ui.title, "status": ui.runs.status(), "outcome": outcome, "link": link,
+        "url": request.url.path + (f"?{request.url.query}" if request.url.query else ""), **context},
+        status_code=status_code)
+
+
+def over_outcome(view: Callable[[Request, Outcome], Awaitable[Response]]) -> Handler:
+    """The handler of a page drawn from the latest outcome: the waiting page while there is none."""
+    @functools.wraps(view)
+    async def handler(request: Request) -> Response:
+        outcome = _ui(request).runs.latest()
+        if outcome is None:
             return render(request, "waiting.html", None)
-        return None
+        return await view(request, outcome)
+    return handler
 
-    def arg(request: Request, name: str, default: str = "") -> str:
-        return request.query_params.get(name, default)
 
-    def int_arg(request: Request, name: str, default: int = 1) -> int:
+def arg(request: Request, name: str, default: str = "") -> str:
+    """The query parameter ``name`` (``default`` when absent)."""
+    return request.query_params.get(name, default)
+
+
+def int_arg(request: Request, name: str, default: int = 1) -> int:
+    """The query parameter ``name`` as an integer (``default`` when absent or not one)."""
+    try:
+        return int(request.query_params.get(name, default))
+    except ValueError:
+        return default
+
+
+# --- the cluster: nodes, a node, a pod -----------------------------------------------------------
+
+
+@over_outcome
+async def cluster(request: Request, outcome: Outcome) -> Response:
+    data = cluster_page(outcome, sort=arg(request, "sort", "name"), descending=arg(request, "desc") == "1",
+                        page=int_arg(request, "page"), query=arg(request, "q"),
+                        pending_page=int_arg(request, "ppage"), grid_resource=arg(request, "grid", "cpu"))
+    return render(request, "cluster.html", outcome, nav="cluster", **data)
+
+
+@over_outcome
+async def node(request: Request, outcome: Outcome) -> Response:
+    data = node_page(outcome, request.path_params["name"], page=int_arg(request, "page"))
+    if data is None:
+        return render(request, "missing.html", outcome, what=f"node {request.path_params['name']}", status_code=404)
+    return render(request, "node.html", outcome, nav="cluster", **data)
+
+
+@over_outcome
+async def pod(request: Request, outcome: Outcome) -> Response:
+    key = f"{request.path_params['namespace']}/{request.path_params['name']}"
+    data = pod_page(outcome, key)
+    if data is None:
+        return render(request, "missing.html", outcome, what=f"pod {key}")
+    return render(request, "pod.html", outcome, nav="cluster", **data)
+
+
+# --- devices, pod groups, the timeline ----------------------------------------------------------
+
+
+@over_outcome
+async def devices(request: Request, outcome: Outcome) -> Response:
+    return render(request, "devices.html", outcome, nav="devices",
+                  **devices_page(outcome, int_arg(request, "page"), int_arg(request, "cpage")))
+
+
+@over_outcome
+async def podgroups(request: Request, outcome: Outcome) -> Response:
+    return render(request, "podgroups.html", outcome, nav="podgroups",
+                  **podgroups_page(outcome, topology=arg(request, "topology")))
+
+
+@over_outcome
+async def timeline(request: Request, outcome: Outcome) -> Response:
+    data = timeline_page(outcome)
+    t = _float(arg(request, "t"), data["duration"])
+    return render(request, "timeline.html", outcome, nav="timeline", state=state_at(outcome, t), **data)
+
+
+async def timeline_state(request: Request) -> Response:
+    outcome = _ui(request).runs.latest()
+    if outcome is None:
+        return HTMLResponse("")
+    t = _float(arg(request, "t"), outcome.timeline.duration)
+    return render(request, "timeline_state.html", outcome, state=state_at(outcome, t))
+
+
+# --- what-if: the editor, the changes panel, the edits -----------------------------------------
+
+
+async def whatif(request: Request) -> Response:
+    runs = _ui(request).runs
+    kind, key = arg(request, "kind"), arg(request, "key")
+    scenario = runs.history.current()
+    editing = ""
+    if kind:
+        obj = scenario.find(kind, key)
+        editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
+    return render(request, "whatif.html", runs.latest(), nav="whatif", kind=kind, key=key, editing=editing,
+                  history=runs.history, config_text=scenario.config_text,
+                  plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
+
+
+async def changes(request: Request) -> Response:
+    runs = _ui(request).runs
+    before, after = runs.baseline(), runs.current()
+    diff = placement_diff(before, after) if before is not None and after is not None and before is not after else None
+    return render(request, "changes.html", after, diff=diff, history=runs.history)
+
+
+def back(request: Request, error: str = "") -> Response:
+    """After an edit: the page it came from, or the editor showing ``error``."""
+    target = request.headers.get("referer") or "/whatif"
+    if error:
+        return RedirectResponse(f"/whatif?error={quote(error, safe='')}", status_code=303)
+    return RedirectResponse(target, status_code=303)
+
+
+async def edit_object(request: Request) -> Response:
+    form = await request.form()
+    try:
+        edit = object_edit(str(form.get("label", "")), str(form.get("kind", "")), str(form.get("key", "")),
+                           str(form.get("yaml", "")))
+        _ui(request).runs.edit(edit)
+    except InvalidManifest as err:
+        return back(request, str(err))
+    return back(request)
+
+
+async def edit_delete(request: Request) -> Response:
+    runs = _ui(request).runs
+    form = await request.form()
+    kind, key = str(form.get("kind", "")), str(form.get("key", ""))
+    if runs.history.current().find(kind, key) is None:
+        return back(request, f"(edit): {kind}/{key}: no such object in the scenario")
+    runs.edit(Edit(f"delete {kind}/{key}", kind, key, None))
+    return back(request)
+
+
+async def edit_node(request: Request) -> Response:
+    runs = _ui(request).runs
+    name = request.path_params["name"]
+    form = await request.form()
+    node = runs.history.current().find("Node", name)
+    if node is None:
+        return back(request, f"(edit): Node/{name}: the node is not in the scenario (created by a timed change?)")
+    manifest = to_manifest(node)
+    status = manifest.setdefault("status", {})
+    allocatable = dict(status.get("allocatable") or {})
+    changed = []
+    for field, value in form.items():
+        if not field.startswith("allocatable.") or not str(value).strip():
+            continue
+        resource, text = field.removeprefix("allocatable."), str(value).strip()
         try:
-            return int(request.query_params.get(name, default))
-        except ValueError:
-            return default
+            to_scheduler_units(resource, text)
+        except (QuantityError, ValueError) as err:
+            return back(request, f"(edit): Node/{name}: status.allocatable.{resource}: {err}")
+        if allocatable.get(resource) != text:
+            allocatable[resource] = text
+            changed.append(f"{resource}={text}")
+    if "cordon" in form:
+        manifest.setdefault("spec", {})["unschedulable"] = form["cordon"] == "1"
+        changed.append("cordon" if form["cordon"] == "1" else "uncordon")
+    if not changed:
+        return back(request)
+    status["allocatable"] = allocatable
+    try:
+        runs.edit(Edit(f"Node/{name}: {', '.join(changed)}", "Node", name, manifest))
+    except InvalidManifest as err:
+        return back(request, str(err))
+    return back(request)
 
-    async def cluster(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        data = cluster_page(outcome, sort=arg(request, "sort", "name"), descending=arg(request, "desc") == "1",
-                            page=int_arg(request, "page"), query=arg(request, "q"),
-                            pending_page=int_arg(request, "ppage"), grid_resource=arg(request, "grid", "cpu"))
-        return render(request, "cluster.html", outcome, nav="cluster", **data)
 
-    async def node(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        data = node_page(outcome, request.path_params["name"], page=int_arg(request, "page"))
-        if data is None:
-            return render(request, "missing.html", outcome, what=f"node {request.path_params['name']}", status_code=404)
-        return render(request, "node.html", outcome, nav="cluster", **data)
+async def edit_config(request: Request) -> Response:
+    form = await request.form()
+    try:
+        _ui(request).runs.edit(config_edit(str(form.get("yaml", ""))))
+    except (ConfigError, PluginError) as err:
+        return back(request, str(err))
+    return back(request)
 
-    async def pod(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        key = f"{request.path_params['namespace']}/{request.path_params['name']}"
-        data = pod_page(outcome, key)
-        if data is None:
-            return render(request, "missing.html", outcome, what=f"pod {key}")
-        return render(request, "pod.html", outcome, nav="cluster", **data)
 
-    async def devices(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        return render(request, "devices.html", outcome, nav="devices",
-                      **devices_page(outcome, int_arg(request, "page"), int_arg(request, "cpage")))
+async def undo(request: Request) -> Response:
+    _ui(request).runs.undo()
+    return back(request)
 
-    async def podgroups(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        return render(request, "podgroups.html", outcome, nav="podgroups",
-                      **podgroups_page(outcome, topology=arg(request, "topology")))
 
-    async def timeline(request: Request) -> Response:
-        if (page := waiting(request)) is not None:
-            return page
-        outcome = runs.latest()
-        assert outcome is not None
-        data = timeline_page(outcome)
-        t = _float(arg(request, "t"), data["duration"])
-        return render(request, "timeline.html", outcome, nav="timeline", state=state_at(outcome, t), **data)
+async def redo(request: Request) -> Response:
+    _ui(request).runs.redo()
+    return back(request)
 
-    async def timeline_state(request: Request) -> Response:
-        outcome = runs.latest()
-        if outcome is None:
-            return HTMLResponse("")
-        t = _float(arg(request, "t"), outcome.timeline.duration)
-        return render(request, "timeline_state.html", outcome, state=state_at(outcome, t))
 
-    async def whatif(request: Request) -> Response:
-        kind, key = arg(request, "kind"), arg(request, "key")
+# --- config diff --------------------------------------------------------------------------------
+
+
+async def config_diff(request: Request) -> Response:
+    runs = _ui(request).runs
+    other = arg(request, "other")
+    outcome = runs.latest()
+    context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
+    try:
         scenario = runs.history.current()
-        editing = ""
-        if kind:
-            obj = scenario.find(kind, key)
-            editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
-        return render(request, "whatif.html", runs.latest(), nav="whatif", kind=kind, key=key, editing=editing,
-                      history=runs.history, config_text=scenario.config_text,
-                      plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
+        a = scheduler_configuration(scenario.config_dict())
+        profiles_a = effective_profiles(a, runs.registry)
+        if other:
+            b_config, b_text = other_configuration(other)
+            context["rows"] = side_by_side(profiles_a, effective_profiles(b_config, runs.registry))
+            if arg(request, "run") == "1" and outcome is not None:
+                other_outcome = await run_in_threadpool(
+                    simulate, attrs.evolve(scenario, config_text=b_text), (), runs.registry, runs.seed,
+                    runs.start_time)
+                context["metrics"] = compare(outcome.summary("A (current)"), other_outcome.summary(f"B ({other})"))
+        else:
+            context["rows"] = side_by_side(profiles_a, profiles_a)
+    except (ConfigError, PluginError, InvalidManifest) as err:
+        context["error"] = str(err)
+    return render(request, "config_diff.html", outcome, nav="config", **context)
 
-    async def changes(request: Request) -> Response:
-        before, after = runs.baseline(), runs.current()
-        diff = placement_diff(before, after) if before is not None and after is not None and before is not after else None
-        return render(request, "changes.html", after, diff=diff, history=runs.history)
 
-    def back(request: Request, error: str = "") -> Response:
-        target = request.headers.get("referer") or "/whatif"
-        if error:
-            return RedirectResponse(f"/whatif?error={_quote(error)}", status_code=303)
-        return RedirectResponse(target, status_code=303)
+# --- exports ------------------------------------------------------------------------------------
 
-    async def edit_object(request: Request) -> Response:
-        form = await request.form()
+
+async def export_html(request: Request) -> Response:
+    ui = _ui(request)
+    outcome = ui.runs.latest()
+    if outcome is None:
+        return Response("no outcome yet", status_code=409)
+    text = await run_in_threadpool(html_report, outcome.sim, outcome.records, ui.title)
+    return HTMLResponse(text, headers={"Content-Disposition": 'attachment; filename="kubesched-report.html"'})
+
+
+async def export_bundle(request: Request) -> Response:
+    runs = _ui(request).runs
+    data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.latest())
+    return Response(data, media_type="application/zip",
+                    headers={"Content-Disposition": 'attachment; filename="kubesched-bundle.zip"'})
+
+
+# --- the state: in brief, and as a stream of server-sent events ---------------------------------
+
+
+async def status(request: Request) -> Response:
+    return JSONResponse(_ui(request).runs.status())
+
+
+async def events(request: Request) -> Response:
+    ui = _ui(request)
+    runs, closing = ui.runs, ui.closing
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(changed.set)
+
+    async def stream():
+        runs.listen(wake)
         try:
-            edit = object_edit(str(form.get("label", "")), str(form.get("kind", "")), str(form.get("key", "")),
-                               str(form.get("yaml", "")))
-            runs.edit(edit)
-        except InvalidManifest as err:
-            return back(request, str(err))
-        return back(request)
+            while not closing.is_set():
+                changed.clear()
+                yield f"event: state\ndata: {json.dumps(runs.status())}\n\n"
+                while not changed.is_set() and not closing.is_set():
+                    try:
+                        await asyncio.wait_for(changed.wait(), KEEPALIVE_SECONDS)
+                    except asyncio.TimeoutError:
+                        yield ": keep-alive\n\n"
+        finally:
+            runs.unlisten(wake)
 
-    async def edit_delete(request: Request) -> Response:
-        form = await request.form()
-        kind, key = str(form.get("kind", "")), str(form.get("key", ""))
-        if runs.history.current().find(kind, key) is None:
-            return back(request, f"(edit): {kind}/{key}: no such object in the scenario")
-        runs.edit(Edit(f"delete {kind}/{key}", kind, key, None))
-        return back(request)
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
-    async def edit_node(request: Request) -> Response:
-        name = request.path_params["name"]
-        form = await request.form()
-        node = runs.history.current().find("Node", name)
-        if node is None:
-            return back(request, f"(edit): Node/{name}: the node is not in the scenario (created by a timed change?)")
-        manifest = to_manifest(node)
-        status = manifest.setdefault("status", {})
-        allocatable = dict(status.get("allocatable") or {})
-        changed = []
-        for field, value in form.items():
-            if not field.startswith("allocatable.") or not str(value).strip():
-                continue
-            resource, text = field.removeprefix("allocatable."), str(value).strip()
-            try:
-                to_scheduler_units(resource, text)
-            except (QuantityError, ValueError) as err:
-                return back(request, f"(edit): Node/{name}: status.allocatable.{resource}: {err}")
-            if allocatable.get(resource) != text:
-                allocatable[resource] = text
-                changed.append(f"{resource}={text}")
-        if "cordon" in form:
-            manifest.setdefault("spec", {})["unschedulable"] = form["cordon"] == "1"
-            changed.append("cordon" if form["cordon"] == "1" else "uncordon")
-        if not changed:
-            return back(request)
-        status["allocatable"] = allocatable
-        try:
-            runs.edit(Edit(f"Node/{name}: {', '.join(changed)}", "Node", name, manifest))
-        except InvalidManifest as err:
-            return back(request, str(err))
-        return back(request)
 
-    async def edit_config(request: Request) -> Response:
-        form = await request.form()
-        try:
-            runs.edit(config_edit(str(form.get("yaml", ""))))
-        except (ConfigError, PluginError) as err:
-            return back(request, str(err))
-        return back(request)
+GET, POST = ("GET",), ("POST",)
 
-    async def undo(request: Request) -> Response:
-        runs.undo()
-        return back(request)
-
-    async def redo(request: Request) -> Response:
-        runs.redo()
-        return back(request)
-
-    async def config_diff(request: Request) -> Response:
-        other = arg(request, "other")
-        outcome = runs.latest()
-        context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
-        try:
-            scenario = runs.history.current()
-            a = scheduler_configuration(scenario.config_dict())
-            profiles_a = effective_profiles(a, runs.registry)
-            if other:
-                b_config, b_text = other_configuration(other)
-                context["rows"] = side_by_side(profiles_a, effective_profiles(b_config, runs.registry))
-                if arg(request, "run") == "1" and outcome is not None:
-                    other_outcome = await run_in_threadpool(
-                        simulate, attrs.evolve(scenario, config_text=b_text), (), runs.registry, runs.seed,
-                        runs.start_time)
-                    context["metrics"] = compare(outcome.summary("A (current)"), other_outcome.summary(f"B ({other})"))
-            else:
-                context["rows"] = side_by_side(profiles_a, profiles_a)
-        except (ConfigError, PluginError, InvalidManifest) as err:
-            context["error"] = str(err)
-        return render(request, "config_diff.html", outcome, nav="config", **context)
-
-    async def export_html(request: Request) -> Response:
-        outcome = runs.latest()
-        if outcome is None:
-            return Response("no outcome yet", status_code=409)
-        text = await run_in_threadpool(html_report, outcome.sim, outcome.records, title)
-        return HTMLResponse(text, headers={"Content-Disposition": 'attachment; filename="kubesched-report.html"'})
-
-    async def export_bundle(request: Request) -> Response:
-        data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.latest())
-        return Response(data, media_type="application/zip",
-                        headers={"Content-Disposition": 'attachment; filename="kubesched-bundle.zip"'})
-
-    async def status(request: Request) -> Response:
-        return JSONResponse(runs.status())
-
-    async def events(request: Request) -> Response:
-        loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-
-        def wake() -> None:
-            loop.call_soon_threadsafe(changed.set)
-
-        async def stream():
-            runs.listen(wake)
-            try:
-                while not closing.is_set():
-                    changed.clear()
-                    yield f"event: state\ndata: {json.dumps(runs.status())}\n\n"
-                    while not changed.is_set() and not closing.is_set():
-                        try:
-                            await asyncio.wait_for(changed.wait(), KEEPALIVE_SECONDS)
-                        except asyncio.TimeoutError:
-                            yield ": keep-alive\n\n"
-            finally:
-                runs.unlisten(wake)
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-
-    routes = [
-        Route("/", cluster), Route("/node/{name}", node), Route("/pod/{namespace}/{name}", pod),
-        Route("/devices", devices), Route("/podgroups", podgroups), Route("/timeline", timeline),
-        Route("/timeline/state", timeline_state), Route("/whatif", whatif), Route("/panel/changes", changes),
-        Route("/edit/object", edit_object, methods=["POST"]), Route("/edit/delete", edit_delete, methods=["POST"]),
-        Route("/edit/node/{name}", edit_node, methods=["POST"]), Route("/edit/config", edit_config, methods=["POST"]),
-        Route("/undo", undo, methods=["POST"]), Route("/redo", redo, methods=["POST"]),
-        Route("/config", config_diff), Route("/export/report.html", export_html),
-        Route("/export/bundle.zip", export_bundle), Route("/api/status", status), Route("/events", events),
-        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
-    ]
-    return Starlette(routes=routes, middleware=[Middleware(ServerTiming)])
+#: (address, handler, methods): every page and edit of the application (``/static`` serves the files).
+ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
+    # the cluster
+    ("/", cluster, GET),
+    ("/node/{name}", node, GET),
+    ("/pod/{namespace}/{name}", pod, GET),
+    # devices, pod groups, the timeline
+    ("/devices", devices, GET),
+    ("/podgroups", podgroups, GET),
+    ("/timeline", timeline, GET),
+    ("/timeline/state", timeline_state, GET),
+    # what-if
+    ("/whatif", whatif, GET),
+    ("/panel/changes", changes, GET),
+    ("/edit/object", edit_object, POST),
+    ("/edit/delete", edit_delete, POST),
+    ("/edit/node/{name}", edit_node, POST),
+    ("/edit/config", edit_config, POST),
+    ("/undo", undo, POST),
+    ("/redo", redo, POST),
+    # config diff
+    ("/config", config_diff, GET),
+    # exports
+    ("/export/report.html", export_html, GET),
+    ("/export/bundle.zip", export_bundle, GET),
+    # the state
+    ("/api/status", status, GET),
+    ("/events", events, GET),
+]
 
 
 class ServerTiming:
@@ -356,12 +446,12 @@ class ServerTiming:
         await self.app(scope, receive, timed)
 
 
+def _number(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
 def _float(text: str, default: float) -> float:
     try:
         return float(text)
     except ValueError:
         return default
-
-
-def _quote(text: str) -> str:
-    return quote(text, safe="")

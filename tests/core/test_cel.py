@@ -522,13 +522,15 @@ def test_a_selector_that_grows_values_without_bound_stops_at_the_runtime_cost_li
 
 
 def test_a_selector_that_loops_too_long_stops_at_the_cost_limit(monkeypatch):
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_EVALUATION_SECONDS", 600.0)  # the cost alone
     assert ev(LOOPS)  # 8,000 iterations: within the budget
     monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_COST", 1_000)
     with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
         ev(LOOPS)
 
 
-def test_inside_abort_when_an_evaluation_stops_once_the_deadline_passed():
+def test_inside_abort_when_an_evaluation_stops_once_the_deadline_passed(monkeypatch):
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_EVALUATION_SECONDS", 600.0)  # the deadline alone
     checks = []
 
     def deadline() -> bool:
@@ -538,3 +540,26 @@ def test_inside_abort_when_an_evaluation_stops_once_the_deadline_passed():
     with cel.abort_when(deadline), pytest.raises(cel.EvaluationAborted, match="deadline exceeded"):
         ev(LOOPS)
     assert ev(LOOPS)  # outside the block: no deadline
+
+
+#: 16 x 16 x 16 x 16 iterations: under the static estimate, seconds for this interpreter
+NESTED_16 = "".join(f"[{', '.join(map(str, range(16)))}].all(x{i}, " for i in range(4)) + "true" + ")" * 4
+
+
+def test_a_selector_the_estimate_admits_stops_at_the_evaluation_time_limit(monkeypatch):
+    assert cel.compile(NESTED_16)
+    monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_EVALUATION_SECONDS", 0.02)
+    with pytest.raises(CelRuntimeError, match=r"operation cancelled: evaluation time limit exceeded \(0.02s\)"):
+        ev(NESTED_16)
+
+
+def test_the_callers_deadline_stops_an_evaluation_inside_nested_loops():
+    calls = []
+
+    def deadline() -> bool:
+        calls.append(1)
+        return True
+
+    with cel.abort_when(deadline), pytest.raises(cel.EvaluationAborted):
+        ev(NESTED_16)
+    assert len(calls) == 1  # the first look at the deadline, deep inside the loops, stopped it

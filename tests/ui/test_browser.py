@@ -137,3 +137,33 @@ def test_the_podgroups_page_of_a_waiting_gang_and_the_timeline_charts_render(bro
         assert "At T = +90.0s" in browser.find_element(By.ID, "state").text
         browser.save_screenshot(str(_shots(tmp_path) / "ui-timeline.png"))
         assert _errors(browser) == []
+
+
+def test_the_config_diff_shows_a_disabled_gangscheduling_under_each_of_its_extension_points(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from kubesched.core.framework.hookspecs import EXTENSION_POINTS
+    from kubesched.core.framework.registry import Registry, extension_points
+
+    config = tmp_path / "no-gangs.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                      "profiles:\n- schedulerName: default-scheduler\n"
+                      "  plugins: {multiPoint: {disabled: [{name: GangScheduling}]}}\n")
+    gang_points = extension_points(Registry.discover().get("GangScheduling"))
+    assert {"preEnqueue", "placementFeasible"} <= set(gang_points)
+    with serving([ROOT / "examples/gangs"]) as (_, server):
+        browser.get(server.url + "config")
+        box = browser.find_element(By.NAME, "other")
+        box.send_keys(str(config))
+        box.submit()
+        rows = {}
+        for row in browser.find_elements(By.CSS_SELECTOR, "table.config-diff tr")[1:]:
+            cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            rows[cells[1]] = (cells[2], cells[3], "differs" in (row.get_attribute("class") or ""))
+        assert [point for point in rows if point in EXTENSION_POINTS] == list(EXTENSION_POINTS)
+        for point in EXTENSION_POINTS:
+            a, b, differs = rows[point]
+            assert differs == (point in gang_points), point
+            assert ("GangScheduling" in a, "GangScheduling" in b) == (point in gang_points, False), point
+        browser.save_screenshot(str(_shots(tmp_path) / "ui-config-diff.png"))
+        assert _errors(browser) == []

@@ -444,6 +444,8 @@ class PodSpec:
     resource_claims: tuple[PodResourceClaim, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_group: PodSchedulingGroup | None = None
+    #: pod-level ``requests``/``limits`` (KEP-2837, PodLevelResources): cpu, memory and hugepages-* only
+    resources: ResourceRequirements | None = None
     extra: dict[str, Any] = _extra()
 
     def __attrs_post_init__(self):
@@ -489,9 +491,27 @@ class PodExtendedResourceClaimStatus:
 
 
 @frozen
+class ContainerStatus:
+    """core/v1 ContainerStatus, the parts in-place resize (KEP-1287) writes: ``allocated_resources`` (what the
+    kubelet admitted, scheduler units) and ``resources`` (what the runtime applied); the rest in ``extra``."""
+
+    name: str = ""
+    allocated_resources: dict[str, int] = _quantities()
+    resources: ResourceRequirements | None = None
+    extra: dict[str, Any] = _extra()
+
+
+#: Pod condition types of an in-place resize (upstream ``v1.PodResizePending`` / ``v1.PodResizeInProgress``).
+POD_RESIZE_PENDING, POD_RESIZE_IN_PROGRESS = "PodResizePending", "PodResizeInProgress"
+#: ``PodResizePending`` reasons: the node can never hold the resize / cannot hold it now.
+RESIZE_INFEASIBLE, RESIZE_DEFERRED = "Infeasible", "Deferred"
+
+
+@frozen
 class PodStatus:
-    """core/v1 PodStatus: phase, conditions, ``nominatedNodeName`` and the DRA claim statuses; times are seconds
-    since the epoch."""
+    """core/v1 PodStatus: phase, conditions, ``nominatedNodeName``, the DRA claim statuses and what in-place
+    resize reports (container statuses; pod-level ``allocatedResources`` and ``resources``, scheduler units);
+    times are seconds since the epoch."""
 
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
@@ -499,6 +519,10 @@ class PodStatus:
     start_time: float | None = _time()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    allocated_resources: dict[str, int] = _quantities()
+    resources: ResourceRequirements | None = None
     extra: dict[str, Any] = _extra()
 
 
@@ -561,6 +585,8 @@ class NodeStatus:
     allocatable: dict[str, int] = _quantities()
     conditions: tuple[NodeCondition, ...] = ()
     images: tuple[ContainerImage, ...] = ()
+    #: the features the kubelet declares (KEP-5328, NodeDeclaredFeatures), sorted names
+    declared_features: tuple[str, ...] = ()
     extra: dict[str, Any] = _extra()
 
 

@@ -23,6 +23,13 @@ import attrs
 from ..quantity import format_quantity
 from .convert import printable
 from .core_v1 import Container, Namespace, Node, Pod
+from .resource_helpers import (
+    HUGEPAGES_PREFIX,
+    is_supported_pod_level_resource,
+    pod_level_requests,
+    pod_limits,
+    pod_requests,
+)
 from .resource_v1 import ResourceClaim
 from .scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 
@@ -167,6 +174,8 @@ def _pod(pod: Pod) -> list[str]:
                 out.append(f"{where}.name: Duplicate value: {_q(container.name)}")
             seen.add(container.name)
             out += _resources(where, container) + _ports(where, container)
+    if spec.resources is not None:
+        out += _pod_level_resources(pod)
     for i, toleration in enumerate(spec.tolerations):
         where = f"spec.tolerations[{i}]"
         if toleration.key:
@@ -248,6 +257,63 @@ def _resources(where: str, container: Container) -> list[str]:
                        f"{name} limit of {limit}")
     return out
 
+
+def _pod_level_resources(pod: Pod) -> list[str]:
+    """Upstream ``validatePodResources`` (KEP-2837): only cpu, memory and
+    hugepages-* at pod level, none negative, requests within limits (hugepages
+    equal to them), hugepages only with a cpu or memory limit; the pod-level
+    requests cover the containers' aggregate requests, a pod-level hugepages
+    limit their aggregate limits, and no container limits more than the pod."""
+    spec = pod.spec
+    resources = spec.resources
+    assert resources is not None
+    path = "spec.resources"
+    if str((spec.extra.get("os") or {}).get("name", "")).lower() == "windows":
+        return [f"{path}: Forbidden: pod-level resources are not supported for Windows pods"]
+    out = []
+    requests, limits = resources.requests, resources.limits
+    supported = ", ".join(_q(name) for name in sorted(("cpu", "memory", HUGEPAGES_PREFIX)))
+    for kind, amounts in (("limits", limits), ("requests", requests)):
+        for name, amount in sorted(amounts.items()):
+            where = f"{path}.{kind}[{name}]"
+            if not is_supported_pod_level_resource(name):
+                out.append(f"{where}: Unsupported value: {_q(name)}: supported values: {supported}")
+            if amount < 0:
+                out.append(f"{where}: Invalid value: {_q(format_quantity(name, amount))}: "
+                           "must be greater than or equal to 0")
+    for name, amount in sorted(requests.items()):
+        limit = limits.get(name)
+        shown = _q(format_quantity(name, amount))
+        if limit is None:
+            if name.startswith(HUGEPAGES_PREFIX):
+                out.append(f"{path}.limits: Required value: Limit must be set for non overcommitable resources")
+        elif name.startswith(HUGEPAGES_PREFIX) and amount != limit:
+            out.append(f"{path}.requests: Invalid value: {shown}: must be equal to {name} limit of "
+                       f"{format_quantity(name, limit)}")
+        elif amount > limit:
+            out.append(f"{path}.requests: Invalid value: {shown}: must be less than or equal to {name} limit of "
+                       f"{format_quantity(name, limit)}")
+    if any(n.startswith(HUGEPAGES_PREFIX) for n in limits) and not ({"cpu", "memory"} & set(limits)):
+        out.append(f"{path}.limits: Forbidden: HugePages require cpu or memory")
+    effective = pod_level_requests(pod)
+    for name, aggregate in sorted(pod_requests(pod, use_status=False, pod_level=False,
+                                               exclude_overhead=True).items()):
+        if name in effective and aggregate > effective[name]:
+            out.append(f"{path}.requests[{name}]: Invalid value: {_q(format_quantity(name, effective[name]))}: "
+                       f"must be greater than or equal to aggregate container requests of "
+                       f"{format_quantity(name, aggregate)}")
+    for name, aggregate in sorted(pod_limits(pod, pod_level=False).items()):
+        if name.startswith(HUGEPAGES_PREFIX) and name in limits and aggregate > limits[name]:
+            out.append(f"{path}.limits[{name}]: Invalid value: {_q(format_quantity(name, limits[name]))}: "
+                       f"must be greater than or equal to aggregate container limits of "
+                       f"{format_quantity(name, aggregate)}")
+    for index, container in enumerate(spec.containers):
+        for name, limit in sorted(container.resources.limits.items()):
+            if name in limits and limit > limits[name]:
+                out.append(f"{path}.containers[{index}][{name}].limits: Invalid value: "
+                           f"{_q(format_quantity(name, limit))}: must be less than or equal to pod limits of "
+                           f"{format_quantity(name, limits[name])}")
+    return out
 
 
 # --- scheduling.k8s.io Workload, PodGroup, CompositePodGroup (declarative +k8s: rules) -------------

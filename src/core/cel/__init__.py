@@ -63,7 +63,10 @@ evaluation has a cost budget (:data:`MAX_COST`, upstream's 1,000,000) counted
 in the estimate's units (one per operation and iteration, one per ten
 characters or elements produced), so an accepted selector never runs out of
 it; over it, evaluation stops with cel-go's "operation cancelled: actual cost
-limit exceeded"; inside :func:`abort_when` it also stops when the caller's
+limit exceeded".  As this interpreter is ~1,000x slower per unit than cel-go,
+each evaluation is also bounded in wall-clock time
+(:data:`MAX_EVALUATION_SECONDS`, 1 s: "operation cancelled: evaluation time
+limit exceeded (1s)", a runtime error too); inside :func:`abort_when` it also stops when the caller's
 deadline passes (:class:`EvaluationAborted`).  Not implemented: cel-go's static
 overload resolution, the Kubernetes URL/IP/CIDR/authz/format-of-time libraries
 and two-variable comprehensions.
@@ -75,7 +78,9 @@ from .evaluator import (
     COMPILE_CACHE_SIZE,
     COST_LIMIT_EXCEEDED,
     MAX_COST,
+    MAX_EVALUATION_SECONDS,
     MAX_EXPRESSION_LENGTH,
+    TIME_LIMIT_EXCEEDED,
     CelDevice,
     CompiledSelector,
     EvaluationAborted,
@@ -90,6 +95,8 @@ __all__ = [
     "COST_LIMIT_EXCEEDED",
     "EvaluationAborted",
     "MAX_COST",
+    "MAX_EVALUATION_SECONDS",
+    "TIME_LIMIT_EXCEEDED",
     "abort_when",
     "MAX_EXPRESSION_LENGTH",
     "CelCompileError",

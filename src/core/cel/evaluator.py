@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import logging
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Protocol
 
@@ -37,6 +38,17 @@ MAX_COST = 1_000_000
 MAX_NESTING = 250
 #: The error of an evaluation over :data:`MAX_COST` (cel-go's message).
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+#: Wall-clock seconds one evaluation may take, beside :data:`MAX_COST` (read at each evaluation, so it
+#: can be changed at run time).  Calibrated to this interpreter: it spends about 170 microseconds per
+#: cost unit (measured on nested ``.all`` loops at machine factor 1.2), some 1,000 times cel-go's
+#: time, so a selector the static estimate admits (up to 1,000,000 units) could run for minutes here
+#: where cel-go spends a fraction of a second on its whole budget.  One second is ~6,000 units here
+#: (a 32 x 32 loop over a device's attributes fits); past it the evaluation stops with
+#: :data:`TIME_LIMIT_EXCEEDED`, a runtime error like the cost limit's (remembered per device content
+#: by the selector cache, so it is paid once).
+MAX_EVALUATION_SECONDS = 1.0
+#: The error of an evaluation over :data:`MAX_EVALUATION_SECONDS` (kubesched's; cel-go's cancellation wording).
+TIME_LIMIT_EXCEEDED = "operation cancelled: evaluation time limit exceeded"
 
 #: Entries kept by the compiled-expression cache (upstream's scheduler keeps only 10).
 COMPILE_CACHE_SIZE = 1024
@@ -63,13 +75,17 @@ class _CostLimitExceeded(Exception):
     """Raised through the interpreter when an evaluation spends its :data:`MAX_COST`."""
 
 
+class _TimeLimitExceeded(Exception):
+    """Raised through the interpreter when an evaluation runs past :data:`MAX_EVALUATION_SECONDS`."""
+
+
 class EvaluationAborted(Exception):
     """An evaluation stopped because the caller's deadline (:func:`abort_when`)
     passed: not a property of the device, so never remembered as a result."""
 
 
-#: Evaluation steps between two looks at the deadline (a clock read costs more than a step).
-DEADLINE_CHECK_STEPS = 1024
+#: Evaluation steps between two looks at the clocks (a step takes tens of microseconds).
+DEADLINE_CHECK_STEPS = 256
 _deadline: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("cel_deadline", default=None)
 
 
@@ -87,15 +103,20 @@ def abort_when(deadline: Callable[[], bool] | None) -> Iterator[None]:
 
 
 class _Budget:
-    """What is left of one evaluation's cost (shared by the macro sub-evaluators)
-    and the caller's deadline, if any."""
+    """What is left of one evaluation's cost (shared by the macro sub-evaluators),
+    when its time is up (``time.monotonic()`` seconds) and the caller's
+    deadline, if any."""
 
-    __slots__ = ("left", "deadline", "steps")
+    __slots__ = ("left", "deadline", "steps", "next_check", "ends")
 
-    def __init__(self, left: int, deadline: Callable[[], bool] | None = None):
+    def __init__(self, left: int, deadline: Callable[[], bool] | None = None, seconds: float = float("inf")):
         self.left = left
         self.deadline = deadline
         self.steps = 0
+        #: the step count at which the clocks are read next (steps are counted before a node's children
+        #: and checked after them, so a check is due once the count reaches this, not at exact multiples)
+        self.next_check = DEADLINE_CHECK_STEPS
+        self.ends = time.monotonic() + seconds
 
 
 #: parse-tree nodes that cost one unit each (as the estimate counts them), operator chains one per operator,
@@ -140,8 +161,12 @@ class _Evaluator(Evaluator):
             budget.left -= -(-len(result) // _CHARS_PER_UNIT)
         if budget.left < 0:
             raise _CostLimitExceeded
-        if budget.deadline is not None and not budget.steps % DEADLINE_CHECK_STEPS and budget.deadline():
-            raise EvaluationAborted("filter operation aborted: deadline exceeded")
+        if budget.steps >= budget.next_check:
+            budget.next_check = budget.steps + DEADLINE_CHECK_STEPS
+            if time.monotonic() > budget.ends:
+                raise _TimeLimitExceeded
+            if budget.deadline is not None and budget.deadline():
+                raise EvaluationAborted("filter operation aborted: deadline exceeded")
         return result
 
     def _logical(self, tree: lark.Tree, absorbing: bool, operator: str) -> Any:
@@ -322,17 +347,22 @@ class CompiledSelector:
 
         Raises :class:`CelRuntimeError` for an evaluation error (``no such key:
         model``, ``no such overload: ...``), an evaluation over :data:`MAX_COST`
-        (``operation cancelled: actual cost limit exceeded``) and for a result
+        (``operation cancelled: actual cost limit exceeded``), one that runs past
+        :data:`MAX_EVALUATION_SECONDS` (``operation cancelled: evaluation time
+        limit exceeded (1s)``) and for a result
         that is not a bool (``CEL result of type string could not be converted
         to bool``).
         """
         self.evaluations += 1
         evaluator = _Evaluator(self._ast, self._activation)
-        evaluator.budget = _Budget(MAX_COST, _deadline.get())
+        limit = MAX_EVALUATION_SECONDS
+        evaluator.budget = _Budget(MAX_COST, _deadline.get(), limit)
         try:
             result = evaluator.evaluate({_DEVICE_VAR: device.cel_value})
         except _CostLimitExceeded:
             raise CelRuntimeError(COST_LIMIT_EXCEEDED, self.expression) from None
+        except _TimeLimitExceeded:
+            raise CelRuntimeError(f"{TIME_LIMIT_EXCEEDED} ({limit:g}s)", self.expression) from None
         except CELEvalError as err:
             raise CelRuntimeError(_error_text(err), self.expression) from None
         except RecursionError:

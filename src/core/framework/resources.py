@@ -1,19 +1,29 @@
-"""What a pod asks of a node: upstream's pod request arithmetic.
+"""What a pod asks of a node, as the scheduler counts it.
 
-Requests are ``dict[str, int]`` in scheduler units (milli-CPU, bytes, counts).
-The rules mirror ``k8s.io/component-helpers/resource.PodRequests``:
-a container without a request for a resource it limits requests its limit
-(API defaulting); app containers and sidecars (init containers with
-``restartPolicy: Always``) add up; each regular init container needs its own
-requests plus the sidecars started before it, and the pod needs the larger of
-that and the running total; pod overhead is added last.
+The arithmetic is the API's (:mod:`kubesched.core.api.resource_helpers`,
+upstream ``k8s.io/component-helpers/resource``), re-exported here for plugins;
+this module adds the resource names the scheduler treats as native and the
+non-zero defaults scoring counts for a container that requests no cpu or
+memory.
 """
 
 from __future__ import annotations
 
-from ..api.core_v1 import Container, Pod
+from ..api.core_v1 import Pod
+from ..api.resource_helpers import (  # noqa: F401 - the plugin API reads them here
+    CPU,
+    HUGEPAGES_PREFIX,
+    MEMORY,
+    container_requests,
+    is_pod_resize_deferred,
+    is_pod_resize_infeasible,
+    is_supported_pod_level_resource,
+    pod_level_requests,
+    pod_limits,
+    pod_requests,
+)
 
-CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+EPHEMERAL_STORAGE, PODS = "ephemeral-storage", "pods"
 #: The resources that are neither extended nor scalar (upstream ``IsNativeResource`` for these names)
 NATIVE_RESOURCES = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 
@@ -21,60 +31,6 @@ NATIVE_RESOURCES = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 #: (upstream DefaultMilliCPURequest = 100m, DefaultMemoryRequest = 200Mi).
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
-
-
-def container_requests(container: Container, non_missing: dict[str, int] | None = None) -> dict[str, int]:
-    """One container's requests; limits stand in for missing requests; with
-    ``non_missing`` those defaults fill resources still missing."""
-    requests = container.resources.requests
-    limits = container.resources.limits
-    if limits:
-        merged = dict(limits)
-        merged.update(requests)
-        requests = merged
-    if non_missing:
-        requests = {**non_missing, **requests}
-    return requests
-
-
-def _add(total: dict[str, int], more: dict[str, int]) -> None:
-    for name, amount in more.items():
-        total[name] = total.get(name, 0) + amount
-
-
-def _max(total: dict[str, int], other: dict[str, int]) -> None:
-    for name, amount in other.items():
-        if amount > total.get(name, 0):
-            total[name] = amount
-
-
-def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None) -> dict[str, int]:
-    """Total requests of ``pod`` in scheduler units, overhead included.
-
-    ``non_missing`` (e.g. ``{"cpu": 100, "memory": 200Mi}``) gives defaults for
-    containers that request nothing of a resource, as scoring does upstream.
-    """
-    spec = pod.spec
-    total: dict[str, int] = {}
-    for container in spec.containers:
-        _add(total, container_requests(container, non_missing))
-    if spec.init_containers:
-        sidecars: dict[str, int] = {}
-        init_peak: dict[str, int] = {}
-        for container in spec.init_containers:
-            requests = container_requests(container, non_missing)
-            if container.restart_policy == "Always":
-                _add(total, requests)
-                _add(sidecars, requests)
-                needed = sidecars
-            else:
-                needed = dict(requests)
-                _add(needed, sidecars)
-            _max(init_peak, needed)
-        _max(total, init_peak)
-    if spec.overhead:
-        _add(total, spec.overhead)
-    return total
 
 
 #: What scoring counts for a container that requests no cpu or memory (upstream's non-zero requests).
@@ -86,3 +42,12 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
     request none: what scoring plugins count a pod as."""
     requests = pod_requests(pod, NON_ZERO_DEFAULTS)
     return requests.get(CPU, 0), requests.get(MEMORY, 0)
+
+
+def pod_scaled_down(old: Pod, new: Pod) -> bool:
+    """``new`` counts less of some resource than ``old`` did, or none of one it
+    counted (an in-place resize: its spec, or what its status says the kubelet
+    allocated or applied): upstream ``extractPodScaleDown``, the
+    ``UpdatePodScaleDown`` event."""
+    before, after = pod_requests(old), pod_requests(new)
+    return any(name not in after or after[name] < amount for name, amount in before.items())

@@ -11,7 +11,7 @@ from ...core.api import from_manifest
 from ...core.api.meta import Condition
 from ...core.api.resource_v1 import AllocatedDeviceStatus
 from ...core.cluster.client import Conflict
-from ...core.dra.allocator.allocator import AllocatedState, Allocator
+from ...core.dra.allocator import AllocatedState, Allocator
 from ...core.dra.claims import allocated_results
 from ...core.dra.selectors import SelectorCache
 from ..errors import PerfConfigError, WorkloadFailed

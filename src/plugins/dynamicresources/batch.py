@@ -26,8 +26,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
-from kubesched.core.dra.allocator import capacity
-from kubesched.core.dra.allocator.allocator import AllocationError, Allocator
+from kubesched.core.dra.allocator import AllocationError, Allocator, capacity
 
 from ...core.api.resource_v1 import ALLOCATION_RESULTS_MAX_SIZE, ResourceClaim
 

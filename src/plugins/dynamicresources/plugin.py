@@ -34,14 +34,16 @@
   every other cycle); Unreserve undoes that and drops the pod from
   ``reservedFor``.
 - PreBind: writes the finalizer, ``status.allocation`` and the pod in
-  ``status.reservedFor`` through the cluster client, retrying on conflicts.
+  ``status.reservedFor`` through the cluster client, retrying on conflicts,
+  and waits for the devices' binding conditions (:mod:`.binding`, which also
+  holds Unreserve's write).
 - PreFilter AddPod/RemovePod: a preemption dry run that removes every
   consumer of a claim frees its devices.
 """
 
 from __future__ import annotations
 
-import functools
+import time
 from typing import Any
 
 import attrs
@@ -57,7 +59,6 @@ from kubesched import (
     ClusterEventWithHint,
     Code,
     ConfigError,
-    PreBindWait,
     QueueingHint,
     Status,
     hookimpl,
@@ -73,20 +74,17 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaimConsumerReference,
 )
 from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_key
-from kubesched.core.cluster.assume_cache import AssumeError
-from kubesched.core.cluster.client import ApiError, retry_on_conflict
-from kubesched.core.cluster.patch import patch_status
-from kubesched.core.dra.allocated_devices import conflicting_claims
-from kubesched.core.dra.allocator.allocator import (
+from kubesched.core.cluster.client import ApiError
+from kubesched.core.dra.allocator import (
     INVALID_POOLS,
     AllocatedState,
     AllocationError,
     AllocationTimeout,
     Allocator,
+    within_deadline,
 )
 from kubesched.core.dra.claims import (
     ClaimNameError,
-    allocated_results,
     claim_name,
     group_claim_name,
     group_reference,
@@ -100,7 +98,8 @@ from kubesched.core.dra.manager import PLANNED_ALLOCATIONS_KEY, PlannedAllocatio
 from kubesched.core.dra.selectors import SelectorCache
 
 from .batch import DeviceColumns, Feasible
-from .extended import ExtendedResourceClaim, claim_to_create, extended_resource_claim, record_in_pod
+from .binding import BindError, ClaimBinder
+from .extended import ExtendedResourceClaim, extended_resource_claim
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -108,19 +107,25 @@ STATE_KEY = NAME
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
-#: PreBind polls the binding conditions this often (seconds), as upstream
-BINDING_POLL_INTERVAL = 5.0
-BINDING_TIMED_OUT = "binding timeout: the binding conditions of the allocated devices were not met in time"
 _CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
+_TIMED_OUT_STATUS = Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
 
 
 @frozen
 class DynamicResourcesArgs:
     """Upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration, default
-    10s; 0 disables it) bounds how long Filter may search for an allocation on
-    one node; ``bindingTimeout`` (default 10m, at least 1s) how long PreBind
-    waits for the binding conditions of the pod's devices.  Both are measured
-    on the scheduler's clock."""
+    10s; 0 disables it) bounds how long Filter may search for allocations;
+    ``bindingTimeout`` (default 10m, at least 1s) how long PreBind waits for
+    the binding conditions of the pod's devices, on the scheduler's clock.
+
+    filterTimeout is wall-clock time (it bounds computing, which a
+    simulation's fake clock does not see) and counts from the pod's first
+    Filter call in a scheduling cycle, batch Filter included: upstream bounds
+    each Filter call and runs 16 in parallel; here Filter calls run one
+    after another on the scheduling loop, so a per-node bound would let a
+    slow selector hold every other pod for filterTimeout times the nodes.
+    Past it, every node answers Unschedulable "timed out trying to allocate
+    devices" at once."""
 
     filter_timeout: str = "10s"
     binding_timeout: str = "10m"
@@ -181,6 +186,10 @@ class _State:
     shared: set[int] = field(factory=set)
     joined: set[int] = field(factory=set)
     bound: set[int] = field(factory=set)
+    #: when this cycle's filterTimeout runs out (``time.monotonic()`` seconds; None: Filter not called yet)
+    filter_ends: float | None = None
+    #: the batch Filter ran out of filterTimeout: every node timed out
+    timed_out: bool = False
 
     def consumer(self, index: int, pod) -> ResourceClaimConsumerReference:
         """Who claim ``index`` is reserved for: the PodGroup for a shared claim, else the pod."""
@@ -220,6 +229,7 @@ class DynamicResources:
         self.dra = handle.dra
         self.filter_timeout = args.filter_timeout_seconds
         self.binding_timeout = args.binding_timeout_seconds
+        self.binder = ClaimBinder(handle)
         self.selectors = SelectorCache()
         #: devices taken by allocated and in-flight claims (the DRA manager's, kept current)
         self.allocated = self.dra.allocated
@@ -497,15 +507,13 @@ class DynamicResources:
             if row is not None and row < len(data.feasible.rows):
                 return None if data.feasible.rows[row] else _CANNOT_ALLOCATE
         to_allocate = self._to_allocate(data, node)
-        deadline = None
-        if self.filter_timeout > 0:
-            clock = self.handle.clock
-            end = clock.now() + self.filter_timeout
-            deadline = lambda: clock.now() > end  # noqa: E731
+        deadline = self._filter_deadline(data)
+        if data.timed_out or (deadline is not None and deadline()):
+            return _TIMED_OUT_STATUS
         try:
             results = data.allocator.allocate(node, to_allocate, deadline=deadline)
         except AllocationTimeout:
-            return Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
+            return _TIMED_OUT_STATUS
         except AllocationError as err:
             return Status(Code.ERROR, (str(err),), error=err)
         if results is None or len(results) != len(to_allocate):
@@ -523,6 +531,8 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None:
             return np.ones(len(rows), dtype=bool)
+        if data.timed_out:
+            return np.zeros(len(rows), dtype=bool)
         if data.allocator is None or len(data.to_allocate) != 1 or data.owns_allocated:
             return None
         if data.extended is not None and any((table.allocatable(name) > 0).any() for name in data.extended.resources):
@@ -533,7 +543,12 @@ class DynamicResources:
         columns = self._device_columns(table)
         if columns is None:
             return None
-        feasible = columns.feasible(data.allocator, data.claims[data.to_allocate[0]])
+        try:
+            with within_deadline(self._filter_deadline(data)):
+                feasible = columns.feasible(data.allocator, data.claims[data.to_allocate[0]])
+        except AllocationTimeout:
+            data.timed_out = True
+            return np.zeros(len(rows), dtype=bool)
         if feasible is None:
             return None
         data.feasible = feasible
@@ -543,6 +558,8 @@ class DynamicResources:
     def filter_batch_status(self, state, pod, table, rows):
         """The batch Filter's rejections (all "cannot allocate all claims"), or None."""
         data: _State | None = state.get(STATE_KEY)
+        if data is not None and data.timed_out:
+            return np.zeros(len(rows), dtype=np.int64), [_TIMED_OUT_STATUS]
         if data is not None and data.feasible is not None and not data.owns_allocated:
             feasible = data.feasible.rows[rows]  # this cycle's batch Filter already judged every node
         else:
@@ -550,6 +567,15 @@ class DynamicResources:
         if feasible is None:
             return None
         return np.where(feasible, -1, 0), [_CANNOT_ALLOCATE]
+
+    def _filter_deadline(self, data: _State):
+        """The check of this cycle's filterTimeout (started at the first call), or None when it is 0."""
+        if self.filter_timeout <= 0:
+            return None
+        if data.filter_ends is None:
+            data.filter_ends = time.monotonic() + self.filter_timeout
+        ends = data.filter_ends
+        return lambda: time.monotonic() > ends
 
     def _device_columns(self, table) -> DeviceColumns | None:
         """The batch columns for ``table``, built when slices, classes, taint rules
@@ -730,7 +756,7 @@ class DynamicResources:
                     continue
             if any(ref.uid == consumer.uid for ref in current.status.reserved_for):
                 try:
-                    self._drop_reservation(current, consumer.uid, deallocate=index in data.shared)
+                    self.binder.drop_reservation(current, consumer.uid, deallocate=index in data.shared)
                 except ApiError:
                     pass  # upstream only logs: the claim controller drops stale reservations
 
@@ -739,25 +765,6 @@ class DynamicResources:
         state = self.handle.pod_groups.state(group.key)
         return any(member.metadata.uid != pod.metadata.uid and not is_pod_done(member)
                    for member in state.assigned_pods() + state.assumed_pods())
-
-    def _drop_reservation(self, claim: ResourceClaim, uid: str, deallocate: bool = False) -> None:
-        """Remove consumer ``uid`` (a pod, or a PodGroup) from ``reservedFor``
-        with a strategic-merge patch of the claim's status and its UID as
-        precondition (upstream's Unreserve: a ``$patch: delete`` of the entry).
-        A claim nobody else uses is deallocated too (allocation and device
-        status cleared, on the resourceVersion read, so no reservation made
-        meanwhile is lost) when ``deallocate`` (a PodGroup's claim whose group
-        failed) or when its devices have binding conditions (binding failed or
-        timed out, so the devices go back)."""
-        def attempt(current: ResourceClaim) -> ResourceClaim:
-            kept = tuple(ref for ref in current.status.reserved_for if ref.uid != uid)
-            status = attrs.evolve(current.status, reserved_for=kept)
-            if not kept and (deallocate or binding_conditions(current)):
-                status = attrs.evolve(status, allocation=None, devices=())
-                return patch_status(self.handle.cluster, current, status, current.metadata.resource_version)
-            return patch_status(self.handle.cluster, current, status)
-
-        retry_on_conflict(self.handle.cluster, claim, attempt)
 
     # --- PreBind -------------------------------------------------------------------------
 
@@ -771,162 +778,21 @@ class DynamicResources:
             if any(ref.uid == consumer.uid for ref in claim.status.reserved_for):
                 data.bound.add(index)
                 continue
+            allocation = data.allocations.get(index)
             try:
                 if data.extended is not None and index == data.extended.index:
-                    self._create_extended_claim(data, data.extended, pod)
+                    written = self.binder.create_extended_claim(data.extended, allocation, pod)
+                    if written is not None:
+                        data.claims[index] = written
                 else:
-                    data.claims[index] = self._bind_claim(data, index, pod, consumer)
-            except (ApiError, _BindError) as err:
+                    data.claims[index] = self.binder.bind_claim(claim, allocation, index in data.shared, pod, consumer)
+            except (ApiError, BindError) as err:
                 return Status(Code.ERROR, (str(err),), error=err)
             data.bound.add(index)
-        conflict = self._device_conflict(data, pod)
+        conflict = self.binder.device_conflict(pod, [(claim, data.allocations.get(index), data.consumer(index, pod).uid)
+                                                     for index, claim in enumerate(data.claims)])
         if conflict is not None:
             return conflict
-        waiting = [claim for claim in data.claims if binding_conditions(claim)]
-        if not waiting:
-            return None
-        self.handle.recorder.event(pod, "Normal", "BindingConditionsPending", "Scheduling",
-                                   f"waiting for binding conditions of devices on node {node_name}")
-        return PreBindWait(lambda: self._binding_state([c.key for c in waiting]), self.binding_timeout,
-                           BINDING_POLL_INTERVAL, BINDING_TIMED_OUT)
+        return self.binder.wait_for_binding_conditions(pod, node_name, data.claims, self.binding_timeout)
 
-    def _device_conflict(self, data: _State, pod) -> Status | None:
-        """Never bind a pod whose claim, as PreBind left it, holds a device
-        that another claim in use (reserved for another consumer) holds too:
-        what a deposed leader's late allocation write leaves behind (it may
-        have allocated and reserved the claim for this very pod meanwhile).
-        The claim in use keeps the device; the pod fails its binding cycle
-        (Unschedulable; Unreserve drops its reservation), the ResourceClaim
-        controller withdraws the allocation no running pod uses, and the pod is
-        allocated again.  A Warning Event names both claims and the device."""
-        for index, claim in enumerate(data.claims):
-            allocation = claim.status.allocation
-            if allocation is None:
-                continue
-            if data.allocations.get(index) == allocation:
-                continue  # this cycle's allocation, from devices known free (a later stray write is withdrawn)
-            consumer = data.consumer(index, pod).uid
-            for other, device in conflicting_claims(claim, self.dra.allocated_claims()):
-                if not any(ref.uid != consumer for ref in other.status.reserved_for):
-                    continue  # not in use: the controller withdraws that one
-                message = (f"device {device} of claim {claim.key} is also allocated to claim {other.key}, "
-                           f"which is in use: not binding until claim {claim.key} is allocated again")
-                self.handle.recorder.event(pod, "Warning", "DeviceAllocatedTwice", "Binding", message)
-                return Status.unschedulable(message)
-        return None
-
-    def _binding_state(self, claim_keys: list[str]) -> Status | None:
-        """None once every binding condition of every device is True in the
-        claims' ``status.devices``; an Error naming the device when one of its
-        binding failure conditions is True; Wait otherwise."""
-        pending = False
-        for key in claim_keys:
-            namespace, _, name = key.partition("/")
-            claim = self.dra.get_claim(namespace, name)
-            if claim is None or claim.status.allocation is None:
-                return Status(Code.ERROR, (f"claim {key} lost its allocation while waiting for binding conditions",))
-            conditions = device_conditions(claim)
-            for result, wanted, failures in binding_conditions(claim):
-                true = conditions.get((result.driver, result.pool, result.device), set())
-                failed = sorted(true & set(failures))
-                if failed:
-                    return Status(Code.ERROR, (f"claim {key}: device {result.driver}/{result.pool}/{result.device}: "
-                                               f"binding failure condition {failed[0]} is true",))
-                pending = pending or not set(wanted) <= true
-        return Status(Code.WAIT) if pending else None
-
-    def _create_extended_claim(self, data: _State, extended: ExtendedResourceClaim, pod) -> None:
-        """Create the pod's extended-resource claim (owned by the pod, annotated
-        ``resource.kubernetes.io/extended-resource-claim: "true"``), write its
-        allocation and the pod in ``reservedFor``, and record it in the pod's
-        ``status.extendedResourceClaimStatus``.  Nothing to do on a node that
-        serves the resources the classic way."""
-        allocation = data.allocations.get(extended.index)
-        if allocation is None or extended.chosen is None:
-            return
-        claim, mappings = extended.chosen
-        cluster = self.handle.cluster
-        uid = claim.metadata.uid
-        try:
-            created = cluster.create(claim_to_create(pod, claim))
-            extended.created = created
-            updated = cluster.update_status(attrs.evolve(created, status=attrs.evolve(
-                created.status, allocation=allocation, reserved_for=(pod_reference(pod),))))
-        except Exception:
-            self.handle.on_loop(lambda: self.dra.release_claim_pending_allocation(uid, pod.metadata.uid))
-            raise
-        extended.created = updated
-        data.claims[extended.index] = updated
-        self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
-        record_in_pod(cluster, pod, mappings, updated.metadata.name)
-
-    def _bind_claim(self, data: _State, index: int, pod, consumer: ResourceClaimConsumerReference) -> ResourceClaim:
-        """Upstream ``bindClaim``: finalizer (a normal update), then allocation and
-        ``consumer`` (the pod, or its PodGroup) in ``reservedFor`` (a status
-        update), retried on conflict with a fresh claim.  A PodGroup's claim
-        that another member recorded meanwhile (the same allocation, the group
-        already reserved) is left as it is."""
-        claim = data.claims[index]
-        allocation = data.allocations.get(index)
-        cluster = self.handle.cluster
-        where = f"{claim.metadata.namespace}/{claim.metadata.name}"
-
-        def attempt(current: ResourceClaim) -> ResourceClaim:
-            if current.metadata.deletion_timestamp is not None:
-                raise _BindError(f"claim {where} got deleted in the meantime")
-            if any(ref.uid == consumer.uid for ref in current.status.reserved_for):
-                return current  # a member of the pod's group reserved it for the group
-            if allocation is not None:
-                if current.status.allocation is not None:
-                    if index not in data.shared or current.status.allocation != allocation:
-                        raise _BindError(f"claim {where} got allocated elsewhere in the meantime")
-                else:
-                    if FINALIZER not in current.metadata.finalizers:
-                        current = cluster.update(evolve(current, metadata=evolve(
-                            current.metadata, finalizers=current.metadata.finalizers + (FINALIZER,))))
-                    current = evolve(current, status=evolve(current.status, allocation=allocation))
-            return cluster.update_status(evolve(current, status=evolve(
-                current.status, reserved_for=current.status.reserved_for + (consumer,))))
-
-        uid = claim.metadata.uid
-        try:
-            updated = retry_on_conflict(cluster, claim, attempt)
-        except Exception:
-            if allocation is not None:
-                self.handle.on_loop(lambda: self.dra.release_claim_pending_allocation(uid, pod.metadata.uid))
-            raise
-        if allocation is not None:
-            self.handle.on_loop(functools.partial(self._allocation_written, uid, updated))
-        return updated
-
-    def _allocation_written(self, uid: str, written: ResourceClaim) -> None:
-        """On the scheduling loop, once PreBind wrote a claim's allocation: that
-        version is assumed until the watch brings it back, and the allocation
-        is no longer in flight (its devices stay taken throughout)."""
-        try:
-            self.dra.assume_claim_after_api_call(written)
-        except AssumeError:
-            pass  # the watch already brought a newer version
-        released = self.dra.remove_claim_pending_allocation(uid)
-        if released is not None:
-            # a pod sharing the claim may have been refused meanwhile ("in the process of being
-            # allocated") after the watch event had come: retry it as that event would
-            self.handle.move_pods(ClusterEvent("ResourceClaim", ActionType.UPDATE), released, written)
-
-
-def binding_conditions(claim: ResourceClaim) -> list[tuple[Any, tuple[str, ...], tuple[str, ...]]]:
-    """(allocation result, binding conditions, binding failure conditions) of
-    each allocated device of ``claim`` that has binding conditions (KEP-5007)."""
-    return [(result, result.binding_conditions, result.binding_failure_conditions)
-            for result in allocated_results(claim) if result.binding_conditions]
-
-
-def device_conditions(claim: ResourceClaim) -> dict[tuple[str, str, str], set[str]]:
-    """(driver, pool, device) -> the condition types that are True in the claim's ``status.devices``."""
-    return {(entry.driver, entry.pool, entry.device): {c.type for c in entry.conditions if c.status == "True"}
-            for entry in claim.status.devices}
-
-
-class _BindError(Exception):
-    """PreBind cannot record the claim (deleted or allocated elsewhere meanwhile)."""
 

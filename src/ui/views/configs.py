@@ -21,14 +21,11 @@ from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import unstructure
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.memory import MemoryCluster
-from kubesched.core.framework.config import POINT_KEYS, ConfigError, KubeSchedulerConfiguration
+from kubesched.core.framework.config import ConfigError, KubeSchedulerConfiguration
+from kubesched.core.framework.hookspecs import EXTENSION_POINTS
 from kubesched.core.framework.registry import Registry, build_args, extension_points
 from kubesched.core.scheduler.scheduler import Scheduler
 from kubesched.drivers.harness import scheduler_configuration
-
-#: Extension points in the order a pod meets them.
-POINTS = ["preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "permit",
-          "preBind", "bind", "postBind"]
 
 
 def effective_profiles(config: KubeSchedulerConfiguration, registry: Registry) -> dict[str, dict[str, Any]]:
@@ -42,8 +39,8 @@ def effective_profiles(config: KubeSchedulerConfiguration, registry: Registry) -
     for name, framework in scheduler.profiles.items():
         profile = by_name.get(name)
         points = {}
-        for field, point in POINT_KEYS.items():
-            plugins = framework.points.get(point) or framework.points.get(field) or []
+        for point in EXTENSION_POINTS:
+            plugins = framework.points.get(point) or []
             points[point] = [(p, framework.score_weights.get(p) if point == "score" else None) for p in plugins]
         args = {}
         for plugin in sorted({p for plugins in points.values() for p, _ in plugins}):
@@ -72,11 +69,11 @@ def other_configuration(side: str) -> tuple[KubeSchedulerConfiguration, str]:
 
 def side_by_side(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of the two :func:`effective_profiles`: per profile and extension
-    point (then per plugin's args), A's and B's value and whether they differ."""
+    point (every one the hookspecs define, in their order; then per plugin's args), A's and B's value and whether they differ."""
     rows = []
     for profile in sorted(set(a) | set(b)):
         pa, pb = a.get(profile), b.get(profile)
-        for point in POINTS:
+        for point in EXTENSION_POINTS:
             va = _plugins_text(pa["points"].get(point, [])) if pa else "(no such profile)"
             vb = _plugins_text(pb["points"].get(point, [])) if pb else "(no such profile)"
             rows.append({"profile": profile, "what": point, "a": va, "b": vb, "differs": va != vb})

@@ -19,7 +19,7 @@ from kubesched.core.api.resource_v1 import (
     DeviceToleration,
     OpaqueDeviceConfiguration,
 )
-from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator, DeviceID
+from kubesched.core.dra.allocator import AllocatedState, Allocator, DeviceID
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.testing import node as make_node
 

@@ -9,7 +9,7 @@ import pytest
 
 from kubesched.core.api import ManifestError, from_manifest
 from kubesched.core.api.core_v1 import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from kubesched.core.dra.allocator.allocator import AllocationError, AllocationTimeout
+from kubesched.core.dra.allocator import AllocationError, AllocationTimeout
 
 from .helpers import (
     CLASS_A,

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from kubesched.core.api import from_manifest
-from kubesched.core.dra.allocator.allocator import AllocatedState, DeviceID
+from kubesched.core.dra.allocator import AllocatedState, DeviceID
 
 from .helpers import (
     CLASS_A,

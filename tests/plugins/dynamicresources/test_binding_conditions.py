@@ -13,7 +13,8 @@ from kubesched.core.api import ManifestError, from_manifest
 from kubesched.core.api.meta import Condition
 from kubesched.core.api.resource_v1 import AllocatedDeviceStatus
 from kubesched.drivers.simulation import Simulation
-from kubesched.plugins.dynamicresources.plugin import BINDING_TIMED_OUT, DynamicResourcesArgs
+from kubesched.plugins.dynamicresources.binding import BINDING_TIMED_OUT
+from kubesched.plugins.dynamicresources.plugin import DynamicResourcesArgs
 from kubesched.testing import node, pod
 
 DRIVER = "fabric.example.com"

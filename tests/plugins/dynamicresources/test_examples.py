@@ -17,7 +17,7 @@ from kubesched.core.api import from_manifest
 from kubesched.core.api.manifests import load_objects, read_documents
 from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.api.resource_v1 import ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from kubesched.core.dra.allocator.allocator import AllocatedState, Allocator
+from kubesched.core.dra.allocator import AllocatedState, Allocator
 from kubesched.core.dra.selectors import SelectorCache
 from kubesched.testing import node
 

@@ -31,20 +31,19 @@ Usage (the DynamicResources plugin: one allocator per scheduling cycle, one
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
 import uuid
 from fractions import Fraction
-from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from kubesched.core.api.meta import namespaced_name
 from kubesched.core.api.nodeaffinity import NAME_FIELD
 from kubesched.core.api.resource_v1 import (
     ALLOCATION_CONFIG_SOURCE_CLAIM,
     ALLOCATION_CONFIG_SOURCE_CLASS,
-    ALLOCATION_MODE_ALL,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationResult,
     DeviceAllocationConfiguration,
@@ -59,15 +58,20 @@ from kubesched.core.api.resource_v1 import (
 from kubesched.core.cel import (
     CelCompileError,
     CelRuntimeError,
-    CompiledSelector,
     EvaluationAborted,
     abort_when,
-    compile,
 )
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
-from kubesched.core.dra.allocator.pools import SLICE_MEMOS, Pool, SliceIndex, SliceMemo, node_matches
+from kubesched.core.dra.allocator.pools import Pool, SliceIndex, node_matches
+from kubesched.core.dra.allocator.requests import (
+    AllocationError,
+    Candidate,
+    ClaimSpec,
+    NodeView,
+    RequestSpec,
+)
 from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
 from kubesched.core.dra.selectors import SelectorCache
 
@@ -76,6 +80,7 @@ __all__ = [
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "within_deadline",
     "DeviceID",
 ]
 
@@ -89,20 +94,6 @@ MAX_REMEMBERED_CONSUMPTIONS = 100_000
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
 
 
-class AllocationError(Exception):
-    """A problem that makes this scheduling attempt fail on every node (upstream:
-    ``Allocate`` returned a plain error, the plugin returns an Error status):
-    missing DeviceClass, CEL compile or runtime error, too many devices, a
-    request for "All" devices of a pool that is being updated, ...  The message
-    is upstream's, e.g. ``claim default/c: selector #0 on device drv/pool/dev:
-    CEL runtime error: no such key: x. consider using ...``."""
-
-
-class MissingDeviceClass(AllocationError):
-    """A request names a DeviceClass that does not exist.  For a subrequest of
-    ``firstAvailable`` it only rules that subrequest out."""
-
-
 #: Why allocation failed on a node where some pool is invalid (upstream's ErrFailedAllocationOnNode):
 #: per node, Unschedulable there.
 INVALID_POOLS = "invalid resource pools were encountered"
@@ -113,12 +104,20 @@ class AllocationTimeout(TimeoutError):
     (upstream: the Filter timeout cancelled the context)."""
 
 
+@contextlib.contextmanager
+def within_deadline(deadline: Callable[[], bool] | None) -> Iterator[None]:
+    """Inside the block, a selector evaluation stops once ``deadline()`` turns
+    true and the block raises :class:`AllocationTimeout` (for the work around
+    an allocation that evaluates selectors, such as the batch Filter's)."""
+    try:
+        with abort_when(deadline):
+            yield
+    except EvaluationAborted as err:
+        raise AllocationTimeout(str(err)) from None
+
+
 class _MaxSizeExceeded(Exception):
     """Internal: the current path cannot stay within 32 results per claim."""
-
-
-def _kobj(claim: ResourceClaim) -> str:
-    return namespaced_name(claim.metadata)
 
 
 def _uuid5(name: str) -> str:
@@ -135,167 +134,22 @@ def _uuid5(name: str) -> str:
 _SHARE_ID_NAMESPACE_BYTES = SHARE_ID_NAMESPACE.bytes
 
 
-# --- preparation of requests (node independent, cached per claim) ------------------------
-
-
-class _RequestSpec:
-    """One request, or one subrequest of a ``firstAvailable`` request, resolved:
-    ``name`` is its own name, ``parent`` the top-level request of a subrequest,
-    ``full_name`` what results and constraints call it (``req`` or ``req/sub``);
-    ``selectors`` are ``(error prefix, index, compiled selector or
-    CelCompileError)``, the class's first."""
-
-    __slots__ = ("name", "parent", "full_name", "label", "device_class", "selectors", "all_mode", "count",
-                 "admin", "tolerations", "capacity")
-
-    def __init__(self, claim_name: str, name: str, parent: str | None, request, classes: Mapping[str, DeviceClass]):
-        self.name = name
-        self.parent = parent
-        self.full_name = f"{parent}/{self.name}" if parent is not None else self.name
-        self.label = f"claim {claim_name}, request {self.name}"
-        for index, selector in enumerate(request.selectors):
-            if selector.expression is None:
-                raise AllocationError(
-                    f"{self.label}, selector #{index}: CEL expression empty (unsupported selector type?)"
-                )
-        device_class = classes.get(request.device_class_name)
-        if device_class is None:
-            raise MissingDeviceClass(f"{self.label}: could not retrieve device class {request.device_class_name}")
-        self.device_class: DeviceClass = device_class
-        class_prefix = f"class {device_class.metadata.name}"
-        self.selectors = [_compiled(class_prefix, i, s) for i, s in enumerate(device_class.spec.selectors)]
-        self.selectors += [_compiled(f"claim {claim_name}", i, s) for i, s in enumerate(request.selectors)]
-        self.all_mode = request.allocation_mode == ALLOCATION_MODE_ALL
-        self.count = request.count
-        self.admin = bool(getattr(request, "admin_access", None))
-        self.tolerations = request.tolerations
-        self.capacity = request.capacity.requests if request.capacity is not None else None
-
-    @property
-    def base(self) -> str:
-        """The top-level request name."""
-        return self.parent if self.parent is not None else self.name
-
-    @property
-    def subrequest(self) -> str | None:
-        return self.name if self.parent is not None else None
-
-
-def _compiled(prefix: str, index: int, selector) -> tuple[str, int, CompiledSelector | CelCompileError]:
-    try:
-        return (prefix, index, compile(selector.expression or ""))
-    except CelCompileError as err:
-        return (prefix, index, err)
-
-
-class _ClaimSpec:
-    """A claim's requests, resolved once per allocator: each entry is a
-    :class:`_RequestSpec`, a list of them (``firstAvailable``), or the
-    :class:`AllocationError` that the request raises when it is reached."""
-
-    __slots__ = ("claim", "name", "requests", "constraints")
-
-    def __init__(self, claim: ResourceClaim, classes: Mapping[str, DeviceClass]):
-        self.claim = claim
-        self.name = _kobj(claim)
-        devices = claim.spec.devices
-        self.requests: list = []
-        for request in devices.requests:
-            try:
-                if request.exactly is not None:
-                    self.requests.append(_RequestSpec(self.name, request.name, None, request.exactly, classes))
-                else:
-                    self.requests.append(_subrequests(self.name, request, classes))
-            except AllocationError as err:
-                self.requests.append(err)
-        self.constraints = devices.constraints
-
-
-def _subrequests(claim_name: str, request, classes: Mapping[str, DeviceClass]) -> list[_RequestSpec]:
-    """The ``firstAvailable`` alternatives that can be tried, in order: one whose
-    DeviceClass does not exist cannot be satisfied and is passed over.  Raises
-    :class:`MissingDeviceClass` (the first one's) when no alternative has its
-    class, :class:`AllocationError` for any other problem of an alternative."""
-    specs: list[_RequestSpec] = []
-    missing: MissingDeviceClass | None = None
-    for sub in request.first_available:
-        try:
-            specs.append(_RequestSpec(claim_name, sub.name, request.name, sub, classes))
-        except MissingDeviceClass as err:
-            missing = missing or err
-    if not specs and missing is not None:
-        raise missing
-    return specs
-
-
-# --- per-node candidates ---------------------------------------------------------------
-
-
-class _Candidate:
-    """One device of a slice, with what the search needs of it (shared by all
-    allocators through :data:`_slice_candidates`)."""
-
-    __slots__ = ("id", "device", "slice", "taints", "multi", "per_device", "fits_whole")
-
-    def __init__(self, resource_slice: ResourceSlice, device):
-        self.id = DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name)
-        self.device = device
-        self.slice = resource_slice
-        self.taints = tuple(t for t in device.taints if affects_scheduling(t))
-        self.multi = bool(device.allow_multiple_allocations)
-        self.per_device = bool(resource_slice.spec.per_device_node_selection)
-        # Whether a request without capacity requests passes the capacity check
-        # when nothing of the device is consumed yet.
-        consumed = capacity.consumption(device, self.id.driver, None)
-        self.fits_whole = consumed is not None and capacity.fits(device, consumed)
-
-
-_slice_candidates = SliceMemo(lambda s: tuple(_Candidate(s, d) for d in s.spec.devices))
-SLICE_MEMOS.append(_slice_candidates)
-
-
-class _NodeView:
-    """The pools of one node and the devices that may be allocated there, in order."""
-
-    __slots__ = ("pools", "pool_of", "candidates")
-
-    def __init__(self, pools: list[Pool], candidates: list[_Candidate] | None = None):
-        self.pools = pools
-        self.pool_of = {pool.id: pool for pool in pools}
-        if candidates is not None:
-            self.candidates = candidates
-            return
-        self.candidates = []
-        for pool in pools:
-            if pool.usable:
-                for resource_slice in pool.slices:
-                    self.candidates.extend(_slice_candidates(resource_slice))
-
-    def restricted(self, devices: Collection[DeviceID]) -> _NodeView:
-        """This view with only the candidates in ``devices`` (order kept)."""
-        return _NodeView(self.pools, [candidate for candidate in self.candidates if candidate.id in devices])
-
-    def ordered(self, key: Callable[[DeviceID], Any]) -> _NodeView:
-        """This view with its candidates sorted by ``key(device ID)`` (stable)."""
-        return _NodeView(self.pools, sorted(self.candidates, key=lambda candidate: key(candidate.id)))
-
-
 class _Request:
     """A request during one :meth:`Allocator.allocate` call."""
 
     __slots__ = ("spec", "num_devices", "all_devices", "matches")
 
-    def __init__(self, spec: _RequestSpec):
+    def __init__(self, spec: RequestSpec):
         self.spec = spec
         self.num_devices = spec.count
-        self.all_devices: list[_Candidate] = []
-        self.matches: dict[_Candidate, bool] = {}
+        self.all_devices: list[Candidate] = []
+        self.matches: dict[Candidate, bool] = {}
 
 
 class _Pick:
     __slots__ = ("spec", "candidate", "share_id", "consumed")
 
-    def __init__(self, spec: _RequestSpec, candidate: _Candidate, share_id: str | None, consumed):
+    def __init__(self, spec: RequestSpec, candidate: Candidate, share_id: str | None, consumed):
         self.spec = spec
         self.candidate = candidate
         self.share_id = share_id
@@ -335,8 +189,8 @@ class Allocator:
         self.now = now
         self.search_steps = 0
         self._index = SliceIndex(slices)
-        self._nodes: dict[str, _NodeView] = {}
-        self._claims: dict[int, _ClaimSpec] = {}
+        self._nodes: dict[str, NodeView] = {}
+        self._claims: dict[int, ClaimSpec] = {}
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
         self._taints: dict[DeviceID, tuple] = {}
         #: (device, capacity requests) -> what allocating it for them consumes (see :meth:`consumption`)
@@ -389,10 +243,8 @@ class Allocator:
         if only is not None and search.single_plain_request():
             return search.take_first()  # no selector is evaluated: no deadline to watch
         try:
-            with abort_when(deadline):
+            with within_deadline(deadline):
                 return search.run()
-        except EvaluationAborted as err:
-            raise AllocationTimeout(str(err)) from None
         finally:
             self.search_steps += search.steps
 
@@ -401,12 +253,12 @@ class Allocator:
         ...) targets ``node``: a failed allocation there reports :data:`INVALID_POOLS`."""
         return any(pool.invalid for pool in self.node_view(node).pools)
 
-    def node_view(self, node: Node) -> _NodeView:
+    def node_view(self, node: Node) -> NodeView:
         """The pools of ``node`` and its candidate devices, in allocation order
         (built once per node and allocator lineage)."""
         view = self._nodes.get(node.metadata.name)
         if view is None:
-            view = _NodeView(self._index.pools_for(node))
+            view = NodeView(self._index.pools_for(node))
             self._nodes[node.metadata.name] = view
         return view
 
@@ -416,7 +268,7 @@ class Allocator:
         raises when it is reached."""
         return self._claim_spec(claim).requests
 
-    def matches(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
+    def matches(self, spec: RequestSpec, candidate: Candidate) -> bool:
         """Whether the class and request selectors of ``spec`` (class first, the
         first false deciding) and, with per-device node selection, the device's
         node selection admit ``candidate`` (memoised in the selector cache).
@@ -437,14 +289,14 @@ class Allocator:
                 ) from None
         return True
 
-    def _claim_spec(self, claim: ResourceClaim) -> _ClaimSpec:
+    def _claim_spec(self, claim: ResourceClaim) -> ClaimSpec:
         spec = self._claims.get(id(claim))
         if spec is None or spec.claim is not claim:
-            spec = _ClaimSpec(claim, self.classes)
+            spec = ClaimSpec(claim, self.classes)
             self._claims[id(claim)] = spec
         return spec
 
-    def consumption(self, candidate: _Candidate, requests: Mapping[str, Fraction] | None) -> dict[str, Fraction] | None:
+    def consumption(self, candidate: Candidate, requests: Mapping[str, Fraction] | None) -> dict[str, Fraction] | None:
         """:func:`capacity.consumption` of ``candidate``'s device for a request's
         capacity ``requests``, remembered per device and requests for the
         allocator's lineage (its slices do not change); the dict is shared,
@@ -461,7 +313,7 @@ class Allocator:
         consumed = self._consumption[key] = capacity.consumption(candidate.device, candidate.id.driver, requests)
         return consumed
 
-    def taints(self, candidate: _Candidate) -> tuple:
+    def taints(self, candidate: Candidate) -> tuple:
         """The NoSchedule/NoExecute taints of a device: its own and those of the taint rules."""
         if not self.taint_rules:
             return candidate.taints
@@ -498,7 +350,7 @@ class Allocator:
 class _Search:
     """One :meth:`Allocator.allocate` call: the depth-first search and its state."""
 
-    def __init__(self, allocator: Allocator, node: Node, view: _NodeView, claims: list[_ClaimSpec],
+    def __init__(self, allocator: Allocator, node: Node, view: NodeView, claims: list[ClaimSpec],
                  deadline: Callable[[], bool] | None, preselected: bool = False):
         self.allocator = allocator
         #: the view holds only devices the request's selectors admit (Allocator.allocate's ``only``)
@@ -543,7 +395,7 @@ class _Search:
             self.requests.append(requests)
             self.constraints.append([AttributeConstraint(c) for c in spec.constraints])
 
-    def _request(self, spec: _RequestSpec) -> _Request:
+    def _request(self, spec: RequestSpec) -> _Request:
         request = _Request(spec)
         if spec.all_mode:
             for pool in self.view.pools:
@@ -563,7 +415,7 @@ class _Search:
 
     # --- checks ----------------------------------------------------------------------
 
-    def _selectable(self, request: _Request, candidate: _Candidate) -> bool:
+    def _selectable(self, request: _Request, candidate: Candidate) -> bool:
         if self.preselected:
             return True
         known = request.matches.get(candidate)
@@ -571,7 +423,7 @@ class _Search:
             known = request.matches[candidate] = self._evaluate(request.spec, candidate)
         return known
 
-    def _evaluate(self, spec: _RequestSpec, candidate: _Candidate) -> bool:
+    def _evaluate(self, spec: RequestSpec, candidate: Candidate) -> bool:
         if not self.allocator.matches(spec, candidate):
             return False
         if candidate.per_device:
@@ -579,7 +431,7 @@ class _Search:
             return node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
         return True
 
-    def _capacity(self, spec: _RequestSpec, candidate: _Candidate) -> dict[str, Fraction] | None:
+    def _capacity(self, spec: RequestSpec, candidate: Candidate) -> dict[str, Fraction] | None:
         """What allocating ``candidate`` for ``spec`` consumes now, or None if it does not fit."""
         device = candidate.device
         if not spec.capacity and not candidate.multi and candidate.id not in self.state.consumed_capacity:
@@ -590,12 +442,12 @@ class _Search:
         already = self.state.consumed_capacity.get(candidate.id), self.allocating_capacity.get(candidate.id)
         return consumed if capacity.fits(device, consumed, *already) else None
 
-    def _in_use(self, spec: _RequestSpec, candidate: _Candidate, claim_index: int) -> bool:
+    def _in_use(self, spec: RequestSpec, candidate: Candidate, claim_index: int) -> bool:
         if spec.admin:
             return not candidate.multi and claim_index in self.allocating.get(candidate.id, ())
         return candidate.id in self.state.devices or bool(self.allocating.get(candidate.id))
 
-    def _take_counters(self, candidate: _Candidate) -> bool:
+    def _take_counters(self, candidate: Candidate) -> bool:
         pool = self.view.pool_of[candidate.id.driver, candidate.id.pool]
         available = self.allocator.available_counters(pool)
         used = self.consumed_counters.setdefault(pool.id, {})
@@ -608,7 +460,7 @@ class _Search:
         self._release_counters(candidate)
         return False
 
-    def _release_counters(self, candidate: _Candidate) -> None:
+    def _release_counters(self, candidate: Candidate) -> None:
         used = self.consumed_counters[candidate.id.driver, candidate.id.pool]
         for consumption in candidate.device.consumes_counters:
             for name, counter in consumption.counters.items():
@@ -616,7 +468,7 @@ class _Search:
 
     # --- picking one device ----------------------------------------------------------
 
-    def _allocate_device(self, claim_index: int, spec: _RequestSpec, candidate: _Candidate, must: bool):
+    def _allocate_device(self, claim_index: int, spec: RequestSpec, candidate: Candidate, must: bool):
         """Tentatively allocate ``candidate``, which is selectable and not in use:
         an undo function, or None when it cannot be used.  ``must`` ("All" mode):
         a violated constraint is an error."""
@@ -681,7 +533,7 @@ class _Search:
 
         return undo
 
-    def _share_id(self, claim_index: int, spec: _RequestSpec, device_id: DeviceID) -> str:
+    def _share_id(self, claim_index: int, spec: RequestSpec, device_id: DeviceID) -> str:
         claim = self.claims[claim_index].claim
         owner = claim.metadata.uid or self.claims[claim_index].name
         return _uuid5(f"{owner}/{spec.full_name}/{device_id}")
@@ -700,7 +552,7 @@ class _Search:
         if len(self.claims) != 1 or self.claims[0].constraints or len(self.claims[0].requests) != 1:
             return False
         spec = self.claims[0].requests[0]
-        return isinstance(spec, _RequestSpec) and not spec.all_mode and not spec.admin
+        return isinstance(spec, RequestSpec) and not spec.all_mode and not spec.admin
 
     def take_first(self) -> list[AllocationResult] | None:
         """:meth:`run` for a :meth:`single_plain_request` over preselected
@@ -799,7 +651,7 @@ class _Search:
 
     # --- results ---------------------------------------------------------------------
 
-    def _chosen(self, claim: int) -> list[_RequestSpec]:
+    def _chosen(self, claim: int) -> list[RequestSpec]:
         """The spec used for each top-level request of ``claim`` (the selected subrequest)."""
         out = []
         for req, entry in enumerate(self.requests[claim]):

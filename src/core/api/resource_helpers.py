@@ -1,0 +1,248 @@
+"""The API's pod resource arithmetic (upstream ``k8s.io/component-helpers/resource``).
+
+Requests are ``dict[str, int]`` in scheduler units (milli-CPU, bytes, counts).
+:func:`pod_requests` mirrors ``PodRequests``: a container without a request for
+a resource it limits requests its limit (API defaulting); app containers and
+sidecars (init containers with ``restartPolicy: Always``) add up; each regular
+init container needs its own requests plus the sidecars started before it, and
+the pod needs the larger of that and the running total; pod-level requests
+(``spec.resources``, KEP-2837 PodLevelResources) replace that sum for the
+resources they set; a pod resized in place (KEP-1287
+InPlacePodVerticalScaling) counts what its status reports the kubelet
+allocated or applied where that is more; pod overhead is added last.
+The API server's validation and the scheduler both read it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .core_v1 import (
+    POD_RESIZE_PENDING,
+    RESIZE_DEFERRED,
+    RESIZE_INFEASIBLE,
+    Container,
+    ContainerStatus,
+    Pod,
+)
+
+CPU, MEMORY = "cpu", "memory"
+
+#: The pod-level resources PodLevelResources supports (upstream ``SupportedPodLevelResources``): cpu, memory and
+#: every ``hugepages-<size>``.
+POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+HUGEPAGES_PREFIX = "hugepages-"
+
+
+def is_supported_pod_level_resource(name: str) -> bool:
+    """cpu, memory or a hugepages size (upstream ``IsSupportedPodLevelResource``)."""
+    return name in POD_LEVEL_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
+
+
+def container_requests(container: Container, non_missing: dict[str, int] | None = None) -> dict[str, int]:
+    """One container's requests; limits stand in for missing requests; with
+    ``non_missing`` those defaults fill resources still missing."""
+    requests = container.resources.requests
+    limits = container.resources.limits
+    if limits:
+        merged = dict(limits)
+        merged.update(requests)
+        requests = merged
+    if non_missing:
+        requests = {**non_missing, **requests}
+    return requests
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> None:
+    for name, amount in more.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _max(total: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > total.get(name, 0):
+            total[name] = amount
+
+
+def _aggregate(pod: Pod, requests_of: Callable[[Container], dict[str, int] | None],
+               non_missing: dict[str, int] | None) -> dict[str, int]:
+    """The containers' requests summed as the sidecar KEP says: app containers and
+    sidecars add up; a regular init container needs its own plus the sidecars
+    started before it; the pod needs the larger of the two (upstream
+    ``aggregateContainerResourcesByFn``).  ``requests_of`` gives one container's
+    requests (None: nothing)."""
+    spec = pod.spec
+    total: dict[str, int] = {}
+    for container in spec.containers:
+        requests = requests_of(container) or {}
+        _add(total, {**non_missing, **requests} if non_missing else requests)
+    if spec.init_containers:
+        sidecars: dict[str, int] = {}
+        init_peak: dict[str, int] = {}
+        for container in spec.init_containers:
+            requests = requests_of(container) or {}
+            if non_missing:
+                requests = {**non_missing, **requests}
+            if container.restart_policy == "Always":
+                _add(total, requests)
+                _add(sidecars, requests)
+                needed = sidecars
+            else:
+                needed = dict(requests)
+                _add(needed, sidecars)
+            _max(init_peak, needed)
+        _max(total, init_peak)
+    return total
+
+
+def pod_level_requests(pod: Pod) -> dict[str, int]:
+    """The pod-level requests as the API server stores them (scheduler units):
+    ``spec.resources.requests`` for the supported resources, defaulted from
+    ``spec.resources.limits`` for a resource no container requests (hugepages
+    always: they cannot be overcommitted); {} when the pod sets none (upstream
+    ``defaultPodRequests`` + ``IsPodLevelRequestsSet``)."""
+    resources = pod.spec.resources
+    if resources is None:
+        return {}
+    requests = {name: amount for name, amount in resources.requests.items() if is_supported_pod_level_resource(name)}
+    if resources.limits:
+        from_containers = None
+        for name, limit in resources.limits.items():
+            if name in requests or not is_supported_pod_level_resource(name):
+                continue
+            if not name.startswith(HUGEPAGES_PREFIX):
+                if from_containers is None:
+                    from_containers = _aggregate(pod, container_requests, None)
+                if name in from_containers:
+                    requests[name] = from_containers[name]
+                    continue
+            requests[name] = limit
+    return requests
+
+
+def _statuses(pod: Pod) -> dict[str, ContainerStatus]:
+    status = pod.status
+    return {s.name: s for s in (*status.container_statuses, *status.init_container_statuses)}
+
+
+def is_pod_resize_infeasible(pod: Pod) -> bool:
+    """The pod's ``PodResizePending`` condition says ``Infeasible`` (upstream ``IsPodResizeInfeasible``)."""
+    return _resize_pending_reason(pod) == RESIZE_INFEASIBLE
+
+
+def is_pod_resize_deferred(pod: Pod) -> bool:
+    """The pod's ``PodResizePending`` condition says ``Deferred`` (upstream ``IsPodResizeDeferred``)."""
+    return _resize_pending_reason(pod) == RESIZE_DEFERRED
+
+
+def _resize_pending_reason(pod: Pod) -> str | None:
+    for condition in pod.status.conditions:
+        if condition.type == POD_RESIZE_PENDING:
+            return condition.reason
+    return None
+
+
+def _with_status(pod: Pod, non_missing: dict[str, int] | None, pod_level_status: bool) -> dict[str, int]:
+    """The containers' requests of a pod that may have been resized in place: per
+    resource the largest of what the spec asks, what the kubelet allocated and
+    what the runtime applied; only the last two while the resize is infeasible
+    (upstream ``AggregateContainerRequests`` with ``UseStatusResources``)."""
+    infeasible = is_pod_resize_infeasible(pod)
+    specified = _aggregate(pod, container_requests, non_missing)
+    status = pod.status
+    if pod_level_status and status.allocated_resources and status.resources is not None \
+            and status.resources.requests:
+        allocated, actuated = dict(status.allocated_resources), dict(status.resources.requests)
+    else:
+        statuses = _statuses(pod)
+
+        def allocated_of(container: Container) -> dict[str, int] | None:
+            found = statuses.get(container.name)
+            if found is not None and found.allocated_resources:
+                return found.allocated_resources
+            return None if infeasible else container_requests(container)
+
+        def actuated_of(container: Container) -> dict[str, int] | None:
+            found = statuses.get(container.name)
+            if found is not None and found.resources is not None and found.resources.requests:
+                return found.resources.requests
+            return allocated_of(container)
+
+        allocated = _aggregate(pod, allocated_of, non_missing)
+        actuated = _aggregate(pod, actuated_of, non_missing)
+    total = {} if infeasible else specified
+    _max(total, actuated)
+    _max(total, allocated)
+    return total
+
+
+def _minus(amounts: dict[str, int], overhead: dict[str, int]) -> dict[str, int]:
+    return {name: amount - overhead.get(name, 0) for name, amount in amounts.items()}
+
+
+def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None, *, use_status: bool = True,
+                 pod_level: bool = True, pod_level_status: bool = False,
+                 exclude_overhead: bool = False) -> dict[str, int]:
+    """Total requests of ``pod`` in scheduler units (milli-CPU, bytes, counts),
+    overhead included, as upstream's ``PodRequests``.
+
+    ``non_missing`` (e.g. ``{"cpu": 100, "memory": 200Mi}``) gives defaults for
+    containers that request nothing of a resource, as scoring does upstream.
+    ``pod_level`` (PodLevelResources): a pod-level request replaces the
+    containers' sum for the resources it sets.  ``use_status``
+    (InPlacePodVerticalScaling): a pod resized in place counts what its
+    container statuses report as allocated or applied where that is larger;
+    ``pod_level_status`` (InPlacePodLevelResourcesVerticalScaling) reads the
+    pod-level status resources instead, and for the pod-level requests too.
+    """
+    spec = pod.spec
+    status = pod.status
+    if use_status and (status.container_statuses or status.init_container_statuses
+                       or (pod_level_status and (status.allocated_resources or status.resources is not None))):
+        total = _with_status(pod, non_missing, pod_level_status)
+    elif not spec.init_containers:  # the common pod: its containers' requests added up
+        total = {}
+        for container in spec.containers:
+            resources = container.resources
+            requests = resources.requests
+            if resources.limits:
+                requests = {**resources.limits, **requests}
+            if non_missing:
+                requests = {**non_missing, **requests}
+            for name, amount in requests.items():
+                total[name] = total.get(name, 0) + amount
+    else:
+        total = _aggregate(pod, container_requests, non_missing)
+    if pod_level and spec.resources is not None:
+        effective = pod_level_requests(pod)
+        if effective:
+            if pod_level_status and use_status and (status.allocated_resources or status.resources is not None):
+                overhead = spec.overhead
+                applied = _minus(status.resources.requests, overhead) if status.resources is not None else {}
+                allocated = _minus(status.allocated_resources, overhead)
+                effective = {} if is_pod_resize_infeasible(pod) else dict(effective)
+                _max(effective, applied)
+                _max(effective, allocated)
+            for name, amount in effective.items():
+                if is_supported_pod_level_resource(name):
+                    total[name] = amount
+    if spec.overhead and not exclude_overhead:
+        _add(total, spec.overhead)
+    return total
+
+
+def pod_limits(pod: Pod, *, pod_level: bool = True) -> dict[str, int]:
+    """The pod's limits in scheduler units, aggregated as requests are (app
+    containers and sidecars add up, an init container's peak counts), the
+    pod-level limits replacing the sum for the resources they set, and overhead
+    added to every non-zero limit (upstream ``PodLimits``)."""
+    total = _aggregate(pod, lambda container: container.resources.limits, None)
+    resources = pod.spec.resources
+    if pod_level and resources is not None:
+        for name, amount in resources.limits.items():
+            if is_supported_pod_level_resource(name):
+                total[name] = amount
+    for name, amount in pod.spec.overhead.items():
+        if total.get(name):
+            total[name] += amount
+    return total

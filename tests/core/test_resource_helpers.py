@@ -1,0 +1,225 @@
+"""The pod resource arithmetic, as upstream's tables state it.
+
+Ported from kubernetes/kubernetes
+``staging/src/k8s.io/component-helpers/resource/helpers_test.go`` at commit
+0085214e563468088672cf8c50849884198a18cc (TestPodRequestsAndLimits,
+TestPodRequestsAndLimitsWithoutOverhead, TestPodResourceRequests,
+TestPodResourceLimits) plus the pod-level cases KEP-2837 defines
+(``PodRequests`` with pod-level requests; ``IsPodLevelRequestsSet``; the API
+server's ``defaultPodRequests``).  Each case is a manifest and the requests a
+user would see counted; quantities in scheduler units (milli-CPU, bytes).
+One difference is stated where it shows: upstream's ``PodRequests`` reads a pod
+after the API server defaulted it, kubesched reads the manifest and applies the
+defaulting (a container's limit stands in for its missing request) itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.core.api.manifests import from_manifest
+from kubesched.core.framework.resources import (
+    NON_ZERO_DEFAULTS,
+    is_pod_resize_deferred,
+    is_pod_resize_infeasible,
+    non_zero_requests,
+    pod_level_requests,
+    pod_limits,
+    pod_requests,
+)
+
+Gi = 1024**3
+
+
+def pod(containers=(), init=(), overhead=None, resources=None, statuses=(), init_statuses=(), conditions=()):
+    spec = {"containers": [{"name": f"c{i}", **c} if "name" not in c else c for i, c in enumerate(containers)],
+            "initContainers": [{"name": f"i{i}", **c} if "name" not in c else c for i, c in enumerate(init)]}
+    if overhead:
+        spec["overhead"] = overhead
+    if resources:
+        spec["resources"] = resources
+    status = {"containerStatuses": list(statuses), "initContainerStatuses": list(init_statuses),
+              "conditions": list(conditions)}
+    return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                          "spec": spec, "status": status})
+
+
+def req(**amounts):
+    return {"resources": {"requests": amounts}}
+
+
+def both(requests, limits):
+    return {"resources": {"requests": requests, "limits": limits}}
+
+
+def lim(**amounts):
+    return {"resources": {"limits": amounts}}
+
+
+ALWAYS = {"restartPolicy": "Always"}
+INFEASIBLE = {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+DEFERRED = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
+
+
+# TestPodRequestsAndLimits (with overhead); "just-limit-no-overhead" expects no request upstream because its pod
+# skipped defaulting: after the API server's defaulting the limit is also the request.
+@pytest.mark.parametrize("name, p, requests, limits", [
+    ("just-limit-no-overhead (defaulted)", pod([lim(cpu="9")]), {"cpu": 9000}, {"cpu": 9000}),
+    ("just-overhead", pod([{}], overhead={"cpu": "5", "memory": "5"}), {"cpu": 5000, "memory": 5}, {}),
+    ("req-and-overhead", pod([req(cpu="1", memory="10")], overhead={"cpu": "5", "memory": "5"}),
+     {"cpu": 6000, "memory": 15}, {}),
+    ("all-req-lim-and-overhead", pod([both({"cpu": "1", "memory": "10"}, {"cpu": "2", "memory": "12"})],
+                                     overhead={"cpu": "5", "memory": "5"}),
+     {"cpu": 6000, "memory": 15}, {"cpu": 7000, "memory": 17}),
+    ("req-some-lim-and-overhead", pod([both({"cpu": "1", "memory": "10"}, {"cpu": "2"})],
+                                      overhead={"cpu": "5", "memory": "5"}),
+     {"cpu": 6000, "memory": 15}, {"cpu": 7000}),
+])
+def test_pod_requests_and_limits(name, p, requests, limits):
+    assert pod_requests(p) == requests
+    assert pod_limits(p) == limits
+
+
+TWO = [both({"cpu": "1", "memory": "5"}, {"cpu": "2", "memory": "10"}),
+       both({"cpu": "4", "memory": "12"}, {"cpu": "8", "memory": "24"})]
+
+
+# TestPodRequestsAndLimitsWithoutOverhead
+@pytest.mark.parametrize("name, p, requests", [
+    ("two container no overhead - should just be sum of containers", pod(TWO), {"cpu": 5000, "memory": 17}),
+    ("two container with overhead - shouldn't consider overhead", pod(TWO, overhead={"cpu": "3", "memory": "8"}),
+     {"cpu": 5000, "memory": 17}),
+    ("two container with overhead, massive init - should just be the largest init",
+     pod(TWO, init=[both({"cpu": "1", "memory": "5"}, {"cpu": "1", "memory": "5"}),
+                    both({"cpu": "40", "memory": "120"}, {"cpu": "80", "memory": "240"})],
+         overhead={"cpu": "3", "memory": "8"}), {"cpu": 40000, "memory": 120}),
+])
+def test_pod_requests_without_overhead(name, p, requests):
+    assert pod_requests(p, exclude_overhead=True) == requests
+
+
+C1 = "container-1"
+RI1 = "restartable-init-1"
+
+
+# TestPodResourceRequests
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("nil options, larger init container", pod([req(cpu="1")], init=[req(cpu="4")]), {}, {"cpu": 4000}),
+    ("nil options, larger containers", pod([req(cpu="2"), req(cpu="3")], init=[req(cpu="2")]), {}, {"cpu": 5000}),
+    ("pod overhead excluded", pod([req(cpu="2"), req(cpu="3")], init=[req(cpu="2")], overhead={"cpu": "1"}),
+     {"exclude_overhead": True}, {"cpu": 5000}),
+    ("pod overhead included", pod([req(cpu="2"), req(cpu="3")], init=[both({"cpu": "2"}, {"cpu": "2"})],
+                                  overhead={"cpu": "1", "memory": "1Gi"}), {}, {"cpu": 6000, "memory": Gi}),
+    ("resized, infeasible", pod([{"name": C1, **req(cpu="4")}], conditions=[INFEASIBLE],
+                                statuses=[{"name": C1, "resources": {"requests": {"cpu": "2"}}}]),
+     {"use_status": True}, {"cpu": 2000}),
+    ("resized, infeasible & in-progress",
+     pod([{"name": C1, **req(cpu="6")}], conditions=[INFEASIBLE],
+         statuses=[{"name": C1, "allocatedResources": {"cpu": "4"}, "resources": {"requests": {"cpu": "2"}}}]),
+     {"use_status": True}, {"cpu": 4000}),
+    ("resized, no resize status", pod([{"name": C1, **req(cpu="4")}],
+                                      statuses=[{"name": C1, "resources": {"requests": {"cpu": "2"}}}]),
+     {"use_status": True}, {"cpu": 4000}),
+    ("resized: per-resource 3-way maximum",
+     pod([{"name": C1, **req(cpu="30m", memory="20M", **{"ephemeral-storage": "10G"})}],
+         statuses=[{"name": C1, "allocatedResources": {"cpu": "20m", "memory": "10M", "ephemeral-storage": "30G"},
+                    "resources": {"requests": {"cpu": "10m", "memory": "30M", "ephemeral-storage": "20G"}}}]),
+     {"use_status": True}, {"cpu": 30, "memory": 30_000_000, "ephemeral-storage": 30_000_000_000}),
+    ("resized, infeasible, but don't use status",
+     pod([{"name": C1, **req(cpu="4")}], conditions=[INFEASIBLE],
+         statuses=[{"name": C1, "resources": {"requests": {"cpu": "2"}}}]), {"use_status": False}, {"cpu": 4000}),
+    ("resized, restartable init container, infeasible",
+     pod([], init=[{"name": RI1, **ALWAYS, **req(cpu="4")}], conditions=[INFEASIBLE],
+         init_statuses=[{"name": RI1, "resources": {"requests": {"cpu": "2"}}}]), {"use_status": True},
+     {"cpu": 2000}),
+    ("resized, restartable init container, no resize status",
+     pod([], init=[{"name": RI1, **ALWAYS, **req(cpu="4")}],
+         init_statuses=[{"name": RI1, "resources": {"requests": {"cpu": "2"}}}]), {"use_status": True},
+     {"cpu": 4000}),
+    ("resized, restartable init container, infeasible, but don't use status",
+     pod([], init=[{"name": RI1, **ALWAYS, **req(cpu="4")}], conditions=[INFEASIBLE],
+         init_statuses=[{"name": RI1, "resources": {"requests": {"cpu": "2"}}}]), {"use_status": False},
+     {"cpu": 4000}),
+    ("restartable init container", pod([req(cpu="1")], init=[{**ALWAYS, **req(cpu="1")}]), {}, {"cpu": 2000}),
+    ("multiple restartable init containers",
+     pod([req(cpu="1")], init=[req(cpu="5"), {**ALWAYS, **req(cpu="1")}, {**ALWAYS, **req(cpu="2")},
+                               {**ALWAYS, **req(cpu="3")}]), {}, {"cpu": 7000}),
+    ("multiple restartable and regular init containers",
+     pod([req(cpu="1")], init=[req(cpu="5"), {**ALWAYS, **req(cpu="1")}, {**ALWAYS, **req(cpu="2")},
+                               req(cpu="5"), {**ALWAYS, **req(cpu="3")}]), {}, {"cpu": 8000}),
+    ("restartable-init, init and regular",
+     pod([req(cpu="100")], init=[{**ALWAYS, **req(cpu="10")}, req(cpu="200")]), {}, {"cpu": 210000}),
+    ("aggregate request resolves max of sums instead of sum of maxes",
+     pod([{"name": "a", **req(cpu="1")}, {"name": "b", **req(cpu="2")}],
+         statuses=[{"name": "a", "allocatedResources": {"cpu": "2"}}, {"name": "b", "allocatedResources": {"cpu": "1"}}]),
+     {"use_status": True}, {"cpu": 3000}),
+])
+def test_pod_resource_requests(name, p, options, requests):
+    assert pod_requests(p, **options) == requests
+
+
+# TestPodResourceLimits (the first cases)
+@pytest.mark.parametrize("name, p, options, limits", [
+    ("nil options, larger init container", pod([lim(cpu="1")], init=[lim(cpu="4")]), {}, {"cpu": 4000}),
+    ("nil options, larger containers", pod([lim(cpu="2"), lim(cpu="3")], init=[lim(cpu="2")]), {}, {"cpu": 5000}),
+    ("pod overhead included", pod([lim(cpu="2"), lim(cpu="3")], init=[lim(cpu="2")],
+                                  overhead={"cpu": "1", "memory": "1Gi"}), {}, {"cpu": 6000}),
+    ("no limited containers should result in no limits for the pod", pod([{}]), {}, {}),
+    ("one limited and one unlimited container", pod([lim(cpu="2", memory="2Gi"), {}]), {},
+     {"cpu": 2000, "memory": 2 * Gi}),
+])
+def test_pod_resource_limits(name, p, options, limits):
+    assert pod_limits(p, **options) == limits
+
+
+# Pod-level resources (KEP-2837): the pod-level value wins for the resources it sets
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("pod-level cpu only: memory from the containers", pod([req(cpu="1", memory="1Gi"), req(cpu="1")],
+                                                           resources={"requests": {"cpu": "3"}}), {},
+     {"cpu": 3000, "memory": Gi}),
+    ("pod-level cpu and memory replace the sums", pod([req(cpu="1", memory="1Gi")],
+                                                      resources={"requests": {"cpu": "3", "memory": "4Gi"}}), {},
+     {"cpu": 3000, "memory": 4 * Gi}),
+    ("pod-level resources skipped (PodLevelResources off)", pod([req(cpu="1")],
+                                                                resources={"requests": {"cpu": "3"}}),
+     {"pod_level": False}, {"cpu": 1000}),
+    ("pod-level limits only: requests default to the limits", pod([{}], resources={"limits": {"cpu": "2"}}), {},
+     {"cpu": 2000}),
+    ("pod-level limit, containers request: the containers' sum is the default",
+     pod([req(cpu="500m"), req(cpu="500m")], resources={"limits": {"cpu": "2"}}), {}, {"cpu": 1000}),
+    ("overhead added on top of pod-level requests", pod([{}], resources={"requests": {"cpu": "1"}},
+                                                        overhead={"cpu": "250m"}), {}, {"cpu": 1250}),
+    ("ephemeral-storage stays container-level", pod([req(**{"ephemeral-storage": "1Gi"})],
+                                                     resources={"requests": {"cpu": "1"}}), {},
+     {"cpu": 1000, "ephemeral-storage": Gi}),
+    ("extended resources stay container-level", pod([req(**{"example.com/gpu": "2"})],
+                                                     resources={"requests": {"memory": "1Gi"}}), {},
+     {"memory": Gi, "example.com/gpu": 2}),
+    ("non-missing defaults fill what neither level sets", pod([{}, {}], resources={"requests": {"cpu": "1"}}),
+     {"non_missing": NON_ZERO_DEFAULTS}, {"cpu": 1000, "memory": 2 * 200 * 1024**2}),
+    ("sidecars and init containers under a pod-level request",
+     pod([req(cpu="1")], init=[{**ALWAYS, **req(cpu="1")}, req(cpu="4")], resources={"requests": {"cpu": "5"}}),
+     {}, {"cpu": 5000}),
+])
+def test_pod_level_requests(name, p, options, requests):
+    assert pod_requests(p, **options) == requests
+
+
+def test_pod_level_requests_set_only_for_supported_resources():
+    """IsPodLevelRequestsSet: cpu, memory and hugepages count; a pod without spec.resources has none."""
+    assert pod_level_requests(pod([{}])) == {}
+    assert pod_level_requests(pod([{}], resources={"requests": {"cpu": "1", "hugepages-2Mi": "2Mi"}})) == {
+        "cpu": 1000, "hugepages-2Mi": 2 * 1024**2}
+
+
+def test_non_zero_requests_with_pod_level_resources():
+    """The scorers' non-zero requests: the pod-level cpu stands; memory, set nowhere, is the 200Mi default per
+    container (upstream getNonMissingContainerRequests)."""
+    assert non_zero_requests(pod([{}, {}], resources={"requests": {"cpu": "3"}})) == (3000, 2 * 200 * 1024**2)
+    assert non_zero_requests(pod([{}])) == (100, 200 * 1024**2)
+
+
+def test_resize_conditions():
+    assert is_pod_resize_infeasible(pod([{}], conditions=[INFEASIBLE]))
+    assert is_pod_resize_deferred(pod([{}], conditions=[DEFERRED]))
+    assert not is_pod_resize_infeasible(pod([{}], conditions=[DEFERRED]))
