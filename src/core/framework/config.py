@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
-import yaml
 from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
 from ..api.core_v1 import is_extended_resource
-from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
+from ..api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 from ..api.validation import qualified_name
 from .hookspecs import EXTENSION_POINTS
 
@@ -373,21 +372,9 @@ def load_config(
         data = source
     else:
         try:
-            data = yaml.load(decode(Path(source).read_bytes(), where), Loader=SAFE_LOADER)
-        except OSError as err:
-            raise ConfigError(f"{where}: cannot read: {err.strerror or err}") from None
+            data = read_yaml(source, MAX_CONFIG_BYTES)
         except InvalidManifest as err:
             raise ConfigError(str(err)) from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{where}: cannot parse: {parse_problem(err)}") from None
-        except RecursionError:
-            raise ConfigError(f"{where}: cannot parse: nested deeper than {MAX_DEPTH} levels") from None
-        values, depth = measure(data)
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels ({depth})")
-        if values > MAX_VALUES:
-            raise ConfigError(f"{where}: the document expands to {values} values through YAML aliases "
-                              f"(at most {MAX_VALUES})")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:

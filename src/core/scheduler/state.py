@@ -17,6 +17,7 @@ from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
 from ..dra.manager import DRAManager
+from ..features import FeatureGates
 from ..framework.config import KubeSchedulerConfiguration
 from ..framework.podgroups import PodGroupManager
 from ..framework.runtime import Framework
@@ -38,7 +39,8 @@ class SchedulerState:
     handles' view too); ``attempt_started``: pod UID -> ``time.perf_counter()``
     at the start of its current attempt (scheduler_scheduling_attempt_duration_seconds);
     ``decisions``: where attempt records go (None: not recorded); ``dra``:
-    the DRA manager once some profile asked for it (:meth:`dra_manager`).
+    the DRA manager once some profile asked for it (:meth:`dra_manager`);
+    ``features``: the scheduler's feature gates (every profile's ``handle.features``).
     """
 
     cluster: ClusterClient
@@ -55,6 +57,7 @@ class SchedulerState:
     stats: SchedulingStats = attrs.Factory(SchedulingStats)
     attempt_started: dict[str, float] = attrs.Factory(dict)
     dra: DRAManager | None = None
+    features: FeatureGates = attrs.Factory(FeatureGates)
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
