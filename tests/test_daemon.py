@@ -162,6 +162,14 @@ def test_embedded_daemon_serves_probes_and_metrics_and_schedules_pods_created_la
     assert metric(text, "scheduler_pod_scheduling_attempts_count") >= 10
     assert "scheduler_pending_pods{queue=\"unschedulable\"}" in text
     assert "scheduler_scheduling_attempt_duration_seconds_bucket" in text
+    # upstream's framework, queue and event metrics, with its labels
+    assert metric(text, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
+                  status="Success", profile="default-scheduler") >= 10
+    assert metric(text, "scheduler_plugin_evaluation_total", plugin="NodeResourcesFit", extension_point="Filter",
+                  profile="default-scheduler") >= 10
+    assert metric(text, "scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd") >= 10
+    assert metric(text, "scheduler_event_handling_duration_seconds_count", event="NodeAdd") >= 1
+    assert "# TYPE scheduler_plugin_execution_duration_seconds histogram" in text
     assert running.stop() == 0
     assert daemon.stopped.is_set() and not daemon.healthy()
 

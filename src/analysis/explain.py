@@ -120,6 +120,27 @@ def _label_suggestions(pod: Pod, names: list[str], nodes: dict[str, Node]) -> li
     return out
 
 
+def extender_lines(record: dict[str, Any]) -> list[str]:
+    """The scheduler extenders' answers in an attempt's record, one line each: ``rejected by extender URL:
+    <its message> (N node(s): ...)``, ``extender URL kept N node(s)``, its prioritize scores, or the error it
+    failed with (and whether it was skipped)."""
+    out = []
+    for answer in record.get("extenders", []):
+        name, verb = answer["extender"], answer["verb"]
+        if "error" in answer:
+            skipped = " (skipped: ignorable)" if answer.get("ignored") and verb == "filter" else \
+                " (no scores from it)" if answer.get("ignored") else ""
+            out.append(f"extender {name} failed {verb}: {answer['error']}{skipped}")
+        elif verb == "filter":
+            out.extend(f"rejected by extender {name}: {group['reason']} ({node_names(group)})"
+                       for group in answer.get("rejected", []))
+            out.append(f"extender {name} kept {answer.get('kept', 0)} node(s)")
+        elif verb == "prioritize":
+            scores = ", ".join(f"{node} {score}" for node, score in answer.get("scores", {}).items())
+            out.append(f"extender {name} (weight {answer.get('weight')}) scored: {scores or 'no node'}")
+    return out
+
+
 def node_names(group: dict[str, Any]) -> str:
     """"N node(s): a, b and M more": a rejected-node group of the decision record (``nodes``, ``count``), at most
     :data:`NODES_SHOWN` names."""

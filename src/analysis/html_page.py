@@ -23,7 +23,7 @@ import html
 import re
 from typing import Any, Iterable
 
-from kubesched.analysis.explain import explain, quantity
+from kubesched.analysis.explain import explain, extender_lines, quantity
 from kubesched.analysis.explain_podgroup import explain_pod_group
 from kubesched.core.api.resource_v1 import ResourceClaim
 from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_key
@@ -301,6 +301,10 @@ def _pod_page(key: str, answer: dict[str, Any]) -> str:
             parts.append(_table(["node", "missing"], [
                 [_e(node), _e(", ".join(f"{quantity(r, a)} {r}" for r, a in missing.items()))]
                 for node, missing in shortfall.items()]))
+    extenders = extender_lines(last)
+    if extenders:
+        parts.append("<h3>Scheduler extenders</h3><ul>" + "".join(f"<li>{_e(line)}</li>" for line in extenders)
+                     + "</ul>")
     score = last.get("score")
     if score:
         parts.append(f"<h3>Score: the best {len(score['nodes'])} of {score['scored']} scored node(s)</h3>")

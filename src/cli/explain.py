@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.analysis.explain import explain as explain_pod
-from kubesched.analysis.explain import node_names
+from kubesched.analysis.explain import extender_lines, node_names
 from kubesched.analysis.explain_podgroup import PREFIX, explain_pod_group, pod_group_arg
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
@@ -233,6 +233,8 @@ def _render_attempt(explanation: dict[str, Any], console: Console) -> None:
         detail = f"narrowed to {answer['nodes']} node(s)" if "nodes" in answer else "; ".join(answer["reasons"])
         console.print(f"PreFilter {answer['plugin']}: {answer['code']} {detail}")
     _render_filter(last.get("filter"), console)
+    for line in extender_lines(last):
+        console.print(line)
     _render_score(last.get("score"), last.get("node", ""), console)
     post = last.get("postFilter")
     if post:

@@ -24,7 +24,7 @@ from .helpers import DEFAULT, config, framework, from_yaml, simulation
 
 DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                   "InterPodAffinity", "DynamicResources"]
+                   "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"]
 DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
                   "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality"]
 
@@ -234,7 +234,7 @@ def test_disabled_star_at_one_point_keeps_only_that_points_own_plugins():
     # other points still get the defaults
     assert resolved["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
                                      "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                                     "InterPodAffinity", "DynamicResources"]
+                                     "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"]
     assert resolved["score"] == DEFAULT_SCORES
 
 
@@ -271,7 +271,7 @@ def test_expansion_order_overrides_then_multipoint_then_other_specific():
         "NodeResourcesFit", "NodeName",  # re-declared at the point, in the point's order
         "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",  # the rest of multiPoint
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-        "InterPodAffinity", "DynamicResources",
+        "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
         "MyFilter",  # other plugins of the point
     ]
 
@@ -517,10 +517,49 @@ def test_upstreams_own_config_with_podtopologyspread_args_loads_unchanged():
     assert spread.defaults == () and not spread.system_defaulted
 
 
-def test_extenders_are_refused_not_ignored():
-    with pytest.raises(ConfigError, match="extenders: scheduler extenders are not supported by kubesched"):
-        load_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": [{"urlPrefix": "http://127.0.0.1:8888"}]},
-                    DEFAULT_PLUGINS)
+def _with_extenders(*extenders: dict, **top) -> dict:
+    return {"apiVersion": API_VERSION, "kind": KIND, "extenders": list(extenders), **top}
+
+
+def test_extenders_are_read_with_upstreams_field_names():
+    loaded = load_config(_with_extenders({
+        "urlPrefix": "https://gpu.example.com/scheduler", "filterVerb": "filter", "prioritizeVerb": "prioritize",
+        "weight": 5, "preemptVerb": "preempt", "bindVerb": "bind", "enableHTTPS": True,
+        "tlsConfig": {"insecure": True, "serverName": "gpu", "caData": "Zm9v"}, "httpTimeout": "30s",
+        "nodeCacheCapable": True, "ignorable": True,
+        "managedResources": [{"name": "example.com/gpu-mem", "ignoredByScheduler": True}]}), DEFAULT_PLUGINS)
+    (extender,) = loaded.extenders
+    assert (extender.url_prefix, extender.filter_verb, extender.prioritize_verb, extender.weight,
+            extender.preempt_verb, extender.bind_verb) == (
+        "https://gpu.example.com/scheduler", "filter", "prioritize", 5, "preempt", "bind")
+    assert extender.enable_https and extender.node_cache_capable and extender.ignorable
+    assert extender.tls_config.server_name == "gpu" and extender.tls_config.ca_data == "Zm9v"
+    assert parse_duration(extender.http_timeout, "httpTimeout") == 30.0
+    # ignoredByScheduler resources become NodeResourcesFit's ignoredResources in every profile, as upstream
+    assert loaded.profiles[0].args_for("NodeResourcesFit") == {"ignoredResources": ["example.com/gpu-mem"]}
+
+
+@pytest.mark.parametrize(("extenders", "message"), [
+    ([{"urlPrefix": "http://e:1", "prioritizeVerb": "prioritize"}],
+     "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it"),
+    ([{"urlPrefix": "http://e:1", "prioritizeVerb": "prioritize", "weight": -2}],
+     "extenders[0].weight: Invalid value: -2: must have a positive weight applied to it"),
+    ([{"urlPrefix": "http://e:1", "bindVerb": "bind"}, {"urlPrefix": "http://f:1", "bindVerb": "bind"}],
+     'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'),
+    ([{"urlPrefix": "http://e:1", "managedResources": [{"name": "example.com/a"}]},
+      {"urlPrefix": "http://f:1", "managedResources": [{"name": "example.com/a"}]}],
+     'extenders[1].managedResources[0].name: Invalid value: "example.com/a": duplicate extender managed resource '
+     'name'),
+    ([{"urlPrefix": "http://e:1", "managedResources": [{"name": "cpu"}]}],
+     'extenders[0].managedResources[0].name: Invalid value: "cpu": is an invalid extended resource name'),
+    ([{"urlPrefix": "http://e:1", "httpTimeout": "soon"}], "extenders[0].httpTimeout: invalid duration 'soon'"),
+    ([{"filterVerb": "filter"}], "extenders[0].urlPrefix: Invalid value: '': must be an http:// or https:// URL"),
+    ([{"urlPrefix": "http://e:1", "filterverb": "filter"}], "filterverb"),
+])
+def test_an_extender_section_is_validated_as_upstream(extenders, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(_with_extenders(*extenders), DEFAULT_PLUGINS)
+    assert message in str(err.value)
 
 
 @pytest.mark.parametrize("weight", [2**31, 2**63 - 1, 2**64])

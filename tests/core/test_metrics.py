@@ -55,3 +55,39 @@ def test_preemption_attempts_and_victims_are_counted():
     assert sim.pod("urgent").spec.node_name == "n1"
     assert sample("scheduler_preemption_attempts_total") - attempts == 1
     assert sample("scheduler_preemption_victims_sum") - victims == 2
+
+
+def test_framework_queue_and_event_metrics_carry_upstreams_names_labels_and_buckets(monkeypatch):
+    from kubesched.core.framework import cycle_state
+
+    profile = "default-scheduler"
+    before = {
+        "evaluated": sample("scheduler_plugin_evaluation_total", plugin="NodeResourcesFit", extension_point="Filter",
+                            profile=profile),
+        "prefilter": sample("scheduler_framework_extension_point_duration_seconds_count",
+                            extension_point="PreFilter", status="Success", profile=profile),
+        "plugin": sample("scheduler_plugin_execution_duration_seconds_count", plugin="NodeResourcesFit",
+                         extension_point="Filter", status="Success"),
+        "added": sample("scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd"),
+        "failed": sample("scheduler_queue_incoming_pods_total", queue="unschedulable",
+                         event="ScheduleAttemptFailure"),
+        "nodes": sample("scheduler_event_handling_duration_seconds_count", event="NodeAdd"),
+    }
+    monkeypatch.setattr(cycle_state, "_SAMPLE", lambda: 0.0)  # every cycle sampled: each plugin call timed
+    sim = Simulation()
+    sim.create([node("n1", cpu="2"), node("n2", cpu="2"), pod("a", cpu="1"), pod("big", cpu="4")])
+    sim.run()
+    # Filter is counted per node judged: both pods were judged on both nodes
+    assert sample("scheduler_plugin_evaluation_total", plugin="NodeResourcesFit", extension_point="Filter",
+                  profile=profile) - before["evaluated"] == 4
+    assert sample("scheduler_framework_extension_point_duration_seconds_count", extension_point="PreFilter",
+                  status="Success", profile=profile) - before["prefilter"] == 2
+    assert sample("scheduler_framework_extension_point_duration_seconds_bucket", extension_point="PreFilter",
+                  status="Success", profile=profile, le="0.2048") >= 2  # upstream's last bucket: 0.1ms x 2^11
+    assert sample("scheduler_plugin_execution_duration_seconds_count", plugin="NodeResourcesFit",
+                  extension_point="Filter", status="Success") - before["plugin"] >= 1
+    assert sample("scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd") \
+        - before["added"] == 2
+    assert sample("scheduler_queue_incoming_pods_total", queue="unschedulable", event="ScheduleAttemptFailure") \
+        - before["failed"] == 1
+    assert sample("scheduler_event_handling_duration_seconds_count", event="NodeAdd") - before["nodes"] == 2

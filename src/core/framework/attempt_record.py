@@ -19,6 +19,8 @@ JSON object per line:
 - ``score``: for the :data:`TOP_NODES` best scored nodes (the chosen one
   always among them), each Score plugin's raw, normalized and weighted score
   and the final sum, with how many nodes were scored;
+- ``extenders``: each scheduler extender's answer (filter: nodes kept and
+  rejected with its message; prioritize: weight and scores; or its error);
 - ``node``, ``result`` (Scheduled, Unschedulable, Error, WaitingOnPermit)
   and ``message``; ``postFilter`` (nominated node, victims, message);
   ``reserve``/``permit`` failures; ``movedBy``: the cluster event (or
@@ -86,6 +88,7 @@ class AttemptRecord:
     result: str = ""
     message: str = ""
     failed_at: dict[str, Any] | None = None
+    extenders: list[dict[str, Any]] = field(factory=list)
     _plugin_scores: list[tuple[str, int, np.ndarray, np.ndarray]] = field(factory=list, repr=False)
 
     def pre_filter_answer(self, plugin: str, status: Status | None, narrowed_to: int | None) -> None:
@@ -108,6 +111,26 @@ class AttemptRecord:
             self.filter["shortfall"] = shortfall
         if lacking:
             self.filter["lacking"] = lacking
+
+    def extender_answer(self, extender: str, verb: str, *, kept: int | None = None,
+                        rejected: list[tuple[str, Status]] | None = None, error: str = "", ignored: bool = False,
+                        weight: int | None = None, scores: dict[str, int] | None = None) -> None:
+        """A scheduler extender's answer to ``verb`` (filter, prioritize): for filter, how many nodes it
+        ``kept`` and the ``rejected`` ones grouped (as Filter's); for prioritize, its ``weight`` and raw
+        ``scores`` (0-10) of the :data:`TOP_NODES` best nodes; or the ``error`` it failed with and whether it
+        was ``ignored`` (an ignorable extender, or any prioritize failure)."""
+        entry: dict[str, Any] = {"extender": extender, "verb": verb}
+        if error:
+            entry["error"] = error
+            entry["ignored"] = ignored
+        if kept is not None:
+            entry["kept"] = kept
+            entry["rejected"] = group_statuses(rejected or [])
+        if weight is not None:
+            entry["weight"] = weight
+            best = sorted((scores or {}).items(), key=lambda item: (-item[1], item[0]))[:TOP_NODES]
+            entry["scores"] = dict(best)
+        self.extenders.append(entry)
 
     def plugin_scored(self, plugin: str, weight: int, raw: np.ndarray, normalized: np.ndarray) -> None:
         """One Score plugin's raw (before NormalizeScore) and normalized scores over the scored nodes."""
@@ -148,6 +171,8 @@ class AttemptRecord:
             out["preFilter"] = self.pre_filter
         if self.pre_filter_skipped:
             out["preFilterSkipped"] = self.pre_filter_skipped
+        if self.extenders:
+            out["extenders"] = self.extenders
         for key, value in (("filter", self.filter), ("score", self.score), ("postFilter", self.post_filter),
                            ("failedAt", self.failed_at)):
             if value is not None:

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
-import yaml
 from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
-from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
+from ..api.core_v1 import is_extended_resource
+from ..api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
+from ..api.validation import qualified_name
 from .hookspecs import EXTENSION_POINTS
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,57 @@ class ClientConnection:
 
 
 @frozen
+class ExtenderTLSConfig:
+    """``tlsConfig`` of an extender (upstream ExtenderTLSConfig): ``insecure`` skips verifying the server;
+    ``serverName`` is the name verified instead of the URL's host; files (``certFile``, ``keyFile``, ``caFile``)
+    or their PEM contents base64-encoded as Go's ``[]byte`` (``certData``, ``keyData``, ``caData``)."""
+
+    STRICT: ClassVar[bool] = True
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: str = ""
+    key_data: str = ""
+    ca_data: str = ""
+
+
+@frozen
+class ExtenderManagedResource:
+    """An extended resource an extender manages (upstream ExtenderManagedResource): only pods requesting one
+    of an extender's resources are sent to it; ``ignoredByScheduler`` leaves the resource out of
+    NodeResourcesFit's checks."""
+
+    STRICT: ClassVar[bool] = True
+    name: str = ""
+    ignored_by_scheduler: bool = False
+
+
+@frozen
+class Extender:
+    """One entry of ``extenders`` (upstream's v1 Extender): the HTTP service at ``urlPrefix`` answering the
+    verbs it names (``filterVerb``, ``prioritizeVerb`` with ``weight``, ``preemptVerb``, ``bindVerb``);
+    ``enableHTTPS`` with ``tlsConfig``; ``httpTimeout`` (a Go duration, 0 = 5s); ``nodeCacheCapable``: it
+    is sent node names instead of Node objects; ``managedResources``; ``ignorable``: scheduling goes on
+    when it fails.  :mod:`kubesched.core.framework.extender` calls it."""
+
+    STRICT: ClassVar[bool] = True
+    url_prefix: str = ""
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    weight: int = 0
+    bind_verb: str = ""
+    enable_https: bool = field(default=False, metadata={"key": "enableHTTPS"})
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout: Any = 0
+    node_cache_capable: bool = False
+    managed_resources: tuple[ExtenderManagedResource, ...] = ()
+    ignorable: bool = False
+
+
+@frozen
 class KubeSchedulerConfiguration:
     """The whole file (upstream's v1 KubeSchedulerConfiguration, whose fields
     it has).  ``parallelism``, ``enableProfiling``,
@@ -160,7 +212,7 @@ class KubeSchedulerConfiguration:
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
     profiles: tuple[Profile, ...] = ()
-    extenders: tuple[dict[str, Any], ...] = ()
+    extenders: tuple[Extender, ...] = ()
     delay_cache_until_active: bool = False
 
 
@@ -195,6 +247,64 @@ def not_honoured(data: dict[str, Any]) -> list[str]:
         if value is not None and unhonoured(value):
             found.append(f"{'.'.join(path)}: {value!r} is kept, not acted on: {why}")
     return found
+
+
+def validate_extenders(extenders: tuple[Extender, ...]) -> list[str]:
+    """Upstream's ``validateExtenders``: a prioritizing extender has a positive weight, at most one extender
+    binds, managed resources are valid extended resource names, each managed by one extender.  kubesched
+    also wants an ``http://`` or ``https://`` ``urlPrefix`` and a valid ``httpTimeout``.  One message per
+    problem, as the field errors read."""
+    problems = []
+    binders = 0
+    managed: set[str] = set()
+    for i, extender in enumerate(extenders):
+        path = f"extenders[{i}]"
+        if not re.match(r"https?://[^/]", extender.url_prefix):
+            problems.append(f"{path}.urlPrefix: Invalid value: {extender.url_prefix!r}: "
+                            "must be an http:// or https:// URL")
+        if extender.prioritize_verb and extender.weight <= 0:
+            problems.append(f"{path}.weight: Invalid value: {extender.weight}: must have a positive weight applied "
+                            "to it")
+        if extender.bind_verb:
+            binders += 1
+        try:
+            if parse_duration(extender.http_timeout, f"{path}.httpTimeout") < 0:
+                problems.append(f"{path}.httpTimeout: Invalid value: {extender.http_timeout!r}: must not be negative")
+        except ConfigError as err:
+            problems.append(str(err))
+        for j, resource in enumerate(extender.managed_resources):
+            where = f"{path}.managedResources[{j}].name"
+            invalid = qualified_name(where, resource.name)
+            problems += invalid
+            if not invalid and not is_extended_resource(resource.name):
+                problems.append(f'{where}: Invalid value: "{resource.name}": is an invalid extended resource name')
+            if resource.name in managed:
+                problems.append(f'{where}: Invalid value: "{resource.name}": duplicate extender managed resource name')
+            managed.add(resource.name)
+    if binders > 1:
+        problems.append(f'extenders: Invalid value: "found {binders} extenders implementing bind": '
+                        "only one extender can implement bind")
+    return problems
+
+
+#: The plugin whose ``ignoredResources`` the extenders' ``ignoredByScheduler`` resources become.
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+
+
+def with_extender_ignored_resources(profiles: list[Profile], extenders: tuple[Extender, ...]) -> list[Profile]:
+    """Upstream's ``buildExtenders``: when extenders manage resources ``ignoredByScheduler``, those names become
+    NodeResourcesFit's ``ignoredResources`` in every profile (replacing what the profile set there), so that
+    its Filter leaves them to the extenders."""
+    ignored = [r.name for extender in extenders for r in extender.managed_resources if r.ignored_by_scheduler]
+    if not ignored:
+        return profiles
+    out = []
+    for profile in profiles:
+        args = dict(profile.args_for(NODE_RESOURCES_FIT) or {})
+        args["ignoredResources"] = list(ignored)
+        entries = tuple(e for e in profile.plugin_config if e.name != NODE_RESOURCES_FIT)
+        out.append(attrs.evolve(profile, plugin_config=entries + (PluginConfig(NODE_RESOURCES_FIT, args),)))
+    return out
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -262,21 +372,9 @@ def load_config(
         data = source
     else:
         try:
-            data = yaml.load(decode(Path(source).read_bytes(), where), Loader=SAFE_LOADER)
-        except OSError as err:
-            raise ConfigError(f"{where}: cannot read: {err.strerror or err}") from None
+            data = read_yaml(source, MAX_CONFIG_BYTES)
         except InvalidManifest as err:
             raise ConfigError(str(err)) from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{where}: cannot parse: {parse_problem(err)}") from None
-        except RecursionError:
-            raise ConfigError(f"{where}: cannot parse: nested deeper than {MAX_DEPTH} levels") from None
-        values, depth = measure(data)
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels ({depth})")
-        if values > MAX_VALUES:
-            raise ConfigError(f"{where}: the document expands to {values} values through YAML aliases "
-                              f"(at most {MAX_VALUES})")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
@@ -288,6 +386,20 @@ def load_config(
         config = structure(body, KubeSchedulerConfiguration)
     except ManifestError as err:
         raise ConfigError(f"{where}: {err}") from None
+    problems = validate_config(config)
+    merged, profile_problems = validated_profiles(config.profiles or (Profile(),), default_plugins)
+    problems += profile_problems
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    merged = with_extender_ignored_resources(merged, config.extenders)
+    _warn_not_honoured(body, where)
+    return attrs.evolve(config, profiles=tuple(merged))
+
+
+def validate_config(config: KubeSchedulerConfiguration) -> list[str]:
+    """Upstream's ``ValidateKubeSchedulerConfiguration`` for the fields outside the profiles:
+    leader election's durations, parallelism, the backoffs, percentageOfNodesToScore and the
+    extenders.  One message per problem, as the field errors read."""
     problems = []
     for name, key in (("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
                       ("retry_period", "retryPeriod")):
@@ -303,10 +415,15 @@ def load_config(
         problems.append("podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds")
     if config.percentage_of_nodes_to_score is not None and not 0 <= config.percentage_of_nodes_to_score <= 100:
         problems.append("percentageOfNodesToScore: not in valid range [0-100]")
-    if config.extenders:
-        problems.append("extenders: scheduler extenders are not supported by kubesched (nothing would call them); "
-                        "write the extender's logic as a plugin, or remove the section")
-    profiles = config.profiles or (Profile(),)
+    problems += validate_extenders(config.extenders)
+    return problems
+
+
+def validated_profiles(profiles: tuple[Profile, ...], default_plugins: Plugins) -> tuple[list[Profile], list[str]]:
+    """Each profile with its plugins merged over ``default_plugins`` (upstream's defaulting), and the
+    problems upstream's ``validateKubeSchedulerProfile`` finds: a missing or duplicate schedulerName,
+    percentageOfNodesToScore out of range, a plugin configured twice in pluginConfig."""
+    problems = []
     seen: set[str] = set()
     merged = []
     for index, profile in enumerate(profiles):
@@ -323,11 +440,14 @@ def load_config(
         for dup in sorted({n for n in names if names.count(n) > 1}):
             problems.append(f"{label}.pluginConfig: Duplicate value: {dup!r}")
         merged.append(attrs.evolve(profile, plugins=merge_plugins(default_plugins, profile.plugins)))
-    if problems:
-        raise ConfigError(f"{where}: " + "; ".join(problems))
+    return merged, problems
+
+
+def _warn_not_honoured(body: dict[str, Any], where: str) -> None:
+    """Log each field of ``body`` that kubesched keeps but does not act on (:func:`not_honoured`), once
+    per file and field in a process (a file read again - the UI, each perf workload - is reported once)."""
     for note in not_honoured(body):
         line = f"{where}: {note}"
-        if line not in _REPORTED:  # a file read again (the UI, each perf workload) is reported once
+        if line not in _REPORTED:
             _REPORTED.add(line)
             log.warning("%s", line)
-    return attrs.evolve(config, profiles=tuple(merged))

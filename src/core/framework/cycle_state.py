@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
+
+from kubesched.core.observability.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
+
+#: Draws which cycles time their plugins one by one (its own source: the scheduler's seeded one decides placements).
+_SAMPLE = random.Random().random
 
 
 class StateNotFound(KeyError):
@@ -33,7 +39,9 @@ class CycleState:
     ``skip_score_plugins`` hold the plugins whose PreFilter/PreScore said Skip.
     ``record``: the attempt's :class:`~kubesched.core.framework.attempt_record.AttemptRecord`
     when decisions are recorded (None otherwise, and in clones: dry runs are
-    not the decision).
+    not the decision).  ``record_plugin_metrics``: this cycle times each plugin
+    call (scheduler_plugin_execution_duration_seconds), drawn for
+    PLUGIN_METRICS_SAMPLE_PERCENT of the cycles as upstream's ScheduleOne draws it.
     """
 
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics", "record")
@@ -42,7 +50,7 @@ class CycleState:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
-        self.record_plugin_metrics = False
+        self.record_plugin_metrics = _SAMPLE() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
         self.record: Any = None
 
     def write(self, key: str, value: Any) -> None:

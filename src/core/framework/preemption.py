@@ -59,6 +59,7 @@ from kubesched.core.cluster.client import ApiError, Conflict, NotFound
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.diagnosis import Diagnosis, FitError
+from kubesched.core.framework.extender import ExtenderError, extenders_preemption
 from kubesched.core.framework.handle import Handle
 from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
 from kubesched.core.framework.status import Code, Status
@@ -484,6 +485,13 @@ class Evaluator:
                 statuses.setdefault(info.name, _NOT_HELPFUL)
             fit = FitError(pod, len(nodes), Diagnosis(node_status=statuses))
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit.message(),))
+        if self.handle.extenders:
+            try:
+                candidates = self.call_extenders(pod, candidates)
+            except ExtenderError as err:
+                return None, Status.as_error(str(err))
+            if not candidates:
+                return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
         best = self.select_candidate(candidates)
         metrics.PREEMPTION_VICTIMS.observe(len(best.victims))
         status = self.executor.actuate(Preemptor.of_pod(pod), best.node_name, best.victims, best.disrupted_groups)
@@ -493,6 +501,28 @@ class Evaluator:
             state.record.post_filter = {"plugin": self.plugin_name, "nominatedNodeName": best.node_name,
                                         "victims": [victim.key for victim in best.victims]}
         return PostFilterResult(best.node_name), None
+
+    def call_extenders(self, pod: Pod, candidates: list[Candidate]) -> list[Candidate]:
+        """Upstream ``callExtenders``: the scheduler extenders with a preempt verb narrow the candidates
+        (:func:`~kubesched.core.framework.extender.extenders_preemption`); a candidate whose victims an
+        extender changed is rebuilt with them.  Raises ``ExtenderError``."""
+        by_node = {c.node_name: c for c in candidates}
+        victims = {c.node_name: (list(c.victims), c.num_pdb_violations) for c in candidates}
+        snapshot = self.handle.snapshot
+
+        def pods_on(node: str) -> list[Pod] | None:
+            info = snapshot.get(node)
+            return None if info is None else [p.pod for p in info.pods]
+
+        narrowed = extenders_preemption(self.handle.extenders, pod, victims, pods_on)
+        out = []
+        for node, (pods, violations) in narrowed.items():
+            same = by_node.get(node)
+            if same is not None and list(same.victims) == pods and same.num_pdb_violations == violations:
+                out.append(same)
+            else:
+                out.append(Candidate(node, tuple(pods), violations, self._whole_groups(pods)))
+        return out
 
     def find_candidates(self, state: CycleState, pod: Pod, nodes: list[NodeInfo],
                         node_status: Mapping[str, Status]) -> tuple[list[Candidate], dict[str, Status], list[str]]:

@@ -11,10 +11,14 @@ call those methods directly with kube-scheduler's semantics.
 
 from __future__ import annotations
 
+import functools
+from time import perf_counter
 from typing import Any, Callable, Mapping
 
 import numpy as np
 import pluggy
+
+from kubesched.core.observability import metrics
 
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
 from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
@@ -48,6 +52,57 @@ ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 #: The fewest rows find_feasible_rows judges at once.
 MIN_FILTER_CHUNK = 256
 
+#: Method lists timed one plugin call at a time in sampled cycles: attribute -> upstream's extension point label.
+TIMED_POINTS = {
+    "pre_filter_plugins": "PreFilter", "filter_plugins": "Filter", "filter_batch": "Filter",
+    "post_filter_plugins": "PostFilter", "pre_score_plugins": "PreScore", "score_plugins": "Score",
+    "score_batch": "Score", "normalize": "ScoreExtensionNormalize", "reserve_plugins": "Reserve",
+    "unreserve_plugins": "Unreserve", "permit_plugins": "Permit", "pre_bind_plugins": "PreBind",
+    "bind_plugins": "Bind", "post_bind_plugins": "PostBind",
+}
+
+
+def _code_of(answer: Any) -> str:
+    """Upstream's status label of a plugin's or an extension point's answer (a Status, None, a tuple holding one,
+    or a value such as a score: Success)."""
+    if isinstance(answer, tuple):
+        answer = next((part for part in answer if isinstance(part, Status)), None)
+    return str(answer.code) if isinstance(answer, Status) else "Success"
+
+
+def _timed_plugin(plugin: str, point: str, method: Callable) -> Callable:
+    """``method`` observing each call into ``scheduler_plugin_execution_duration_seconds``."""
+    histogram = metrics.PLUGIN_EXECUTION_DURATION
+
+    def timed(*args: Any) -> Any:
+        started = perf_counter()
+        try:
+            answer = method(*args)
+        except Exception:
+            histogram.labels(plugin, point, "Error").observe(perf_counter() - started)
+            raise
+        histogram.labels(plugin, point, _code_of(answer)).observe(perf_counter() - started)
+        return answer
+    return timed
+
+
+def _extension_point(point: str, status_of: Callable[[Any], Any] = lambda answer: answer) -> Callable:
+    """A ``run_*`` method observing each run into ``scheduler_framework_extension_point_duration_seconds``
+    with the status ``status_of(answer)`` (an exception: Error)."""
+    def wrap(run: Callable) -> Callable:
+        @functools.wraps(run)
+        def timed(self: Framework, *args: Any, **kwargs: Any) -> Any:
+            started = perf_counter()
+            try:
+                answer = run(self, *args, **kwargs)
+            except Exception:
+                self._observe_point(point, "Error", perf_counter() - started)
+                raise
+            self._observe_point(point, _code_of(status_of(answer)), perf_counter() - started)
+            return answer
+        return timed
+    return wrap
+
 
 class Framework(PlacementExtensionPoints):
     """The plugins of one profile.
@@ -75,6 +130,32 @@ class Framework(PlacementExtensionPoints):
         self.placement_score_weights = self._score_weights("placementScore")
         self._bind_methods()
         self._check_required()
+        #: (extension point, status) -> this profile's series of scheduler_framework_extension_point_duration_seconds
+        self._point_series: dict[tuple[str, str], Any] = {}
+        #: the method lists of TIMED_POINTS with each plugin call timed, for the sampled cycles
+        self.sampled: dict[str, Any] = {}
+        for attr, point in TIMED_POINTS.items():
+            methods = getattr(self, attr)
+            self.sampled[attr] = ({name: _timed_plugin(name, point, m) for name, m in methods.items()}
+                                  if isinstance(methods, dict) else
+                                  [(name, _timed_plugin(name, point, m)) for name, m in methods])
+        #: scheduler_plugin_evaluation_total's counts, and this profile's keys into them per point and plugin
+        self._evaluations = metrics.PLUGIN_EVALUATIONS.counts
+        self._evaluation_key = {(point, name): (name, point, self.profile_name)
+                                for point, attr in (("PreFilter", "pre_filter_plugins"), ("Filter", "filter_plugins"),
+                                                    ("PreScore", "pre_score_plugins"), ("Score", "score_plugins"))
+                                for name, _ in getattr(self, attr)}
+
+    def _observe_point(self, point: str, code: str, seconds: float) -> None:
+        series = self._point_series.get((point, code))
+        if series is None:
+            series = self._point_series[(point, code)] = metrics.FRAMEWORK_EXTENSION_POINT_DURATION.labels(
+                point, code, self.profile_name)
+        series.observe(seconds)
+
+    def _methods_for(self, state: CycleState, attr: str) -> Any:
+        """The method list ``attr`` (see TIMED_POINTS), timed plugin by plugin when ``state``'s cycle is sampled."""
+        return self.sampled[attr] if state.record_plugin_metrics else getattr(self, attr)
 
     # --- construction --------------------------------------------------------------------
 
@@ -271,6 +352,7 @@ class Framework(PlacementExtensionPoints):
                 return status.with_plugin(name)
         return None
 
+    @_extension_point("PreFilter", lambda answer: answer[1])
     def run_pre_filter(
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -282,9 +364,12 @@ class Framework(PlacementExtensionPoints):
         rejectors: set[str] = set()
         narrowing: list[str] = []
         record = state.record
-        for name, method in self.pre_filter_plugins:
+        evaluations, keys = self._evaluations, self._evaluation_key
+        for name, method in self._methods_for(state, "pre_filter_plugins"):
             answer = method(state, pod, nodes)
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
+            if status is None or status.code != Code.SKIP:
+                evaluations[keys[("PreFilter", name)]] += 1
             if record is not None:
                 record.pre_filter_answer(name, status, None if plugin_result is None or plugin_result.node_names is None
                                          else len(plugin_result.node_names))
@@ -394,14 +479,15 @@ class Framework(PlacementExtensionPoints):
         count = len(rows)
         skip = state.skip_filter_plugins
         batches, per_node = [], []
-        for name, method in self.filter_plugins:
+        filter_batch = self._methods_for(state, "filter_batch")
+        for name, method in self._methods_for(state, "filter_plugins"):
             if name in skip:
                 continue
-            batch = self.filter_batch.get(name)
+            batch = filter_batch.get(name)
             if batch is not None:
-                batches.append((batch, method))
+                batches.append((batch, method, name))
             else:
-                per_node.append(method)
+                per_node.append((method, name))
         nominated_rows = {snapshot.index[name] for name in nominated if name in snapshot.index}
         found: list[np.ndarray] = []
         found_count = 0
@@ -425,12 +511,14 @@ class Framework(PlacementExtensionPoints):
         that declines (None) moves to ``per_node`` for the rest of the cycle."""
         count = len(rows)
         mask: np.ndarray | None = None  # the answers ANDed (never written into: an answer may be a plugin's array)
-        for batch, method in list(batches):
+        evaluations, keys = self._evaluations, self._evaluation_key
+        for batch, method, name in list(batches):
             answer = batch(state, pod, snapshot.table, rows)
             if answer is None:
-                batches.remove((batch, method))
-                per_node.append(method)
+                batches.remove((batch, method, name))
+                per_node.append((method, name))
             else:
+                evaluations[keys[("Filter", name)]] += count
                 answer = np.asarray(answer, dtype=bool)
                 mask = answer if mask is None else mask & answer
         if mask is None:
@@ -443,27 +531,33 @@ class Framework(PlacementExtensionPoints):
             processed = int(chosen[-1]) + 1 if len(chosen) == to_find and len(chosen) else count
             return rows[chosen], processed
         feasible: list[int] = []
-        for position in range(count):
-            row = int(rows[position])
-            node_info = snapshot.nodes[row]
-            if row in nominated_rows:
-                ok = self._filter_with_nominated(state, pod, node_info, nominated) is None
-            elif not mask[position]:
-                ok = False
-            else:
-                ok = True
-                for method in per_node:
-                    status = method(state, pod, node_info)
-                    if status is not None and status.code != Code.SUCCESS:
-                        if not status.is_rejected():
-                            raise FilterError(self.run_filter(state, pod, node_info) or status)
-                        ok = False
-                        break
-            if ok:
-                feasible.append(row)
-                if len(feasible) >= to_find:
-                    return np.array(feasible, dtype=np.int64), position + 1
-        return np.array(feasible, dtype=np.int64), count
+        calls = [0] * len(per_node)  # how many nodes each per-node plugin judged
+        try:
+            for position in range(count):
+                row = int(rows[position])
+                node_info = snapshot.nodes[row]
+                if row in nominated_rows:
+                    ok = self._filter_with_nominated(state, pod, node_info, nominated) is None
+                elif not mask[position]:
+                    ok = False
+                else:
+                    ok = True
+                    for at, (method, _) in enumerate(per_node):
+                        calls[at] += 1
+                        status = method(state, pod, node_info)
+                        if status is not None and status.code != Code.SUCCESS:
+                            if not status.is_rejected():
+                                raise FilterError(self.run_filter(state, pod, node_info) or status)
+                            ok = False
+                            break
+                if ok:
+                    feasible.append(row)
+                    if len(feasible) >= to_find:
+                        return np.array(feasible, dtype=np.int64), position + 1
+            return np.array(feasible, dtype=np.int64), count
+        finally:
+            for (_, name), judged in zip(per_node, calls):
+                evaluations[keys[("Filter", name)]] += judged
 
     def _filter_with_nominated(self, state: CycleState, pod: Any, node_info: NodeInfo,
                                nominated: Mapping[str, list[PodInfo]]) -> Status | None:
@@ -567,6 +661,7 @@ class Framework(PlacementExtensionPoints):
                     undecided[row] = False
         return codes, distinct
 
+    @_extension_point("PostFilter", lambda answer: answer[1])
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
@@ -578,7 +673,7 @@ class Framework(PlacementExtensionPoints):
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
-        for name, method in self.post_filter_plugins:
+        for name, method in self._methods_for(state, "post_filter_plugins"):
             answer = method(state, pod, statuses)
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.is_success():
@@ -593,6 +688,7 @@ class Framework(PlacementExtensionPoints):
             rejector = rejector or name
         return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
+    @_extension_point("PreScore")
     def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo],
                       rows: np.ndarray | None = None) -> Status | None:
         """PreScore over the feasible ``nodes`` (their snapshot NodeTable
@@ -601,8 +697,11 @@ class Framework(PlacementExtensionPoints):
         any other failure is an Error status naming the plugin."""
         if rows is not None:
             state.write(FEASIBLE_ROWS_KEY, rows)
-        for name, method in self.pre_score_plugins:
+        evaluations, keys = self._evaluations, self._evaluation_key
+        for name, method in self._methods_for(state, "pre_score_plugins"):
             status = method(state, pod, nodes)
+            if status is None or status.code != Code.SKIP:
+                evaluations[keys[("PreScore", name)]] += 1
             if status is None or status.is_success():
                 continue
             if status.code == Code.SKIP:
@@ -611,6 +710,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running PreScore plugin \"{name}\": {status.message()}",), name)
         return None
 
+    @_extension_point("Score", lambda answer: None)
     def run_score(
         self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo]
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -621,10 +721,14 @@ class Framework(PlacementExtensionPoints):
         total: np.ndarray | None = None
         per_plugin: dict[str, np.ndarray] = {}
         names: list[str] | None = None
-        for name, method in self.score_plugins:
+        evaluations, keys = self._evaluations, self._evaluation_key
+        score_batch = self._methods_for(state, "score_batch")
+        normalizers = self._methods_for(state, "normalize")
+        for name, method in self._methods_for(state, "score_plugins"):
             if name in state.skip_score_plugins:
                 continue
-            batch = self.score_batch.get(name)
+            evaluations[keys[("Score", name)]] += len(rows)
+            batch = score_batch.get(name)
             if batch is not None:
                 scores = np.asarray(batch(state, pod, table, rows), dtype=np.int64)
             else:
@@ -635,7 +739,7 @@ class Framework(PlacementExtensionPoints):
                         raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
                     scores[i] = value
             raw = scores.copy() if state.record is not None else scores
-            normalize = self.normalize.get(name)
+            normalize = normalizers.get(name)
             if normalize is not None:
                 if names is None:
                     names = table.names[rows].tolist()
@@ -659,10 +763,11 @@ class Framework(PlacementExtensionPoints):
                 total += weighted
         return (total if total is not None else np.zeros(len(rows), dtype=np.int64)), per_plugin
 
+    @_extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Reserve plugins in order: None, the first rejection as is, or an Error naming the plugin (upstream
         ``RunReservePluginsReserve``)."""
-        for name, method in self.reserve_plugins:
+        for name, method in self._methods_for(state, "reserve_plugins"):
             status = method(state, pod, node_name)
             if status is not None and not status.is_success():
                 if status.is_rejected():
@@ -670,16 +775,18 @@ class Framework(PlacementExtensionPoints):
                 return Status(Code.ERROR, (f"running Reserve plugin \"{name}\": {status.message()}",), name, status.error)
         return None
 
+    @_extension_point("Unreserve", lambda answer: None)
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every Reserve plugin's Unreserve, in reverse order."""
-        for _, method in reversed(self.unreserve_plugins):
+        for _, method in reversed(self._methods_for(state, "unreserve_plugins")):
             method(state, pod, node_name)
 
+    @_extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))
     def run_permit(self, state: CycleState, pod: Any, node_name: str) -> tuple[Status | None, dict[str, float]]:
         """Returns (status, waits): a rejection or error status; or None with
         ``waits`` = {plugin: timeout seconds} for the plugins that said Wait."""
         waits: dict[str, float] = {}
-        for name, method in self.permit_plugins:
+        for name, method in self._methods_for(state, "permit_plugins"):
             answer = method(state, pod, node_name)
             status, timeout = answer if isinstance(answer, tuple) else (answer, 0.0)
             if status is None or status.is_success():
@@ -692,6 +799,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Permit plugin \"{name}\": {status.message()}",), name, status.error), {}
         return None, waits
 
+    @_extension_point("PreBind", lambda answer: answer[0])
     def run_pre_bind(
         self, state: CycleState, pod: Any, node_name: str, start: int = 0
     ) -> tuple[Status | None, PreBindWait | None, int]:
@@ -700,7 +808,7 @@ class Framework(PlacementExtensionPoints):
         :class:`PreBindWait` and that plugin's index, to resume after it with
         ``start=index + 1`` once the wait is over; or ``(None, None, n)``."""
         for index in range(start, len(self.pre_bind_plugins)):
-            name, method = self.pre_bind_plugins[index]
+            name, method = self._methods_for(state, "pre_bind_plugins")[index]
             answer = method(state, pod, node_name)
             if isinstance(answer, PreBindWait):
                 return None, answer, index
@@ -720,10 +828,11 @@ class Framework(PlacementExtensionPoints):
             return status.with_plugin(name)
         return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
 
+    @_extension_point("Bind")
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Bind plugins in order until one handles the pod: None on success, an Error naming the plugin, or Skip when
         every plugin skipped (upstream ``RunBindPlugins``)."""
-        for name, method in self.bind_plugins:
+        for name, method in self._methods_for(state, "bind_plugins"):
             status = method(state, pod, node_name)
             if status is not None and status.code == Code.SKIP:
                 continue
@@ -732,9 +841,10 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Bind plugin \"{name}\": {status.message()}",), name, status.error)
         return Status(Code.SKIP)
 
+    @_extension_point("PostBind", lambda answer: None)
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every PostBind plugin, for information only (upstream ``RunPostBindPlugins``)."""
-        for _, method in self.post_bind_plugins:
+        for _, method in self._methods_for(state, "post_bind_plugins"):
             method(state, pod, node_name)
 
 

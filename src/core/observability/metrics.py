@@ -21,15 +21,39 @@ them.  ``kubesched run`` serves the registry on ``/metrics``.
 - ``scheduler_preemption_attempts_total`` and
   ``scheduler_preemption_victims``: for the preemption plugin to update;
 - ``scheduler_permit_wait_duration_seconds{result}``;
-- ``leader_election_master_status{name}`` (client-go's): 1 while leading.
+- ``leader_election_master_status{name}`` (client-go's): 1 while leading;
+- ``scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}``:
+  every run of PreFilter, PostFilter, PreScore, Score, Reserve, Unreserve,
+  Permit, PreBind, Bind and PostBind (Filter is per node and is not timed, as upstream);
+- ``scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}``:
+  each plugin's call, in the 10% of scheduling cycles upstream samples
+  (:data:`PLUGIN_METRICS_SAMPLE_PERCENT`, ``CycleState.record_plugin_metrics``);
+- ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}``: how
+  many times a PreFilter, Filter, PreScore and Score plugin judged a pod (Filter
+  and Score: per node; a batch Filter counts every node of the chunk it judged);
+- ``scheduler_queue_incoming_pods_total{queue,event}``: pods added to activeQ,
+  backoffQ and unschedulablePods, by the event that moved them;
+- ``scheduler_event_handling_duration_seconds{event}``: informer event handling.
+
+Upstream's ``scheduler_pod_scheduling_duration_seconds`` was deprecated in 1.29
+and is gone (``scheduler_pod_scheduling_sli_duration_seconds`` replaces it).
+The hot-path histograms and counters (:class:`BufferedHistogram`,
+:class:`PluginEvaluations`) keep plain Python numbers and are turned into
+prometheus samples when the registry is collected (a ``/metrics`` scrape), so
+a scheduling cycle pays an append, not a lock.
 """
 
 from __future__ import annotations
 
 import collections
+import threading
+from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+import numpy as np
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -112,6 +136,131 @@ PODGROUP_PREEMPTION_VICTIMS = Histogram(
     buckets=exponential_buckets(1, 2, 11))
 
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
+
+#: Upstream ``pluginMetricsSamplePercent``: the share of scheduling cycles whose plugins are timed one by one.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+
+class _BufferedChild:
+    """One labelled series of a :class:`BufferedHistogram`: observations wait in a deque (appends are
+    thread-safe) and are counted into buckets with numpy every :data:`BufferedHistogram.FLUSH_AT` of them
+    and when collected."""
+
+    __slots__ = ("bounds", "pending", "counts", "total", "lock")
+
+    def __init__(self, bounds: np.ndarray):
+        self.bounds = bounds
+        self.pending: collections.deque[float] = collections.deque()
+        self.counts = np.zeros(len(bounds) + 1, dtype=np.int64)  # the last one: above every bound (+Inf)
+        self.total = 0.0
+        self.lock = threading.Lock()
+
+    def observe(self, seconds: float) -> None:
+        """Add one observation (seconds)."""
+        self.pending.append(seconds)
+        if len(self.pending) >= BufferedHistogram.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Count the pending observations into the buckets."""
+        with self.lock:
+            pending = self.pending
+            taken = [pending.popleft() for _ in range(len(pending))]
+            if taken:
+                values = np.asarray(taken)
+                # a bucket's upper bound is inclusive (le): searchsorted's left side puts v == bound in it
+                self.counts += np.bincount(np.searchsorted(self.bounds, values, side="left"),
+                                           minlength=len(self.counts))
+                self.total += float(values.sum())
+
+
+class BufferedHistogram:
+    """A prometheus histogram with upstream's ``name``, ``documentation``, ``labelnames`` and ``buckets`` whose
+    :meth:`labels` children take observations for the price of an append (see :class:`_BufferedChild`);
+    registered in the default registry as a collector."""
+
+    FLUSH_AT = 4096
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: list[float]):
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.bounds = np.asarray(buckets, dtype=float)
+        self.children: dict[tuple[str, ...], _BufferedChild] = {}
+        REGISTRY.register(self)
+
+    def labels(self, *values: str) -> _BufferedChild:
+        """The series of these label values (created on first use, then the same object)."""
+        child = self.children.get(values)
+        if child is None:
+            child = self.children.setdefault(values, _BufferedChild(self.bounds))
+        return child
+
+    def describe(self) -> list[HistogramMetricFamily]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for values, child in list(self.children.items()):
+            child.flush()
+            cumulative = np.cumsum(child.counts).tolist()
+            buckets = [(floatToGoString(b), c) for b, c in zip(self.bounds.tolist(), cumulative)]
+            buckets.append(("+Inf", cumulative[-1]))
+            family.add_metric(list(values), buckets, child.total)
+        yield family
+
+
+class PluginEvaluations:
+    """``scheduler_plugin_evaluation_total``: ``counts[(plugin, extension_point, profile)]`` is a plain
+    integer the framework adds to, read when the registry is collected."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        REGISTRY.register(self)
+
+    def describe(self) -> list[CounterMetricFamily]:
+        return [self._family()]
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "scheduler_plugin_evaluation_total",
+            "Number of attempts to schedule pods by each plugin and the extension point (available only in "
+            "PreFilter, Filter, PreScore, and Score).", labels=["plugin", "extension_point", "profile"])
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = self._family()
+        for labels, count in list(self.counts.items()):
+            family.add_metric(list(labels), count)
+        yield family
+
+
+FRAMEWORK_EXTENSION_POINT_DURATION = BufferedHistogram(
+    "scheduler_framework_extension_point_duration_seconds",
+    "Latency for running all plugins of a specific extension point.",
+    ["extension_point", "status", "profile"], exponential_buckets(0.0001, 2, 12))
+PLUGIN_EXECUTION_DURATION = BufferedHistogram(
+    "scheduler_plugin_execution_duration_seconds", "Duration for running a plugin at a specific extension point.",
+    ["plugin", "extension_point", "status"], exponential_buckets(0.00001, 1.5, 20))
+EVENT_HANDLING_DURATION = BufferedHistogram(
+    "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
+    ["event"], exponential_buckets(0.0001, 2, 12))
+PLUGIN_EVALUATIONS = PluginEvaluations()
+QUEUE_INCOMING_PODS = Counter(
+    "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
+    ["queue", "event"])
+
+#: the queue label values of scheduler_queue_incoming_pods_total
+ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_PODS_Q = "active", "backoff", "unschedulable"
+
+
+def pod_incoming(queue: str, event: str) -> None:
+    """A pod entered ``queue`` (active, backoff, unschedulable) because of ``event`` (upstream's event label:
+    PodAdd, ScheduleAttemptFailure, a cluster event's label, UnschedulableTimeout, ...)."""
+    child = _incoming_children.get((queue, event))
+    if child is None:
+        child = _incoming_children[(queue, event)] = QUEUE_INCOMING_PODS.labels(queue, event)
+    child.inc()
+
+
+_incoming_children: dict[tuple[str, str], Any] = {}
 
 
 def attempts_label(attempts: int) -> str:

@@ -35,6 +35,7 @@ import itertools
 from typing import Any, Callable
 
 from kubesched.core.api.podpriority import pod_priority
+from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod
 from ..clock import Clock, Timer
@@ -44,6 +45,8 @@ from ..framework.types import UNSCHEDULED_POD, ActionType, ClusterEvent, Cluster
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
+#: scheduler_queue_incoming_pods_total's event labels, as upstream's queue gives them
+POD_ADD, POD_UPDATE, ATTEMPT_FAILURE = "UnscheduledPodAdd", "UnscheduledPodUpdate", "ScheduleAttemptFailure"
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 
 ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
@@ -334,7 +337,7 @@ class SchedulingQueue:
             self._add_member(key, info)
             return
         self._pods[info.uid] = info
-        self._enqueue_gated_or_active(info)
+        self._enqueue_gated_or_active(info, POD_ADD)
 
     def _add_member(self, key: str, info: QueuedPodInfo) -> None:
         """``info`` joins its group's entity (made on the first member)."""
@@ -352,15 +355,15 @@ class SchedulingQueue:
         if status is not None:
             if not group.gating_plugin:  # it holds the whole group (the others stay as they are)
                 group.gating_plugin, group.gating_status = status.plugin, status
-                self._to_unschedulable(group)
+                self._to_unschedulable(group, POD_ADD)
         elif group.gating_plugin:
-            self._enqueue_gated_or_active(group)
+            self._enqueue_gated_or_active(group, POD_ADD)
         elif group.where == UNSCHEDULABLE:
             if self._hint(group, ClusterEvent(UNSCHEDULED_POD, ActionType.ADD), None, info.pod):
                 group.moved_by = "UnscheduledPodAdd"
-                self._move(group)
+                self._move(group, POD_ADD)
         elif not group.where:
-            self._enqueue_gated_or_active(group)
+            self._enqueue_gated_or_active(group, POD_ADD)
 
     def regroup(self) -> None:
         """Move every queued member whose entity changed (its PodGroup turned
@@ -388,18 +391,28 @@ class SchedulingQueue:
                 held = member.gating_status
         return held
 
-    def _enqueue_gated_or_active(self, info: QueuedPodInfo) -> None:
+    def _enqueue_gated_or_active(self, info: QueuedPodInfo, event: str) -> None:
         status = self._gate(info)
         if status is not None:
             info.gating_plugin = status.plugin
             info.gating_status = status
-            self._to_unschedulable(info)
+            self._to_unschedulable(info, event)
             return
         info.gating_plugin = ""
         info.gating_status = None
-        self._to_active(info)
+        self._to_active(info, event)
 
-    def _to_active(self, info: QueuedPodInfo) -> None:
+    @staticmethod
+    def _incoming(info: QueuedPodInfo, queue: str, event: str) -> None:
+        """scheduler_queue_incoming_pods_total for ``info`` (a group: each member) entering ``queue``."""
+        if event:
+            for _ in (info.members if isinstance(info, QueuedPodGroupInfo) else (info,)):
+                metrics.pod_incoming(queue, event)
+
+    def _to_active(self, info: QueuedPodInfo, event: str = "") -> None:
+        """``info`` into activeQ; ``event``: what moved it there (upstream's label), counted in
+        scheduler_queue_incoming_pods_total ("": a re-sort of a pod already there, not counted)."""
+        self._incoming(info, metrics.ACTIVE_Q, event)
         if isinstance(info, QueuedPodGroupInfo):
             info.group_priority = self._group_priority(info.key)
             info.stranded = self._group_stranded(info.key)
@@ -410,7 +423,8 @@ class SchedulingQueue:
         heapq.heappush(self._active, entry)
         self.on_activate()
 
-    def _to_backoff(self, info: QueuedPodInfo) -> None:
+    def _to_backoff(self, info: QueuedPodInfo, event: str) -> None:
+        self._incoming(info, metrics.BACKOFF_Q, event)
         self._detach(info)
         entry = _Entry(info, (info.backoff_expiry, next(self._seq)), None)
         info._entry = entry
@@ -418,7 +432,9 @@ class SchedulingQueue:
         heapq.heappush(self._backoff, entry)
         self._arm_backoff_timer()
 
-    def _to_unschedulable(self, info: QueuedPodInfo) -> None:
+    def _to_unschedulable(self, info: QueuedPodInfo, event: str) -> None:
+        if info.where != UNSCHEDULABLE:
+            self._incoming(info, metrics.UNSCHEDULABLE_PODS_Q, event)
         self._detach(info)
         info.where = UNSCHEDULABLE
         self._unschedulable[info.uid] = info
@@ -494,14 +510,14 @@ class SchedulingQueue:
         group.pod_info = next(iter(group.members.values())).pod_info
         if rejectors is None:
             self._pods[group.key] = group
-            self._enqueue_gated_or_active(group)
+            self._enqueue_gated_or_active(group, ATTEMPT_FAILURE)
             self._forget_in_flight_events()
             return
         arrived = any(member not in group.attempt for member in group.members.values())
         self.add_unschedulable(group, rejectors, pending)
         if arrived and group.where == UNSCHEDULABLE and not group.gating_plugin:
             group.moved_by = "UnscheduledPodAdd"
-            self._move(group)
+            self._move(group, POD_ADD)
 
     def _forget_in_flight_events(self) -> None:
         """Drop the remembered events no in-flight pod needs any more."""
@@ -545,11 +561,11 @@ class SchedulingQueue:
         info.pending_plugins = set(rejectors) if pending else set()
         self._pods[info.uid] = info
         if not rejectors:
-            self._to_backoff(info)
+            self._to_backoff(info, ATTEMPT_FAILURE)
         elif self._moved_by_in_flight_events(info):
-            self._move(info)
+            self._move(info, ATTEMPT_FAILURE)
         else:
-            self._to_unschedulable(info)
+            self._to_unschedulable(info, ATTEMPT_FAILURE)
         self._forget_in_flight_events()
 
     # --- informer side -------------------------------------------------------------------
@@ -564,9 +580,9 @@ class SchedulingQueue:
             member.pod_info = PodInfo(new)
             self.nominator.update(old, member.pod_info)
             if group.where == UNSCHEDULABLE and group.gating_plugin:
-                self._enqueue_gated_or_active(group)
+                self._enqueue_gated_or_active(group, POD_UPDATE)
             elif group.where == UNSCHEDULABLE and (old.spec != new.spec or old.metadata.labels != new.metadata.labels):
-                self._move(group)
+                self._move(group, POD_UPDATE)
             return
         info = self._pods.get(new.metadata.uid)
         if info is None:
@@ -580,10 +596,10 @@ class SchedulingQueue:
             self._to_active(info)
         elif info.where == UNSCHEDULABLE:
             if info.gating_plugin:
-                self._enqueue_gated_or_active(info)
+                self._enqueue_gated_or_active(info, POD_UPDATE)
             elif (old.spec != new.spec or old.metadata.labels != new.metadata.labels
                   or old.status.resource_claim_statuses != new.status.resource_claim_statuses):
-                self._move(info)
+                self._move(info, POD_UPDATE)
 
     def delete(self, pod: Pod) -> None:
         """The informer deleted ``pod``: remove it from whichever queue holds it (from its group, the group going
@@ -610,15 +626,15 @@ class SchedulingQueue:
         info = self._member_of.get(pod.metadata.uid) or self._pods.get(pod.metadata.uid)
         if info is not None and info.where in (UNSCHEDULABLE, BACKOFF) and not info.gating_plugin:
             info.moved_by = "ForceActivate"
-            self._to_active(info)
+            self._to_active(info, "ForceActivate")
 
-    def _move(self, info: QueuedPodInfo) -> None:
+    def _move(self, info: QueuedPodInfo, event: str) -> None:
         if info.gating_plugin:
-            self._enqueue_gated_or_active(info)
+            self._enqueue_gated_or_active(info, event)
         elif not info.pending_plugins and info.backoff_expiry > self.clock.now():
-            self._to_backoff(info)
+            self._to_backoff(info, event)
         else:
-            self._to_active(info)
+            self._to_active(info, event)
 
     def _hint(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any,
               registered: dict[str, list] | None = None) -> bool:
@@ -675,7 +691,7 @@ class SchedulingQueue:
                     continue
                 if self._hint(info, event, old, new, registered):
                     info.moved_by = str(event)
-                    self._move(info)
+                    self._move(info, info.moved_by)
                     moved += 1
         return moved
 
@@ -704,7 +720,7 @@ class SchedulingQueue:
             if entry.key[0] > now:
                 break
             heapq.heappop(self._backoff)
-            self._to_active(entry.info)
+            self._to_active(entry.info, "BackoffComplete")
         self._backoff_timer = None
         self._arm_backoff_timer()
 
@@ -721,6 +737,6 @@ class SchedulingQueue:
         for info in list(self._unschedulable.values()):
             if not info.gating_plugin and now - info.timestamp > MAX_IN_UNSCHEDULABLE_SECONDS:
                 info.moved_by = "UnschedulableTimeout"
-                self._move(info)
+                self._move(info, "UnschedulableTimeout")
         if any(not i.gating_plugin for i in self._unschedulable.values()):
             self._arm_flush_timer()
