@@ -88,11 +88,15 @@ def test_printing_follows_go():
     assert expand("a {{- .x -}} b", {"x": 1}) == "a1b"
     assert expand('{{if eq .x "y"}}yes{{else if .z}}z{{else}}no{{end}}', {"x": "n", "z": 0}) == "no"
     assert expand("{{/* a comment */}}ok", {}) == "ok"
+    # with: the body sees the value as ., only when it is not empty
+    assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 1000}) == "priority: 1000"
+    assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 0}) == "none"
+    assert expand("{{with .missing}}x{{end}}ok", {}) == "ok"
 
 
 @pytest.mark.parametrize("text, problem", [
     ('{{printf "%d" .Index}}', "function 'printf' not defined"),
-    ("{{with .x}}{{end}}", "unsupported action"),
+    ("{{with $v := .x}}{{end}}", "with with variables"),
     ('{{template "x"}}', "unsupported action"),
     ("{{range $i, $e := .list}}{{end}}", "range with variables"),
     ("{{if .x}}never closed", "missing {{end}}"),
