@@ -261,7 +261,7 @@ class Daemon:
                 wait = min(wait, max(lost_at - self.clock.now(), 0.001))
             elif leader and self.elector is not None:  # in the takeover grace: start when it ends
                 wait = min(wait, max(self.elector.writes_from - self.clock.now(), 0.001))
-            if wait > 0 and not self.informers.pending() and not scheduler.bind_results:
+            if wait > 0 and not self.informers.pending() and not scheduler.binding.results:
                 self.clock.wait(wait, self.informers.wakeup)
 
     def _start_leading(self) -> None:
@@ -290,7 +290,7 @@ class Daemon:
 
         if self.bind_pool is not None:
             self.bind_pool.shutdown(wait=not self._deposed, cancel_futures=self._deposed)
-            self.scheduler.finish_binds()
+            self.scheduler.binding.finish_binds()
             rolled_back += self.rollback_in_flight(SHUTDOWN_MESSAGE)  # a PreBind wait that came back meanwhile
         self._workers_stop.set()
         self.controllers.stop()

@@ -37,6 +37,7 @@ from .errors import PerfConfigError, Unsupported, WorkloadFailed
 from .ops import OPS, PerfOp
 from .ops.base import Background
 from .results import DataItem
+from .suites import Suite, suite_for
 from .template import TemplateError
 from .throughput import ThroughputCollector, summarize
 from .tracker import PodTracker, ScheduledCounter
@@ -86,6 +87,7 @@ class WorkloadExecutor:
         self.name = f"{case.name}/{workload.name}"
         self.params = Params(workload)
         self.ops: list[PerfOp] = []
+        self.suite: Suite | None = None
         self.config: KubeSchedulerConfiguration | None = None
         self.data_items: list[DataItem] = []
         self.samples: list[float] = []
@@ -142,6 +144,7 @@ class WorkloadExecutor:
             raise Unsupported(f"threshold metric {self.workload.threshold_metric} is not collected "
                               f"(kubesched measures {THROUGHPUT_METRIC})")
         self.ops = [OPS[op.opcode](self, op.index, op.opcode, resolve_op(op, self.params)) for op in self.case.ops]
+        self.suite = suite_for(self.case.base_dir.name, self.feature_gates, self.params)
         unused = self.params.unused()
         if unused:
             raise PerfConfigError(f"the parameters {unused} are defined on workload {self.workload.name}, but unused")
@@ -151,6 +154,8 @@ class WorkloadExecutor:
                                     controllers=[name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
+        if self.suite is not None:
+            self.suite.scheduler_built(self.scheduler)
         for op in self.ops:
             op.check()
 
@@ -179,6 +184,8 @@ class WorkloadExecutor:
                 self._report(force=True)
                 try:
                     op.run()
+                    if self.suite is not None and op.opcode == "createNodes":
+                        self.suite.nodes_created(self.cluster)
                 except (PerfConfigError, TemplateError, WorkloadFailed) as err:
                     raise WorkloadFailed(f"op {op.index} ({op.opcode}): {err}") from None
             if self._collector is not None:

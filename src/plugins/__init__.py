@@ -3,9 +3,10 @@
 :data:`DEFAULT_PLUGINS` is the default profile's plugin set (upstream's
 ``getDefaultPlugins``, all through multiPoint, in upstream order with
 upstream weights): kube-scheduler's default profile, plugin for plugin,
-with the workload-aware plugins that upstream adds when GenericWorkload and
-TopologyAwareWorkloadScheduling are on (GangScheduling,
-TopologyPlacementGenerator, PodGroupPodsCount).
+with the plugins upstream appends for the gates that are on:
+NodeDeclaredFeatures, and the workload-aware ones for GenericWorkload and
+TopologyAwareWorkloadScheduling (GangScheduling, TopologyPlacementGenerator,
+PodGroupPodsCount).
 """
 
 from kubesched.core.framework.config import PluginRef, Plugins, PluginSet
@@ -30,6 +31,7 @@ DEFAULT_PLUGINS = Plugins(multi_point=PluginSet(enabled=(
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
+    PluginRef("NodeDeclaredFeatures"),
     PluginRef("GangScheduling"),
     PluginRef("TopologyPlacementGenerator"),
     PluginRef("PodGroupPodsCount", 1),

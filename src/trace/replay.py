@@ -241,7 +241,21 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
             tie_break: str) -> ReplayResult:
     started = time.perf_counter()
     objects, info, pods_file = load_trace(trace_dir)
-    config_name = str(config) if isinstance(config, (str, Path)) else "default"
+    harness, clock = _started_harness(objects, info, config, registry, tie_break)
+    gpus = _GpuState(harness.scheduler, info, str(trace_dir))
+    arrivals = _parsed(pods_file, lambda: [parse_document(doc, str(pods_file)) for doc in read_documents(pods_file)])
+    total_pods = sum(1 for obj in arrivals if isinstance(obj, Pod))
+    if limit is not None:
+        total_pods = min(total_pods, limit)
+    series = _place_arrivals(harness, clock, gpus, arrivals, total_pods, info.driver, progress)
+    _settle(harness, clock)
+    return _result(str(trace_dir), config, info, gpus, series, time.perf_counter() - started)
+
+
+def _started_harness(objects: list, info: TraceInfo, config: str | Path | dict | KubeSchedulerConfiguration | None,
+                     registry: Registry | None, tie_break: str) -> tuple[Harness, FakeClock]:
+    """The trace's cluster with its nodes and classes on a fake clock, the scheduler started and settled, ties
+    between nodes broken as the trace's simulator did (module docstring)."""
     node_names = [o.metadata.name for o in objects if isinstance(o, Node)]
     generator: GoRand | None = None
     if info.rng == "go":
@@ -257,41 +271,87 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
     # the paper's protocol: pods are placed once each, nothing else acts on the cluster (no controllers)
     harness = Harness(cluster, clock, config, registry, seed=info.seed, controllers=(), rng=generator,
                       node_rank=ranks if tie_break == "ranked" else None)
-    scheduler = harness.scheduler
     for obj in objects:
         cluster.create(obj)
     harness.start()
     _settle(harness, clock)
-    table = scheduler.current_snapshot().table
-    gpus = NodeGpus(scheduler.dra_manager(), driver=info.driver)
-    gpus.sync(table)
-    capacity = int(gpus.capacity.sum())
-    if not capacity:
-        raise InvalidManifest(str(trace_dir), "", "", f"no node has GPUs of driver {info.driver}")
-    gpu_count = capacity / MILLI  # GPUs (a converted trace's GPU has a compute capacity of 1)
-    workload = Workload(info.typical, gpus.models)
-    models = gpus.model_codes(workload.model_code)
-    names = [node.name for node in table.infos]
-    row_of = {name: row for row, name in enumerate(names)}
-    cpu_left = np.array([_cpu_left(scheduler, name) for name in names], dtype=np.int64)
-    frag = node_fragmentation(workload, gpus.left, cpu_left, models)
+    return harness, clock
 
-    arrivals = _parsed(pods_file, lambda: [parse_document(doc, str(pods_file)) for doc in read_documents(pods_file)])
-    total_pods = sum(1 for obj in arrivals if isinstance(obj, Pod))
-    if limit is not None:
-        total_pods = min(total_pods, limit)
-    arrived_milli = 0
-    records: list[tuple[float, float, float]] = []
-    heatmap: list[list[int]] = []
-    heatmap_arrived: list[int] = []
-    next_sample = 0
+
+class _GpuState:
+    """The cluster's GPUs as the replay measures them: compute left per GPU (:class:`NodeGpus`, in
+    milli-GPU), milli-CPU left and the FGD fragmentation per node, and the totals the curves plot
+    (``used``: milli-GPUs allocated; ``fragmented``: % of all GPU compute).  Raises
+    :class:`InvalidManifest` naming ``trace`` when no node has GPUs of the trace's driver."""
+
+    def __init__(self, scheduler: Scheduler, info: TraceInfo, trace: str):
+        self.scheduler = scheduler
+        self.table = scheduler.current_snapshot().table
+        self.gpus = NodeGpus(scheduler.dra_manager(), driver=info.driver)
+        self.gpus.sync(self.table)
+        self.capacity = int(self.gpus.capacity.sum())
+        if not self.capacity:
+            raise InvalidManifest(trace, "", "", f"no node has GPUs of driver {info.driver}")
+        self.gpu_count = self.capacity / MILLI  # GPUs (a converted trace's GPU has a compute capacity of 1)
+        self.workload = Workload(info.typical, self.gpus.models)
+        self.models = self.gpus.model_codes(self.workload.model_code)
+        self.names = [node.name for node in self.table.infos]
+        self.row_of = {name: row for row, name in enumerate(self.names)}
+        self.cpu_left = np.array([_cpu_left(scheduler, name) for name in self.names], dtype=np.int64)
+        self.frag = node_fragmentation(self.workload, self.gpus.left, self.cpu_left, self.models)
+        # GPU compute in use and fragmented, % of all: they change only when a pod is placed
+        self.used = self.capacity - int(self.gpus.left.sum())
+        self.fragmented = 100 * float(self.frag.sum()) / self.capacity
+
+    def placed_on(self, node_name: str) -> None:
+        """A pod was bound to ``node_name``: its row and the totals follow."""
+        row = self.row_of[node_name]
+        self.gpus.sync(self.table)
+        self.cpu_left[row] = _cpu_left(self.scheduler, node_name)
+        self.frag[row] = self.workload.fragmentation(self.gpus.left[row:row + 1], self.cpu_left[row:row + 1],
+                                                     self.models[row:row + 1])[0]
+        self.used = self.capacity - int(self.gpus.left.sum())
+        self.fragmented = 100 * float(self.frag.sum()) / self.capacity
+
+    def utilisation(self) -> list[int]:
+        """Per node, % of its GPU compute allocated (rounded down)."""
+        gpus = self.gpus
+        return [int(u) for u in (gpus.capacity - gpus.left).sum(axis=1) * 100 // np.maximum(gpus.capacity.sum(axis=1), 1)]
+
+
+@define
+class _Series:
+    """What the replay records as pods arrive: ``records`` (arrived %, allocated %, fragmented %) per
+    pod, a ``heatmap`` of per-node utilisation every :data:`HEATMAP_STEP` % of arrivals, counts."""
+
+    arrived_milli: int = 0
+    done: int = 0
+    bound: int = 0
+    records: list[tuple[float, float, float]] = field(factory=list)
+    heatmap: list[list[int]] = field(factory=list)
+    heatmap_arrived: list[int] = field(factory=list)
+    next_sample: int = 0
+
+    def record(self, gpus: _GpuState) -> None:
+        """One pod handled: its point of the curves, and heatmap rows for the arrival steps passed."""
+        # computed as the paper's analysis scripts do: percent = milli-GPUs / GPUs / 10, allocation rounded to 0.01
+        self.records.append((self.arrived_milli / gpus.gpu_count / 10, round(gpus.used / gpus.gpu_count / 10, 2),
+                             gpus.fragmented))
+        while 100 * self.arrived_milli / gpus.capacity >= self.next_sample:
+            self.heatmap.append(gpus.utilisation())
+            self.heatmap_arrived.append(self.next_sample)
+            self.next_sample += HEATMAP_STEP
+
+
+def _place_arrivals(harness: Harness, clock: FakeClock, gpus: _GpuState, arrivals: list, total_pods: int, driver: str,
+                    progress: Callable[[int, int], None] | None) -> _Series:
+    """Create the trace's objects in order, each pod once: it is bound or, when no node takes it, deleted
+    with its claims (the paper's protocol); at most ``total_pods`` pods."""
+    cluster, scheduler = harness.cluster, harness.scheduler
+    series = _Series()
     claims: dict[str, ResourceClaim] = {}
-    done = bound = 0
-    # GPU compute in use and fragmented, % of all: they change only when a pod is placed
-    used = capacity - int(gpus.left.sum())
-    fragmented = 100 * float(frag.sum()) / capacity
     for obj in arrivals:
-        if done >= total_pods:
+        if series.done >= total_pods:
             break
         if isinstance(obj, ResourceClaim):
             claims[obj.key] = cluster.create(obj)
@@ -301,44 +361,38 @@ def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConf
             continue
         mine = [claims.pop(f"{obj.metadata.namespace}/{c.resource_claim_name}")
                 for c in obj.spec.resource_claims if f"{obj.metadata.namespace}/{c.resource_claim_name}" in claims]
-        arrived_milli += sum(claim_demand(c, info.driver) for c in mine)
+        series.arrived_milli += sum(claim_demand(c, driver) for c in mine)
         before = scheduler.stats.bound
         pod = cluster.create(obj)
         _settle(harness, clock)
-        done += 1
+        series.done += 1
         if scheduler.stats.bound > before:
-            bound += 1
-            node_name = harness.informers.store("Pod")[pod.key].spec.node_name
-            row = row_of[node_name]
-            gpus.sync(table)
-            cpu_left[row] = _cpu_left(scheduler, node_name)
-            frag[row] = workload.fragmentation(gpus.left[row:row + 1], cpu_left[row:row + 1], models[row:row + 1])[0]
-            used = capacity - int(gpus.left.sum())
-            fragmented = 100 * float(frag.sum()) / capacity
+            series.bound += 1
+            gpus.placed_on(harness.informers.store("Pod")[pod.key].spec.node_name)
         else:
             cluster.delete("Pod", pod.metadata.name, pod.metadata.namespace)
             for claim in mine:
                 cluster.delete("ResourceClaim", claim.metadata.name, claim.metadata.namespace)
-        # computed as the paper's analysis scripts do: percent = milli-GPUs / GPUs / 10, allocation rounded to 0.01
-        records.append((arrived_milli / gpu_count / 10, round(used / gpu_count / 10, 2), fragmented))
-        while 100 * arrived_milli / capacity >= next_sample:
-            utilisation = (gpus.capacity - gpus.left).sum(axis=1) * 100 // np.maximum(gpus.capacity.sum(axis=1), 1)
-            heatmap.append([int(u) for u in utilisation])
-            heatmap_arrived.append(next_sample)
-            next_sample += HEATMAP_STEP
-        if progress is not None and done % 100 == 0:
-            progress(done, total_pods)
-    _settle(harness, clock)
-    data = np.array(records) if records else np.zeros((0, 3))
+        series.record(gpus)
+        if progress is not None and series.done % 100 == 0:
+            progress(series.done, total_pods)
+    return series
+
+
+def _result(trace: str, config: str | Path | dict | KubeSchedulerConfiguration | None, info: TraceInfo,
+            gpus: _GpuState, series: _Series, seconds: float) -> ReplayResult:
+    """The replay's numbers: the curves as the paper's per-percent means of the per-pod records."""
+    data = np.array(series.records) if series.records else np.zeros((0, 3))
     up_to = int(round(data[-1, 0])) if len(data) else 0
     return ReplayResult(
-        trace=str(trace_dir), config=config_name, seed=info.seed, arrival=info.arrival,
-        pods=done, bound=bound, failed=done - bound, gpus=capacity // MILLI,
-        gpu_allocation_ratio=round(float(data[-1, 1]), 2) if len(data) else 0.0,
+        trace=trace, config=str(config) if isinstance(config, (str, Path)) else "default", seed=info.seed,
+        arrival=info.arrival, pods=series.done, bound=series.bound, failed=series.done - series.bound,
+        gpus=gpus.capacity // MILLI, gpu_allocation_ratio=round(float(data[-1, 1]), 2) if len(data) else 0.0,
         curve=_discrete(data[:, 0], data[:, 1], up_to),
         fragmentation=_discrete(data[:, 0], data[:, 2], up_to),
-        wall_seconds=round(time.perf_counter() - started, 2),
-        nodes=names, models=list(gpus.models), heatmap_arrived=heatmap_arrived, heatmap=heatmap, rng=info.rng,
+        wall_seconds=round(seconds, 2),
+        nodes=gpus.names, models=list(gpus.gpus.models), heatmap_arrived=series.heatmap_arrived,
+        heatmap=series.heatmap, rng=info.rng,
     )
 
 

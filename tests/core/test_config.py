@@ -24,7 +24,7 @@ from .helpers import DEFAULT, config, framework, from_yaml, simulation
 
 DEFAULT_FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                   "InterPodAffinity", "DynamicResources"]
+                   "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"]
 DEFAULT_SCORES = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
                   "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality"]
 
@@ -234,7 +234,7 @@ def test_disabled_star_at_one_point_keeps_only_that_points_own_plugins():
     # other points still get the defaults
     assert resolved["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
                                      "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                                     "InterPodAffinity", "DynamicResources"]
+                                     "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures"]
     assert resolved["score"] == DEFAULT_SCORES
 
 
@@ -271,7 +271,7 @@ def test_expansion_order_overrides_then_multipoint_then_other_specific():
         "NodeResourcesFit", "NodeName",  # re-declared at the point, in the point's order
         "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",  # the rest of multiPoint
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-        "InterPodAffinity", "DynamicResources",
+        "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
         "MyFilter",  # other plugins of the point
     ]
 

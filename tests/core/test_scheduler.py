@@ -571,7 +571,7 @@ def test_a_prebind_wait_binds_once_the_condition_holds_while_other_pods_go_on():
     label_node(sim, "p")
     sim.run_for(1)
     assert sim.pod("p").spec.node_name == "n1"
-    assert not sim.scheduler.binding_waits
+    assert not sim.scheduler.binding.waits
 
 
 def test_a_prebind_wait_times_out_unreserves_and_retries():
@@ -613,7 +613,7 @@ def test_aborting_binding_waits_forgets_the_assumed_pod():
     sim = simulation(config({"plugins": {"preBind": {"enabled": [{"name": "WaitForLabel"}]}}}), WaitForLabel)
     sim.create([node("n1"), pod("p")])
     sim.run_for(2)
-    assert sim.scheduler.abort_binding_waits("scheduler is shutting down") == 1
+    assert sim.scheduler.binding.abort_binding_waits("scheduler is shutting down") == 1
     assert not sim.scheduler.cache.is_assumed(sim.pod("p"))
     assert condition(sim.pod("p")).message == "scheduler is shutting down"
 

@@ -293,10 +293,10 @@ def test_a_pod_deleted_while_its_volumes_bind_fails_the_binding():
     sim.create([node("n1"), local_class(), persistent_volume("pv1", "10Gi", "local"),
                 claim("c1", "1Gi", "local"), claim_pod("p1", "c1")])
     sim.run(until=sim.clock.now() + 0.5)
-    assert sim.scheduler.binding_waits
+    assert sim.scheduler.binding.waits
     sim.cluster.delete("Pod", "p1", "default")
     sim.run(until=sim.clock.now() + 2)
-    assert not sim.scheduler.binding_waits
+    assert not sim.scheduler.binding.waits
     assert not binder(sim).pv_cache.is_assumed("pv1")
 
 

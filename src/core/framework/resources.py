@@ -42,3 +42,12 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
     request none: what scoring plugins count a pod as."""
     requests = pod_requests(pod, NON_ZERO_DEFAULTS)
     return requests.get(CPU, 0), requests.get(MEMORY, 0)
+
+
+def pod_scaled_down(old: Pod, new: Pod) -> bool:
+    """``new`` counts less of some resource than ``old`` did, or none of one it
+    counted (an in-place resize: its spec, or what its status says the kubelet
+    allocated or applied): upstream ``extractPodScaleDown``, the
+    ``UpdatePodScaleDown`` event."""
+    before, after = pod_requests(old), pod_requests(new)
+    return any(name not in after or after[name] < amount for name, amount in before.items())

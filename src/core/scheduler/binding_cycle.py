@@ -7,8 +7,9 @@ never blocks: a Permit wait (a :class:`~kubesched.core.framework.waiting_pods.Wa
 (:class:`BindingWait`) are timers on the clock, and a daemon runs PreBind and
 Bind on binding workers (what the plugins change of the state the scheduling
 cycle reads comes back to the loop through ``Handle.on_loop``).
-:class:`BindingCycle` is a part of
-:class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+The pod cycle's caller and the PodGroup cycle start it
+(:meth:`BindingCycle.start_binding`); it calls down only (the failure
+handler, :func:`~.assume.unreserve_and_forget`).
 """
 
 from __future__ import annotations
@@ -17,34 +18,29 @@ import collections
 import logging
 import time
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import attrs
 
 from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod
-from ..clock import Clock, Timer
+from ..clock import Timer
 from ..framework.cycle_state import CycleState
 from ..framework.handle import calls_for_the_loop
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from ..framework.types import ASSIGNED_POD, ActionType, ClusterEvent, PreBindWait
 from ..framework.waiting_pods import WaitingPod
-from .cache import CacheError
+from .assume import unreserve_and_forget
+from .failure import FailureHandler
 from .queue import QueuedPodInfo
 from .recording import binding_record
-
-if TYPE_CHECKING:
-    from ..observability.decision_log import DecisionLog
-    from .cache import Cache
-    from .queue import SchedulingQueue
-    from .scheduling_cycle import ScheduleResult
-    from .stats import SchedulingStats
+from .state import SchedulerState
 
 log = logging.getLogger(__name__)
 
-#: marks a call a binding worker queued for the loop (Handle.on_loop) in ``bind_results``
+#: marks a call a binding worker queued for the loop (Handle.on_loop) in ``results``
 _LOOP_CALL = object()
 
 
@@ -61,51 +57,50 @@ class BindingWait:
     node_name: str
 
 
-class BindingCycle:
-    """The binding cycle of the :class:`Scheduler` (a part of it: it uses the
-    scheduler's cache, queue, clock, stats and failure handling)."""
+@attrs.frozen
+class ScheduleResult:
+    """Where a scheduling cycle left a pod that fits: ``assumed`` (the pod with
+    ``spec.nodeName`` set, in the cache), ``node_name``, and ``waits`` (Permit
+    plugin -> timeout in seconds; empty when the binding cycle may start now)."""
 
-    cache: Cache
-    queue: SchedulingQueue
-    clock: Clock
-    stats: SchedulingStats
-    attempt_started: dict[str, float]
-    waiting_pods: dict[str, WaitingPod]
-    binding_waits: dict[str, BindingWait]
-    decisions: DecisionLog | None
-    #: where PreBind and Bind plugins run (None: on the scheduling loop, as simulations need for determinism)
-    bind_pool: Executor | None
-    #: called from a binding worker when a Bind finished (wakes the daemon's loop)
-    bind_wakeup: Callable[[], object] | None
-    #: outcomes of Bind plugins run on workers, for :meth:`finish_binds`
-    bind_results: collections.deque
-    #: pod UID -> assumed pod whose Bind runs on a worker
-    binds_in_flight: dict[str, Pod]
+    assumed: Pod
+    node_name: str
+    waits: dict[str, float]
+
+
+class BindingCycle:
+    """The scheduler's binding cycles.
+
+    ``state``: the scheduler's shared state; ``failures``: where a failed
+    binding's pod goes back; ``pool``: where PreBind and Bind plugins run
+    (None: on the scheduling loop, as simulations need for determinism);
+    ``wakeup``: called from a binding worker when a Bind finished (wakes the
+    daemon's loop).  Its own fields: ``waits`` (pod UID -> binding cycle
+    parked at a PreBind wait), ``results`` (outcomes of binding cycles run on
+    workers, for :meth:`finish_binds`) and ``in_flight`` (pod UID -> assumed
+    pod whose Bind runs on a worker)."""
+
+    def __init__(self, state: SchedulerState, failures: FailureHandler, pool: Executor | None = None,
+                 wakeup: Callable[[], object] | None = None):
+        self.shared = state
+        self.failures = failures
+        self.pool = pool
+        self.wakeup = wakeup
+        self.waits: dict[str, BindingWait] = {}
+        self.results: collections.deque = collections.deque()
+        self.in_flight: dict[str, Pod] = {}
 
     def _record_binding(self, state: CycleState, node_name: str, status: Status | None) -> None:
         """The binding cycle's outcome, when the attempt is being recorded."""
-        if state.record is not None and self.decisions is not None:
-            self.decisions.write(binding_record(state.record, self.clock.now(), node_name, status))
-
-    def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None:
-        """Unreserve and forget the assumed pod (one that its informer event
-        already confirmed as bound - a Bind that failed after the API server
-        bound it, seen first on a binding worker - stays)."""
-        fwk.run_unreserve(state, assumed, node_name)
-        try:
-            self.cache.forget_pod(assumed)
-        except CacheError as err:
-            log.warning("not forgetting a pod the cluster already bound", extra={"pod": assumed.key, "err": str(err)})
-
-    if TYPE_CHECKING:  # the scheduling cycle's failure handling, in scheduler.py
-        def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None: ...
+        if state.record is not None and self.shared.decisions is not None:
+            self.shared.decisions.write(binding_record(state.record, self.shared.clock.now(), node_name, status))
 
     def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, result: ScheduleResult) -> None:
         """After a scheduling cycle that placed the pod: wait on Permit (a
         :class:`WaitingPod`) or go straight into the binding cycle."""
         assumed, node_name = result.assumed, result.node_name
         if result.waits:
-            WaitingPod(assumed, result.waits, self.clock, self.waiting_pods,
+            WaitingPod(assumed, result.waits, self.shared.clock, self.shared.waiting_pods,
                        lambda permit: self.binding_cycle(fwk, state, info, assumed, node_name, permit))
             return
         self.binding_cycle(fwk, state, info, assumed, node_name, None)
@@ -119,7 +114,7 @@ class BindingCycle:
         if permit is not None:
             self._binding_failed(fwk, state, info, assumed, node_name, permit)
             return
-        self.queue.done(assumed)
+        self.shared.queue.done(assumed)
         self._pre_bind_from(fwk, state, info, assumed, node_name, 0)
 
     def _pre_bind_from(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod,
@@ -127,7 +122,7 @@ class BindingCycle:
         """PreBind plugins from ``start`` on, then Bind (on a binding worker
         when there is a pool); a :class:`PreBindWait` parks the binding cycle
         in :attr:`binding_waits` and polls on the clock."""
-        pool = self.bind_pool
+        pool = self.pool
         if pool is not None:
             self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
             return
@@ -143,19 +138,19 @@ class BindingCycle:
               wait: PreBindWait, index: int) -> None:
         """Poll PreBind plugin ``index``'s ``wait`` on the clock until it is
         over (then PreBind goes on after it), fails, or times out."""
-        deadline = self.clock.now() + wait.timeout
+        deadline = self.shared.clock.now() + wait.timeout
 
         def poll() -> None:
-            if self.binding_waits.pop(assumed.metadata.uid, None) is None:
+            if self.waits.pop(assumed.metadata.uid, None) is None:
                 return  # aborted meanwhile
             answer = wait.check()
             if answer is not None and answer.code == Code.WAIT:
-                if self.clock.now() >= deadline:
+                if self.shared.clock.now() >= deadline:
                     self._binding_failed(fwk, state, info, assumed, node_name, Status(
                         Code.ERROR, (f"running PreBind plugin \"{fwk.pre_bind_plugins[index][0]}\": {wait.message}",)))
                     return
-                self.binding_waits[assumed.metadata.uid] = BindingWait(
-                    self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+                self.waits[assumed.metadata.uid] = BindingWait(
+                    self.shared.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
                 return
             failed = fwk.pre_bind_status(index, answer)
             if failed is not None:
@@ -163,8 +158,8 @@ class BindingCycle:
             else:
                 self._pre_bind_from(fwk, state, info, assumed, node_name, index + 1)
 
-        self.binding_waits[assumed.metadata.uid] = BindingWait(
-            self.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
+        self.waits[assumed.metadata.uid] = BindingWait(
+            self.shared.clock.call_later(wait.interval, poll), fwk, state, info, assumed, node_name)
 
     def _bind_elsewhere(self, pool: Executor, fwk: Framework, state: CycleState, info: QueuedPodInfo,
                         assumed: Pod, node_name: str, start: int) -> None:
@@ -174,8 +169,8 @@ class BindingCycle:
         which alone touches the cache, the queue and the state the scheduling
         cycle reads.  Upstream runs each binding cycle in a goroutine."""
         uid = assumed.metadata.uid
-        self.binds_in_flight[uid] = assumed
-        results = self.bind_results
+        self.in_flight[uid] = assumed
+        results = self.results
 
         def bind() -> None:
             wait, index = None, 0
@@ -187,8 +182,8 @@ class BindingCycle:
                 except Exception as err:  # noqa: BLE001 - a failing plugin fails the binding, as upstream
                     status, wait = Status(Code.ERROR, (f"running PreBind or Bind plugins: {err}",), error=err), None
             results.append((fwk, state, info, assumed, node_name, status, wait, index))
-            if self.bind_wakeup is not None:
-                self.bind_wakeup()
+            if self.wakeup is not None:
+                self.wakeup()
 
         pool.submit(bind)
 
@@ -197,13 +192,13 @@ class BindingCycle:
         queued for it and finish the binding cycles that came back (a PreBind
         wait is parked here, on the loop's clock); returns how many came back."""
         done = 0
-        while self.bind_results:
-            entry = self.bind_results.popleft()
+        while self.results:
+            entry = self.results.popleft()
             if entry[0] is _LOOP_CALL:
                 entry[1]()
                 continue
             fwk, state, info, assumed, node_name, status, wait, index = entry
-            self.binds_in_flight.pop(assumed.metadata.uid, None)
+            self.in_flight.pop(assumed.metadata.uid, None)
             if wait is not None:
                 self._park(fwk, state, info, assumed, node_name, wait, index)
             else:
@@ -219,15 +214,15 @@ class BindingCycle:
         if status is not None:
             self._binding_failed(fwk, state, info, assumed, node_name, status)
             return
-        self.cache.finish_binding(assumed)
-        self.stats.bound += 1
+        self.shared.cache.finish_binding(assumed)
+        self.shared.stats.bound += 1
         self._record_binding(state, node_name, None)
         log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
-        started = self.attempt_started.pop(assumed.metadata.uid, None)
+        started = self.shared.attempt_started.pop(assumed.metadata.uid, None)
         if started is not None:
             metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)
         first = info.initial_attempt_timestamp if info.initial_attempt_timestamp is not None else info.timestamp
-        metrics.observe_bound(info.attempts, self.clock.now() - first)
+        metrics.observe_bound(info.attempts, self.shared.clock.now() - first)
         fwk.handle.recorder.event(
             assumed, "Normal", "Scheduled", "Binding",
             f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {node_name}",
@@ -238,8 +233,8 @@ class BindingCycle:
         """Fail every binding cycle parked at a PreBind wait (Unreserve, forget,
         requeue), e.g. on shutdown; returns how many there were."""
         aborted = 0
-        for uid in list(self.binding_waits):
-            wait = self.binding_waits.pop(uid)
+        for uid in list(self.waits):
+            wait = self.waits.pop(uid)
             wait.timer.cancel()
             self._binding_failed(wait.fwk, wait.state, wait.info, wait.assumed, wait.node_name,
                                  Status(Code.ERROR, (message,)))
@@ -247,11 +242,11 @@ class BindingCycle:
         return aborted
 
     def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
-        self.stats.binding_failures += 1
+        self.shared.stats.binding_failures += 1
         self._record_binding(state, node_name, status)
-        self._undo_assume(fwk, state, assumed, node_name)
-        self._fail_status(fwk, info, status)
+        unreserve_and_forget(self.shared.cache, fwk, state, assumed, node_name)
+        self.failures.fail(fwk, info, status)
         # after the pod is back in the queue, so that the room it frees does not count as news for itself
         uid = assumed.metadata.uid
-        self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
+        self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
                             precheck=lambda pod: pod.metadata.uid != uid)

@@ -11,8 +11,9 @@ child CompositePodGroup recursively - with PlacementFeasible counting
 child groups against ``minGroupCount``.  A parent that fails undoes the
 children that had succeeded; only a tree that succeeds sends members to
 binding.  A tree with a cycle, more than 4 levels or several Workloads is
-``Invalid``.  :class:`CompositePodGroupCycle` is a part of
-:class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+``Invalid``.  :class:`CompositePodGroupCycle` is built on the PodGroup
+cycle by composition: it runs each leaf PodGroup through that cycle's
+placement algorithm and sends what a tree placed to binding through it.
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from ..framework.cycle_state import CycleState
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupInfo
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
-from .podgroup_cycle import COMPOSITE, NO_PLACEMENT, PlacementResult, PodGroupCycle, _member_order, validate_members
+from .failure import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
+from .failure import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
+from .failure import FailureHandler
+from .podgroup_cycle import COMPOSITE, NO_PLACEMENT, PlacementResult, PodGroupCycle, member_order, validate_members
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
-from .scheduling_cycle import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
-from .scheduling_cycle import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
+from .state import SchedulerState
 
 
 @attrs.define
@@ -57,55 +60,51 @@ class TreeResult:
     fitted: list[PodGroup | CompositePodGroup] = attrs.Factory(list)
 
 
-class CompositePodGroupCycle(PodGroupCycle):
-    """The CompositePodGroup tree cycle of the :class:`Scheduler` (built on the PodGroup cycle)."""
+class CompositePodGroupCycle:
+    """The CompositePodGroup tree cycle.
+
+    ``state``: the scheduler's shared state; ``groups``: the PodGroup cycle
+    (its prepare step, placement algorithm, revert, binding and conditions);
+    ``failures``: where the members of a tree that does not fit go back."""
+
+    def __init__(self, state: SchedulerState, groups: PodGroupCycle, failures: FailureHandler):
+        self.shared = state
+        self.groups = groups
+        self.failures = failures
 
     def schedule_one_tree(self, group: QueuedPodGroupInfo) -> None:
         """The tree's attempt: validation, the recursive algorithm from its
         root over all nodes, then binding for every placed member, or every
         member back to the queue with the tree's reason."""
-        members = [m for m in group.attempt if m.pod.metadata.deletion_timestamp is None
-                   and not self.cache.is_assumed(m.pod)]
-        for member in group.attempt:
-            if member not in members:
-                self.queue.done(member.pod)
-        root = self.pod_groups.composite(group.key[len(COMPOSITE):])
-        if not members or root is None:
-            self.queue.group_done(group, None if not members else {"GangScheduling"})
+        shared = self.shared
+        root = shared.pod_groups.composite(group.key[len(COMPOSITE):])
+        if root is None:
+            left = self.groups.skip_pod_group_pod_schedule(group)
+            shared.queue.group_done(group, {"GangScheduling"} if left else None)
+            return
+        members, fwk, problem = self.groups.prepare(group)
+        if not members:
+            shared.queue.group_done(group)
             return
         started = time.perf_counter()
-        self.stats.cycles += 1
-        fwk, problem = self._framework_for(members)
         if fwk is None:
-            self._tree_failed(next(iter(self.profiles.values())), group, members, root,
+            self._tree_failed(next(iter(shared.profiles.values())), group, members, root,
                               Status(Code.ERROR, (problem,)), REASON_SCHEDULER_ERROR)
             return
-        _, invalid = self.pod_groups.root_of(root) if root.spec.parent_composite_pod_group_name else (None, "")
-        invalid = invalid or self._tree_problem(root)
+        by_leaf, invalid, reason = self._validate(fwk, root, members)
         if invalid:
-            self._tree_failed(fwk, group, members, root, Status(Code.ERROR, (invalid,)), REASON_INVALID)
+            self._tree_failed(fwk, group, members, root, Status(Code.ERROR, (invalid,)), reason)
             return
-        by_leaf: dict[str, list[QueuedPodInfo]] = {}
-        for member in sorted(members, key=_member_order):
-            by_leaf.setdefault(pod_group_key(member.pod) or "", []).append(member)
-        for key, leaf_members in by_leaf.items():
-            leaf = self.pod_groups.pod_group(key)
-            problem = validate_members(leaf, [m.pod for m in leaf_members],
-                                       self.pod_groups.state(key).assigned_pods()) if leaf is not None else ""
-            if problem:
-                self._tree_failed(fwk, group, members, root, Status(Code.ERROR, (problem,)), REASON_SCHEDULER_ERROR)
-                return
-        for member in members:
-            self.attempt_started[member.uid] = time.perf_counter()
-        self.cache.update_snapshot(self.snapshot)
-        everything = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
+        self.groups.start_attempts(members)
+        shared.cache.update_snapshot(shared.snapshot)
+        everything = Placement("", np.arange(len(shared.snapshot), dtype=np.int64))
         result = self._schedule_node(fwk, root, everything, by_leaf, 0)
         if result.status is None:
             for placed in result.leaves:
-                self.send_to_binding(fwk, placed)
-            self.queue.group_done(group)
+                self.groups.send_to_binding(fwk, placed)
+            shared.queue.group_done(group)
             for node in result.fitted:
-                self._write_condition(node, "True", REASON_SCHEDULED, "")
+                self.groups.write_condition(node, "True", REASON_SCHEDULED, "")
             outcome = metrics.SCHEDULED
         else:
             error = result.status.code == Code.ERROR
@@ -114,17 +113,39 @@ class CompositePodGroupCycle(PodGroupCycle):
             outcome = metrics.ERROR if error else metrics.UNSCHEDULABLE
         metrics.observe_pod_group_attempt(outcome, fwk.profile_name, time.perf_counter() - started)
 
+    def _validate(self, fwk: Framework, root: CompositePodGroup, members: list[QueuedPodInfo],
+                  ) -> tuple[dict[str, list[QueuedPodInfo]], str, str]:
+        """The tree's checks: its shape (``Invalid``), then each leaf's
+        members (upstream ``validatePodGroup``).  Returns the members by leaf
+        PodGroup key, in scheduling order, and the problem with its condition
+        reason ("": none)."""
+        pod_groups = self.shared.pod_groups
+        _, invalid = pod_groups.root_of(root) if root.spec.parent_composite_pod_group_name else (None, "")
+        invalid = invalid or self._tree_problem(root)
+        if invalid:
+            return {}, invalid, REASON_INVALID
+        by_leaf: dict[str, list[QueuedPodInfo]] = {}
+        for member in sorted(members, key=member_order):
+            by_leaf.setdefault(pod_group_key(member.pod) or "", []).append(member)
+        for key, leaf_members in by_leaf.items():
+            leaf = pod_groups.pod_group(key)
+            problem = validate_members(leaf, [m.pod for m in leaf_members],
+                                       pod_groups.state(key).assigned_pods()) if leaf is not None else ""
+            if problem:
+                return by_leaf, problem, REASON_SCHEDULER_ERROR
+        return by_leaf, "", ""
+
     def _tree_problem(self, root: CompositePodGroup) -> str:
         """Why the tree below ``root`` is Invalid: a group below it whose own
         path to the root breaks the rules (see ``PodGroupManager.root_of``)."""
         pending: list[PodGroup | CompositePodGroup] = [root]
         seen = {root.key}
         while pending:
-            for child in self.pod_groups.children(pending.pop().key):
+            for child in self.shared.pod_groups.children(pending.pop().key):
                 if child.key in seen:
                     return f"the group tree has a cycle through {child.key}"
                 seen.add(child.key)
-                _, problem = self.pod_groups.root_of(child)
+                _, problem = self.shared.pod_groups.root_of(child)
                 if problem:
                     return problem
                 if isinstance(child, CompositePodGroup):
@@ -144,7 +165,7 @@ class CompositePodGroupCycle(PodGroupCycle):
         placements, status = fwk.run_placement_generate(state, info, parent)
         if status is not None:
             return TreeResult(node, status, parent)
-        children = self.pod_groups.children(node.key)
+        children = self.shared.pod_groups.children(node.key)
         reasons = []
         for placement in sorted(placements, key=lambda p: p.name):
             fitted: list[TreeResult] = []
@@ -177,7 +198,7 @@ class CompositePodGroupCycle(PodGroupCycle):
                        members: list[QueuedPodInfo]) -> TreeResult:
         """A PodGroup of the tree: fits when its placement algorithm places it
         within ``parent``, or (no member pending) when its members already run."""
-        scheduled = self.pod_groups.state(group.key).scheduled_count()
+        scheduled = self.shared.pod_groups.state(group.key).scheduled_count()
         if not members:
             if scheduled >= group.min_count:
                 return TreeResult(group, None, parent, [], [group])
@@ -185,7 +206,7 @@ class CompositePodGroupCycle(PodGroupCycle):
                 f"pod group {group.metadata.name!r} has {scheduled} of its minCount {group.min_count} pods",)), parent)
         info = PodGroupInfo(group.metadata.namespace, group.metadata.name, group, tuple(m.pod for m in members),
                             scheduled)
-        result, _ = self.pod_group_algorithm(fwk, CycleState(), info, members, parent)
+        result, _ = self.groups.pod_group_algorithm(fwk, CycleState(), info, members, parent)
         if result.status is not None:
             return TreeResult(group, Status(result.status.code, (
                 f"pod group {group.metadata.name!r}: {result.status.message()}",), result.status.plugin), parent)
@@ -195,7 +216,7 @@ class CompositePodGroupCycle(PodGroupCycle):
         """Revert what ``fitted`` children assumed, the last first."""
         for child in reversed(fitted):
             for leaf in reversed(child.leaves):
-                self._revert(fwk, leaf)
+                self.groups.revert(fwk, leaf)
 
     def _tree_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
                      root: CompositePodGroup, status: Status, reason: str) -> None:
@@ -207,18 +228,18 @@ class CompositePodGroupCycle(PodGroupCycle):
         message = status.message()
         for member in members:
             if error:
-                self.stats.errors += 1
-                self.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
+                self.shared.stats.errors += 1
+                self.failures.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
             else:
-                self.stats.unschedulable += 1
-                self.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), "", requeue=False)
+                self.shared.stats.unschedulable += 1
+                self.failures.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), "", requeue=False)
         rejectors = set() if error else {name for name, _ in fwk.placement_feasible_plugins} | {
             name for name, _ in fwk.placement_generate_plugins} | {
             name for name, _ in fwk.filter_plugins}
-        self.queue.group_done(group, rejectors)
-        self._write_condition(root, "False", reason, message)
+        self.shared.queue.group_done(group, rejectors)
+        self.groups.write_condition(root, "False", reason, message)
         for key in {pod_group_key(m.pod) for m in members}:
-            leaf = self.pod_groups.pod_group(key) if key is not None else None
+            leaf = self.shared.pod_groups.pod_group(key) if key is not None else None
             if leaf is not None:
-                self._write_condition(leaf, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
+                self.groups.write_condition(leaf, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
                                       message)

@@ -4,14 +4,14 @@ Nodes and bound pods feed the cache; pending pods of the scheduler's
 profiles feed the queue; every change that may help unschedulable pods
 becomes a cluster event (``AssignedPod``/``Node`` with the update bits that
 changed, or the kind a plugin registered for) that the queue turns into
-moves by the plugins' queueing hints.  :class:`EventHandlers` is a part of
-:class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+moves by the plugins' queueing hints.  :class:`EventHandlers` is one of the
+scheduler's parts; it calls none of the others.
 """
 
 from __future__ import annotations
 
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from kubesched.core.observability.metrics import EVENT_HANDLING_DURATION
 
@@ -19,35 +19,27 @@ from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod
 from ..cluster.informer import AddHandler, DeleteHandler, UpdateHandler
 from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
-
-if TYPE_CHECKING:
-    from ..cluster.informer import Informers
-    from ..framework.podgroups import PodGroupManager
-    from ..framework.runtime import Framework
-    from ..framework.waiting_pods import WaitingPod
-    from .cache import Cache
-    from .queue import SchedulingQueue
+from .state import SchedulerState
 
 
 class EventHandlers:
-    """The informer handlers of the :class:`Scheduler` (a part of it: it uses
-    the scheduler's cache, queue, profiles, informers and waiting pods)."""
+    """The scheduler's informer handlers over its shared ``state`` (cache,
+    queue, PodGroup manager, waiting pods); ``workload_aware``: PodGroups are
+    scheduled as groups, so a (Composite)PodGroup's arrival regroups the
+    queue.  :meth:`register` adds them to the informers."""
 
-    cache: Cache
-    pod_groups: PodGroupManager
-    queue: SchedulingQueue
-    informers: Informers
-    profiles: dict[str, Framework]
-    waiting_pods: dict[str, WaitingPod]
-    workload_aware: bool
+    def __init__(self, state: SchedulerState, workload_aware: bool):
+        self.shared = state
+        self.workload_aware = workload_aware
 
     def responsible_for(self, pod: Pod) -> bool:
         """Whether ``pod.spec.schedulerName`` names one of this scheduler's profiles (upstream
         ``responsibleForPod``)."""
-        return pod.spec.scheduler_name in self.profiles
+        return pod.spec.scheduler_name in self.shared.profiles
 
-    def _register_handlers(self) -> None:
-        inf = self.informers
+    def register(self) -> None:
+        """Add the handlers to the scheduler's informers (Node, Pod, and every kind a plugin registered events for)."""
+        inf = self.shared.informers
         inf.add_handlers("Node", timed(lambda *_: "NodeAdd", self._on_node_add),
                          timed(lambda *_: "NodeUpdate", self._on_node_update),
                          timed(lambda *_: "NodeDelete", self._on_node_delete))
@@ -56,86 +48,86 @@ class EventHandlers:
                          timed(lambda pod: _pod_label(pod, "Delete"), self._on_pod_delete))
         kinds = {
             registered.event.resource
-            for fw in self.profiles.values()
+            for fw in self.shared.profiles.values()
             for _, registered in fw.events_to_register()
         }
         for kind in sorted(kinds & set(RESOURCES) - {"Node", "Pod"}):
             inf.add_handlers(kind, *self._queue_movers(kind))
         if self.workload_aware:  # a group that joins a CompositePodGroup tree takes its queued pods along
             for kind in ("PodGroup", "CompositePodGroup"):
-                inf.add_handlers(kind, on_add=lambda obj: self.queue.regroup())
+                inf.add_handlers(kind, on_add=lambda obj: self.shared.queue.regroup())
 
     def _queue_movers(self, kind: str) -> tuple[AddHandler, UpdateHandler, DeleteHandler]:
         """Informer handlers for a kind some plugin registered events for: each
         change moves the unschedulable pods whose hints say it may help."""
         def on_add(obj: Any) -> None:
-            self.queue.move_all(ClusterEvent(kind, ActionType.ADD), None, obj)
+            self.shared.queue.move_all(ClusterEvent(kind, ActionType.ADD), None, obj)
 
         def on_update(old: Any, new: Any) -> None:
-            self.queue.move_all(ClusterEvent(kind, ActionType.UPDATE), old, new)
+            self.shared.queue.move_all(ClusterEvent(kind, ActionType.UPDATE), old, new)
 
         def on_delete(obj: Any) -> None:
-            self.queue.move_all(ClusterEvent(kind, ActionType.DELETE), obj, None)
+            self.shared.queue.move_all(ClusterEvent(kind, ActionType.DELETE), obj, None)
 
         return (timed(lambda *_: f"{kind}Add", on_add), timed(lambda *_: f"{kind}Update", on_update),
                 timed(lambda *_: f"{kind}Delete", on_delete))
 
     def _on_node_add(self, node: Node) -> None:
-        self.cache.add_node(node)
-        self.queue.move_all(ClusterEvent(NODE, ActionType.ADD), None, node)
+        self.shared.cache.add_node(node)
+        self.shared.queue.move_all(ClusterEvent(NODE, ActionType.ADD), None, node)
 
     def _on_node_update(self, old: Node, new: Node) -> None:
-        self.cache.update_node(old, new)
+        self.shared.cache.update_node(old, new)
         action = node_update_action(old, new)
         if action:
-            self.queue.move_all(ClusterEvent(NODE, action), old, new)
+            self.shared.queue.move_all(ClusterEvent(NODE, action), old, new)
 
     def _on_node_delete(self, node: Node) -> None:
-        self.cache.remove_node(node)
+        self.shared.cache.remove_node(node)
 
     def _on_pod_add(self, pod: Pod) -> None:
-        self.pod_groups.add_pod(pod)
+        self.shared.pod_groups.add_pod(pod)
         if pod.spec.node_name:
             if not pod.terminal:
-                self.cache.add_pod(pod)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
+                self.shared.cache.add_pod(pod)
+                self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
         elif self.responsible_for(pod) and not pod.terminal:
-            self.queue.add(pod)
+            self.shared.queue.add(pod)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        self.pod_groups.update_pod(old, new)
+        self.shared.pod_groups.update_pod(old, new)
         if new.spec.node_name:
             if not old.spec.node_name:
-                self.queue.delete(old)
+                self.shared.queue.delete(old)
             if new.terminal:
-                self.cache.remove_pod(new)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
+                self.shared.cache.remove_pod(new)
+                self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
                 return
             if old.spec.node_name:
-                self.cache.update_pod(old, new)
+                self.shared.cache.update_pod(old, new)
                 action = assigned_pod_update_action(old, new)
                 if action:
-                    self.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
+                    self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
             else:
                 # a binding landed: upstream's AssignedPodAdd, which has no old object
-                self.cache.add_pod(new)
-                self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, new)
+                self.shared.cache.add_pod(new)
+                self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, new)
         elif self.responsible_for(new):
             if new.terminal:
-                self.queue.delete(new)
+                self.shared.queue.delete(new)
                 return
-            self.queue.update(old, new)
-            if new not in self.queue and not self.cache.is_assumed(new):
-                self.queue.add(new)
+            self.shared.queue.update(old, new)
+            if new not in self.shared.queue and not self.shared.cache.is_assumed(new):
+                self.shared.queue.add(new)
 
     def _on_pod_delete(self, pod: Pod) -> None:
-        self.pod_groups.delete_pod(pod)
+        self.shared.pod_groups.delete_pod(pod)
         if pod.spec.node_name:
-            self.cache.remove_pod(pod)
-            self.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
+            self.shared.cache.remove_pod(pod)
+            self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
             return
-        self.queue.delete(pod)
-        waiting = self.waiting_pods.get(pod.metadata.uid)
+        self.shared.queue.delete(pod)
+        waiting = self.shared.waiting_pods.get(pod.metadata.uid)
         if waiting is not None:
             waiting.reject("", "pod was deleted")
 

@@ -13,14 +13,16 @@ cycles; otherwise every assume and Reserve is undone in reverse order, the
 members go back to the queue as one entity with the group's reason, their
 nominations are cleared, and the PodGroup's ``PodGroupInitiallyScheduled``
 condition says why (it never goes back from True).  :class:`PodGroupCycle`
-is a part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+runs each member through the pod cycle's algorithm and hands the placed
+ones to the binding cycle; a CompositePodGroup tree's cycle
+(:mod:`.composite_cycle`) is built on it.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import attrs
 import numpy as np
@@ -47,15 +49,15 @@ from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
+from .assume import assume_and_reserve, unreserve_and_forget
+from .binding_cycle import BindingCycle, ScheduleResult
+from .failure import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
+from .failure import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
+from .failure import FailureHandler
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
-from .recording import GroupAttemptNotes, first_unplaced, group_record
-from .scheduling_cycle import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
-from .scheduling_cycle import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
-from .scheduling_cycle import CycleError, ScheduleResult, SchedulingCycle
-
-if TYPE_CHECKING:
-    from ..dra.manager import DRAManager
-    from ..framework.podgroups import PodGroupManager
+from .recording import GroupAttemptNotes, first_unplaced, group_record, write_attempt
+from .scheduling_cycle import CycleError, SchedulingCycle
+from .state import SchedulerState
 
 #: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
 COMPOSITE = "compositepodgroup/"
@@ -125,44 +127,34 @@ class PlacementResult:
                                                          if m.assumed is not None), tuple(m.state for m in placed))
 
 
-class PodGroupCycle(SchedulingCycle):
-    """The PodGroup scheduling cycle of the :class:`Scheduler` (a part of it,
-    built on the pod's scheduling cycle: it uses its algorithm, assume and
-    failure handling, and the scheduler's profiles and PodGroup manager)."""
+class PodGroupCycle:
+    """The PodGroup scheduling cycle.
 
-    profiles: dict[str, Framework]
-    pod_groups: PodGroupManager
-    #: the scheduler's DRA manager when some profile made one (the group's record then says which devices are short)
-    _dra: DRAManager | None
+    ``state``: the scheduler's shared state; ``pods``: the pod cycle, whose
+    algorithm places each member; ``binding``: where the placed members go;
+    ``failures``: where the members of a group that does not fit go back."""
 
-    if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py, and the composite groups', in composite_cycle.py
-        def start_binding(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                          result: ScheduleResult) -> None: ...
-        def schedule_one_tree(self, group: QueuedPodGroupInfo) -> None: ...
+    def __init__(self, state: SchedulerState, pods: SchedulingCycle, binding: BindingCycle,
+                 failures: FailureHandler):
+        self.shared = state
+        self.pods = pods
+        self.binding = binding
+        self.failures = failures
 
     def schedule_one_pod_group(self, group: QueuedPodGroupInfo) -> None:
-        """Upstream ``scheduleOnePodGroup``: the group's attempt, from its
-        validation to the members' binding cycles or its return to the queue."""
-        if group.key.startswith(COMPOSITE):
-            self.schedule_one_tree(group)
-            return
-        members = []
-        for member in group.attempt:
-            pod = member.pod
-            if pod.metadata.deletion_timestamp is not None or self.cache.is_assumed(pod):
-                self.queue.done(pod)
-                continue
-            members.append(member)
+        """Upstream ``scheduleOnePodGroup``: the group's members still to
+        schedule, its profile and the scheduler's checks of it, then its
+        cycle (:meth:`pod_group_cycle`); a group that fails a check goes back
+        to the queue with its members."""
+        members, fwk, problem = self.prepare(group)
         if not members:
-            self.queue.group_done(group)
+            self.shared.queue.group_done(group)
             return
         started = time.perf_counter()
-        self.stats.cycles += 1
-        fwk, problem = self._framework_for(members)
-        pod_group = self.pod_groups.pod_group(group.key)
+        pod_group = self.shared.pod_groups.pod_group(group.key)
         if fwk is None or problem:
-            self._group_failed(fwk or next(iter(self.profiles.values())), group, members, pod_group,
-                               Status(Code.ERROR, (problem,)), [])
+            fwk = fwk or next(iter(self.shared.profiles.values()))
+            self._group_failed(fwk, group, members, pod_group, Status(Code.ERROR, (problem,)), [])
             return
         if pod_group is None:  # deleted while queued: the members wait for it again
             status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -171,30 +163,61 @@ class PodGroupCycle(SchedulingCycle):
             self._group_failed(fwk, group, members, None, status, [])
             return
         problem = validate_members(pod_group, [m.pod for m in members],
-                                   self.pod_groups.state(group.key).assigned_pods())
+                                   self.shared.pod_groups.state(group.key).assigned_pods())
         if problem:
             self._group_failed(fwk, group, members, pod_group, Status(Code.ERROR, (problem,)), [])
             return
-        members.sort(key=_member_order)
+        members.sort(key=member_order)
+        self.start_attempts(members)
+        self.pod_group_cycle(fwk, group, pod_group, members, started)
+
+    def prepare(self, group: QueuedPodGroupInfo) -> tuple[list[QueuedPodInfo], Framework | None, str]:
+        """The step every group's attempt starts with (a PodGroup's, a
+        CompositePodGroup tree's): its members still to schedule (upstream
+        ``skipPodGroupPodSchedule``), and when there are any, the attempt
+        counted and the one profile of them all with the problem when there is
+        none (upstream ``frameworkForPodGroup``)."""
+        members = self.skip_pod_group_pod_schedule(group)
+        if not members:
+            return members, None, ""
+        self.shared.stats.cycles += 1
+        fwk, problem = self.framework_for(members)
+        return members, fwk, problem
+
+    def skip_pod_group_pod_schedule(self, group: QueuedPodGroupInfo) -> list[QueuedPodInfo]:
+        """The group's members to schedule: a member being deleted or already
+        assumed is left out (and done in the queue), as upstream."""
+        members = []
+        for member in group.attempt:
+            pod = member.pod
+            if pod.metadata.deletion_timestamp is not None or self.shared.cache.is_assumed(pod):
+                self.shared.queue.done(pod)
+                continue
+            members.append(member)
+        return members
+
+    def start_attempts(self, members: list[QueuedPodInfo]) -> None:
+        """Each member's attempt starts now (scheduler_scheduling_attempt_duration_seconds)."""
+        attempt_started = self.shared.attempt_started
         for member in members:
-            self.attempt_started[member.uid] = time.perf_counter()
+            attempt_started[member.uid] = time.perf_counter()
+
+    def pod_group_cycle(self, fwk: Framework, group: QueuedPodGroupInfo, pod_group: PodGroup,
+                        members: list[QueuedPodInfo], started: float) -> None:
+        """Upstream ``podGroupCycle``: the placement algorithm, PodGroupPostFilter
+        when the group does not fit (:meth:`pod_group_post_filter`), then the
+        outcome: the members to binding, or all back to the queue."""
+        shared = self.shared
         info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
-                            tuple(m.pod for m in members), self.pod_groups.state(group.key).scheduled_count())
+                            tuple(m.pod for m in members), shared.pod_groups.state(group.key).scheduled_count())
         group_state = CycleState()
-        if self._recording(group.key):
+        if self.shared.recording(f"podgroup/{group.key}"):
             group_state.record = GroupAttemptNotes()
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         nominations: dict[str, str] | None = None
         if outcome.status is not None and outcome.status.is_rejected():
-            if group.waiting_on_preemption:
-                group.waiting_on_preemption = False  # the retry after a preemption starts no new one
-            elif fwk.pod_group_post_filter_plugins:
-                nominations, preemption = fwk.run_pod_group_post_filter(
-                    group_state, info, lambda removed=(): self.try_pod_group(fwk, info, members, removed))
-                if preemption is not None and preemption.reasons:
-                    outcome.status = Status(outcome.status.code, (*outcome.status.reasons, *preemption.reasons),
-                                            outcome.status.plugin)
+            nominations = self.pod_group_post_filter(fwk, group, group_state, info, members, outcome)
         if outcome.status is None:
             self._group_scheduled(fwk, group, pod_group, outcome, tried)
         else:
@@ -205,7 +228,28 @@ class PodGroupCycle(SchedulingCycle):
             metrics.ERROR if outcome.status.code == Code.ERROR else metrics.UNSCHEDULABLE,
             fwk.profile_name, time.perf_counter() - started)
 
-    def _framework_for(self, members: list[QueuedPodInfo]) -> tuple[Framework | None, str]:
+    def pod_group_post_filter(self, fwk: Framework, group: QueuedPodGroupInfo, group_state: CycleState,
+                              info: PodGroupInfo, members: list[QueuedPodInfo],
+                              outcome: PlacementResult) -> dict[str, str] | None:
+        """The group's preemption (upstream's PodGroupPostFilter step of
+        ``podGroupCycle``, KEP-5710): the profile's PodGroupPostFilter plugins,
+        each able to dry-run the group without chosen victims
+        (:meth:`try_pod_group`).  Returns the nominations (pod UID -> node)
+        when one made room; its reasons join ``outcome``'s status.  The retry
+        after a preemption starts no new one."""
+        if group.waiting_on_preemption:
+            group.waiting_on_preemption = False
+            return None
+        if not fwk.pod_group_post_filter_plugins:
+            return None
+        nominations, preemption = fwk.run_pod_group_post_filter(
+            group_state, info, lambda removed=(): self.try_pod_group(fwk, info, members, removed))
+        status = outcome.status
+        if preemption is not None and preemption.reasons and status is not None:
+            outcome.status = Status(status.code, (*status.reasons, *preemption.reasons), status.plugin)
+        return nominations
+
+    def framework_for(self, members: list[QueuedPodInfo]) -> tuple[Framework | None, str]:
         """The one profile of all members (upstream ``frameworkForPodGroup``), or the problem."""
         names = {m.pod.spec.scheduler_name for m in members}
         if len(names) > 1:
@@ -213,7 +257,7 @@ class PodGroupCycle(SchedulingCycle):
             return None, (f"all pods in a single pod group should have the same .spec.schedulerName set, "
                           f"got: {second!r} and {first!r}")
         name = names.pop()
-        fwk = self.profiles.get(name)
+        fwk = self.shared.profiles.get(name)
         return fwk, "" if fwk is not None else f"profile not found for scheduler name {name!r}"
 
     # --- the algorithm ----------------------------------------------------------------------
@@ -227,10 +271,10 @@ class PodGroupCycle(SchedulingCycle):
         the feasible ones and keep the best assumed.  Returns the chosen (or,
         when none is feasible, the most promising) result and every placement
         tried."""
-        self.cache.update_snapshot(self.snapshot)
-        table = self.snapshot.table
+        self.shared.cache.update_snapshot(self.shared.snapshot)
+        table = self.shared.snapshot.table
         if parent is None:
-            parent = Placement("", np.arange(len(self.snapshot), dtype=np.int64))
+            parent = Placement("", np.arange(len(self.shared.snapshot), dtype=np.int64))
         placements, status = fwk.run_placement_generate(group_state, info, parent)
         if status is not None:
             return PlacementResult(parent, status, [], applied=False), []
@@ -239,19 +283,19 @@ class PodGroupCycle(SchedulingCycle):
         if nominated is not None:
             placements.remove(nominated)
             placements.insert(0, nominated)
-        to_find = feasible_placements_to_find(len(placements), len(self.snapshot))
+        to_find = feasible_placements_to_find(len(placements), len(self.shared.snapshot))
         tried: list[PlacementResult] = []
         feasible: list[PlacementResult] = []
         current: PlacementResult | None = None
         for placement in placements:
             if current is not None:
-                self._revert(fwk, current)
+                self.revert(fwk, current)
             result = self._evaluate_placement(fwk, group_state, info, members, placement)
             tried.append(result)
             current = result
             if result.status is not None:
                 if result.status.code == Code.ERROR:
-                    self._revert(fwk, result)
+                    self.revert(fwk, result)
                     return result, tried
                 continue
             feasible.append(result)
@@ -259,7 +303,7 @@ class PodGroupCycle(SchedulingCycle):
                 break
         if not feasible:
             if current is not None:
-                self._revert(fwk, current)
+                self.revert(fwk, current)
             if len(placements) == 1 and tried:
                 return tried[0], tried
             reason = NO_PLACEMENT.format(len(placements))
@@ -270,21 +314,21 @@ class PodGroupCycle(SchedulingCycle):
             return PlacementResult(best.placement, Status(Code.UNSCHEDULABLE, (reason,)), best.members, False), tried
         chosen = feasible[0]
         if len(feasible) > 1:
-            self.cache.update_snapshot(self.snapshot)
+            self.shared.cache.update_snapshot(self.shared.snapshot)
             try:
                 totals = fwk.run_placement_score(group_state, info, [r.assignments() for r in feasible])
             except PlacementError as err:
                 assert current is not None
-                self._revert(fwk, current)
+                self.revert(fwk, current)
                 return PlacementResult(parent, err.status, [], False), tried
             chosen = feasible[int(np.argmax(totals))]  # ties: the first tried (placements are in name order)
         if chosen is not current:
             assert current is not None
-            self._revert(fwk, current)
+            self.revert(fwk, current)
             if not self._reapply(fwk, chosen):
                 chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement)
             if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
-                self._revert(fwk, chosen)
+                self.revert(fwk, chosen)
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
 
@@ -297,10 +341,11 @@ class PodGroupCycle(SchedulingCycle):
         for member in result.members:
             if member.assumed is None:
                 continue
-            assumed, status = self.assume_and_reserve(fwk, member.state, member.info, member.node_name)
+            assumed, status = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, member.state, member.info,
+                                                member.node_name)
             if status is not None:
                 for placed, pod in reversed(done):
-                    self._undo_assume(fwk, placed.state, pod, placed.node_name)
+                    unreserve_and_forget(self.shared.cache, fwk, placed.state, pod, placed.node_name)
                 return False
             done.append((member, assumed))
         result.applied = True
@@ -316,23 +361,23 @@ class PodGroupCycle(SchedulingCycle):
         their CycleStates."""
         gone: list[tuple[Pod, bool]] = []
         for pod in removed:
-            held = self.cache.pod_state(pod)
+            held = self.shared.cache.pod_state(pod)
             if held is not None:
-                gone.append((held, self.cache.is_assumed(held)))
-                self.cache.remove_pod(held)
+                gone.append((held, self.shared.cache.is_assumed(held)))
+                self.shared.cache.remove_pod(held)
         group_state = CycleState()
         group_state.write(REMOVED_PODS_KEY, tuple(pod for pod, _ in gone))
         try:
             result, _ = self.pod_group_algorithm(fwk, group_state, info, members)
-            self._revert(fwk, result)
+            self.revert(fwk, result)
             return result.status, result.assignments()
         finally:
             for pod, assumed in gone:
                 if assumed:
-                    self.cache.assume_pod(pod)
+                    self.shared.cache.assume_pod(pod)
                 else:
-                    self.cache.add_pod(pod)
-            self.cache.update_snapshot(self.snapshot)
+                    self.shared.cache.add_pod(pod)
+            self.shared.cache.update_snapshot(self.shared.snapshot)
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], placement: Placement) -> PlacementResult:
@@ -351,23 +396,24 @@ class PodGroupCycle(SchedulingCycle):
         any_scheduled = False
         removed = group_state.get(REMOVED_PODS_KEY)
         for member in members:
-            state = self.new_cycle_state(fwk, member)
+            state = self.pods.new_cycle_state(fwk, member)
             if removed:  # a preemption's dry run: the members' plugins discount the victims
                 state.write(REMOVED_PODS_KEY, removed)
             outcome = MemberResult(member, state)
             results.append(outcome)
             try:
-                node_name = self.schedule_pod(fwk, state, member, within=placement.rows)
+                node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows)
             except FitError as fit:
                 outcome.fit = fit
-                if result.first_unplaced is None and self._recording(info.key):
-                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.snapshot, fit,
-                                                           self._dra, info.pod_group)
+                if result.first_unplaced is None and self.shared.recording(f"podgroup/{info.key}"):
+                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.shared.snapshot, fit,
+                                                           self.shared.dra, info.pod_group)
             except CycleError as err:
                 result.status = err.status
                 return result
             else:
-                assumed, reserve = self.assume_and_reserve(fwk, state, member, node_name)
+                assumed, reserve = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, state, member,
+                                                     node_name)
                 if reserve is None:
                     outcome.node_name, outcome.assumed = node_name, assumed
                     scheduled += 1
@@ -388,13 +434,13 @@ class PodGroupCycle(SchedulingCycle):
             result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
         return result
 
-    def _revert(self, fwk: Framework, result: PlacementResult) -> None:
+    def revert(self, fwk: Framework, result: PlacementResult) -> None:
         """Unreserve and forget what ``result`` assumed, last member first."""
         if not result.applied:
             return
         for member in reversed(result.members):
             if member.assumed is not None:
-                self._undo_assume(fwk, member.state, member.assumed, member.node_name)
+                unreserve_and_forget(self.shared.cache, fwk, member.state, member.assumed, member.node_name)
         result.applied = False
 
     # --- the outcome ------------------------------------------------------------------------
@@ -406,9 +452,9 @@ class PodGroupCycle(SchedulingCycle):
         remaining members go back to the queue."""
         self._record_group(fwk, group, pod_group, "Scheduled", "", chosen, tried)
         self.send_to_binding(fwk, chosen)
-        self.queue.group_done(group)
-        self.pod_groups.note_attempt(group.key, None)
-        self._write_condition(pod_group, "True", REASON_SCHEDULED, "")
+        self.shared.queue.group_done(group)
+        self.shared.pod_groups.note_attempt(group.key, None)
+        self.write_condition(pod_group, "True", REASON_SCHEDULED, "")
 
     def send_to_binding(self, fwk: Framework, chosen: PlacementResult) -> None:
         """The members ``chosen`` placed go through Permit to their binding
@@ -416,35 +462,24 @@ class PodGroupCycle(SchedulingCycle):
         for member in chosen.members:
             if member.assumed is None:
                 if member.fit is not None:
-                    self.handle_fit_error(fwk, member.state, member.info, member.fit, post_filter=False,
+                    self.pods.handle_fit_error(fwk, member.state, member.info, member.fit, post_filter=False,
                                           requeue=False)
                 elif member.status is not None:
-                    self._write_record(member.state, "Unschedulable", member.status.message())
-                    self._member_failed(fwk, member.info, member.status)
+                    write_attempt(self.shared.decisions, member.state, "Unschedulable", member.status.message())
+                    self.failures.fail(fwk, member.info, member.status, requeue=False)
                 continue
             status, waits = fwk.run_permit(member.state, member.assumed, member.node_name)
             if status is not None:
-                self._write_record(member.state, status.code.name.title().replace("_", ""), status.message(),
+                write_attempt(self.shared.decisions, member.state, status.code.name.title().replace("_", ""), status.message(),
                                    member.node_name, failed_at=("Permit", status))
-                self._undo_assume(fwk, member.state, member.assumed, member.node_name)
-                self._member_failed(fwk, member.info, status)
+                unreserve_and_forget(self.shared.cache, fwk, member.state, member.assumed, member.node_name)
+                self.failures.fail(fwk, member.info, status, requeue=False)
                 continue
-            self._write_record(member.state, "WaitingOnPermit" if waits else "Scheduled", "", member.node_name)
-            self.stats.scheduled += 1
-            self.queue.done(member.info.pod)
-            self.start_binding(fwk, member.state, member.info,
+            write_attempt(self.shared.decisions, member.state, "WaitingOnPermit" if waits else "Scheduled", "", member.node_name)
+            self.shared.stats.scheduled += 1
+            self.shared.queue.done(member.info.pod)
+            self.binding.start_binding(fwk, member.state, member.info,
                                ScheduleResult(member.assumed, member.node_name, waits))
-
-    def _member_failed(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
-        """A member of a group that fits failed on its own after its node was
-        chosen (Reserve or Permit): it waits with its group."""
-        if status.code == Code.ERROR:
-            self.stats.errors += 1
-            self.handle_failure(fwk, info, POD_REASON_SCHEDULER_ERROR, status.message(), set(), "", requeue=False)
-        else:
-            self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, POD_REASON_UNSCHEDULABLE, status.message(),
-                                {status.plugin} if status.plugin else set(), "", requeue=False)
 
     def _group_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
                       pod_group: PodGroup | None, status: Status, tried: list[PlacementResult],
@@ -469,28 +504,28 @@ class PodGroupCycle(SchedulingCycle):
             if result is not None and result.fit is not None and not error:
                 rejectors |= result.fit.diagnosis.unschedulable_plugins | result.fit.diagnosis.pending_plugins
             if result is not None:
-                self._write_record(result.state, "Error" if error else "Unschedulable", message)
+                write_attempt(self.shared.decisions, result.state, "Error" if error else "Unschedulable", message)
             if error:
-                self.stats.errors += 1
-                self.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
+                self.shared.stats.errors += 1
+                self.failures.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
             else:
-                self.stats.unschedulable += 1
+                self.shared.stats.unschedulable += 1
                 nominated = (nominations or {}).get(member.uid, "")
-                self.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), nominated, requeue=False)
+                self.failures.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), nominated, requeue=False)
         if not error:
             rejectors |= {name for name, _ in fwk.placement_feasible_plugins}
             rejectors |= {name for name, _ in fwk.placement_generate_plugins}
             rejectors |= {name for name, _ in fwk.pod_group_post_filter_plugins} if nominations else set()
         group.waiting_on_preemption = bool(nominations)
         if outcome is not None and not error:
-            closest = self.snapshot.table.names[outcome.placement.rows].tolist()
-            self.pod_groups.note_attempt(group.key, group.initial_attempt_timestamp or self.clock.now(), closest)
-        self.queue.group_done(group, rejectors, pending)
+            closest = self.shared.snapshot.table.names[outcome.placement.rows].tolist()
+            self.shared.pod_groups.note_attempt(group.key, group.initial_attempt_timestamp or self.shared.clock.now(), closest)
+        self.shared.queue.group_done(group, rejectors, pending)
         if pod_group is not None:
-            self._write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
+            self.write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
                                   message)
 
-    def _write_condition(self, pod_group: PodGroup | CompositePodGroup, status: str, reason: str,
+    def write_condition(self, pod_group: PodGroup | CompositePodGroup, status: str, reason: str,
                          message: str) -> None:
         """``PodGroupInitiallyScheduled`` (``CompositePodGroupInitiallyScheduled``)
         by a strategic-merge patch of status with observedGeneration, as
@@ -499,8 +534,8 @@ class PodGroupCycle(SchedulingCycle):
         composite = isinstance(pod_group, CompositePodGroup)
         kind, type_ = (("CompositePodGroup", COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED) if composite
                        else ("PodGroup", POD_GROUP_INITIALLY_SCHEDULED))
-        current = (self.pod_groups.composite(pod_group.key) if composite
-                   else self.pod_groups.pod_group(pod_group.key)) or pod_group
+        current = (self.shared.pod_groups.composite(pod_group.key) if composite
+                   else self.shared.pod_groups.pod_group(pod_group.key)) or pod_group
         existing = current.condition(type_)
         if existing is not None and existing.status == "True" and status != "True":
             return
@@ -509,11 +544,11 @@ class PodGroupCycle(SchedulingCycle):
                                      existing.observed_generation) == (status, reason, message, generation):
             return
         changed = existing is None or existing.status != status
-        since = self.clock.now() if changed or existing is None else existing.last_transition_time
+        since = self.shared.clock.now() if changed or existing is None else existing.last_transition_time
         condition = {"type": type_, "status": status, "reason": reason, "message": message,
                      "observedGeneration": generation, "lastTransitionTime": format_time(since)}
         try:
-            self.cluster.patch(kind, current.metadata.name, {"status": {"conditions": [condition]}},
+            self.shared.cluster.patch(kind, current.metadata.name, {"status": {"conditions": [condition]}},
                                current.metadata.namespace, subresource="status", uid=current.metadata.uid)
         except ApiError:
             pass  # gone or changed meanwhile: the next attempt writes it again
@@ -524,20 +559,16 @@ class PodGroupCycle(SchedulingCycle):
         """The group's decision record (placements tried, members placed in
         each, the first member that did not fit and why, the preemption it
         started), when recorded."""
-        if self.decisions is None or not self._recording(group.key):
+        if self.shared.decisions is None or not self.shared.recording(f"podgroup/{group.key}"):
             return
-        scheduled = self.pod_groups.state(group.key).scheduled_count()
+        scheduled = self.shared.pod_groups.state(group.key).scheduled_count()
         if chosen is not None and chosen.applied:
             scheduled -= len(chosen.placed)
         placed = chosen is not None and result == "Scheduled"
-        self.decisions.write(group_record(
-            group.key, group.attempts, self.clock.now(), fwk.profile_name, result, message, pod_group.min_count,
+        self.shared.decisions.write(group_record(
+            group.key, group.attempts, self.shared.clock.now(), fwk.profile_name, result, message, pod_group.min_count,
             scheduled, [r.summary() for r in tried], chosen.placement.name if placed and chosen else None,
             {m.info.pod.key: m.node_name for m in chosen.placed} if placed and chosen else None, preemption))
-
-    def _recording(self, key: str) -> bool:
-        """Is the attempt of PodGroup ``key`` recorded?"""
-        return self.decisions is not None and self.decisions.wants(f"podgroup/{key}")
 
 
 def validate_members(pod_group: PodGroup, pods: list[Pod], scheduled: list[Pod]) -> str:
@@ -557,7 +588,7 @@ def validate_members(pod_group: PodGroup, pods: list[Pod], scheduled: list[Pod])
     return ""
 
 
-def _member_order(info: QueuedPodInfo) -> tuple:
+def member_order(info: QueuedPodInfo) -> tuple:
     """Members in a deterministic order (upstream ``GetUnscheduledPods``): higher
     priority first, then the earliest first attempt, then by name."""
     pod = info.pod

@@ -15,11 +15,13 @@ import numpy as np
 from ..dra.claims import ClaimNameError, pod_claims
 from ..dra.manager import DRAManager
 from ..framework.attempt_record import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
+from ..framework.cycle_state import CycleState
 from ..framework.nodeinfo import NodeInfo
 from ..framework.resources import pod_requests
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
 from ..framework.status import Status
+from ..observability.decision_log import DecisionLog
 
 #: The Filter plugins whose rejections :func:`resource_shortfall` and :func:`device_shortfall` explain.
 FIT_PLUGIN = "NodeResourcesFit"
@@ -119,6 +121,23 @@ def _missing(info: NodeInfo, requests: Mapping[str, int]) -> dict[str, int]:
 
 def _passes(status: Status | None) -> bool:
     return status is None or status.is_success()
+
+
+def write_attempt(decisions: DecisionLog | None, state: CycleState, result: str, message: str, node_name: str = "",
+                  failed_at: tuple[str, Status] | None = None, nominated: str | None = None) -> None:
+    """Finish the scheduling attempt's record in ``state`` (when it is
+    recorded): its ``result`` (``Scheduled``, ``Unschedulable``, ...),
+    message, node, the extension point and status that failed it, the node
+    PostFilter nominated; and hand it to ``decisions``."""
+    record = state.record
+    if record is None or decisions is None:
+        return
+    record.result, record.message, record.node = result, message, node_name
+    if failed_at is not None:
+        record.failed_at = {"extensionPoint": failed_at[0], **(status_json(failed_at[1]) or {})}
+    if nominated:
+        record.post_filter = {**(record.post_filter or {}), "nominatedNodeName": nominated}
+    decisions.write(record.to_json())
 
 
 def binding_record(record: AttemptRecord, now: float, node_name: str, status: Status | None) -> dict[str, Any]:

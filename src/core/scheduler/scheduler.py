@@ -1,10 +1,13 @@
 """The scheduler (upstream ``pkg/scheduler``'s ``scheduler.go`` and ``ScheduleOne``).
 
-:class:`Scheduler` builds a framework per profile, the queue and the cache,
-and is put together from parts, one module each as upstream keeps them: its
-informer handlers (:mod:`.event_handlers`), the scheduling cycle of one pod
-(:mod:`.scheduling_cycle`) and the binding cycle (:mod:`.binding_cycle`).
-:meth:`Scheduler.schedule_one` pops the next pod and runs them in turn.
+:class:`Scheduler` builds a framework per profile, the queue and the cache
+(its :class:`~.state.SchedulerState`, shared by its parts) and is composed of
+parts, one module each as upstream keeps them: the informer handlers
+(:mod:`.event_handlers`), the pod's scheduling cycle (:mod:`.scheduling_cycle`),
+the PodGroup cycle (:mod:`.podgroup_cycle`) and the CompositePodGroup tree's
+(:mod:`.composite_cycle`), the binding cycle (:mod:`.binding_cycle`) and the
+failure handler (:mod:`.failure`).  :meth:`Scheduler.schedule_one` pops the
+next entity and hands it to its cycle.
 
 The scheduler never waits itself: Permit waits are timers on the clock and a
 driver (:mod:`kubesched.drivers.quiescence`, the daemon) calls :meth:`step`.
@@ -12,8 +15,6 @@ driver (:mod:`kubesched.drivers.quiescence`, the daemon) calls :meth:`step`.
 
 from __future__ import annotations
 
-import collections
-import logging
 import random
 from concurrent.futures import Executor
 from typing import Callable
@@ -38,17 +39,19 @@ from ..framework.registry import Registry
 from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
-from .binding_cycle import BindingCycle, BindingWait
+from .binding_cycle import BindingCycle
 from .cache import Cache
-from .composite_cycle import COMPOSITE, CompositePodGroupCycle
+from .composite_cycle import CompositePodGroupCycle
 from .event_handlers import EventHandlers
+from .failure import FailureHandler
+from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
+from .scheduling_cycle import SchedulingCycle
+from .state import SchedulerState
 from .stats import SchedulingStats
 
-log = logging.getLogger(__name__)
 
-
-class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
+class Scheduler:
     """kube-scheduler over a :class:`ClusterClient`.
 
     ``config`` is a loaded :class:`KubeSchedulerConfiguration`; ``registry``
@@ -66,6 +69,10 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
     simulations need for determinism).  Construction builds every profile's
     framework, so configuration errors surface here as :class:`ConfigError`.
     Call :meth:`start`, then :meth:`step` from one thread.
+
+    Its parts: ``state`` (what they share), ``failures``, ``binding``,
+    ``pods`` (the pod's scheduling cycle), ``groups`` (the PodGroup cycle),
+    ``trees`` (the CompositePodGroup cycle) and ``handlers``.
     """
 
     def __init__(
@@ -83,97 +90,134 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         bind_pool: Executor | None = None,
         bind_wakeup: Callable[[], object] | None = None,
     ):
-        self.cluster = cluster
-        self.config = config
-        self.clock = clock
-        self.rng = rng if rng is not None else random.Random(seed)
-        self.informers = informers or Informers(cluster)
-        self.cache = Cache(clock)
-        self.snapshot = Snapshot()
-        self.waiting_pods: dict[str, WaitingPod] = {}
-        #: pod UID -> binding cycle waiting at PreBind
-        self.binding_waits: dict[str, BindingWait] = {}
-        self.stats = SchedulingStats()
-        #: pod UID -> wall-clock start of its current attempt (scheduler_scheduling_attempt_duration_seconds)
-        self.attempt_started: dict[str, float] = {}
-        self.next_start_node_index = 0
-        self.node_rank = node_rank
-        self.decisions = decisions
-        self.bind_pool = bind_pool
-        self.bind_wakeup = bind_wakeup
-        #: outcomes of binding cycles that ran on workers, for finish_binds
-        self.bind_results: collections.deque = collections.deque()
-        self.binds_in_flight: dict[str, Pod] = {}
-        self.profiles: dict[str, Framework] = {}
-        self._dra: DRAManager | None = None
-        nominator = Nominator()
+        rng = rng if rng is not None else random.Random(seed)
+        informers = informers or Informers(cluster)
+        cache = Cache(clock)
         #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
-        self.pod_groups = PodGroupManager(self.informers, lambda pod: self.cache.assumed_node(pod))
-        for profile in config.profiles:
-            handle = profile_handle(
-                cluster, self.informers, clock, profile.scheduler_name, lambda: self.snapshot,
-                dra=self.dra_manager,
-                pod_groups=self.pod_groups,
-                rng=self.rng,
-                nominator=nominator,
-                waiting_pods=self.waiting_pods,
-                activate=lambda pod: self.queue.activate(pod),
-                move_pods=lambda event, old, new: self.queue.move_all(event, old, new),
-                api_workers=bind_pool,
-            )
-            self.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
+        pod_groups = PodGroupManager(informers, cache.assumed_node)
+        self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache)
+        nominator = Nominator()
+        self._build_profiles(registry, rng, nominator, bind_pool)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
         if len(sorts) > 1:
             raise ConfigError("queueSort: all profiles must use the same queue sort plugin with the same args")
         #: pods that name a PodGroup are scheduled as groups when a profile has a PlacementFeasible plugin
         #: (GangScheduling, in the default profile); otherwise one by one, as kube-scheduler without GenericWorkload
-        self.workload_aware = any(fw.placement_feasible_plugins for fw in self.profiles.values())
-        self.queue = SchedulingQueue(
+        workload_aware = any(fw.placement_feasible_plugins for fw in self.profiles.values())
+        state.queue = SchedulingQueue(
             clock=clock,
             less=next(iter(self.profiles.values())).less,
-            pre_enqueue=lambda pod: self.profiles[pod.spec.scheduler_name].run_pre_enqueue(pod),
+            pre_enqueue=lambda pod: state.profiles[pod.spec.scheduler_name].run_pre_enqueue(pod),
             hints={name: fw.events_to_register() for name, fw in self.profiles.items()},
             profile_of=lambda pod: pod.spec.scheduler_name,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,
-            group_of=self._queued_group if self.workload_aware else lambda pod: None,
+            group_of=self._queued_group if workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
             group_stranded=self._pod_group_stranded,
         )
-        self._register_handlers()
+        self.failures = FailureHandler(state)
+        self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
+        self.pods = SchedulingCycle(state, self.failures, rng, node_rank)
+        self.groups = PodGroupCycle(state, self.pods, self.binding, self.failures)
+        self.trees = CompositePodGroupCycle(state, self.groups, self.failures)
+        self.handlers = EventHandlers(state, workload_aware)
+        self.handlers.register()
+
+    def _build_profiles(self, registry: Registry, rng: random.Random, nominator: Nominator,
+                        api_workers: Executor | None) -> None:
+        """A framework per configured profile, each with its handle on the scheduler's state."""
+        state = self.state
+        for profile in state.config.profiles:
+            handle = profile_handle(
+                state.cluster, state.informers, state.clock, profile.scheduler_name, lambda: state.snapshot,
+                dra=state.dra_manager,
+                pod_groups=state.pod_groups,
+                rng=rng,
+                nominator=nominator,
+                waiting_pods=state.waiting_pods,
+                activate=lambda pod: state.queue.activate(pod),
+                move_pods=lambda event, old, new: state.queue.move_all(event, old, new),
+                api_workers=api_workers,
+            )
+            state.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
+
+    # --- the shared state, as drivers, reports and tests read it ---------------------------
+
+    @property
+    def config(self) -> KubeSchedulerConfiguration:
+        return self.state.config
+
+    @property
+    def profiles(self) -> dict[str, Framework]:
+        """Scheduler name -> its profile's framework."""
+        return self.state.profiles
+
+    @property
+    def informers(self) -> Informers:
+        return self.state.informers
+
+    @property
+    def queue(self) -> SchedulingQueue:
+        return self.state.queue
+
+    @property
+    def cache(self) -> Cache:
+        return self.state.cache
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot as the last cycle left it (:meth:`current_snapshot` brings it up to date)."""
+        return self.state.snapshot
+
+    @property
+    def stats(self) -> SchedulingStats:
+        return self.state.stats
+
+    @property
+    def waiting_pods(self) -> dict[str, WaitingPod]:
+        """Pod UID -> pod waiting on Permit."""
+        return self.state.waiting_pods
+
+    @property
+    def decisions(self) -> DecisionLog | None:
+        """Where attempt records go (None: not recorded); settable."""
+        return self.state.decisions
+
+    @decisions.setter
+    def decisions(self, log: DecisionLog | None) -> None:
+        self.state.decisions = log
 
     def _queued_group(self, pod: Pod) -> str | None:
         """The queue entity ``pod`` joins: its PodGroup, or the root of the
         CompositePodGroup tree that group is in (``compositepodgroup/NS/NAME``)."""
         key = pod_group_key(pod)
-        group = self.pod_groups.pod_group(key) if key is not None else None
+        group = self.state.pod_groups.pod_group(key) if key is not None else None
         if group is not None and group.spec.parent_composite_pod_group_name:
-            root, _ = self.pod_groups.root_of(group)
+            root, _ = self.state.pod_groups.root_of(group)
             if root is not None:
                 return COMPOSITE + root
         return key
 
     def _pod_group_priority(self, key: str) -> int | None:
-        group = (self.pod_groups.composite(key[len(COMPOSITE):]) if key.startswith(COMPOSITE)
-                 else self.pod_groups.pod_group(key))
+        group = (self.state.pod_groups.composite(key[len(COMPOSITE):]) if key.startswith(COMPOSITE)
+                 else self.state.pod_groups.pod_group(key))
         return group.spec.priority if group is not None else None
 
     def _pod_group_stranded(self, key: str) -> bool:
         """The PodGroup ``key`` was placed once (PodGroupInitiallyScheduled) and
         fewer than its minCount pods run or are assumed now."""
-        group = self.pod_groups.pod_group(key)
+        group = self.state.pod_groups.pod_group(key)
         if group is None or not group.is_gang:
             return False
         condition = group.condition(POD_GROUP_INITIALLY_SCHEDULED)
         return (condition is not None and condition.status == "True"
-                and self.pod_groups.state(key).scheduled_count() < group.min_count)
+                and self.state.pod_groups.state(key).scheduled_count() < group.min_count)
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""
-        if self._dra is None:
-            self._dra = DRAManager(self.informers)
-        return self._dra
+        return self.state.dra_manager()
 
     # --- what drivers, reports and metrics read ------------------------------------------
 
@@ -215,11 +259,12 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
 
     def in_flight(self) -> int:
         """Binding cycles not finished: pods waiting at Permit, at a PreBind wait, or in Bind on a worker."""
-        return len(self.waiting_pods) + len(self.binding_waits) + len(self.binds_in_flight)
+        binding = self.binding
+        return len(self.waiting_pods) + len(binding.waits) + len(binding.in_flight)
 
     def pre_bind_waits(self) -> int:
         """Binding cycles parked at a PreBind wait (polling a condition on the clock)."""
-        return len(self.binding_waits)
+        return len(self.binding.waits)
 
     def abort_in_flight(self, message: str) -> int:
         """Fail every binding cycle that has not finished (Permit waits are
@@ -228,7 +273,7 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         waiting = list(self.waiting_pods.values())
         for pod in waiting:
             pod.reject("", message)
-        return len(waiting) + self.abort_binding_waits(message)
+        return len(waiting) + self.binding.abort_binding_waits(message)
 
     def score_nodes(self, pod: Pod) -> dict[str, dict[str, int]]:
         """What each Score plugin (weighted, after NormalizeScore) gives every
@@ -239,7 +284,7 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         state = CycleState()
         snapshot = self.current_snapshot()
         try:
-            rows = self.find_nodes_that_fit(framework, state, QueuedPodInfo(pod, self.clock.now()))
+            rows = self.pods.find_nodes_that_fit(framework, state, QueuedPodInfo(pod, self.state.clock.now()))
         except FitError:
             return {}
         nodes = [snapshot.nodes[row] for row in rows]
@@ -260,9 +305,9 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         """Finish the binds that came back from binding workers, deliver pending
         events and due timers, then schedule one pod.  Returns False when
         there was nothing to schedule."""
-        self.finish_binds()
+        self.binding.finish_binds()
         self.informers.pump()
-        self.clock.run_due()
+        self.state.clock.run_due()
         if self.informers.pending():
             self.informers.pump()
         if not self.queue.has_active():
@@ -270,24 +315,27 @@ class Scheduler(EventHandlers, CompositePodGroupCycle, BindingCycle):
         self.schedule_one()
         return True
 
-    # --- scheduling cycle ----------------------------------------------------------------
+    # --- the cycles ----------------------------------------------------------------------
 
     def schedule_one(self) -> None:
-        """Upstream ``ScheduleOne``: one pod through the scheduling cycle and,
-        unless Permit makes it wait, the binding cycle; or one PodGroup through
-        its cycle (:mod:`.podgroup_cycle`)."""
+        """Upstream ``ScheduleOne``: the next queued entity to its cycle - a
+        CompositePodGroup tree, a PodGroup, or one pod through the scheduling
+        cycle and, unless Permit makes it wait, the binding cycle."""
         info = self.queue.pop()
         if info is None:
             return
         if isinstance(info, QueuedPodGroupInfo):
-            self.schedule_one_pod_group(info)
+            if info.key.startswith(COMPOSITE):
+                self.trees.schedule_one_tree(info)
+            else:
+                self.groups.schedule_one_pod_group(info)
             return
         pod = info.pod
         fwk = self.profiles.get(pod.spec.scheduler_name)
         if fwk is None or pod.metadata.deletion_timestamp is not None or self.cache.is_assumed(pod):
             self.queue.done(pod)
             return
-        state = self.new_cycle_state(fwk, info)
-        result = self.scheduling_cycle(fwk, state, info)
+        state = self.pods.new_cycle_state(fwk, info)
+        result = self.pods.scheduling_cycle(fwk, state, info)
         if result is not None:
-            self.start_binding(fwk, state, info, result)
+            self.binding.start_binding(fwk, state, info, result)

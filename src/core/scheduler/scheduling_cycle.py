@@ -1,57 +1,41 @@
 """The scheduling cycle of one pod (upstream ``schedule_one.go``'s ``schedulingCycle``,
-``schedulePod``, ``findNodesThatFitPod``, ``selectHost`` and ``handleSchedulingFailure``).
+``schedulePod``, ``findNodesThatFitPod`` and ``selectHost``).
 
 :meth:`SchedulingCycle.scheduling_cycle` takes a popped pod through its
 profile's snapshot, PreFilter, Filter (nominated node first,
 percentageOfNodesToScore, rotating start index), PostFilter when nothing
 fits, PreScore/Score/NormalizeScore, host selection, assume, Reserve and
 Permit, and hands back where the binding cycle starts; a failure puts the
-pod back in the queue with kube-scheduler's reason.  :class:`SchedulingCycle`
-is a part of :class:`~kubesched.core.scheduler.scheduler.Scheduler`.
+pod back in the queue with kube-scheduler's reason (the failure handler).
+The PodGroup cycle runs each member through :meth:`SchedulingCycle.schedule_pod`.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import TYPE_CHECKING
 
-import attrs
 import numpy as np
 
 from kubesched.core.framework.diagnosis import Diagnosis, FitError, NodeToStatus
 from kubesched.core.observability import metrics
 
-from ..api.core_v1 import Pod, PodCondition
-from ..api.meta import evolve
-from ..cluster.client import ApiError
-from ..cluster.patch import patch_status
-from ..framework.attempt_record import AttemptRecord, status_json
+from ..api.core_v1 import Pod
+from ..framework.attempt_record import AttemptRecord
 from ..framework.cycle_state import CycleState
 from ..framework.nodeinfo import PodInfo
 from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult
+from .assume import assume_and_reserve, unreserve_and_forget
+from .binding_cycle import ScheduleResult
+from .failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, FailureHandler
 from .queue import QueuedPodInfo
-from .recording import record_feasible, record_unschedulable
-
-if TYPE_CHECKING:
-    from ..clock import Clock
-    from ..cluster.client import ClusterClient
-    from ..cluster.informer import Informers
-    from ..framework.config import KubeSchedulerConfiguration
-    from ..framework.snapshot import Snapshot
-    from ..observability.decision_log import DecisionLog
-    from .cache import Cache
-    from .queue import SchedulingQueue
-    from .stats import SchedulingStats
+from .recording import record_feasible, record_unschedulable, write_attempt
+from .state import SchedulerState
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-#: Pod condition reasons, as upstream.
-REASON_UNSCHEDULABLE = "Unschedulable"
-REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -71,45 +55,31 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(found, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-@attrs.frozen
-class ScheduleResult:
-    """Where a scheduling cycle left a pod that fits: ``assumed`` (the pod with
-    ``spec.nodeName`` set, in the cache), ``node_name``, and ``waits`` (Permit
-    plugin -> timeout in seconds; empty when the binding cycle may start now)."""
-
-    assumed: Pod
-    node_name: str
-    waits: dict[str, float]
-
-
 class SchedulingCycle:
-    """The scheduling cycle of the :class:`Scheduler` (a part of it: it uses the
-    scheduler's cache, snapshot, queue, clock, stats and decision log)."""
+    """The scheduling cycle of one pod.
 
-    cluster: ClusterClient
-    config: KubeSchedulerConfiguration
-    clock: Clock
-    rng: random.Random
-    informers: Informers
-    cache: Cache
-    snapshot: Snapshot
-    queue: SchedulingQueue
-    stats: SchedulingStats
-    attempt_started: dict[str, float]
-    next_start_node_index: int
-    node_rank: dict[str, int] | None
-    decisions: DecisionLog | None
+    ``state``: the scheduler's shared state; ``failures``: where a failed
+    attempt's pod goes back; ``rng``: the source of tie-breaks between
+    equally scored nodes; ``node_rank``: node name -> rank, ties go to the
+    lowest rank instead (not upstream: simulators replaying a paper's
+    protocol need it).  Its own field: ``next_start_node_index``, where the
+    next Filter pass starts (upstream's rotating start)."""
 
-    if TYPE_CHECKING:  # the binding cycle's, in binding_cycle.py
-        def _undo_assume(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> None: ...
+    def __init__(self, state: SchedulerState, failures: FailureHandler, rng: random.Random,
+                 node_rank: dict[str, int] | None = None):
+        self.shared = state
+        self.failures = failures
+        self.rng = rng
+        self.node_rank = node_rank
+        self.next_start_node_index = 0
 
     def new_cycle_state(self, fwk: Framework, info: QueuedPodInfo) -> CycleState:
         """A fresh CycleState for ``info``'s attempt, recording it when decisions are recorded."""
         state = CycleState()
         pod = info.pod
-        decisions = self.decisions
+        decisions = self.shared.decisions
         if decisions is not None and decisions.wants(pod.key):
-            state.record = AttemptRecord(pod.key, pod.metadata.uid, info.attempts, self.clock.now(),
+            state.record = AttemptRecord(pod.key, pod.metadata.uid, info.attempts, self.shared.clock.now(),
                                          fwk.profile_name, moved_by=info.moved_by)
         return state
 
@@ -119,47 +89,33 @@ class SchedulingCycle:
         or None when the attempt failed (the pod is back in the queue with its
         reason; PostFilter ran when no node fit)."""
         pod = info.pod
-        self.stats.cycles += 1
-        self.attempt_started[pod.metadata.uid] = time.perf_counter()
+        shared = self.shared
+        shared.stats.cycles += 1
+        started = shared.attempt_started[pod.metadata.uid] = time.perf_counter()
         try:
             node_name = self.schedule_pod(fwk, state, info)
-            metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - self.attempt_started[pod.metadata.uid])
+            metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         except FitError as fit:
             self.handle_fit_error(fwk, state, info, fit, post_filter=True)
             return None
         except CycleError as err:
             self.handle_cycle_error(fwk, state, info, err.status)
             return None
-        assumed, status = self.assume_and_reserve(fwk, state, info, node_name)
+        assumed, status = assume_and_reserve(shared.cache, shared.queue.nominator, fwk, state, info, node_name)
         if status is not None:
-            self._write_record(state, "Error", status.message(), node_name, failed_at=("Reserve", status))
-            self._fail_status(fwk, info, status)
+            write_attempt(shared.decisions, state, "Error", status.message(), node_name, failed_at=("Reserve", status))
+            self.failures.fail(fwk, info, status)
             return None
         status, waits = fwk.run_permit(state, assumed, node_name)
         if status is not None:
-            self._write_record(state, status.code.name.title().replace("_", ""), status.message(), node_name,
-                               failed_at=("Permit", status))
-            self._undo_assume(fwk, state, assumed, node_name)
-            self._fail_status(fwk, info, status)
+            write_attempt(shared.decisions, state, status.code.name.title().replace("_", ""), status.message(),
+                          node_name, failed_at=("Permit", status))
+            unreserve_and_forget(shared.cache, fwk, state, assumed, node_name)
+            self.failures.fail(fwk, info, status)
             return None
-        self._write_record(state, "WaitingOnPermit" if waits else "Scheduled", "", node_name)
-        self.stats.scheduled += 1
+        write_attempt(shared.decisions, state, "WaitingOnPermit" if waits else "Scheduled", "", node_name)
+        shared.stats.scheduled += 1
         return ScheduleResult(assumed, node_name, waits)
-
-    def assume_and_reserve(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                           node_name: str) -> tuple[Pod, Status | None]:
-        """Assume the pod on ``node_name`` in the cache (its nomination ends) and
-        run Reserve.  Returns the assumed pod and Reserve's failure (None: it
-        holds its node); after a failure the pod is already unreserved and
-        forgotten."""
-        pod = info.pod
-        assumed = evolve(pod, spec=evolve(pod.spec, node_name=node_name))
-        self.cache.assume_pod(assumed, info.pod_info)
-        self.queue.nominator.delete(pod)
-        status = fwk.run_reserve(state, assumed, node_name)
-        if status is not None:
-            self._undo_assume(fwk, state, assumed, node_name)
-        return assumed, status
 
     def handle_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
                          post_filter: bool, nominated: str | None = None, requeue: bool = True) -> None:
@@ -178,35 +134,22 @@ class SchedulingCycle:
                 fit.diagnosis.post_filter_msg = status.message()
             if isinstance(result, PostFilterResult):
                 nominated = result.nominated_node_name
-        self.stats.unschedulable += 1
+        self.shared.stats.unschedulable += 1
         rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
         pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
         message = fit.message()
         if state.record is not None:
             if fit.num_all_nodes:
-                record_unschedulable(state.record, fwk, state, pod, self.snapshot, fit.diagnosis.node_status)
-            self._write_record(state, REASON_UNSCHEDULABLE, message, nominated=nominated)
-        self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+                record_unschedulable(state.record, fwk, state, pod, self.shared.snapshot, fit.diagnosis.node_status)
+            write_attempt(self.shared.decisions, state, REASON_UNSCHEDULABLE, message, nominated=nominated)
+        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
 
     def handle_cycle_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, status: Status) -> None:
         """An Error status aborted the attempt: recorded, and the pod back to backoff with SchedulerError."""
-        self.stats.errors += 1
+        self.shared.stats.errors += 1
         if state.record is not None:
-            self._write_record(state, "Error", status.message())
-        self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
-
-    def _write_record(self, state: CycleState, result: str, message: str, node_name: str = "",
-                      failed_at: tuple[str, Status] | None = None, nominated: str | None = None) -> None:
-        """Finish the attempt's record (when decisions are recorded) and hand it to the log."""
-        record = state.record
-        if record is None or self.decisions is None:
-            return
-        record.result, record.message, record.node = result, message, node_name
-        if failed_at is not None:
-            record.failed_at = {"extensionPoint": failed_at[0], **(status_json(failed_at[1]) or {})}
-        if nominated:
-            record.post_filter = {**(record.post_filter or {}), "nominatedNodeName": nominated}
-        self.decisions.write(record.to_json())
+            write_attempt(self.shared.decisions, state, "Error", status.message())
+        self.failures.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
 
     def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
                      within: np.ndarray | None = None) -> str:
@@ -214,24 +157,25 @@ class SchedulingCycle:
         snapshot rows ``within`` a placement when given (a PodGroup cycle).
         Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
-        self.cache.update_snapshot(self.snapshot)
-        num_nodes = len(self.snapshot) if within is None else len(within)
+        snapshot = self.shared.snapshot
+        self.shared.cache.update_snapshot(snapshot)
+        num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
         feasible = self.find_nodes_that_fit(fwk, state, info, within)
         if len(feasible) == 1:
-            return self.snapshot.nodes[feasible[0]].name
-        nodes = self.snapshot.table.info_array[feasible].tolist()
+            return snapshot.nodes[feasible[0]].name
+        nodes = snapshot.table.info_array[feasible].tolist()
         status = fwk.run_pre_score(state, pod, nodes, feasible)
         if status is not None:
             raise CycleError(status)
         try:
-            total, _ = fwk.run_score(state, pod, self.snapshot.table, feasible, nodes)
+            total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes)
         except ScoreError as err:
             raise CycleError(err.status) from None
         chosen = self.select_host(total, feasible)
         if state.record is not None:
-            state.record.scored(self.snapshot.table.names[feasible], total, chosen)
+            state.record.scored(snapshot.table.names[feasible], total, chosen)
         return nodes[chosen].name
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
@@ -248,7 +192,7 @@ class SchedulingCycle:
 
     def _row_ranks(self, rank: dict[str, int]) -> np.ndarray:
         """``rank`` (:attr:`node_rank`) per snapshot row (nodes without a rank last)."""
-        return self.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
+        return self.shared.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
                             within: np.ndarray | None = None) -> np.ndarray:
@@ -256,7 +200,7 @@ class SchedulingCycle:
         then Filter, over the snapshot or the rows ``within`` a placement.
         Returns feasible snapshot rows; raises :class:`FitError`."""
         pod = info.pod
-        snapshot = self.snapshot
+        snapshot = self.shared.snapshot
         num_nodes = len(snapshot) if within is None else len(within)
         result, status, rejectors = fwk.run_pre_filter(state, pod, snapshot.nodes)
         if status is not None:
@@ -274,7 +218,7 @@ class SchedulingCycle:
                 diagnosis.unschedulable_plugins = rejectors
             raise FitError(pod, num_nodes, diagnosis)
 
-        nominator = self.queue.nominator
+        nominator = self.shared.queue.nominator
         nominated = {name: pods for name in nominator.nodes() if (pods := nominator.pods_to_respect(pod, name))}
         try:
             nominated_name = pod.status.nominated_node_name
@@ -311,7 +255,7 @@ class SchedulingCycle:
         to_find = num_feasible_nodes_to_find(
             fwk.profile.percentage_of_nodes_to_score
             if fwk.profile.percentage_of_nodes_to_score is not None
-            else self.config.percentage_of_nodes_to_score,
+            else self.shared.config.percentage_of_nodes_to_score,
             count,
         )
         if not fwk.score_plugins:
@@ -319,87 +263,17 @@ class SchedulingCycle:
         start = self.next_start_node_index % count
         if start:
             rows = np.concatenate((rows[start:], rows[:start]))
-        feasible, processed = fwk.find_feasible_rows(state, pod, self.snapshot, rows, to_find, nominated)
+        feasible, processed = fwk.find_feasible_rows(state, pod, self.shared.snapshot, rows, to_find, nominated)
         self.next_start_node_index = (start + processed) % count
         if state.record is not None and len(feasible):
-            record_feasible(state.record, fwk, state, pod, self.snapshot, rows[:processed], feasible)
+            record_feasible(state.record, fwk, state, pod, self.shared.snapshot, rows[:processed], feasible)
         return feasible
-
-    # --- failure -------------------------------------------------------------------------
-
-    def _fail_status(self, fwk: Framework, info: QueuedPodInfo, status: Status) -> None:
-        """A failure after a node was chosen (Reserve, Permit, binding): the pod's
-        nomination is cleared, as upstream's ``clearNominatedNode``."""
-        if status.code == Code.ERROR:
-            self.stats.errors += 1
-            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
-        else:
-            self.stats.unschedulable += 1
-            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, one_node_fit_message(info.pod, status),
-                                {status.plugin} if status.plugin else set(), "", pending=status.code == Code.PENDING)
-
-    def handle_failure(
-        self,
-        fwk: Framework,
-        info: QueuedPodInfo,
-        reason: str,
-        message: str,
-        rejectors: set[str],
-        nominated_node: str | None = None,
-        pending: bool = False,
-        requeue: bool = True,
-    ) -> None:
-        """Upstream ``handleSchedulingFailure``: FailedScheduling event, the pod's
-        PodScheduled=False condition, back to the queue (unless ``requeue`` is
-        False: a PodGroup's member, whose group goes back once).
-        ``nominated_node``: None keeps the pod's nomination; a node name
-        nominates the pod there (the queue's nominator and
-        ``status.nominatedNodeName``); "" clears it."""
-        pod = info.pod
-        started = self.attempt_started.pop(pod.metadata.uid, None)
-        if started is not None:
-            result = metrics.UNSCHEDULABLE if reason == REASON_UNSCHEDULABLE else metrics.ERROR
-            metrics.observe_attempt(result, fwk.profile_name, time.perf_counter() - started)
-        fwk.handle.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message)
-        current = self.informers.get("Pod", pod.key)
-        if current is None or current.metadata.uid != pod.metadata.uid or current.spec.node_name:
-            self.queue.done(pod)
-            return
-        if requeue:
-            self.queue.add_unschedulable(info, rejectors, pending)
-        if nominated_node is not None:
-            self.queue.nominator.add(info.pod_info, nominated_node)
-        self._update_pod_status(current, reason, message, nominated_node)
-
-    def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
-        condition = PodCondition(
-            type="PodScheduled", status="False", reason=reason, message=message,
-            last_transition_time=self.clock.now(),
-        )
-        existing = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        same = existing is not None and (existing.status, existing.reason, existing.message) == ("False", reason, message)
-        nominated = pod.status.nominated_node_name if nominated_node is None else nominated_node
-        if same and nominated == pod.status.nominated_node_name:
-            return
-        conditions = tuple(c for c in pod.status.conditions if c.type != "PodScheduled") + (condition,)
-        updated = evolve(pod, status=evolve(pod.status, conditions=conditions, nominated_node_name=nominated))
-        try:
-            patch_status(self.cluster, pod, updated.status)  # upstream's util.PatchPodStatus
-        except ApiError:
-            pass  # gone, replaced or refused: the next attempt writes it again
 
 
 def _holds(rows: np.ndarray, row: int) -> bool:
     """Is ``row`` in the ascending array ``rows``?"""
     at = int(np.searchsorted(rows, row))
     return at < len(rows) and int(rows[at]) == row
-
-
-def one_node_fit_message(pod: Pod, status: Status) -> str:
-    """A rejection after the node was chosen (Reserve, Permit, waiting on Permit,
-    PreBind) reads as a FitError over that one node, as upstream:
-    ``0/1 nodes are available: 1 <reason>.``"""
-    return FitError(pod, 1, Diagnosis(node_status={"": status})).message()
 
 
 class CycleError(Exception):

@@ -8,7 +8,18 @@ import attrs
 
 from ...core.api import resource_of
 from ...core.api.convert import unstructure
-from ...core.api.core_v1 import Pod
+from ...core.api.core_v1 import (
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
+    RESIZE_DEFERRED,
+    RESIZE_INFEASIBLE,
+    ContainerStatus,
+    Node,
+    Pod,
+    PodCondition,
+    ResourceRequirements,
+)
+from ...core.api.resource_helpers import pod_requests
 from ...core.cluster.client import ApiError
 from ..errors import PerfConfigError, Unsupported, WorkloadFailed
 from .base import PerfOp
@@ -123,12 +134,59 @@ class CreateAny(PerfOp):
                 raise WorkloadFailed(f"{source.where}: creating {resource.kind}: {err}") from None
 
 
+def kubelet_resize_status(pod: Pod, node: Node | None, others: list[Pod]) -> Any:
+    """The status a kubelet writes after ``pod`` (bound to ``node``) was
+    resized through pods/resize, as upstream's allocation manager decides: a
+    resize beyond the node's allocatable cpu or memory is ``Infeasible``; one
+    the other pods' allocated requests (``others``) leave no room for is
+    ``Deferred`` (condition ``PodResizePending`` with the kubelet's message,
+    the allocated resources unchanged); otherwise the new requests are
+    allocated and applied at once (container statuses' ``allocatedResources``
+    and ``resources``; the resize conditions cleared).  An unbound pod (no
+    kubelet yet) keeps its status."""
+    if node is None:
+        return pod.status
+    allocatable = node.allocatable
+    wanted = pod_requests(pod, use_status=False)
+    reason = message = ""
+    for name in ("memory", "cpu"):  # the kubelet reports memory first
+        if wanted.get(name, 0) > allocatable.get(name, 0):
+            reason = RESIZE_INFEASIBLE
+            message = (f"Node didn't have enough capacity: {name}, requested: {wanted.get(name, 0)}, "
+                       f"capacity: {allocatable.get(name, 0)}")
+            break
+    if not reason:
+        used: dict[str, int] = {}
+        for other in others:
+            for name, amount in pod_requests(other).items():
+                used[name] = used.get(name, 0) + amount
+        for name in ("cpu", "memory"):
+            if wanted.get(name, 0) + used.get(name, 0) > allocatable.get(name, 0):
+                reason = RESIZE_DEFERRED
+                message = (f"Node didn't have enough resource: {name}, requested: {wanted.get(name, 0)}, "
+                           f"used: {used.get(name, 0)}, capacity: {allocatable.get(name, 0)}")
+                break
+    conditions = tuple(c for c in pod.status.conditions if c.type not in (POD_RESIZE_PENDING, POD_RESIZE_IN_PROGRESS))
+    if reason:
+        pending = PodCondition(type=POD_RESIZE_PENDING, status="True", reason=reason, message=message)
+        return attrs.evolve(pod.status, conditions=conditions + (pending,))
+    previous = {s.name: s for s in pod.status.container_statuses}
+    statuses = tuple(attrs.evolve(previous.get(c.name, ContainerStatus(name=c.name)),
+                                  allocated_resources={**c.resources.limits, **c.resources.requests},
+                                  resources=ResourceRequirements(requests={**c.resources.limits,
+                                                                           **c.resources.requests},
+                                                                 limits=dict(c.resources.limits)))
+                     for c in pod.spec.containers)
+    return attrs.evolve(pod.status, conditions=conditions, container_statuses=statuses)
+
+
 class UpdateAny(PerfOp):
     """``count`` updates from ``templatePath`` (the object named in it, in
     ``namespace``), ``updatePerSecond`` at a time or all at once: the spec
     (a pod only where the API server allows, :func:`updated_object`), then the
     template's status through the status subresource; ``subresources:
-    [resize]`` changes only a pod's container resources."""
+    [resize]`` changes only a pod's container resources, and then writes the
+    status its node's kubelet would (:func:`kubelet_resize_status`)."""
 
     FIELDS = ("namespace", "templatePath", "count", "countParam", "updatePerSecond", "subresources")
     DEFAULT_COUNT = 1
@@ -172,7 +230,14 @@ class UpdateAny(PerfOp):
                 if "resize" in subresources:  # the pods/resize subresource: containers' resources only
                     containers = [{"name": c.name, "resources": unstructure(c.resources)}
                                   for c in spec_updated.spec.containers]
-                    cluster.patch("Pod", name, {"spec": {"containers": containers}}, namespace, subresource="resize")
+                    resized = cluster.patch("Pod", name, {"spec": {"containers": containers}}, namespace,
+                                            subresource="resize")
+                    node = resized.spec.node_name
+                    if node:
+                        others = [p for p in cluster.list("Pod").items if p.spec.node_name == node
+                                  and p.metadata.uid != resized.metadata.uid and not p.terminal]
+                        cluster.update_status(attrs.evolve(resized, status=kubelet_resize_status(
+                            resized, cluster.get("Node", node), others)))
                 else:
                     cluster.update(spec_updated)
                 if attrs.has(type(template)) and "status" in attrs.fields_dict(type(template)):

@@ -296,8 +296,19 @@ class NodeResourcesFit:
         ]
 
     def _after_pod_change(self, pod, old, new):
-        """A pod that leaves (or shrinks) frees resources: it may help."""
-        return QueueingHint.QUEUE
+        """A placed pod that leaves may help; one that stays helps only when it
+        now counts less (its spec, or what the kubelet allocated after an
+        in-place resize) of a resource ``pod`` asks for (upstream
+        ``isSchedulableAfterPodEvent`` / ``isResourceScaleDown``)."""
+        if new is None:
+            return QueueingHint.QUEUE
+        if not new.spec.node_name:
+            return QueueingHint.QUEUE_SKIP
+        wanted = self._checked_requests(pod_requests(pod))
+        before, after = pod_requests(old), pod_requests(new)
+        if any(after.get(name, 0) < before.get(name, 0) for name in wanted):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def _after_node_change(self, pod, old, new):
         """A new or grown node helps only if its allocatable could hold the pod."""
