@@ -32,6 +32,7 @@ from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
+from ..framework.extender import build_extenders
 from ..framework.handle import profile_handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.podgroups import PodGroupManager
@@ -95,7 +96,8 @@ class Scheduler:
         cache = Cache(clock)
         #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
         pod_groups = PodGroupManager(informers, cache.assumed_node)
-        self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache)
+        self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache,
+                                            extenders=build_extenders(config.extenders))
         nominator = Nominator()
         self._build_profiles(registry, rng, nominator, bind_pool)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -140,6 +142,7 @@ class Scheduler:
                 activate=lambda pod: state.queue.activate(pod),
                 move_pods=lambda event, old, new: state.queue.move_all(event, old, new),
                 api_workers=api_workers,
+                extenders=state.extenders,
             )
             state.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
 
