@@ -32,6 +32,7 @@ from kubesched.core.cluster.delegated_auth import DelegatedAuth
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import KubeSchedulerConfiguration, parse_duration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability import metrics
@@ -100,7 +101,8 @@ class Daemon:
     seconds past its expiry before this one schedules (None: the client's
     request timeout), so that a write the deposed leader sent before losing
     the lease has landed or failed first - the cost: a takeover takes that
-    much longer.  Raises ``ConfigError`` for a bad configuration and
+    much longer; ``features``: the scheduler's feature gates (default: the embedded cluster's, or every
+    gate at its default in the newest release).  Raises ``ConfigError`` for a bad configuration and
     ValueError for bad leader election durations.
     """
 
@@ -109,7 +111,8 @@ class Daemon:
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
                  decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
                  tls: tuple[Path, Path] | None = None, metrics_auth: bool = True,
-                 binding_workers: int = BINDING_WORKERS, takeover_grace: float | None = None):
+                 binding_workers: int = BINDING_WORKERS, takeover_grace: float | None = None,
+                 features: FeatureGates | None = None):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -121,7 +124,8 @@ class Daemon:
             self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
         self.harness = Harness(cluster, self.clock, config, registry, seed=seed, embedded=embedded,
                                informers=self.informers, decisions=decisions, bind_pool=self.bind_pool,
-                               bind_wakeup=self.informers.wakeup.set if self.bind_pool is not None else None)
+                               bind_wakeup=self.informers.wakeup.set if self.bind_pool is not None else None,
+                               features=features)
         self.scheduler = self.harness.scheduler
         self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
+
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 
 from ..core.framework.config import ConfigError, parse_duration
 from .errors import PerfConfigError
@@ -121,13 +122,9 @@ def load_test_cases(path: str | Path) -> list[TestCase]:
     without an op that collects metrics, or a bad value."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise PerfConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as err:
-        raise PerfConfigError(f"{path}: cannot parse: {err}") from None
+        data = read_yaml(path, MAX_CONFIG_BYTES)
+    except InvalidManifest as err:
+        raise PerfConfigError(str(err)) from None
     if not isinstance(data, list) or not data:
         raise PerfConfigError(f"{path}: expected a non-empty list of test cases")
     base_dir = path.resolve().parent

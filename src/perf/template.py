@@ -37,6 +37,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, read_file_bytes
+
 
 class TemplateError(ValueError):
     """A template kubesched cannot expand: ``where`` (file or ``template``) and the problem."""
@@ -545,9 +547,9 @@ class Template:
 @lru_cache(maxsize=256)
 def _load(path: str, mtime_ns: int) -> Template:
     try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise TemplateError(path, f"cannot read: {err.strerror or err}") from None
+        text = decode(read_file_bytes(path, MAX_CONFIG_BYTES), path)
+    except InvalidManifest as err:
+        raise TemplateError(path, err.problem) from None
     return Template(text, path)
 
 

@@ -17,6 +17,7 @@ from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
 from ..dra.manager import DRAManager
+from ..features import FeatureGates
 from ..framework.config import KubeSchedulerConfiguration
 from ..framework.extender import HTTPExtender
 from ..framework.podgroups import PodGroupManager
@@ -40,6 +41,7 @@ class SchedulerState:
     at the start of its current attempt (scheduler_scheduling_attempt_duration_seconds);
     ``decisions``: where attempt records go (None: not recorded); ``dra``:
     the DRA manager once some profile asked for it (:meth:`dra_manager`);
+    ``features``: the scheduler's feature gates (every profile's ``handle.features``);
     ``extenders``: the configuration's scheduler extenders, in upstream's
     calling order (:func:`~kubesched.core.framework.extender.build_extenders`).
     """
@@ -58,6 +60,7 @@ class SchedulerState:
     stats: SchedulingStats = attrs.Factory(SchedulingStats)
     attempt_started: dict[str, float] = attrs.Factory(dict)
     dra: DRAManager | None = None
+    features: FeatureGates = attrs.Factory(FeatureGates)
     extenders: tuple[HTTPExtender, ...] = ()
 
     def dra_manager(self) -> DRAManager:

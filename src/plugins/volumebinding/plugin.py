@@ -10,9 +10,10 @@
 - Filter: per node, bound PVs' node affinity, a matching PV for each
   WaitForFirstConsumer claim (smallest fit) or else provisioning there
   (provisioner, allowedTopologies, CSIStorageCapacity); reasons as upstream.
-- PreScore/Score: only with ``shape`` in the args (upstream's
-  StorageCapacityScoring gate): the shape of the requested/capacity
-  utilization per storage class, averaged.
+- PreScore/Score (upstream's StorageCapacityScoring, on in 1.37): the
+  ``shape`` of the requested/capacity utilization per storage class,
+  averaged; without a ``shape`` in the args, upstream's default prefers the
+  node with the most free capacity (utilization 0 % scores 10, 100 % scores 0).
 - Reserve: the chosen bindings are assumed in the PV and claim assume
   caches; Unreserve reverts them.
 - PreBind: writes them to the API and waits (polling every second on the
@@ -43,6 +44,7 @@ from kubesched.core.api.core_v1 import Pod
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError
 from kubesched.core.plugin_helpers.shape import (
+    MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
     BrokenLinear,
     UtilizationShapePoint,
@@ -67,21 +69,30 @@ BIND_TIMEOUT_MESSAGE = "binding volumes: context deadline exceeded"
 POLL_INTERVAL = 1.0
 
 
+#: Upstream ``SetDefaults_VolumeBindingArgs`` with StorageCapacityScoring: the emptiest node scores highest.
+DEFAULT_SHAPE = (UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+                 UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0))
+
+
+def _shape_or_default(shape: tuple[UtilizationShapePoint, ...]) -> tuple[UtilizationShapePoint, ...]:
+    return tuple(shape) if shape else DEFAULT_SHAPE
+
+
 @frozen
 class VolumeBindingArgs:
     """Upstream ``VolumeBindingArgs``: ``bindTimeoutSeconds`` (default 600;
     how long PreBind waits for the PV controller), ``shape`` (utilization %
-    -> score 0-10 points; when given, Score is enabled as with upstream's
-    StorageCapacityScoring gate)."""
+    -> score 0-10 points; none given: :data:`DEFAULT_SHAPE`, as upstream
+    defaults it with StorageCapacityScoring on).  Raises ManifestError for a
+    negative timeout or a malformed shape."""
 
     bind_timeout_seconds: int = 600
-    shape: tuple[UtilizationShapePoint, ...] = ()
+    shape: tuple[UtilizationShapePoint, ...] = field(default=DEFAULT_SHAPE, converter=_shape_or_default)
 
     def __attrs_post_init__(self):
         if self.bind_timeout_seconds < 0:
             raise ManifestError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
-        if self.shape:
-            validate_shape(self.shape)
+        validate_shape(self.shape)
 
 
 @define
