@@ -91,9 +91,6 @@ class Harness:
         self.features: FeatureGates = features or getattr(cluster, "features", None) or FeatureGates()
         self.clock = clock
         self.config = scheduler_configuration(config)
-        if self.config.extenders:  # until the scheduling cycle calls them (core/framework/extender.py)
-            raise ConfigError("extenders: scheduler extenders are not supported by kubesched yet (nothing would call "
-                              "them); write the extender's logic as a plugin, or remove the section")
         self.registry = registry or Registry.discover()
         self.informers = informers or Informers(cluster)
         try:
