@@ -33,6 +33,7 @@ from ..cluster.informer import Informers
 from ..features import FeatureGates
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
+from ..framework.extender import build_extenders
 from ..framework.handle import profile_handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.podgroups import PodGroupManager
@@ -100,7 +101,8 @@ class Scheduler:
         #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
         pod_groups = PodGroupManager(informers, cache.assumed_node)
         self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache,
-                                            features=features if features is not None else FeatureGates())
+                                            features=features if features is not None else FeatureGates(),
+                                            extenders=build_extenders(config.extenders))
         nominator = Nominator()
         self._build_profiles(registry, rng, nominator, bind_pool)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -121,6 +123,7 @@ class Scheduler:
             group_of=self._queued_group if workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
             group_stranded=self._pod_group_stranded,
+            pop_from_backoff=state.features.enabled("SchedulerPopFromBackoffQ"),
         )
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
@@ -146,6 +149,7 @@ class Scheduler:
                 move_pods=lambda event, old, new: state.queue.move_all(event, old, new),
                 api_workers=api_workers,
                 features=state.features,
+                extenders=state.extenders,
             )
             state.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
 
