@@ -85,6 +85,7 @@ class NodeVolumeLimits:
         self.classes = informers.store("StorageClass")
         self.csi_nodes = informers.store("CSINode")
         self.csi_drivers = informers.store("CSIDriver")
+        self.volume_limit_scaling = handle.features.enabled("VolumeLimitScaling")
         informers.add_handlers("CSINode", lambda obj: self._csi_node_changed(),
                                lambda old, new: self._csi_node_changed(), lambda obj: self._csi_node_changed())
         # per NodeTable row, the CSINode limit of each limit key (-1: none); rebuilt when
@@ -189,8 +190,11 @@ class NodeVolumeLimits:
         return None
 
     def _required_drivers(self, volumes: list[AttachableVolume]) -> list[str]:
-        """The drivers of ``volumes`` whose CSIDriver sets preventPodSchedulingIfMissing, in order."""
-        out = []
+        """The drivers of ``volumes`` whose CSIDriver sets preventPodSchedulingIfMissing, in order (none
+        while VolumeLimitScaling is off)."""
+        out: list[str] = []
+        if not self.volume_limit_scaling:
+            return out
         for volume in volumes:
             driver = self.csi_drivers.get(volume.driver)
             if driver is not None and driver.spec.prevent_pod_scheduling_if_missing and volume.driver not in out:

@@ -2,7 +2,10 @@
 
 kube-apiserver serves ``workloads`` and ``podgroups`` only with GenericWorkload
 on and ``compositepodgroups`` only with CompositePodGroup on, and drops a
-gated field of a new object when its gate is off.  The embedded cluster does
+gated field of a new object when its gate is off (a pod's
+``spec.schedulingGroup``, its pod-level ``spec.resources`` without
+PodLevelResources, a Node's ``status.declaredFeatures`` without
+NodeDeclaredFeatures, a PodGroup's gated fields).  The embedded cluster does
 the same against its :class:`~kubesched.core.features.FeatureGates`, with one
 convenience: a gate that is off only by default (the user did not turn it off)
 is switched on with a note (:meth:`FeatureGates.require`), so manifests that use
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.core_v1 import Pod
+from ..api.core_v1 import Node, Pod
 from ..api.meta import evolve
 from ..api.scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 from ..features import FeatureGates
@@ -56,7 +59,12 @@ def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
     """(gate, field path, set on ``obj``, ``obj`` without it) for each gated field of ``obj``."""
     if isinstance(obj, Pod):
         return [("GenericWorkload", "spec.schedulingGroup", obj.spec.scheduling_group is not None,
-                 lambda o: evolve(o, spec=evolve(o.spec, scheduling_group=None)))]
+                 lambda o: evolve(o, spec=evolve(o.spec, scheduling_group=None))),
+                ("PodLevelResources", "spec.resources", obj.spec.resources is not None,
+                 lambda o: evolve(o, spec=evolve(o.spec, resources=None)))]
+    if isinstance(obj, Node):
+        return [("NodeDeclaredFeatures", "status.declaredFeatures", bool(obj.status.declared_features),
+                 lambda o: evolve(o, status=evolve(o.status, declared_features=())))]
     if isinstance(obj, PodGroup):
         spec = obj.spec
 

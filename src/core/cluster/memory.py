@@ -227,10 +227,11 @@ class MemoryCluster(ClusterClient):
               resource_version: str | None = None) -> Any:
         """See :meth:`ClusterClient.patch`; a Pod also has the ``resize``
         subresource, which changes only its containers' resources (upstream's
-        in-place pod resize).  The fail hook sees the verb ``patch`` or
+        in-place pod resize; served while InPlacePodVerticalScaling is on).  The fail hook sees the verb ``patch`` or
         ``patch_<subresource>`` and ``namespace/name``."""
         resource = RESOURCES.get(kind)
-        if resource is None or subresource not in ("", "status") + (("resize",) if kind == "Pod" else ()):
+        resize = ("resize",) if kind == "Pod" and self.features.enabled("InPlacePodVerticalScaling") else ()
+        if resource is None or subresource not in ("", "status") + resize:
             raise NotFound(f"the server could not find the requested resource ({kind} {subresource})".rstrip())
         self._check_fail(f"patch_{subresource}" if subresource else "patch", kind,
                          f"{namespace}/{name}" if namespace else name)

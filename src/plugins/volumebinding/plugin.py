@@ -10,7 +10,7 @@
 - Filter: per node, bound PVs' node affinity, a matching PV for each
   WaitForFirstConsumer claim (smallest fit) or else provisioning there
   (provisioner, allowedTopologies, CSIStorageCapacity); reasons as upstream.
-- PreScore/Score (upstream's StorageCapacityScoring, on in 1.37): the
+- PreScore/Score (upstream's StorageCapacityScoring gate, on in 1.37): the
   ``shape`` of the requested/capacity utilization per storage class,
   averaged; without a ``shape`` in the args, upstream's default prefers the
   node with the most free capacity (utilization 0 % scores 10, 100 % scores 0).
@@ -74,25 +74,37 @@ DEFAULT_SHAPE = (UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_
                  UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0))
 
 
-def _shape_or_default(shape: tuple[UtilizationShapePoint, ...]) -> tuple[UtilizationShapePoint, ...]:
-    return tuple(shape) if shape else DEFAULT_SHAPE
+GATE = "StorageCapacityScoring"
 
 
 @frozen
 class VolumeBindingArgs:
     """Upstream ``VolumeBindingArgs``: ``bindTimeoutSeconds`` (default 600;
     how long PreBind waits for the PV controller), ``shape`` (utilization %
-    -> score 0-10 points; none given: :data:`DEFAULT_SHAPE`, as upstream
-    defaults it with StorageCapacityScoring on).  Raises ManifestError for a
-    negative timeout or a malformed shape."""
+    -> score 0-10 points; none given: :data:`DEFAULT_SHAPE` while
+    StorageCapacityScoring is on, as upstream's SetDefaults_VolumeBindingArgs).
+    Raises ManifestError for a negative timeout or a malformed shape."""
 
     bind_timeout_seconds: int = 600
-    shape: tuple[UtilizationShapePoint, ...] = field(default=DEFAULT_SHAPE, converter=_shape_or_default)
+    shape: tuple[UtilizationShapePoint, ...] = ()
 
     def __attrs_post_init__(self):
         if self.bind_timeout_seconds < 0:
             raise ManifestError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
-        validate_shape(self.shape)
+        if self.shape:
+            validate_shape(self.shape)
+
+
+def scoring_shape(args: VolumeBindingArgs, features) -> tuple[UtilizationShapePoint, ...] | None:
+    """The shape VolumeBinding scores with: the args' or :data:`DEFAULT_SHAPE` while StorageCapacityScoring
+    is on; None (no Score) while it is off.  Raises ManifestError for a shape given with the gate off, as
+    upstream's ValidateVolumeBindingArgs."""
+    if features.enabled(GATE):
+        return args.shape or DEFAULT_SHAPE
+    if args.shape:
+        raise ManifestError("shape", f"Invalid value: {list(args.shape)!r}: unsupported when {GATE} feature is "
+                                     "disabled")
+    return None
 
 
 @define
@@ -121,7 +133,8 @@ class VolumeBinding:
     def __init__(self, args: VolumeBindingArgs, handle):
         self.binder = VolumeBinder(handle.cluster, handle.informers, on_loop=handle.on_loop)
         self.bind_timeout = float(args.bind_timeout_seconds)
-        self.shape = BrokenLinear(args.shape) if args.shape else None
+        shape = scoring_shape(args, handle.features)
+        self.shape = BrokenLinear(shape) if shape else None
 
     # --- PreFilter / Filter ----------------------------------------------------------------
 
