@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -58,8 +59,9 @@ def read_bundle(directory: Path) -> tuple[list[Path], Path | None, list[TimedCha
     the bundle: an absolute path, ``..`` or a link leading out is refused.
     Raises ValueError naming the marker file and the entry, in one line."""
     marker = directory / MARKER
-    if not marker.is_file():
+    if not os.path.lexists(marker):
         return None
+    _inside(directory, marker, "(the bundle's index)", MARKER)
     try:
         data = read_yaml(marker, MAX_CONFIG_BYTES)
     except InvalidManifest as err:
