@@ -40,7 +40,6 @@ from typing import Any, Callable
 
 from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, read_file_bytes
 
-
 #: ``range $e := p`` / ``range $i, $e := p``: the variables and the pipeline
 _RANGE_VARIABLES = re.compile(r"^\s*(\$\w+)\s*(?:,\s*(\$\w+)\s*)?:=(.*)$", re.S)
 
