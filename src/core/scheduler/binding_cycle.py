@@ -121,7 +121,7 @@ class BindingCycle:
                        node_name: str, start: int) -> None:
         """PreBind plugins from ``start`` on, then Bind (on a binding worker
         when there is a pool); a :class:`PreBindWait` parks the binding cycle
-        in :attr:`binding_waits` and polls on the clock."""
+        in :attr:`waits` and polls on the clock."""
         pool = self.pool
         if pool is not None:
             self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
