@@ -241,7 +241,11 @@ class BindingCycle:
             aborted += 1
         return aborted
 
-    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+    def _binding_failed(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+                        status: Status) -> None:
+        """Upstream ``handleBindingCycleError``: counted, recorded, unreserved and
+        forgotten, the pod back in the queue, and the room it held offered to
+        the pods waiting for room."""
         self.shared.stats.binding_failures += 1
         self._record_binding(state, node_name, status)
         unreserve_and_forget(self.shared.cache, fwk, state, assumed, node_name)
@@ -249,4 +253,4 @@ class BindingCycle:
         # after the pod is back in the queue, so that the room it frees does not count as news for itself
         uid = assumed.metadata.uid
         self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
-                            precheck=lambda pod: pod.metadata.uid != uid)
+                                   precheck=lambda pod: pod.metadata.uid != uid)
