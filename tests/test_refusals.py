@@ -213,3 +213,47 @@ def test_a_long_expression_is_shown_cut_with_its_length(tmp_path):
     line = refused_line(simulate(tmp_path, device_class(expression)))
     assert f"... ({len(expression)} characters)\": compilation failed: ERROR: <input>:1:" in line
     assert len(line) < 400
+
+
+def _special(tmp_path: Path, kind: str) -> Path:
+    import os
+
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "fifo":  # nobody writes to it: opening it for reading would block
+        os.mkfifo(tmp_path / "fifo.yaml")
+        return tmp_path / "fifo.yaml"
+    (tmp_path / "dir.yaml").mkdir()
+    return tmp_path / "dir.yaml"
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("dev-zero", "/dev/zero: cannot read: not a regular file (a character device)"),
+    ("fifo", "fifo.yaml: cannot read: not a regular file (a FIFO)"),
+    ("directory", "dir.yaml: cannot read: not a regular file (a directory)"),
+])
+def test_a_file_that_is_not_a_regular_file_is_refused_at_once_as_configuration_manifest_or_compare_side(
+        tmp_path, kind, expected):
+    path = _special(tmp_path, kind)
+    assert expected in refused_line(CliRunner().invoke(app, ["config", "validate", str(path)]))
+    if kind != "directory":  # a directory of manifests is read as such
+        assert expected in refused_line(CliRunner().invoke(app, ["simulate", "-f", str(path)]))
+    cluster = Path(__file__).resolve().parents[1] / "examples/cluster"
+    compared = CliRunner().invoke(app, ["compare", "-f", str(cluster), "--config", f"{path}:default-scheduler",
+                                        "--config", str(cluster.parents[1] / "configs/bin-packing.yaml")])
+    assert expected in refused_line(compared)
+
+
+@pytest.mark.parametrize("nesting", [
+    "profiles: " + "[" * 100_000 + "]" * 100_000 + "\n",  # PyYAML's C loader crashes building it
+    "profiles:\n" + "- " * 100_000 + "x\n",
+    "profiles: " + "{a: " * 100_000 + "}" * 100_000 + "\n",
+], ids=["flow-lists", "block-lists", "flow-mappings"])
+def test_a_configuration_nested_100000_deep_is_refused_in_one_line(tmp_path, nesting):
+    (tmp_path / "c.yaml").write_text(CONFIG_HEAD + nesting)
+    line = refused_line(CliRunner().invoke(app, ["config", "validate", str(tmp_path / "c.yaml")]))
+    assert line == f"{tmp_path / 'c.yaml'}: nested deeper than 100 levels (more than 1000)"
+    cluster = Path(__file__).resolve().parents[1] / "examples/cluster"
+    compared = CliRunner().invoke(app, ["compare", "-f", str(cluster), "--config", f"{tmp_path / 'c.yaml'}:x",
+                                        "--config", f"{tmp_path / 'c.yaml'}"])
+    assert refused_line(compared) == line

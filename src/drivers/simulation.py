@@ -24,6 +24,7 @@ from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decision_log import DecisionLog
@@ -44,7 +45,9 @@ class Simulation:
     ``{"persistentvolume-binder-controller": {"provisioners": [...]}}``);
     ``decisions``: where the record of every scheduling attempt goes (None:
     not recorded); ``node_rank``: equally scored nodes go to the lowest rank
-    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option).  Raises ``ConfigError`` for a bad configuration.
+    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option); ``features``: the feature gates of
+    the embedded API server and the scheduler (default: every gate at its default in the newest release).
+    Raises ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -56,11 +59,13 @@ class Simulation:
         controller_options: dict[str, Any] | None = None,
         decisions: DecisionLog | None = None,
         node_rank: dict[str, int] | None = None,
+        features: FeatureGates | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
-        self.cluster = MemoryCluster(self.clock, seed=seed)
-        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed,
+        self.features = features if features is not None else FeatureGates()
+        self.cluster = MemoryCluster(self.clock, seed=seed, features=self.features)
+        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed, features=self.features,
                                controller_options=controller_options, decisions=decisions, node_rank=node_rank)
         self.config = self.harness.config
         self.registry = self.harness.registry

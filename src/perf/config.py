@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
+
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 
 from ..core.framework.config import ConfigError, parse_duration
 from .errors import PerfConfigError
@@ -121,13 +122,9 @@ def load_test_cases(path: str | Path) -> list[TestCase]:
     without an op that collects metrics, or a bad value."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise PerfConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as err:
-        raise PerfConfigError(f"{path}: cannot parse: {err}") from None
+        data = read_yaml(path, MAX_CONFIG_BYTES)
+    except InvalidManifest as err:
+        raise PerfConfigError(str(err)) from None
     if not isinstance(data, list) or not data:
         raise PerfConfigError(f"{path}: expected a non-empty list of test cases")
     base_dir = path.resolve().parent
@@ -223,7 +220,8 @@ def _check_fields(fields: dict[str, Any], where: str) -> None:
         if key.endswith("Param") and not (isinstance(value, str) and value.startswith("$")):
             raise PerfConfigError(f"{where}: {key}: expected a $parameter reference, got {value!r}")
         if key in ("count", "number", "deletePodsPerSecond", "intervalMilliseconds", "signatureBatchSize",
-                   "maxClaimsPerNode", "updatePerSecond"):
+                   "maxClaimsPerNode", "updatePerSecond", "rootCount", "childrenPodGroupsPerCPG",
+                   "childrenCompositePodGroupsPerCPG"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PerfConfigError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
         if key in ("collectMetrics", "skipWaitToCompletion", "steadyState") and not isinstance(value, bool):
@@ -362,7 +360,8 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
     ``params`` (``countParam`` -> ``count``, ``durationParam`` -> ``duration``
     in seconds, ``steadyStateParam`` -> ``steadyState``,
     ``countMultiplierParam`` multiplies ``count``, ``signatureBatchSizeParam``
-    -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``, ``ConditionTypeParam``,
+    -> ``signatureBatchSize``, ``maxClaimsPerNodeParam`` -> ``maxClaimsPerNode``, ``rootCountParam``,
+    ``childrenPodGroupsPerCPGParam``, ``childrenCompositePodGroupsPerCPGParam`` -> the counts they name, ``ConditionTypeParam``,
     ``ConditionStatusParam`` and ``ScheduledParam`` -> ``conditionType``, ``conditionStatus``, ``scheduled``)
     and ``templateParams`` values ``$name``
     resolved; an op nested in a field (``createPodSets``' ``createPodsOp``) is
@@ -376,6 +375,9 @@ def resolve_op(op: Op, params: Params) -> dict[str, Any]:
         fields["count"] = fields.get("count", 0) * params.count(fields.pop("countMultiplierParam"))
     if "signatureBatchSizeParam" in fields:
         fields["signatureBatchSize"] = params.count(fields.pop("signatureBatchSizeParam"))
+    for name in ("rootCount", "childrenPodGroupsPerCPG", "childrenCompositePodGroupsPerCPG"):
+        if f"{name}Param" in fields:
+            fields[name] = params.count(fields.pop(f"{name}Param"))
     if "maxClaimsPerNodeParam" in fields:
         fields["maxClaimsPerNode"] = params.count(fields.pop("maxClaimsPerNodeParam"))
     if "durationParam" in fields:

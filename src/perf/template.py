@@ -12,6 +12,8 @@ the shipped templates use, and refuses anything else with a
   ``$var``, literals, function calls, ``(...)`` groups, ``a | F b`` pipes);
 - ``{{$var := pipeline}}`` declares a variable (visible to the end of the
   enclosing block), ``{{$var = pipeline}}`` assigns one;
+- ``{{with p}} ... {{else}} ... {{end}}``: the body with ``.`` set to the
+  pipeline's value when it is true (not empty), else the else branch;
 - ``{{if p}} ... {{else}} ... {{end}}`` (also ``{{else if p}}``) and
   ``{{range p}} ... {{else}} ... {{end}}`` over a list, a mapping (its values,
   in key order) or an integer ``n`` (``0 .. n-1``, as Go 1.22 allows); inside
@@ -34,6 +36,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
+
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, read_file_bytes
 
 
 class TemplateError(ValueError):
@@ -212,7 +216,7 @@ class _Action(_Node):
 
 
 class _Block(_Node):
-    """``if`` or ``range``: a pipeline, a body and an optional else branch."""
+    """``if``, ``with`` or ``range``: a pipeline, a body and an optional else branch."""
 
     __slots__ = ("kind", "pipeline", "body", "otherwise", "source")
 
@@ -280,11 +284,11 @@ class _Parser:
                 return nodes, value
             if keyword in ("end", "else"):
                 raise TemplateError(self.where, f"unexpected {{{{{value}}}}}")
-            if keyword in ("if", "range"):
+            if keyword in ("if", "range", "with"):
                 nodes.append(self._block(keyword, value))
-            elif keyword in ("with", "define", "template", "block", "break", "continue"):
+            elif keyword in ("define", "template", "block", "break", "continue"):
                 raise TemplateError(self.where, f"unsupported action {{{{{value}}}}} (kubesched expands only "
-                                                "printing, variables, if and range)")
+                                                "printing, variables, if, with and range)")
             else:
                 nodes.append(self._action(value))
         if stops:
@@ -292,8 +296,8 @@ class _Parser:
         return nodes, None
 
     def _block(self, keyword: str, source: str) -> _Block:
-        if keyword == "range" and any(t[0] in ("declare", "assign") for t in self._safe_tokens(source)):
-            raise TemplateError(self.where, f"unsupported action {{{{{source}}}}} (range with variables)")
+        if keyword in ("range", "with") and any(t[0] in ("declare", "assign") for t in self._safe_tokens(source)):
+            raise TemplateError(self.where, f"unsupported action {{{{{source}}}}} ({keyword} with variables)")
         pipeline = self._pipeline(source[len(keyword):], source)
         body, stop = self._list(("else", "end"))
         otherwise: list = []
@@ -464,6 +468,10 @@ class Template:
             chosen = node.body if truth(None if value is _MISSING else value) else node.otherwise
             self._run(chosen, dot, _Scope(scope), out)
             return
+        if node.kind == "with":  # the body with . set to the value, when it is true
+            present = value is not _MISSING and truth(value)
+            self._run(node.body if present else node.otherwise, value if present else dot, _Scope(scope), out)
+            return
         if value is _MISSING or value is None:
             items: list = []
         elif isinstance(value, bool):
@@ -539,9 +547,9 @@ class Template:
 @lru_cache(maxsize=256)
 def _load(path: str, mtime_ns: int) -> Template:
     try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise TemplateError(path, f"cannot read: {err.strerror or err}") from None
+        text = decode(read_file_bytes(path, MAX_CONFIG_BYTES), path)
+    except InvalidManifest as err:
+        raise TemplateError(path, err.problem) from None
     return Template(text, path)
 
 

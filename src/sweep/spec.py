@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
+
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 
 from ..trace.openb import RNGS
 
@@ -84,11 +85,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     """Read and check a sweep file.  Raises :class:`SweepError`."""
     path = Path(path)
     try:
-        document = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as err:
-        raise SweepError(f"{path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise SweepError(f"{path}: not YAML: {err}") from None
+        document = read_yaml(path, MAX_CONFIG_BYTES)
+    except InvalidManifest as err:
+        raise SweepError(str(err)) from None
     where = str(path)
     doc = _mapping(document, where, "", {"name", "traces", "configs", "seeds", "arrivals", "record", "rng"})
     base = path.parent

@@ -294,7 +294,8 @@ async def edit_node(request: Request) -> Response:
 async def edit_config(request: Request) -> Response:
     form = await request.form()
     try:
-        _ui(request).runs.edit(config_edit(str(form.get("yaml", ""))))
+        runs = _ui(request).runs
+        runs.edit(config_edit(str(form.get("yaml", "")), runs.registry))
     except (ConfigError, PluginError) as err:
         return back(request, str(err))
     return back(request)

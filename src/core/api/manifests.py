@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import codecs
 import io
+import itertools
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
+import numpy as np
 import yaml
 
 from kubesched.core.api import ManifestError, from_manifest, to_manifest
@@ -27,6 +31,11 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_DEPTH = 100
 #: Most values a document may expand to through YAML aliases (a "billion laughs" stops here).
 MAX_VALUES = 2_000_000
+#: The largest manifest file read (bytes); each object in it is bounded by the API server's limits below.
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+#: The largest configuration file read (bytes): a KubeSchedulerConfiguration, a ``kubesched ui`` bundle's
+#: index (the size kube-apiserver allows a request body, :data:`MAX_REQUEST_BYTES`).
+MAX_CONFIG_BYTES = 3 * 1024 * 1024
 
 
 class InvalidManifest(ValueError):
@@ -41,13 +50,131 @@ class InvalidManifest(ValueError):
 def manifest_files(path: str | Path) -> list[Path]:
     """The manifest files at ``path``: the file itself, or every ``*.yaml``,
     ``*.yml`` and ``*.json`` below a directory, sorted.  Raises
-    :class:`InvalidManifest` when the path does not exist."""
+    :class:`InvalidManifest` when the path does not exist (a path that is not
+    a regular file is refused when it is read, :func:`read_file_bytes`)."""
     path = Path(path)
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        raise InvalidManifest(str(path), "", "", "no such file or directory") from None
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
-    if path.is_file():
-        return [path]
-    raise InvalidManifest(str(path), "", "", "no such file or directory")
+    return [path]
+
+
+_FILE_TYPES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def read_file_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: the one
+    way kubesched reads a file it is given (manifests, configurations, bundles,
+    the UI's).  A directory, a FIFO, a device (``/dev/zero``) or a socket is
+    refused at once, before it is opened for reading (a FIFO would block); a
+    larger file is refused without reading it past ``limit``.  Raises
+    :class:`InvalidManifest` naming the file."""
+    file = str(path)
+    try:
+        info = os.stat(path)
+        kind = next((name for test, name in _FILE_TYPES if test(info.st_mode)), "")
+        if kind or not stat.S_ISREG(info.st_mode):
+            raise InvalidManifest(file, "", "", f"cannot read: not a regular file ({kind or 'a special file'})")
+        if info.st_size > limit:
+            raise InvalidManifest(file, "", "", f"cannot read: {info.st_size} bytes, more than the {limit} allowed")
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(descriptor, "rb") as handle:  # closes the descriptor
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise InvalidManifest(file, "", "", "cannot read: not a regular file (replaced while opened)")
+            data = handle.read(limit + 1)
+    except InvalidManifest:
+        raise
+    except OSError as err:
+        raise InvalidManifest(file, "", "", f"cannot read: {err.strerror or err}") from None
+    except ValueError:  # a NUL character in the path
+        raise InvalidManifest(file, "", "", "cannot read: the path holds a NUL character") from None
+    if len(data) > limit:
+        raise InvalidManifest(file, "", "", f"cannot read: more than the {limit} bytes allowed (the file grew)")
+    return data
+
+
+def read_yaml(path: str | Path, limit: int = MAX_CONFIG_BYTES) -> Any:
+    """The one YAML document of the file ``path`` (a configuration, an index),
+    read by :func:`read_file_bytes` and parsed by :func:`load_yaml`.  Raises
+    :class:`InvalidManifest` naming the file."""
+    file = str(path)
+    return load_yaml(decode(read_file_bytes(path, limit), file), file)
+
+
+def load_yaml(text: str, file: str) -> Any:
+    """The one YAML document of ``text`` (None when empty), within the bounds
+    of manifests: nesting at most :data:`MAX_DEPTH` deep, aliases expanding to
+    at most :data:`MAX_VALUES` values.  Raises :class:`InvalidManifest` naming
+    ``file``, for a second document too."""
+    documents = list(itertools.islice(load_yaml_documents(text, file), 2))
+    if len(documents) > 1:
+        raise InvalidManifest(file, "", "", "cannot parse: expected one YAML document, found more")
+    return documents[0] if documents else None
+
+
+def load_yaml_documents(text: str, file: str) -> Iterator[Any]:
+    """The YAML documents of ``text`` one at a time, each within the bounds of
+    :func:`load_yaml` (a document nested too deep is refused before it is
+    built: PyYAML's C loader builds nested nodes by recursion and would crash).
+    Raises :class:`InvalidManifest` naming ``file``."""
+    return (doc for doc, _ in _bounded_documents(text, file))
+
+
+def _bounded_documents(text: str, file: str) -> Iterator[tuple[Any, dict[int, tuple[int, int, int]]]]:
+    """(document, its :func:`_sizes`) for each YAML document of ``text`` within the bounds (:func:`load_yaml`)."""
+    try:
+        _refuse_deep_nesting(text, file)
+        for doc in yaml.load_all(text, Loader=SAFE_LOADER):
+            sizes = _sizes(doc)
+            values, depth, _ = sizes.get(id(doc), (1, 0, 0))
+            if depth > MAX_DEPTH:
+                raise InvalidManifest(file, "", "", f"nested deeper than {MAX_DEPTH} levels ({depth})")
+            if values > MAX_VALUES:
+                raise InvalidManifest(file, "", "", f"the document expands to {values} values through YAML "
+                                                    f"aliases (at most {MAX_VALUES})")
+            yield doc, sizes
+    except yaml.YAMLError as err:
+        raise InvalidManifest(file, "", "", f"cannot parse: {parse_problem(err)}") from None
+    except RecursionError:
+        raise InvalidManifest(file, "", "", f"cannot parse: nested deeper than {MAX_DEPTH} levels") from None
+
+
+#: How deep :func:`_refuse_deep_nesting` counts a document's nesting before it refuses without the number.
+_COUNTED_DEPTH = 10 * MAX_DEPTH
+#: Every byte but YAML's flow brackets (deleted to count nesting).
+_NOT_BRACKETS = bytes(i for i in range(256) if i not in b"[]{}")
+
+
+def _refuse_deep_nesting(text: str, file: str) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_DEPTH` before it is parsed.
+    A cheap bound first - the most flow brackets open at once, plus two levels
+    per character of a line's leading spaces and ``-``/``?`` indicators (block
+    nesting needs one of them per level) - and only when that bound is over
+    the limit, the parser's events counted for the true depth."""
+    brackets = np.frombuffer(text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS), np.uint8)
+    flow = int(np.cumsum(1 - 2 * np.isin(brackets, (ord("]"), ord("}")))).max()) if len(brackets) else 0
+    widest = (MAX_DEPTH - 2 - flow) // 2  # the widest line prefix the bound allows
+    wider = re.compile(r"[ ?-]{%d}" % (widest + 1)) if widest >= 0 else None
+    if wider is not None and not wider.match(text) and not re.search(r"\n" + wider.pattern, text):
+        return
+    depth = deepest = 0
+    for event in yaml.parse(text, Loader=SAFE_LOADER):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > _COUNTED_DEPTH:  # the parser slows down with depth: stop counting
+                raise InvalidManifest(file, "", "", f"nested deeper than {MAX_DEPTH} levels "
+                                                    f"(more than {_COUNTED_DEPTH})")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.DocumentEndEvent) and deepest > MAX_DEPTH:
+            break
+    if deepest > MAX_DEPTH:
+        raise InvalidManifest(file, "", "", f"nested deeper than {MAX_DEPTH} levels ({deepest})")
 
 
 def read_documents(path: Path) -> Iterator[dict]:
@@ -60,31 +187,28 @@ def read_documents(path: Path) -> Iterator[dict]:
     can take is refused too.  An object over :data:`MAX_REQUEST_BYTES` as JSON
     is refused as kube-apiserver refuses its request body, one over
     :data:`MAX_OBJECT_BYTES` as etcd refuses to store it (after the API
-    server's validation, whose problems come first)."""
+    server's validation, whose problems come first); a file over
+    :data:`MAX_FILE_BYTES` or not a regular file is refused unread
+    (:func:`read_file_bytes`)."""
     file = str(path)
     try:
-        text = decode(path.read_bytes(), file)
+        text = decode(read_file_bytes(path), file)
         if path.suffix == ".json":
-            docs: Iterable[Any] = [json.loads(text)]
-        else:
-            _refuse_oversized_documents(text, file)
-            docs = yaml.load_all(text, Loader=SAFE_LOADER)
-        for doc in docs:
-            # JSON has no aliases and json.loads stops deep nesting itself (RecursionError below)
-            sizes = _tree_sizes(doc) if path.suffix == ".json" else _sizes(doc)
-            values, depth, _ = sizes.get(id(doc), (1, 0, 0))
+            doc = json.loads(text)  # no aliases; json.loads stops deep nesting itself (RecursionError below)
+            sizes = _tree_sizes(doc)
+            depth = sizes.get(id(doc), (1, 0, 0))[1]
             if depth > MAX_DEPTH:
                 raise InvalidManifest(file, "", "", f"nested deeper than {MAX_DEPTH} levels ({depth})")
-            if values > MAX_VALUES and path.suffix != ".json":
-                raise InvalidManifest(file, "", "", f"the document expands to {values} values through YAML "
-                                                    f"aliases (at most {MAX_VALUES})")
+            documents: Iterable[tuple[Any, dict[int, tuple[int, int, int]]]] = [(doc, sizes)]
+        else:
+            _refuse_oversized_documents(text, file)
+            documents = _bounded_documents(text, file)
+        for doc, sizes in documents:
             for item in _flatten(doc, file):
                 _check_size(item, sizes.get(id(item), (0, 0, 0))[2], file)
                 yield item
-    except (yaml.YAMLError, json.JSONDecodeError) as err:
+    except json.JSONDecodeError as err:
         raise InvalidManifest(file, "", "", f"cannot parse: {parse_problem(err)}") from None
-    except OSError as err:
-        raise InvalidManifest(file, "", "", f"cannot read: {err.strerror or err}") from None
     except RecursionError:
         raise InvalidManifest(file, "", "", f"cannot parse: nested deeper than {MAX_DEPTH} levels") from None
 

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
-import yaml
 from attrs import field, frozen
 
 from ..api.convert import ManifestError, structure
 from ..api.core_v1 import is_extended_resource
-from ..api.manifests import MAX_DEPTH, MAX_VALUES, SAFE_LOADER, InvalidManifest, decode, measure, parse_problem
+from ..api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 from ..api.validation import qualified_name
 from .hookspecs import EXTENSION_POINTS
 
@@ -367,38 +366,47 @@ def load_config(
     file and field in a process.
     """
     where = str(source) if isinstance(source, (str, Path)) else "configuration"
+    body = _configuration_body(source, where)
+    try:
+        config = structure(body, KubeSchedulerConfiguration)
+    except ManifestError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    problems = validate_config(config)
+    merged, profile_problems = validated_profiles(config.profiles or (Profile(),), default_plugins)
+    problems += profile_problems
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    merged = with_extender_ignored_resources(merged, config.extenders)
+    _warn_not_honoured(body, where)
+    return attrs.evolve(config, profiles=tuple(merged))
+
+
+def _configuration_body(source: str | Path | dict | None, where: str) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration document of ``source`` (a file, bounded as every manifest is; a
+    parsed dict; None: all defaults) without ``apiVersion`` and ``kind``, which must be
+    kubescheduler.config.k8s.io/v1's.  Raises :class:`ConfigError` naming ``where``."""
     if source is None:
         data: Any = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, dict):
         data = source
     else:
         try:
-            data = yaml.load(decode(Path(source).read_bytes(), where), Loader=SAFE_LOADER)
-        except OSError as err:
-            raise ConfigError(f"{where}: cannot read: {err.strerror or err}") from None
+            data = read_yaml(source, MAX_CONFIG_BYTES)
         except InvalidManifest as err:
             raise ConfigError(str(err)) from None
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{where}: cannot parse: {parse_problem(err)}") from None
-        except RecursionError:
-            raise ConfigError(f"{where}: cannot parse: nested deeper than {MAX_DEPTH} levels") from None
-        values, depth = measure(data)
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels ({depth})")
-        if values > MAX_VALUES:
-            raise ConfigError(f"{where}: the document expands to {values} values through YAML aliases "
-                              f"(at most {MAX_VALUES})")
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a KubeSchedulerConfiguration object")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
         raise ConfigError(
             f"{where}: apiVersion/kind: expected {API_VERSION} {KIND}, got {data.get('apiVersion')} {data.get('kind')}"
         )
-    body = {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
-    try:
-        config = structure(body, KubeSchedulerConfiguration)
-    except ManifestError as err:
-        raise ConfigError(f"{where}: {err}") from None
+    return {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
+
+
+def validate_config(config: KubeSchedulerConfiguration) -> list[str]:
+    """Upstream's ``ValidateKubeSchedulerConfiguration`` for the fields outside the profiles:
+    leader election's durations, parallelism, the backoffs, percentageOfNodesToScore and the
+    extenders.  One message per problem, as the field errors read."""
     problems = []
     for name, key in (("lease_duration", "leaseDuration"), ("renew_deadline", "renewDeadline"),
                       ("retry_period", "retryPeriod")):
@@ -415,7 +423,14 @@ def load_config(
     if config.percentage_of_nodes_to_score is not None and not 0 <= config.percentage_of_nodes_to_score <= 100:
         problems.append("percentageOfNodesToScore: not in valid range [0-100]")
     problems += validate_extenders(config.extenders)
-    profiles = config.profiles or (Profile(),)
+    return problems
+
+
+def validated_profiles(profiles: tuple[Profile, ...], default_plugins: Plugins) -> tuple[list[Profile], list[str]]:
+    """Each profile with its plugins merged over ``default_plugins`` (upstream's defaulting), and the
+    problems upstream's ``validateKubeSchedulerProfile`` finds: a missing or duplicate schedulerName,
+    percentageOfNodesToScore out of range, a plugin configured twice in pluginConfig."""
+    problems = []
     seen: set[str] = set()
     merged = []
     for index, profile in enumerate(profiles):
@@ -432,12 +447,14 @@ def load_config(
         for dup in sorted({n for n in names if names.count(n) > 1}):
             problems.append(f"{label}.pluginConfig: Duplicate value: {dup!r}")
         merged.append(attrs.evolve(profile, plugins=merge_plugins(default_plugins, profile.plugins)))
-    if problems:
-        raise ConfigError(f"{where}: " + "; ".join(problems))
-    merged = with_extender_ignored_resources(merged, config.extenders)
+    return merged, problems
+
+
+def _warn_not_honoured(body: dict[str, Any], where: str) -> None:
+    """Log each field of ``body`` that kubesched keeps but does not act on (:func:`not_honoured`), once
+    per file and field in a process (a file read again - the UI, each perf workload - is reported once)."""
     for note in not_honoured(body):
         line = f"{where}: {note}"
-        if line not in _REPORTED:  # a file read again (the UI, each perf workload) is reported once
+        if line not in _REPORTED:
             _REPORTED.add(line)
             log.warning("%s", line)
-    return attrs.evolve(config, profiles=tuple(merged))

@@ -11,13 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ...core.api import RESOURCES, ManifestError, from_manifest
+from ...core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, load_yaml, read_file_bytes
 from ..errors import PerfConfigError
 from ..template import load_template
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def default_node_manifest(prefix: str) -> dict[str, Any]:
@@ -46,9 +43,9 @@ def default_pod_manifest() -> dict[str, Any]:
 def read_text(path: Path) -> str:
     """The file's text; :class:`PerfConfigError` naming it when it cannot be read."""
     try:
-        return path.read_text()
-    except OSError as err:
-        raise PerfConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+        return decode(read_file_bytes(path, MAX_CONFIG_BYTES), str(path))
+    except InvalidManifest as err:
+        raise PerfConfigError(str(err)) from None
 
 
 class ObjectSource:
@@ -84,9 +81,9 @@ class ObjectSource:
         else:
             text = self._raw_text or ""
         try:
-            doc = yaml.load(text, Loader=_YAML_LOADER)
-        except yaml.YAMLError as err:
-            raise PerfConfigError(f"{self.where}: cannot parse the expanded template: {err}") from None
+            doc = load_yaml(text, self.where)
+        except InvalidManifest as err:
+            raise PerfConfigError(f"{err} (the expanded template)") from None
         if not isinstance(doc, dict):
             raise PerfConfigError(f"{self.where}: expected one object, got {type(doc).__name__}")
         if self.kind is not None:
