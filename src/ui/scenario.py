@@ -222,6 +222,14 @@ class History:
         self.edits.append(edit)
         self.cursor += 1
 
+    def deleting_edit(self, kind: str, key: str) -> Edit | None:
+        """The latest edit before the cursor that deleted object ``kind``/``key`` and that no later one brought
+        back; None when the edits did not delete it."""
+        for edit in reversed(self.edits[:self.cursor]):
+            if (edit.kind, edit.key) == (kind, key):
+                return edit if edit.manifest is None else None
+        return None
+
     def undo(self) -> bool:
         """Move the cursor back one edit; False at the base."""
         if self.cursor == 0:
