@@ -760,3 +760,38 @@ class UnsupportedMediaType(ApiError):
 
 def _not_found(what: str) -> ApiError:
     return NotFound(f"the server could not find the requested resource ({what})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python tests/fake_apiserver.py -f DIR --kubeconfig FILE``: the fake API server holding the objects of the
+    manifests ``-f`` (repeatable), on a free port of 127.0.0.1, with a kubeconfig written to FILE for
+    ``kubesched run --kubeconfig FILE`` (or ``snapshot``); it serves until interrupted (Ctrl-C or SIGTERM: exit 0).
+    Try the daemon against it without a cluster; pods bound stay bound (no kubelet runs them)."""
+    import argparse
+    import signal
+
+    from kubesched.core.api.manifests import InvalidManifest
+    from kubesched.drivers.simulation import load_paths
+
+    parser = argparse.ArgumentParser(prog="python tests/fake_apiserver.py", description=main.__doc__)
+    parser.add_argument("-f", "--filename", action="append", default=[], help="manifest file or directory")
+    parser.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig of this server")
+    args = parser.parse_args(argv)
+    api = FakeAPIServer()
+    try:
+        load_paths(api.cluster, args.filename)
+    except InvalidManifest as err:
+        parser.exit(2, f"{err}\n")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with api:
+        api.kubeconfig(args.kubeconfig)
+        print(f"fake API server on {api.url}, kubeconfig {args.kubeconfig} (Ctrl-C stops it)", flush=True)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -47,7 +47,7 @@ def test_on_a_scheduler_perf_workload_bin_packing_fills_one_node_first():
 
 def test_compare_refuses_what_it_cannot_run():
     once = runner.invoke(app, ["compare", "--config", DEFAULT, "-f", str(CLUSTER)])
-    assert once.exit_code == 2 and "exactly twice" in once.output
+    assert once.exit_code == 2 and "--config or --emulated-version twice" in once.output
     missing = runner.invoke(app, ["compare", "--config", DEFAULT, "--config", DEFAULT + ":no-such-profile",
                                   "-f", str(CLUSTER)])
     assert missing.exit_code == 2

@@ -24,7 +24,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def invoke(*args: str) -> str:
     done = CliRunner().invoke(app, list(args))
     assert done.exit_code == 0, done.output
-    return done.output
+    return done.stdout  # notes (feature gates switched on) go to stderr
 
 
 def test_one_job_fits_one_waits_and_the_late_worker_completes_the_third():

@@ -30,6 +30,7 @@ import yaml
 from kubesched.core.api.core_v1 import Node, Pod
 from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 from kubesched.core.clock import FakeClock
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.resources import CPU, MEMORY
@@ -57,12 +58,13 @@ class NodeUsage:
 @attrs.define
 class RunSummary:
     """The outcome of one side: ``placements`` pod -> node, ``pending`` pod ->
-    its PodScheduled message, ``nodes`` by name."""
+    its PodScheduled message, ``nodes`` by name, ``features`` every feature gate's value."""
 
     label: str
     placements: dict[str, str]
     pending: dict[str, str]
     nodes: dict[str, NodeUsage]
+    features: dict[str, bool] = attrs.field(factory=dict)
 
 
 def summarize(label: str, pods: Iterable[Pod], nodes: Iterable[Node]) -> RunSummary:
@@ -111,30 +113,46 @@ def split_side(side: str) -> tuple[Path, str | None]:
     return Path(side), None
 
 
-def run_manifests(paths: list[Path], side: str, seed: int = 0) -> RunSummary:
-    """Simulate the manifests ``paths`` with the configuration ``side`` until
-    nothing more can happen.  Raises ``ConfigError``/``InvalidManifest``."""
-    config, profile = split_side(side)
+def run_manifests(paths: list[Path], side: str | None, seed: int = 0, features: FeatureGates | None = None,
+                  label: str | None = None) -> RunSummary:
+    """Simulate the manifests ``paths`` with the configuration ``side`` (None: the default profile) and
+    ``features`` (None: the newest release's defaults) until nothing more can happen; ``label`` names the
+    side (default ``side``).  Raises ``ConfigError``/``InvalidManifest``."""
     with tempfile.TemporaryDirectory() as scratch:
-        sim = Simulation.from_paths(paths, config=profile_as_default(config, profile, Path(scratch)), seed=seed)
+        sim = Simulation.from_paths(paths, config=_side_config(side, Path(scratch)), seed=seed, features=features)
         sim.run()
-    return summarize(side, sim.pods(), sim.cluster.list("Node").items)
+    summary = summarize(label or side or "default", sim.pods(), sim.cluster.list("Node").items)
+    summary.features = sim.features.values()
+    return summary
 
 
-def run_workload(perf_config: Path, test: str, workload: str, side: str, seed: int = 0) -> RunSummary:
+def run_workload(perf_config: Path, test: str, workload: str, side: str | None, seed: int = 0,
+                 features: FeatureGates | None = None, label: str | None = None) -> RunSummary:
     """Run one scheduler_perf workload (on a fake clock) with the configuration
-    ``side`` instead of the test case's own.  Raises ``PerfConfigError``,
-    ``Unsupported``, ``WorkloadFailed`` or ``ConfigError``."""
-    config, profile = split_side(side)
+    ``side`` instead of the test case's own (None: its own) and ``features`` under the workload's
+    featureGates.  Raises ``PerfConfigError``, ``Unsupported``, ``WorkloadFailed`` or ``ConfigError``."""
     cases = [c for c in load_test_cases(perf_config) if c.name == test]
     if not cases:
         raise ConfigError(f"{perf_config}: no test case {test!r}")
     with tempfile.TemporaryDirectory() as scratch:
-        case = attrs.evolve(cases[0], scheduler_config_path=profile_as_default(config, profile, Path(scratch)))
-        executor = WorkloadExecutor(case, case.workload(workload), seed=seed, clock=FakeClock(1e9))
+        case = cases[0]
+        if side is not None:
+            case = attrs.evolve(case, scheduler_config_path=_side_config(side, Path(scratch)))
+        executor = WorkloadExecutor(case, case.workload(workload), seed=seed, clock=FakeClock(1e9),
+                                    features=features)
         executor.check()
         executor.run()
-    return summarize(side, executor.cluster.list("Pod").items, executor.cluster.list("Node").items)
+    summary = summarize(label or side or "default", executor.cluster.list("Pod").items,
+                        executor.cluster.list("Node").items)
+    summary.features = executor.features.values()
+    return summary
+
+
+def _side_config(side: str | None, scratch: Path) -> Path | None:
+    if side is None:
+        return None
+    config, profile = split_side(side)
+    return profile_as_default(config, profile, scratch)
 
 
 def run_trace(trace_dir: Path, side: str) -> ReplayResult:
@@ -173,9 +191,10 @@ def compare_replays(a: ReplayResult, b: ReplayResult) -> dict[str, Any]:
 def compare(a: RunSummary, b: RunSummary) -> dict[str, Any]:
     """The differences of two runs (JSON-ready): ``sides`` (per side: bound,
     pending, nodes in use, stranded share per resource), ``moved`` (pods
-    placed differently: pod, node on a, node on b; "" for pending), and
+    placed differently: pod, node on a, node on b; "" for pending),
     ``nodes`` (per node, per side: pods and the percentage of cpu, memory and
-    each extended resource in use)."""
+    each extended resource in use) and ``gates`` (feature gates on on one side and off on the other: gate,
+    a, b; None where a side's release does not have the gate)."""
     pods = sorted(set(a.placements) | set(a.pending) | set(b.placements) | set(b.pending))
     moved = [{"pod": pod, "a": a.placements.get(pod, ""), "b": b.placements.get(pod, "")}
              for pod in pods if a.placements.get(pod, "") != b.placements.get(pod, "")]
@@ -189,8 +208,11 @@ def compare(a: RunSummary, b: RunSummary) -> dict[str, Any]:
                 resource: _percent(usage.requested.get(resource, 0), usage.allocatable.get(resource, 0))
                 for resource in resources}}
         nodes.append(row)
+    gates = [{"gate": name, "a": a.features.get(name), "b": b.features.get(name)}
+             for name in sorted(set(a.features) | set(b.features))
+             if a.features.get(name, False) != b.features.get(name, False)]
     return {"sides": {"a": _side(a, resources), "b": _side(b, resources)}, "moved": moved, "nodes": nodes,
-            "resources": resources}
+            "resources": resources, "gates": gates}
 
 
 def _resources(*summaries: RunSummary) -> list[str]:

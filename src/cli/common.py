@@ -18,6 +18,7 @@ from rich.console import Console
 
 from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import printable
+from kubesched.core.features import NEWEST, RELEASES, FeatureGateError, FeatureGates, parse_feature_gates
 from kubesched.core.framework.config import ConfigError, parse_duration
 
 #: Exit status of every command for invalid input (a bad file, field, option).
@@ -73,6 +74,33 @@ def kube_cluster(command: str, kubeconfig: Path | str | None, context: str | Non
         refuse(f"{command}: {source}: {err}" if command else f"{source}: {err}")
 
 
+#: ``--feature-gates`` and ``--emulated-version``, the same on every command that runs a scheduler
+FEATURE_GATES_HELP = ("Feature gates to set, Name=true|false,... (repeatable), over the defaults of "
+                      "--emulated-version; upstream's names, refused in upstream's words when unknown or locked.")
+EMULATED_VERSION_HELP = (f"Behave as kube-scheduler {'|'.join(RELEASES)} does: every feature gate at its default "
+                         f"in that release (default {NEWEST}).")
+
+
+def feature_gates(emulated_version: str | None, gates: list[str]) -> FeatureGates:
+    """The :class:`FeatureGates` of ``--emulated-version`` and ``--feature-gates``; refuses (exit 2) in
+    component-base's words (``--feature-gates: unrecognized feature gate: X``)."""
+    try:
+        overrides = parse_feature_gates(gates)
+    except FeatureGateError as err:
+        refuse(f"--feature-gates: {err}")
+    try:
+        return FeatureGates(emulated_version, overrides)
+    except FeatureGateError as err:
+        option = "--emulated-version" if str(err).startswith("emulation version") else "--feature-gates"
+        refuse(f"{option}: {err}")
+
+
+def print_feature_notes(features: FeatureGates, seen: int = 0) -> int:
+    """Print ``features``' notes after the first ``seen`` on stderr (gates kubesched switched on, fields the
+    API server dropped), one line each; returns how many there are now."""
+    for note in features.notes[seen:]:
+        typer.echo(printable(f"note: {note}"), err=True)
+    return len(features.notes)
 @contextlib.contextmanager
 def configuration(side: str | None) -> Iterator[Path | None]:
     """``--config FILE`` or ``FILE:PROFILE`` as the path a Simulation loads, while the ``with`` lasts: FILE:PROFILE

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import List, Optional, TextIO
 
 import typer
 from rich import box
@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kubesched.core.features import FeatureGates
 from kubesched.perf import PerfConfigError, run
 from kubesched.perf.results import OUTPUTS, UNSUPPORTED, WorkloadResult, data_items_document
 from kubesched.perf.throughput import PERCENTILES
 
-from .common import Output
+from .common import EMULATED_VERSION_HELP, FEATURE_GATES_HELP, Output, feature_gates
 from .progress import Reporter
 
 
@@ -27,9 +28,13 @@ def perf(
     test: Optional[str] = typer.Option(None, "--test", help="Only this test case."),
     workload: Optional[str] = typer.Option(None, "--workload", help="Only this workload."),
     output: Output = typer.Option(Output.table, "-o", "--output", help="table or json (upstream DataItems)."),
+    gates: List[str] = typer.Option([], "--feature-gates", metavar="NAME=BOOL,...",
+                                    help=FEATURE_GATES_HELP + " Over each workload's featureGates."),
+    emulated_version: Optional[str] = typer.Option(None, "--emulated-version", metavar="1.MINOR",
+                                                   help=EMULATED_VERSION_HELP),
 ) -> None:
     """Run kube-scheduler's scheduler_perf workloads and report SchedulingThroughput."""
-    raise typer.Exit(perf_command(config, test, workload, output.value))
+    raise typer.Exit(perf_command(config, test, workload, output.value, feature_gates(emulated_version, gates)))
 
 
 def render(results: list[WorkloadResult], output: str = "table", out: TextIO | None = None,
@@ -95,7 +100,7 @@ def _render_table(results: list[WorkloadResult], out: TextIO) -> None:
         lines += [("dim", note) for note in result.notes]
         if result.feature_gates:
             gates = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(result.feature_gates.items()))
-            lines.append(("dim", f"featureGates {gates} (accepted and reported; kubesched has no such switches)"))
+            lines.append(("dim", f"featureGates {gates} (applied)"))
         for style, text in lines:
             console.print(f"[{style}]{_escape(result.name)}: {_escape(text)}[/{style}]", highlight=False)
 
@@ -115,7 +120,7 @@ EXIT_OK, EXIT_NOTHING_RAN, EXIT_INVALID = 0, 1, 2
 
 
 def perf_command(config: str | Path, test: str | None = None, workload: str | None = None,
-                 output: str = "table") -> int:
+                 output: str = "table", features: FeatureGates | None = None) -> int:
     """What ``kubesched perf CONFIG [--test NAME] [--workload NAME] [-o table|json]`` does;
     returns the exit code.
 
@@ -124,13 +129,14 @@ def perf_command(config: str | Path, test: str | None = None, workload: str | No
     exit code 1 when no selected workload ran (all unsupported or failed),
     else 0 (a throughput below the threshold is shown, not an error).  While
     workloads run, their status is shown on stderr: a live line on a terminal,
-    a line every few seconds elsewhere (:class:`~kubesched.cli.progress.Reporter`)."""
+    a line every few seconds elsewhere (:class:`~kubesched.cli.progress.Reporter`).
+    ``features``: the command line's feature gates (each workload's featureGates apply under them)."""
     if output not in ("table", "json"):
         print(f"unknown output {output!r} (use table or json)", file=sys.stderr)
         return EXIT_INVALID
     try:
         with Reporter("perf") as progress:
-            results = run(config, test=test, workload=workload, progress=progress.status)
+            results = run(config, test=test, workload=workload, progress=progress.status, features=features)
     except PerfConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID

@@ -18,7 +18,7 @@ from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decision_log import DecisionPublisher
 from kubesched.drivers.harness import scheduler_configuration
 
-from .common import kube_cluster, refuse
+from .common import EMULATED_VERSION_HELP, FEATURE_GATES_HELP, feature_gates, kube_cluster, print_feature_notes, refuse
 
 
 class LogFormat(str, enum.Enum):
@@ -55,16 +55,19 @@ def run(
     takeover_grace: Optional[float] = typer.Option(
         None, "--takeover-grace", metavar="SECONDS",
         help="After taking the lease over from another replica, wait this long past its expiry before scheduling, "
-             "so that a write the deposed leader sent before losing the lease has landed or failed (default: the "
-             "client's request timeout, 30 s; a takeover takes that much longer). 0: none."),
+             "so that a write the deposed leader sent before losing the lease has landed or failed (default 0: "
+             "the PreBind check of a device in two claims is the safety net; N costs every takeover N seconds)."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "
                                          "scheduling.kubesched.io/last-decision (kubesched explain --kubeconfig)."),
+    gates: List[str] = typer.Option([], "--feature-gates", metavar="NAME=BOOL,...", help=FEATURE_GATES_HELP),
+    emulated_version: Optional[str] = typer.Option(None, "--emulated-version", metavar="1.MINOR",
+                                                   help=EMULATED_VERSION_HELP),
 ) -> None:
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
     from kubesched.core.observability.logs import configure_logging
-    from kubesched.drivers.daemon import BINDING_WORKERS, Daemon
+    from kubesched.drivers.daemon import BINDING_WORKERS, TAKEOVER_GRACE_SECONDS, Daemon
     from kubesched.drivers.simulation import load_paths
 
     configure_logging(log_format.value, verbosity)
@@ -76,9 +79,10 @@ def run(
         refuse("-f: manifests are only loaded with --embedded")
     if binding_workers is not None and (embedded or binding_workers < 0):
         refuse("--binding-workers: zero or more, against an API server (the embedded cluster binds at once)")
+    features = feature_gates(emulated_version, gates)
     try:
         loaded = scheduler_configuration(config)
-        cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig)
+        cluster = _run_cluster(loaded, embedded, in_cluster, kubeconfig, features)
         if embedded:
             load_paths(cluster, filename)
         decisions = DecisionPublisher(cluster, record_decisions) if record_decisions is not None else None
@@ -86,11 +90,13 @@ def run(
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
                         decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth,
                         binding_workers=BINDING_WORKERS if binding_workers is None else binding_workers,
-                        takeover_grace=takeover_grace)
+                        takeover_grace=TAKEOVER_GRACE_SECONDS if takeover_grace is None else takeover_grace,
+                        features=features)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))
     except OSError as err:
         refuse(f"--bind-address/--port: {err}")
+    print_feature_notes(features)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     raise typer.Exit(daemon.run())
@@ -120,11 +126,11 @@ def _serving_cert(cert: Optional[Path], key: Optional[Path], cert_dir: Path,
         raise  # not reached: _refuse exits
 
 
-def _run_cluster(config, embedded: bool, in_cluster: bool, kubeconfig: Optional[Path]):
-    """The cluster ``kubesched run`` talks to; the kubeconfig may also come
-    from the configuration's ``clientConnection.kubeconfig``."""
+def _run_cluster(config, embedded: bool, in_cluster: bool, kubeconfig: Optional[Path], features):
+    """The cluster ``kubesched run`` talks to (the embedded one serves by ``features``); the kubeconfig may
+    also come from the configuration's ``clientConnection.kubeconfig``."""
     if embedded:
-        return MemoryCluster(RealClock())
+        return MemoryCluster(RealClock(), features=features)
     path = str(kubeconfig) if kubeconfig else config.client_connection.kubeconfig
     if not in_cluster and not path:
         refuse("kubesched run: give --embedded, --in-cluster or --kubeconfig (or clientConnection.kubeconfig)")

@@ -18,7 +18,16 @@ from kubesched.core.framework.registry import PluginError
 from kubesched.core.observability.decision_log import DecisionLog, read_decisions
 from kubesched.drivers.simulation import DEFAULT_START, Simulation, parse_start_time
 
-from .common import Output, configuration, refuse, timed_changes
+from .common import (
+    EMULATED_VERSION_HELP,
+    FEATURE_GATES_HELP,
+    Output,
+    configuration,
+    feature_gates,
+    print_feature_notes,
+    refuse,
+    timed_changes,
+)
 from .progress import Reporter
 
 
@@ -46,12 +55,16 @@ def simulate(
         [], "--delete-at", metavar="OFFSET=FILE",
         help="At simulated time --start-time + OFFSET delete the objects FILE names (missing ones are skipped). "
              "Repeatable."),
+    gates: List[str] = typer.Option([], "--feature-gates", metavar="NAME=BOOL,...", help=FEATURE_GATES_HELP),
+    emulated_version: Optional[str] = typer.Option(None, "--emulated-version", metavar="1.MINOR",
+                                                   help=EMULATED_VERSION_HELP),
 ) -> None:
     """Schedule the objects in PATHs on the embedded cluster until nothing more can happen."""
     try:
         start = parse_start_time(start_time) if start_time else DEFAULT_START
     except ValueError as err:
         refuse(f"--start-time: {err}")
+    features = feature_gates(emulated_version, gates)
     try:
         horizon = parse_duration(until, "--until") if until else None
         decisions = _decision_log(record)
@@ -64,12 +77,13 @@ def simulate(
 
             with configuration(config) as config_path:
                 sim = Simulation.from_paths(filename, config=config_path, start=start, seed=seed,
-                                            decisions=decisions, progress=progress)
+                                            decisions=decisions, progress=progress, features=features)
             for change in timed_changes(at, delete_at):
                 sim.change_at(change.offset, [change.file], delete=change.delete)
             sim.run(until=start + horizon if horizon is not None else None, progress=progress)
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
+    print_feature_notes(features)
     if decisions is not None:
         decisions.close()
     if html is not None:

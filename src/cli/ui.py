@@ -13,7 +13,7 @@ from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.drivers.simulation import DEFAULT_START, parse_start_time
 
-from .common import refuse, timed_changes
+from .common import EMULATED_VERSION_HELP, FEATURE_GATES_HELP, feature_gates, refuse, timed_changes
 
 
 def ui(
@@ -32,6 +32,9 @@ def ui(
     no_open: bool = typer.Option(False, "--no-open", help="Do not open a browser."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking between equal nodes and generated names."),
     start_time: Optional[str] = typer.Option(None, "--start-time", help="Simulated start, RFC 3339."),
+    gates: List[str] = typer.Option([], "--feature-gates", metavar="NAME=BOOL,...", help=FEATURE_GATES_HELP),
+    emulated_version: Optional[str] = typer.Option(None, "--emulated-version", metavar="1.MINOR",
+                                                   help=EMULATED_VERSION_HELP),
 ) -> None:
     """Serve the simulator on 127.0.0.1: the cluster, every pod's decisions, devices, pod groups, a timeline,
     what-if edits re-simulated in the background, two configurations side by side; the files are watched."""
@@ -43,6 +46,7 @@ def ui(
         from kubesched.ui.server import UiServer
     except ImportError as err:
         refuse(f"kubesched ui needs its extra ({err.name} is missing): pip install 'kubesched[ui]'")
+    features = feature_gates(emulated_version, gates)
     try:
         start = parse_start_time(start_time) if start_time else DEFAULT_START
     except ValueError as err:
@@ -58,7 +62,7 @@ def ui(
         changes += [TimedChange(*change) for change in timed_changes(at, delete_at)]
         for file in compare:
             scheduler_configuration(file)  # refuses a bad file now, naming it
-        runs = Runs(paths, config, changes, seed=seed, start=start, compare=compare)
+        runs = Runs(paths, config, changes, seed=seed, start=start, features=features, compare=compare)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))
     try:

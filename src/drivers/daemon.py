@@ -32,6 +32,7 @@ from kubesched.core.cluster.delegated_auth import DelegatedAuth
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.cluster.leaderelection import LeaderElectionConfig, LeaderElector
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import KubeSchedulerConfiguration, parse_duration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability import metrics
@@ -41,6 +42,14 @@ from kubesched.drivers.harness import Harness
 
 log = logging.getLogger(__name__)
 
+#: Seconds a new leader waits past the previous holder's lease expiry before it schedules, by default: none.
+#: Measured (benchmarks/takeover.py, benchmarks/late_write.py): with 0 a standby binds ~16 s after the leader
+#: is SIGKILLed (deploy/'s 15 s lease) instead of ~46 s with a 30 s grace, and in 10 of 10 runs where the
+#: deposed leader's claim write was held by the network and landed after the takeover, no device ended under
+#: two pods and no pod was bound twice: the PreBind check of a device in two claims and the ResourceClaim
+#: controller's withdrawal (Event DeviceAllocatedTwice) are the safety net; a grace only spares that withdrawal
+#: when such a late write lands within it.  A killed leader's writes land within the API server's latency.
+TAKEOVER_GRACE_SECONDS = 0.0
 #: kube-scheduler's secure port.
 DEFAULT_PORT = 10259
 #: /healthz fails when the loop has not come round for this long (seconds).
@@ -97,10 +106,11 @@ class Daemon:
     :data:`SHUTDOWN_GRACE_SECONDS`); ``binding_workers``: threads that run
     the Bind plugins against an API server (0: on the scheduling loop);
     ``takeover_grace``: after taking the lease over from another replica,
-    seconds past its expiry before this one schedules (None: the client's
-    request timeout), so that a write the deposed leader sent before losing
-    the lease has landed or failed first - the cost: a takeover takes that
-    much longer.  Raises ``ConfigError`` for a bad configuration and
+    seconds past its expiry before this one schedules (default
+    :data:`TAKEOVER_GRACE_SECONDS`, 0), so that a write the deposed leader
+    sent before losing the lease has landed or failed first - the cost: a
+    takeover takes that much longer; ``features``: the scheduler's feature gates (default: the embedded cluster's, or every
+    gate at its default in the newest release).  Raises ``ConfigError`` for a bad configuration and
     ValueError for bad leader election durations.
     """
 
@@ -109,7 +119,8 @@ class Daemon:
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
                  decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
                  tls: tuple[Path, Path] | None = None, metrics_auth: bool = True,
-                 binding_workers: int = BINDING_WORKERS, takeover_grace: float | None = None):
+                 binding_workers: int = BINDING_WORKERS, takeover_grace: float = TAKEOVER_GRACE_SECONDS,
+                 features: FeatureGates | None = None):
         self.cluster = cluster
         self.config = config
         self.embedded = embedded
@@ -121,7 +132,8 @@ class Daemon:
             self.bind_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
         self.harness = Harness(cluster, self.clock, config, registry, seed=seed, embedded=embedded,
                                informers=self.informers, decisions=decisions, bind_pool=self.bind_pool,
-                               bind_wakeup=self.informers.wakeup.set if self.bind_pool is not None else None)
+                               bind_wakeup=self.informers.wakeup.set if self.bind_pool is not None else None,
+                               features=features)
         self.scheduler = self.harness.scheduler
         self.scheduler.on_activate(self.informers.wakeup.set)
         self.controllers = self.harness.controllers
@@ -130,19 +142,25 @@ class Daemon:
         if decisions is not None:
             self.informers.add_handlers("Pod", on_delete=lambda pod: decisions.forget(pod.key))
         self.elector: LeaderElector | None = None
+        #: the elector's client (a KubernetesCluster of its own against an API server)
+        self.lease_client: ClusterClient | None = None
         election = config.leader_election
         if election.leader_elect and not embedded:
             if election.resource_lock != "leases":
                 raise ValueError(f"leaderElection.resourceLock: only 'leases' is supported, got {election.resource_lock!r}")
-            self.elector = LeaderElector(cluster, self.clock, LeaderElectionConfig(
+            renew_deadline = parse_duration(election.renew_deadline, "leaderElection.renewDeadline")
+            # the lease on a client of its own (own rate limiter and connections), as kube-scheduler's
+            # leader election client: renewals never wait behind bindings and events
+            self.lease_client = (cluster.leader_election_client(renew_deadline)
+                                 if isinstance(cluster, KubernetesCluster) else cluster)
+            self.elector = LeaderElector(self.lease_client, self.clock, LeaderElectionConfig(
                 name=election.resource_name,
                 namespace=election.resource_namespace,
                 identity=identity or default_identity(),
                 lease_duration=parse_duration(election.lease_duration, "leaderElection.leaseDuration"),
-                renew_deadline=parse_duration(election.renew_deadline, "leaderElection.renewDeadline"),
+                renew_deadline=renew_deadline,
                 retry_period=parse_duration(election.retry_period, "leaderElection.retryPeriod"),
-                takeover_grace=(getattr(cluster, "request_timeout", 0.0) if takeover_grace is None
-                                else takeover_grace),
+                takeover_grace=takeover_grace,
             ), on_started_leading=self.informers.wakeup.set, on_stopped_leading=self.informers.wakeup.set)
             if isinstance(cluster, KubernetesCluster):
                 elector = self.elector
@@ -187,8 +205,9 @@ class Daemon:
         retries after that), so the daemon exits in bounded time even when
         the API server does not answer: at most one request timeout plus the grace."""
         self._stopping.set()
-        if isinstance(self.cluster, KubernetesCluster):
-            self.cluster.close(self.shutdown_grace)
+        for client in (self.cluster, self.lease_client):
+            if isinstance(client, KubernetesCluster):
+                client.close(self.shutdown_grace)
         self.informers.wakeup.set()
 
     def run(self) -> int:
@@ -240,14 +259,16 @@ class Daemon:
             leader = self.is_leader()
             if leader and not self._leading and self.may_schedule():
                 self._start_leading()
-            elif self._leading and not leader:
+            elif self._leading and self.elector is not None and not self.elector.leading:
+                # decided on the renewal's outcome (a renewal in flight at the renew deadline is cut there
+                # and fails); meanwhile, past the deadline, nothing is scheduled and writes are fenced
                 log.error("leader election lost: stopping")
                 self.exit_code = 1
                 self._deposed = True
                 if isinstance(self.cluster, KubernetesCluster):
                     self.cluster.close(0.0)  # nothing more is sent, nothing retried: the term is over
                 return
-            if self._leading:
+            if self._leading and leader:
                 if scheduler.step():
                     continue
             else:
@@ -256,9 +277,11 @@ class Daemon:
             deadline = self.clock.next_deadline()
             wait = IDLE_WAIT_SECONDS if deadline is None else min(IDLE_WAIT_SECONDS, deadline - self.clock.now())
             if self._leading and self.elector is not None and self.elector.renewed_at is not None:
-                # wake when the renew deadline passes: a lost lease is noticed at once
+                # wake when the renew deadline passes (scheduling pauses), and while paused look again
+                # every retry period: the renewal in flight may still succeed
                 lost_at = self.elector.renewed_at + self.elector.config.renew_deadline
-                wait = min(wait, max(lost_at - self.clock.now(), 0.001))
+                wait = min(wait, max(lost_at - self.clock.now(), 0.001) if leader
+                           else self.elector.config.retry_period)
             elif leader and self.elector is not None:  # in the takeover grace: start when it ends
                 wait = min(wait, max(self.elector.writes_from - self.clock.now(), 0.001))
             if wait > 0 and not self.informers.pending() and not scheduler.binding.results:

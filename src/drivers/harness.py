@@ -22,7 +22,9 @@ from kubesched.controllers import build_controller_manager
 from kubesched.core.clock import Clock, FakeClock
 from kubesched.core.cluster.client import ClusterClient
 from kubesched.core.cluster.informer import Informers
+from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.controller.base import ControllerContext
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
 from kubesched.core.framework.registry import PluginError, Registry
 from kubesched.core.observability.decision_log import DecisionLog
@@ -41,6 +43,16 @@ def scheduler_configuration(config: ConfigSource) -> KubeSchedulerConfiguration:
     if isinstance(config, KubeSchedulerConfiguration):
         return config
     return load_config(config, DEFAULT_PLUGINS)
+
+
+def check_configuration(config: ConfigSource, registry: Registry | None = None) -> Scheduler:
+    """The scheduler ``config`` makes, built on an empty embedded cluster without starting: every profile's plugins
+    found and constructed with their args decoded, as a scheduler starting with it would (``registry``: the plugins,
+    default entry-point discovery).  Raises ``ConfigError``/``PluginError`` naming the file (when ``config`` is
+    one), the profile, the plugin and the field, e.g. ``prefer.yaml: profile 'default-scheduler': pluginConfig
+    PreferLabel: args.lable: unknown field``."""
+    clock = FakeClock()
+    return Harness(MemoryCluster(clock), clock, config, registry, controllers=()).scheduler
 
 
 #: steps of the scheduler and controllers between two progress reports of a long run
@@ -70,7 +82,9 @@ class Harness:
     settings by name; ``seed``: tie-breaking; ``informers``: the set to share
     (default: a new one over ``cluster``; the daemon's clock wakes on it);
     ``rng``, ``node_rank``, ``decisions``, ``bind_pool``, ``bind_wakeup``:
-    the :class:`Scheduler`'s options.  Raises ``ConfigError`` for a bad
+    the :class:`Scheduler`'s options; ``features``: the scheduler's feature gates (default: the embedded
+    cluster's, so that its API server and the scheduler agree; for another cluster every gate at its default
+    in the newest release).  Raises ``ConfigError`` for a bad
     scheduler configuration, ``PluginError`` for broken plugins and
     ``KeyError`` for an unknown controller.
     Call :meth:`start` once, then :meth:`step` (or :meth:`run_to_quiescence`
@@ -82,19 +96,18 @@ class Harness:
                  controllers: Iterable[str] | None = None, controller_options: dict[str, Any] | None = None,
                  informers: Informers | None = None, rng: random.Random | None = None,
                  node_rank: dict[str, int] | None = None, decisions: DecisionLog | None = None,
-                 bind_pool: Executor | None = None, bind_wakeup: Callable[[], object] | None = None):
+                 bind_pool: Executor | None = None, bind_wakeup: Callable[[], object] | None = None,
+                 features: FeatureGates | None = None):
         self.cluster = cluster
+        self.features: FeatureGates = features or getattr(cluster, "features", None) or FeatureGates()
         self.clock = clock
         self.config = scheduler_configuration(config)
-        if self.config.extenders:  # until the scheduling cycle calls them (core/framework/extender.py)
-            raise ConfigError("extenders: scheduler extenders are not supported by kubesched yet (nothing would call "
-                              "them); write the extender's logic as a plugin, or remove the section")
         self.registry = registry or Registry.discover()
         self.informers = informers or Informers(cluster)
         try:
             self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed,
                                        informers=self.informers, rng=rng, node_rank=node_rank, decisions=decisions,
-                                       bind_pool=bind_pool, bind_wakeup=bind_wakeup)
+                                       bind_pool=bind_pool, bind_wakeup=bind_wakeup, features=self.features)
         except (PluginError, ConfigError) as err:
             if isinstance(config, (str, Path)):  # the file the profiles' plugins and their args came from
                 raise type(err)(f"{config}: {err}") from None

@@ -18,12 +18,13 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
-from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.core_v1 import SYSTEM_NAMESPACES, Namespace, Pod
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
 from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.client import ApiError, ClusterClient, NotFound
 from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decision_log import DecisionLog
@@ -44,7 +45,9 @@ class Simulation:
     ``{"persistentvolume-binder-controller": {"provisioners": [...]}}``);
     ``decisions``: where the record of every scheduling attempt goes (None:
     not recorded); ``node_rank``: equally scored nodes go to the lowest rank
-    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option).  Raises ``ConfigError`` for a bad configuration.
+    (the :class:`~kubesched.core.scheduler.scheduler.Scheduler`'s option); ``features``: the feature gates of
+    the embedded API server and the scheduler (default: every gate at its default in the newest release).
+    Raises ``ConfigError`` for a bad configuration.
     """
 
     def __init__(
@@ -56,11 +59,13 @@ class Simulation:
         controller_options: dict[str, Any] | None = None,
         decisions: DecisionLog | None = None,
         node_rank: dict[str, int] | None = None,
+        features: FeatureGates | None = None,
     ):
         self.start_time = start
         self.clock = FakeClock(start)
-        self.cluster = MemoryCluster(self.clock, seed=seed)
-        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed,
+        self.features = features if features is not None else FeatureGates()
+        self.cluster = MemoryCluster(self.clock, seed=seed, features=self.features)
+        self.harness = Harness(self.cluster, self.clock, config, registry, seed=seed, features=self.features,
                                controller_options=controller_options, decisions=decisions, node_rank=node_rank)
         self.config = self.harness.config
         self.registry = self.harness.registry
@@ -204,19 +209,34 @@ def load_paths(cluster: ClusterClient, paths: Iterable[str | Path], progress: Pr
 
 def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],
                    progress: Progress | None = None) -> None:
-    """Create already parsed (source file, object) pairs in ``cluster``: pods
-    and pod groups after every other object (they refer to priority classes,
-    claims, volumes), otherwise in the order given (``progress("creating",
-    done, total)`` every :data:`PROGRESS_STEPS` objects).  Raises
-    :class:`InvalidManifest` naming the file and the object the cluster refuses."""
-    ordered = sorted(sourced, key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
+    """Create already parsed (source file, object) pairs in ``cluster``:
+    Namespaces first, pods and pod groups after every other object (they
+    refer to priority classes, claims, volumes), otherwise in the order given
+    (``progress("creating", done, total)`` every :data:`PROGRESS_STEPS`
+    objects).  A namespaced object must name a namespace that exists, as
+    kube-apiserver's NamespaceLifecycle admission requires: one of
+    :data:`~kubesched.core.api.core_v1.SYSTEM_NAMESPACES`, a Namespace in the
+    cluster or one among these objects (as ``kubectl apply -f`` of a folder
+    needs its Namespace manifests; kubesched takes them first wherever they
+    are).  Raises :class:`InvalidManifest` naming the file and the object the
+    cluster refuses (``namespaces "shop" not found``)."""
+    ordered = sorted(sourced, key=lambda item: (not isinstance(item[1], Namespace),
+                                                isinstance(item[1], _NAMES_A_CLASS)))
+    namespaces = set(SYSTEM_NAMESPACES) | {ns.metadata.name for ns in cluster.list("Namespace").items}
     for done, (file, obj) in enumerate(ordered):
         if progress is not None and done % PROGRESS_STEPS == 0:
             progress("creating", done, len(ordered))
+        resource = resource_of(obj)
+        namespace = obj.metadata.namespace or "default"
+        if resource.namespaced and namespace not in namespaces:
+            raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "metadata.namespace",
+                                  f'namespaces "{namespace}" not found')
         try:
             cluster.create(obj)
         except ApiError as err:
-            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+            raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "", err.message) from None
+        if isinstance(obj, Namespace):
+            namespaces.add(obj.metadata.name)
 
 
 def parse_start_time(text: str) -> float:

@@ -28,12 +28,14 @@ from ..core.clock import Clock, RealClock
 from ..core.cluster.client import AlreadyExists
 from ..core.cluster.informer import Informers
 from ..core.cluster.memory import MemoryCluster
+from ..core.features import FeatureGateError, FeatureGates
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
 from ..drivers.harness import Harness, scheduler_configuration
 from .config import THROUGHPUT_METRIC, Params, TestCase, Workload, resolve_op
 from .errors import PerfConfigError, Unsupported, WorkloadFailed
+from .histograms import DEFAULT_METRICS, HistogramWindow, metrics_from_config
 from .ops import OPS, PerfOp
 from .ops.base import Background
 from .results import DataItem
@@ -73,12 +75,19 @@ class WorkloadExecutor:
     :class:`~kubesched.perf.errors.Unsupported` or ``PerfConfigError``;
     :meth:`run` fills ``data_items``, ``samples`` (pods/s), ``measured_pods``
     and ``notes``, and raises :class:`~kubesched.perf.errors.WorkloadFailed`.
+    ``features``: the command line's feature gates (default: the newest release's defaults); the
+    workload runs with its test case's and its own ``featureGates`` applied over that release's
+    defaults, the command line's on top (:attr:`features`).  A workload gate locked to the other value
+    in that release (``SchedulerQueueingHints: false`` in a file older than 1.34) stays at its locked
+    value, said in ``notes``; any other gate upstream would refuse makes :meth:`check` raise
+    ``Unsupported`` with upstream's message.
 
     The methods below :meth:`run` are what ops use (the
     :class:`~kubesched.perf.ops.base.Executor` protocol)."""
 
     def __init__(self, case: TestCase, workload: Workload, registry: Registry | None = None,
-                 progress: Callable[[str], None] | None = None, seed: int = 0, clock: Clock | None = None):
+                 progress: Callable[[str], None] | None = None, seed: int = 0, clock: Clock | None = None,
+                 features: FeatureGates | None = None):
         self.case = case
         self.workload = workload
         self.registry = registry
@@ -96,11 +105,27 @@ class WorkloadExecutor:
         # runtime state
         self.clock = clock or RealClock()
         self._never = threading.Event()  # an idle wait has nothing to be woken by but time
-        self.cluster = MemoryCluster(self.clock, seed=seed)
+        given = features if features is not None else FeatureGates()
+        self._features_refused: FeatureGateError | None = None
+        applied = dict(self.feature_gates)
+        for name, value in self.feature_gates.items():
+            if given.locked_to(name) not in (None, value):
+                del applied[name]
+                self.notes.append(f"featureGates: {name}={str(value).lower()} not applied: the gate is locked to "
+                                  f"{str(not value).lower()} in {given.emulated_version}")
+        try:
+            #: the gates this workload runs with (the cluster's and the scheduler's)
+            self.features = FeatureGates(given.emulated_version, {**applied, **given.overrides})
+        except FeatureGateError as err:
+            self._features_refused, self.features = err, given
+        self.cluster = MemoryCluster(self.clock, seed=seed, features=self.features)
         self._harness: Harness | None = None
         self._tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
+        #: the histograms measured beside SchedulingThroughput (the test case's metricsCollectorConfig)
+        self._histogram_metrics = DEFAULT_METRICS
+        self._histograms: HistogramWindow | None = None
         self._counter: ScheduledCounter | None = None
         self._background: list[Background] = []
         self.rng = random.Random(seed)
@@ -137,12 +162,15 @@ class WorkloadExecutor:
         """Resolve params, build the cluster and the scheduler, and find what
         kubesched cannot run; raises ``Unsupported`` (the first reason) or
         ``PerfConfigError`` / ``TemplateError``."""
+        if self._features_refused is not None:
+            raise Unsupported(f"featureGates: {self._features_refused}")
         unsupported = [op.opcode for op in self.case.ops if not op.supported]
         if unsupported:
             raise Unsupported("unsupported op: " + ", ".join(dict.fromkeys(unsupported)))
         if self.workload.threshold_metric != THROUGHPUT_METRIC:
             raise Unsupported(f"threshold metric {self.workload.threshold_metric} is not collected "
                               f"(kubesched measures {THROUGHPUT_METRIC})")
+        self._histogram_metrics = metrics_from_config(self.case.metrics_collector_config, self.case.name)
         self.ops = [OPS[op.opcode](self, op.index, op.opcode, resolve_op(op, self.params)) for op in self.case.ops]
         self.suite = suite_for(self.case.base_dir.name, self.feature_gates, self.params)
         unused = self.params.unused()
@@ -151,6 +179,7 @@ class WorkloadExecutor:
         self.config = self._load_scheduler_config()
         try:
             self._harness = Harness(self.cluster, self.clock, self.config, self._registry(), seed=self.seed,
+                                    features=self.features,
                                     controllers=[name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
@@ -196,6 +225,7 @@ class WorkloadExecutor:
                 task.cancel()
             self.tracker.stop()
             self.harness.controllers.stop()
+            self.notes.extend(self.features.notes)
 
     # --- what ops use --------------------------------------------------------------------------
 
@@ -325,6 +355,7 @@ class WorkloadExecutor:
         counter = self._counter
         gc.collect()  # as upstream: clean up after the setup phase before measuring
         self._collector = ThroughputCollector(lambda: counter.value, self.clock.now)
+        self._histograms = HistogramWindow(self._histogram_metrics)
         self._collector.start()
 
     def finish_collecting(self) -> None:
@@ -346,6 +377,9 @@ class WorkloadExecutor:
             data=data, unit="pods/s",
             labels={"Metric": THROUGHPUT_METRIC, "Name": self.name},
         ))
+        if self._histograms is not None:  # upstream's metricsCollector: the histograms over the same window
+            self.data_items.extend(self._histograms.data_items(self.name))
+            self._histograms = None
 
     def add_background(self, task: Background) -> None:
         """Keep ``task`` running until the workload ends (then it is cancelled)."""

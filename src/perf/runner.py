@@ -15,6 +15,7 @@ from typing import Callable
 from kubesched.drivers.batch_gc import batch_collection
 from kubesched.perf.results import FAILED, OK, UNSUPPORTED, WorkloadResult
 
+from ..core.features import FeatureGates
 from ..core.framework.registry import Registry
 from .config import TestCase, Workload, load_test_cases
 from .errors import PerfConfigError, Unsupported, WorkloadFailed
@@ -45,8 +46,10 @@ def select(cases: list[TestCase], test: str | None = None, workload: str | None 
 
 
 def run_workload(case: TestCase, workload: Workload, registry: Registry | None = None,
-                 progress: Callable[[str], None] | None = None) -> WorkloadResult:
-    """Run one workload and return its result (never raises for the workload's own problems)."""
+                 progress: Callable[[str], None] | None = None, features: FeatureGates | None = None
+                 ) -> WorkloadResult:
+    """Run one workload (with its featureGates under the command line's ``features``) and return its result
+    (never raises for the workload's own problems)."""
     result = WorkloadResult(
         test=case.name,
         workload=workload.name,
@@ -55,9 +58,7 @@ def run_workload(case: TestCase, workload: Workload, registry: Registry | None =
         feature_gates={**case.feature_gates, **workload.feature_gates},
         labels=tuple(dict.fromkeys(case.labels + workload.labels)),
     )
-    if case.metrics_collector_config is not None:
-        result.notes.append("metricsCollectorConfig accepted; histogram metrics are not collected")
-    executor = WorkloadExecutor(case, workload, registry=registry, progress=progress)
+    executor = WorkloadExecutor(case, workload, registry=registry, progress=progress, features=features)
     started = time.time()
     try:
         executor.check()
@@ -80,16 +81,18 @@ def run_workload(case: TestCase, workload: Workload, registry: Registry | None =
 
 
 def run(config_path: str | Path, test: str | None = None, workload: str | None = None,
-        progress: Callable[[str], None] | None = None) -> list["WorkloadResult"]:
+        progress: Callable[[str], None] | None = None, features: FeatureGates | None = None
+        ) -> list["WorkloadResult"]:
     """Run the scheduler_perf config file ``config_path`` (all test cases, or
     ``test``; all its workloads, or ``workload``) and return one
     :class:`WorkloadResult` per workload, in file order.
 
     Throughput is wall-clock pods/s (kubesched's scheduler on a MemoryCluster
-    and the real clock).  ``progress`` receives one-line status updates.
+    and the real clock).  ``progress`` receives one-line status updates; ``features``: the command line's
+    feature gates (see :class:`~kubesched.perf.executor.WorkloadExecutor`).
     Raises :class:`PerfConfigError` for an unreadable or invalid file or a
     test/workload name that is not in it."""
     cases = load_test_cases(config_path)
     pairs = select(cases, test, workload)
     registry = Registry.discover()
-    return [run_workload(case, wl, registry=registry, progress=progress) for case, wl in pairs]
+    return [run_workload(case, wl, registry=registry, progress=progress, features=features) for case, wl in pairs]

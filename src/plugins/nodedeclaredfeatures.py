@@ -18,21 +18,25 @@ from kubesched.core.api.node_features import Version, default_registry, parse_ve
 
 REASON = "node(s) didn't match Pod's required features"
 STATE_KEY = "PreFilterNodeDeclaredFeatures"
-#: The scheduler's component version, which a feature's MaxVersion is compared with.
-COMPONENT_VERSION = "1.37.0"
+GATE = "NodeDeclaredFeatures"
 
 
 class NodeDeclaredFeatures:
-    """PreFilter + Filter (batch too) on ``Node.status.declaredFeatures``; args: none."""
+    """PreFilter + Filter (batch too) on ``Node.status.declaredFeatures``; args: none.  Does nothing while
+    the NodeDeclaredFeatures gate is off (read each cycle: a Node declaring features may switch it on).
+    Features are inferred for the scheduler's emulated version."""
 
     name = "NodeDeclaredFeatures"
 
-    def __init__(self, args, handle, version: Version | None = None):
+    def __init__(self, args, handle):
         self.registry = default_registry()
-        self.version = version if version is not None else parse_version(COMPONENT_VERSION)
+        self.features = handle.features
+        self.version: Version = parse_version(handle.features.emulated_version)
 
     def required(self, pod) -> frozenset[str]:
-        """The features ``pod`` needs its node to declare."""
+        """The features ``pod`` needs its node to declare (none while the gate is off)."""
+        if not self.features.enabled(GATE):
+            return frozenset()
         return self.registry.infer_for_pod_scheduling(pod.spec, self.version)
 
     @hookimpl

@@ -7,7 +7,10 @@ driver: claims bound to CSI PVs, in-tree PVs and inline disks migrated to
 CSI (on nodes with a CSINode), and unbound claims by their class's
 provisioner.  A volume already attached to the node (used by a pod there)
 does not count twice.  Too many: "node(s) exceed max volume count"
-(Unschedulable).
+(Unschedulable).  VolumeLimitScaling (on in 1.37): a volume of a driver
+whose CSIDriver sets ``preventPodSchedulingIfMissing`` keeps the pod off
+nodes whose CSINode is missing or does not list the driver ("<driver> CSI
+driver is not installed on the node", Unschedulable).
 
 PreFilter resolves the pod's volumes once (and skips Filter for pods
 without claims or migratable inline disks).  The batch Filter passes the
@@ -81,6 +84,8 @@ class NodeVolumeLimits:
         self.claims = informers.store("PersistentVolumeClaim")
         self.classes = informers.store("StorageClass")
         self.csi_nodes = informers.store("CSINode")
+        self.csi_drivers = informers.store("CSIDriver")
+        self.volume_limit_scaling = handle.features.enabled("VolumeLimitScaling")
         informers.add_handlers("CSINode", lambda obj: self._csi_node_changed(),
                                lambda old, new: self._csi_node_changed(), lambda obj: self._csi_node_changed())
         # per NodeTable row, the CSINode limit of each limit key (-1: none); rebuilt when
@@ -159,6 +164,9 @@ class NodeVolumeLimits:
         new = self._counted(volumes, csi_node)
         if not new:
             return None
+        missing = self._missing_driver(volumes, csi_node)
+        if missing is not None:
+            return Status.unschedulable(f"{missing} CSI driver is not installed on the node")
         limits = self.node_limits(node_info, csi_node)
         if not limits:
             return None
@@ -180,6 +188,25 @@ class NodeVolumeLimits:
             if limit is not None and attached_count.get(key, 0) + count > limit:
                 return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
+
+    def _required_drivers(self, volumes: list[AttachableVolume]) -> list[str]:
+        """The drivers of ``volumes`` whose CSIDriver sets preventPodSchedulingIfMissing, in order (none
+        while VolumeLimitScaling is off)."""
+        out: list[str] = []
+        if not self.volume_limit_scaling:
+            return out
+        for volume in volumes:
+            driver = self.csi_drivers.get(volume.driver)
+            if driver is not None and driver.spec.prevent_pod_scheduling_if_missing and volume.driver not in out:
+                out.append(volume.driver)
+        return out
+
+    def _missing_driver(self, volumes: list[AttachableVolume], csi_node: CSINode | None) -> str | None:
+        """The first driver of the volumes counted on a node with ``csi_node`` that must be installed there
+        (its CSIDriver sets preventPodSchedulingIfMissing) and that the CSINode does not list."""
+        installed = {d.name for d in csi_node.spec.drivers} if csi_node is not None else set()
+        counted = [v for v in volumes if csi_node is not None or not v.migrated]
+        return next((driver for driver in self._required_drivers(counted) if driver not in installed), None)
 
     def _csi_node_changed(self) -> None:
         self._limit_columns.clear()
@@ -231,7 +258,9 @@ class NodeVolumeLimits:
         passes = np.ones(len(rows), dtype=bool)
         if data is None or (data.error is None and not data.volumes):
             return passes
-        if data.error is None:
+        if data.error is None and self._required_drivers(data.volumes):
+            passes[:] = False  # a driver must be installed: each node judged exactly below
+        elif data.error is None:
             # at most this many volumes are attached to each node (every volume of every pod there)
             upper = table.column("attachable-pod-volumes", _pod_volume_count)[rows]
             per_key: dict[str, int] = {}
@@ -249,6 +278,7 @@ class NodeVolumeLimits:
     def events_to_register(self):
         return [
             ClusterEventWithHint(ClusterEvent("CSINode", ActionType.ADD)),
+            ClusterEventWithHint(ClusterEvent("CSINode", ActionType.UPDATE), self._after_csi_node_updated),
             ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), self._after_pod_deleted),
             ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self._after_claim_added),
         ]
@@ -259,6 +289,17 @@ class NodeVolumeLimits:
         if old is None or not old.spec.node_name or not counts_toward_limits(old):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+    @staticmethod
+    def _after_csi_node_updated(pod, old, new):
+        """A driver newly listed, or a larger attach limit, may help (upstream
+        ``isSchedulableAfterCSINodeUpdated``, with VolumeLimitScaling's installed drivers)."""
+        before, after = csi_node_limits(old), csi_node_limits(new)
+        if {d.name for d in new.spec.drivers} - {d.name for d in old.spec.drivers}:
+            return QueueingHint.QUEUE
+        if any(limit > before.get(key, limit) for key, limit in after.items()):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     @staticmethod
     def _after_claim_added(pod, old, new):

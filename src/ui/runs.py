@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry
 from kubesched.core.observability.decision_log import DecisionLog
@@ -62,14 +63,18 @@ class _CancellableRecord(DecisionLog):
 
 
 def simulate(scenario: Scenario, key: tuple = (), registry: Registry | None = None, seed: int = 0,
-             start: float = DEFAULT_START, stale: Callable[[], bool] = lambda: False) -> Outcome:
-    """Run ``scenario`` to quiescence and return its :class:`Outcome`.
+             start: float = DEFAULT_START, stale: Callable[[], bool] = lambda: False,
+             features: FeatureGates | None = None) -> Outcome:
+    """Run ``scenario`` to quiescence (with a fresh copy of ``features``: a run's own gates switched on
+    stay its own) and return its :class:`Outcome`.
     Raises :class:`RunCancelled` (``stale()`` became true),
     :class:`InvalidManifest` (the cluster refused an object, named with its
     file), ``ConfigError`` or ``PluginError``."""
     started = time.perf_counter()
     record = _CancellableRecord(stale)
-    sim = Simulation(config=scenario.config_dict(), registry=registry, seed=seed, start=start, decisions=record)
+    gates = FeatureGates(features.emulated_version, features.overrides) if features is not None else None
+    sim = Simulation(config=scenario.config_dict(), registry=registry, seed=seed, start=start, decisions=record,
+                     features=gates)
     log = PlacementLog(sim.harness.informers, sim.clock)
     create_sourced(sim.cluster, scenario.objects)
     for change in scenario.changes:
@@ -88,20 +93,21 @@ class Runs:
     ``paths``, ``config``, ``changes``: what ``kubesched ui`` was given (read
     again by :meth:`reload_files` when a file changes); ``compare``: more
     configuration files the Config diff page may open; ``registry``,
-    ``seed``, ``start``: every run's.  Raises what :func:`read_scenario`
+    ``seed``, ``start``, ``features`` (the feature gates): every run's.  Raises what :func:`read_scenario`
     raises for bad input.  Call :meth:`start` to begin and :meth:`close` to
     stop.
     """
 
     def __init__(self, paths: Iterable[Path], config: Path | None = None, changes: Iterable[TimedChange] = (),
                  registry: Registry | None = None, seed: int = 0, start: float = DEFAULT_START,
-                 compare: Iterable[Path] = ()):
+                 features: FeatureGates | None = None, compare: Iterable[Path] = ()):
         self.paths, self.config, self.changes = list(paths), config, list(changes)
+        self.features = features
         self.compare = list(compare)
         self.registry = registry or Registry.discover()
         self.seed, self.start_time = seed, start
         self._files = watched_files(self.paths, config, self.changes)
-        self.history = History(read_scenario(self.paths, config, self.changes))
+        self.history = History(read_scenario(self.paths, config, self.changes, self.registry))
         self.outcomes: dict[tuple, Outcome] = {}
         self.failed: dict[tuple, str] = {}
         #: grows with every change of state (an edit, a finished or failed run); the pages show it
@@ -156,7 +162,8 @@ class Runs:
                 return self._closed or key not in self.wanted()
 
             try:
-                outcome = simulate(scenario, key, self.registry, self.seed, self.start_time, stale=stale)
+                outcome = simulate(scenario, key, self.registry, self.seed, self.start_time, stale=stale,
+                                   features=self.features)
             except RunCancelled:
                 with self._lock:
                     self.running = None
@@ -284,8 +291,8 @@ class Runs:
             return False
         self._files = files
         try:
-            base = read_scenario(self.paths, self.config, self.changes)
-        except (InvalidManifest, ConfigError) as err:
+            base = read_scenario(self.paths, self.config, self.changes, self.registry)
+        except (InvalidManifest, ConfigError, PluginError) as err:
             with self._lock:
                 self.file_error = str(err)
             self._changed()

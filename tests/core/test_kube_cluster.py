@@ -12,7 +12,15 @@ from kubesched.core.api import from_manifest
 from kubesched.core.api.convert import structure
 from kubesched.core.api.resource_v1 import AllocationResult, ResourceClaimConsumerReference
 from kubesched.core.clock import RealClock
-from kubesched.core.cluster.client import AlreadyExists, ApiError, Conflict, Invalid, NotFound, retry_on_conflict
+from kubesched.core.cluster.client import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Fenced,
+    Invalid,
+    NotFound,
+    retry_on_conflict,
+)
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.kube import KubernetesCluster
 from kubesched.core.observability.events import EventRecorder
@@ -243,3 +251,17 @@ def test_strategic_and_merge_patches_of_status_and_object_through_the_client(kub
     with pytest.raises(Invalid, match="field is immutable"):
         kube.patch("Pod", "web", {"status": {"phase": "Running"}}, "default", subresource="status", uid="other")
     assert [m for m, p, _ in apiserver.requests if p.startswith("/api/v1/namespaces/default/pods/web")].count("PATCH") == 5
+
+
+def test_the_leader_election_client_has_its_own_rate_limiter_and_bounds_its_requests(kube, apiserver):
+    kube.limiter = type(kube.limiter)(qps=1, burst=1)
+    kube.limiter.take()  # the scheduler's client has spent its tokens: its next request would wait a second
+    lease_client = kube.leader_election_client(renew_deadline=1.5)
+    assert lease_client.limiter is not kube.limiter and lease_client.request_timeout == 1.0
+    assert lease_client.api is not kube.api  # its own connections too
+    kube.create(node("n1"))
+    lease_client.bound(0.0)  # the renew deadline has passed: nothing is sent, nothing retried
+    with pytest.raises(Fenced, match="deadline passed"):
+        lease_client.get("Node", "n1")
+    lease_client.bound(None)
+    assert lease_client.get("Node", "n1").metadata.name == "n1"

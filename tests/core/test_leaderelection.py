@@ -145,3 +145,68 @@ def test_after_a_takeover_writes_wait_for_the_grace_a_clean_handover_does_not():
     assert b.release()
     clock.advance(1)
     assert a.tick() and a.may_write()  # a released lease is handed over at once, no grace
+
+
+class SlowLeaseClient:
+    """The in-memory cluster behind a slow network: each lease read takes ``read_seconds`` of the fake
+    clock (a request waiting for rate-limiter tokens, say); records the bounds the elector sets."""
+
+    def __init__(self, cluster: MemoryCluster, clock: FakeClock, read_seconds: float):
+        self.cluster, self.clock, self.read_seconds = cluster, clock, read_seconds
+        self.bounds: list[float | None] = []
+        self.deadline: float | None = None
+        self.seen_leading: list[bool] = []
+        self.elector: LeaderElector | None = None
+
+    def bound(self, seconds):
+        self.bounds.append(seconds)
+        self.deadline = None if seconds is None else self.clock.now() + seconds
+
+    def get(self, kind, name, namespace=""):
+        self.clock.advance(self.read_seconds)
+        if self.deadline is not None and self.clock.now() >= self.deadline:
+            raise ApiError("GET lease: not sent: the request's deadline passed")
+        if self.elector is not None and self.elector.leading:
+            self.seen_leading.append(self.elector.is_leader())
+        return self.cluster.get(kind, name, namespace)
+
+    def create(self, obj):
+        return self.cluster.create(obj)
+
+    def update(self, obj):
+        return self.cluster.update(obj)
+
+
+def slow_leader(read_seconds: float):
+    clock = FakeClock(1000.0)
+    client = SlowLeaseClient(MemoryCluster(clock), clock, read_seconds)
+    elector = LeaderElector(client, clock, LeaderElectionConfig("kubesched", "kube-system", "a", 2, 1.5, 0.25))
+    client.elector = elector
+    return clock, client, elector
+
+
+def test_a_renewal_counts_from_its_write_so_slow_reads_before_it_do_not_cost_the_lease():
+    # the issue's burst: 2 s lease, 1.5 s renew deadline, 250 ms retry period, each read 0.8 s late; a
+    # renewal's validity starts when its write is sent, not when its attempt started
+    clock, client, elector = slow_leader(0.8)
+    assert elector.tick()
+    for _ in range(40):  # 40 renewals, 10 s of bursts
+        clock.advance(0.25)
+        assert elector.tick()
+        assert elector.renewed_at == clock.now()  # the write right after the slow read
+    assert len(client.seen_leading) == 40 and all(client.seen_leading)  # never fenced while renewing
+    assert elector.leading and elector.is_leader()
+
+
+def test_while_leading_a_renewal_is_bounded_by_the_renew_deadline_and_loss_is_decided_on_its_outcome():
+    clock, client, elector = slow_leader(0.0)
+    assert elector.tick() and client.bounds == []  # acquiring: no renew deadline yet
+    clock.advance(0.25)
+    elector.tick()
+    assert client.bounds == [1.25, None]  # what was left of the 1.5 s since the last write, then lifted
+    client.read_seconds = 2.0  # the next read hangs past the renew deadline: cut there, and then lost
+    clock.advance(0.25)
+    assert elector.is_leader()
+    assert not elector.tick()
+    assert client.bounds[-2:] == [1.25, None]
+    assert not elector.leading and not elector.is_leader()

@@ -88,7 +88,7 @@ def test_discover_finds_the_built_in_plugins():
     assert registry.origin["NodeResourcesFit"] == "kubesched"
     assert "NodeName" in registry and "Nope" not in registry
     assert registry.get("Nope") is None
-    assert extension_points(registry.get("NodeResourcesFit")) == ["preFilter", "filter", "score", "placementScore"]
+    assert extension_points(registry.get("NodeResourcesFit")) == ["preFilter", "filter", "preScore", "score", "placementScore"]
     assert extension_points(registry.get("DefaultBinder")) == ["bind"]
 
 

@@ -5,7 +5,6 @@ the pods it may help."""
 from __future__ import annotations
 
 import attrs
-import pytest
 
 from kubesched.core.api.core_v1 import ContainerStatus, PodCondition, ResourceRequirements
 from kubesched.core.framework.resources import pod_scaled_down
@@ -51,7 +50,6 @@ def test_a_pod_resized_up_but_deferred_counts_its_new_spec_and_a_shrink_counts_w
     assert requested_cpu(sim, "n1") == 1000
 
 
-@pytest.mark.xfail(strict=True, reason="the assigned-pod update event reads the status once core/scheduler allows")
 def test_a_shrink_the_kubelet_allocates_schedules_the_pod_waiting_for_it():
     sim = Simulation()
     sim.create([node("n1", cpu="4"), pod("big", cpu="3", node_name="n1")])

@@ -19,9 +19,21 @@ def render(relative: str, **data) -> dict:
     if "performance-config" not in p.name and "scheduler-config" not in p.name
 ))
 def test_every_shipped_template_expands_to_one_yaml_object(path):
-    # the templateParams the workload-aware configs pass (podgroup/, workload_preemption/, default_preemption/)
-    doc = render(path, Index=3, podsPerGroup=3, minCount=3, cpuRequest="100m", nodesCount=2, podsCount=10)
+    # the templateParams the workload-aware configs pass (podgroup/, workload_preemption/, default_preemption/),
+    # and what createCompositePodGroups sets (cpg/)
+    doc = render(path, Index=3, podsPerGroup=3, minCount=3, cpuRequest="100m", nodesCount=2, podsCount=10,
+                 Level=2, ParentLevel=1, ParentIndex=1, ChildrenCount=2, parentLevel=1, childrenPodGroupsPerCPG=2,
+                 priority=1000, PodGroupCount=2)
     assert isinstance(doc, dict) and "kind" in doc
+
+
+def test_a_composite_pod_group_names_its_parent_one_level_up():
+    doc = render("cpg/templates/composite-podgroup.yaml", Index=3, Level=2, ParentLevel=1, ParentIndex=1,
+                 ChildrenCount=4, gang=True, priority=1000)
+    assert doc["metadata"]["name"] == "cpg-l2-3" and doc["spec"]["parentCompositePodGroupName"] == "cpg-l1-1"
+    assert doc["spec"]["schedulingPolicy"] == {"gang": {"minGroupCount": 4}} and doc["spec"]["priority"] == 1000
+    root = render("cpg/templates/composite-podgroup.yaml", Index=0, Level=1, ParentLevel=0, ChildrenCount=4)
+    assert "parentCompositePodGroupName" not in root["spec"] and root["spec"]["schedulingPolicy"] == {"basic": {}}
 
 
 def test_the_older_lower_case_mod_and_div_with_spaces_inside_the_braces():
@@ -88,13 +100,21 @@ def test_printing_follows_go():
     assert expand("a {{- .x -}} b", {"x": 1}) == "a1b"
     assert expand('{{if eq .x "y"}}yes{{else if .z}}z{{else}}no{{end}}', {"x": "n", "z": 0}) == "no"
     assert expand("{{/* a comment */}}ok", {}) == "ok"
+    # with: the body sees the value as ., only when it is not empty
+    assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 1000}) == "priority: 1000"
+    assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 0}) == "none"
+    assert expand("{{with .missing}}x{{end}}ok", {}) == "ok"
+    # range naming its element, or its index and element
+    assert expand("{{range $i := 3}}[{{$i}}]{{end}}", {}) == "[0][1][2]"
+    assert expand("{{range $k, $v := .m}}{{$k}}={{$v}};{{end}}", {"m": {"b": 2, "a": 1}}) == "a=1;b=2;"
+    assert expand("{{range $i, $e := .l}}{{$i}}:{{$e}} {{end}}", {"l": ["x", "y"]}) == "0:x 1:y "
 
 
 @pytest.mark.parametrize("text, problem", [
     ('{{printf "%d" .Index}}', "function 'printf' not defined"),
-    ("{{with .x}}{{end}}", "unsupported action"),
+    ("{{with $v := .x}}{{end}}", "with with variables"),
     ('{{template "x"}}', "unsupported action"),
-    ("{{range $i, $e := .list}}{{end}}", "range with variables"),
+    ("{{range $i = .list}}{{end}}", "range with variables"),
     ("{{if .x}}never closed", "missing {{end}}"),
     ("{{end}}", "unexpected {{end}}"),
     ("{{.Index", "unclosed action"),

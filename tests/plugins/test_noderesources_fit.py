@@ -451,3 +451,127 @@ def test_growing_a_node_releases_the_pod():
     sim.cluster.update_status(attrs.evolve(n, status=bigger.status))
     sim.run()
     assert sim.placements() == {"default/p": "n"}
+
+
+# --- upstream's fit_test.go tables -------------------------------------------------------------------------
+# Ported from kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources/fit_test.go (the version with
+# pod-level resources and DRAExtendedResource, index id 789199930; older cases as at 007f7ae7dc217d27dad994dce003cfe1c5bc6706):
+# TestEnoughRequests and TestNotEnoughRequests.  The node is upstream's makeAllocatableResources(10, 20, 32, 5, 20, 5):
+# 10 milli-CPU, 20 bytes of memory, 32 pods, 5 example.com/aaa, 20 bytes of ephemeral storage, 5 bytes of hugepages-2Mi.
+
+EXT_A, EXT_B, HUGE = "example.com/aaa", "example.com/bbb", "hugepages-2Mi"
+
+
+def upstream_node(pods: int = 32):
+    return node("n", cpu="10m", memory="20", pods=pods, extra_resources={EXT_A: "5", "ephemeral-storage": "20", HUGE: "5"})
+
+
+def res(cpu=0, mem=0, **scalar) -> dict:
+    """A container asking ``cpu`` milli-CPU, ``mem`` bytes and the scalar resources (upstream framework.Resource)."""
+    requests = {}
+    if cpu:
+        requests["cpu"] = f"{cpu}m"
+    if mem:
+        requests["memory"] = str(mem)
+    names = {"example_com_aaa": EXT_A, "example_com_bbb": EXT_B, "hugepages_2Mi": HUGE}
+    requests.update({names[name]: str(v) for name, v in scalar.items()})
+    return {"name": "", "resources": {"requests": requests}}
+
+
+def rpod(*containers, init=(), pod_level=None):
+    """upstream newResourcePod / newResourceInitPod / newPodLevelResourcesPod."""
+    spec = {"containers": [{**c, "name": f"c{i}"} for i, c in enumerate(containers)] or [{"name": "c"}],
+            "initContainers": [{**c, "name": f"i{i}"} for i, c in enumerate(init)]}
+    if pod_level is not None:
+        spec["resources"] = {"requests": pod_level}
+    return pod("p", **spec)
+
+
+def insufficient(*names):
+    return tuple(f"Insufficient {n}" for n in names)
+
+
+@pytest.mark.parametrize("name, p, used, want", [
+    ("no resources requested always fits", rpod(), res(10, 20), (Code.SUCCESS, ())),
+    ("too many resources fails", rpod(res(1, 1)), res(10, 20), (U, insufficient("cpu", "memory"))),
+    ("too many resources fails due to init container cpu", rpod(res(1, 1), init=[res(3, 1)]), res(8, 19),
+     (U, insufficient("cpu"))),
+    ("too many resources fails due to highest init container cpu", rpod(res(1, 1), init=[res(3, 1), res(2, 1)]),
+     res(8, 19), (U, insufficient("cpu"))),
+    ("too many resources fails due to init container memory", rpod(res(1, 1), init=[res(1, 3)]), res(9, 19),
+     (U, insufficient("memory"))),
+    ("init container fits because it's the max, not sum, of containers and init containers",
+     rpod(res(1, 1), init=[res(1, 1)]), res(9, 19), (Code.SUCCESS, ())),
+    ("both resources fit", rpod(res(1, 1)), res(5, 5), (Code.SUCCESS, ())),
+    ("one resource memory fits", rpod(res(2, 1)), res(9, 5), (U, insufficient("cpu"))),
+    ("one resource cpu fits", rpod(res(1, 2)), res(5, 19), (U, insufficient("memory"))),
+    ("equal edge case", rpod(res(5, 1)), res(5, 19), (Code.SUCCESS, ())),
+    ("equal edge case for init container", rpod(res(4, 1), init=[res(5, 1)]), res(5, 19), (Code.SUCCESS, ())),
+    ("extended resource fits", rpod(res(example_com_aaa=1)), res(), (Code.SUCCESS, ())),
+    ("extended resource capacity enforced", rpod(res(1, 1, example_com_aaa=10)), res(), (UU, insufficient(EXT_A))),
+    ("extended resource allocatable enforced for multiple containers",
+     rpod(res(1, 1, example_com_aaa=3), res(1, 1, example_com_aaa=3)), res(example_com_aaa=2),
+     (UU, insufficient(EXT_A))),  # 6 > 5 allocatable: unresolvable, as the newest fitsRequest marks it
+    ("extended resource allocatable admits multiple init containers",
+     rpod(init=[res(1, 1, example_com_aaa=3), res(1, 1, example_com_aaa=3)]), res(example_com_aaa=2),
+     (Code.SUCCESS, ())),
+    ("extended resource allocatable enforced for unknown resource", rpod(res(1, 1, example_com_bbb=1)), res(),
+     (UU, insufficient(EXT_B))),
+    ("both pod-level and container-level resources fit", rpod(res(1, 1), pod_level={"cpu": "1m", "memory": "2"}),
+     res(5, 5), (Code.SUCCESS, ())),
+    ("pod-level cpu resource not fit", rpod(res(1, 1), pod_level={"cpu": "7m", "memory": "2"}), res(5, 5),
+     (U, insufficient("cpu"))),
+    ("pod-level memory resource not fit", rpod(res(1, 1), pod_level={"cpu": "3m", "memory": "2"}), res(5, 19),
+     (U, insufficient("memory"))),
+    ("pod-level hugepages resource fit", rpod(pod_level={"cpu": "3m", "memory": "2", HUGE: "5"}), None,
+     (Code.SUCCESS, ())),
+    ("both pod-level and container-level hugepages resource fit",
+     rpod(res(1, 1, hugepages_2Mi=3), pod_level={"cpu": "3m", "memory": "2", HUGE: "5"}), None, (Code.SUCCESS, ())),
+    ("pod-level hugepages resource not fit", rpod(pod_level={"cpu": "3m", "memory": "2", HUGE: "10"}), None,
+     (UU, insufficient(HUGE))),
+    ("one pod-level cpu resource fits and all init and non-init containers resources fit",
+     rpod(res(1, 1), init=[res(1, 1)], pod_level={"cpu": "3m", "memory": "2"}), res(5, 19),
+     (U, insufficient("memory"))),
+])
+def test_upstream_enough_requests(name, p, used, want):
+    existing = [] if used is None else [rpod(used)]
+    existing = [attrs.evolve(e, metadata=attrs.evolve(e.metadata, name=f"e{i}", uid=f"e{i}"))
+                for i, e in enumerate(existing)]
+    assert fit_filter(p, upstream_node(), *existing) == want
+
+
+@pytest.mark.parametrize("name, p, used", [
+    ("even without specified resources, predicate fails when there's no space for additional pod", rpod(),
+     res(10, 20)),
+    ("even if both resources fit, predicate fails when there's no space for additional pod", rpod(res(1, 1)),
+     res(5, 5)),
+    ("even for equal edge case, predicate fails when there's no space for additional pod", rpod(res(5, 1)),
+     res(5, 19)),
+    ("even for equal edge case, predicate fails when there's no space for additional pod due to init container",
+     rpod(res(5, 1), init=[res(5, 1)]), res(5, 19)),
+])
+def test_upstream_not_enough_requests(name, p, used):
+    existing = attrs.evolve(rpod(used), metadata=attrs.evolve(rpod(used).metadata, name="e", uid="e"))
+    assert fit_filter(p, upstream_node(pods=1), existing) == (U, ("Too many pods",))
+
+
+# --- PreScore ----------------------------------------------------------------------------------------------
+
+
+def test_pre_score_computes_the_scoring_requests_once_and_score_agrees_without_it():
+    """Upstream's PreScore (preScoreState): the pod's requests with the non-zero defaults, computed once; a
+    profile that leaves PreScore out scores the same."""
+    plugin = make(NodeResourcesFit)
+    infos = [info(node("a", cpu="4", memory="8Gi"), on(pod("e", cpu="3"), "a")), info(node("b", cpu="4", memory="8Gi"))]
+    p = pod("p", cpu="1", memory="1Gi")
+    with_pre = CycleState()
+    assert plugin.pre_score(with_pre, p, []) is None
+    assert with_pre.get("PreScoreNodeResourcesFit") == {"cpu": 1000, "memory": 1024**3}
+    assert score_all(plugin, with_pre, p, infos) == score_all(plugin, CycleState(), p, infos)
+
+
+def test_a_profile_may_list_node_resources_fit_under_pre_score():
+    cfg = config(plugins={"preScore": {"enabled": [{"name": "NodeResourcesFit"}]}})
+    sim = simulate([node("a", cpu="4"), node("b", cpu="4"), pod("e", cpu="3", node_name="a"), pod("p", cpu="1")], cfg)
+    assert "NodeResourcesFit" in sim.scheduler.profiles["default-scheduler"].points["preScore"]
+    assert sim.pod("p").spec.node_name == "b"

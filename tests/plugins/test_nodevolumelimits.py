@@ -4,6 +4,7 @@ batch Filter agreeing with the exact one."""
 
 from __future__ import annotations
 
+from kubesched.core.api import from_manifest
 from kubesched.core.framework.status import Code
 from kubesched.core.framework.types import QueueingHint
 from kubesched.core.volume.claims import ANN_BIND_COMPLETED
@@ -120,3 +121,37 @@ def test_hints():
     assert hints["Pod"](p, on(pod("plain"), "n1"), None) == QueueingHint.QUEUE_SKIP
     assert hints["PersistentVolumeClaim"](p, None, claim("c0")) == QueueingHint.QUEUE
     assert hints["PersistentVolumeClaim"](p, None, claim("c9")) == QueueingHint.QUEUE_SKIP
+
+
+def csi_driver(name: str, prevent: bool | None):
+    spec = {} if prevent is None else {"preventPodSchedulingIfMissing": prevent}
+    return from_manifest({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+                          "spec": spec})
+
+
+def test_volume_limit_scaling_keeps_pods_off_nodes_without_an_opted_in_driver():
+    """VolumeLimitScaling (1.37): a CSIDriver with preventPodSchedulingIfMissing sends its volumes' pods only to
+    nodes whose CSINode lists it (a node without a CSINode, or with another driver only, is refused with
+    upstream's message); without the opt-in such nodes stay unlimited."""
+    objects = [*csi_pair(0), csi_node("has", {DRIVER: None}), csi_node("other", {"other.csi": 5})]
+    infos = [info(node("has")), info(node("other")), info(node("none"))]
+    for prevent, expected in ((True, [None, "missing", "missing"]), (False, [None, None, None]),
+                              (None, [None, None, None])):
+        plugin = make(NodeVolumeLimits, objects=[*objects, csi_driver(DRIVER, prevent)])
+        state, _, status = run_pre_filter(plugin, user("p", 0), infos)
+        assert status is None
+        statuses = filter_all(plugin, state, user("p", 0), infos)
+        assert [s and (s.code, s.reasons) for s in statuses] == [
+            None if e is None else (Code.UNSCHEDULABLE, (f"{DRIVER} CSI driver is not installed on the node",))
+            for e in expected]
+    sim = simulate([*objects, csi_driver(DRIVER, True), node("other"), node("none"), user("p", 0)])
+    assert fit_reason(sim) == f"0/2 nodes are available: 2 {DRIVER} CSI driver is not installed on the node."
+
+
+def test_a_csi_node_that_gains_the_driver_or_a_larger_limit_brings_pods_back():
+    plugin = make(NodeVolumeLimits)
+    [hint] = [e.hint for e in plugin.events_to_register() if e.event.resource == "CSINode" and e.hint is not None]
+    p = user("p", 0)
+    assert hint(p, csi_node("n", {"other.csi": 1}), csi_node("n", {"other.csi": 1, DRIVER: 1})) == QueueingHint.QUEUE
+    assert hint(p, csi_node("n", {DRIVER: 1}), csi_node("n", {DRIVER: 2})) == QueueingHint.QUEUE
+    assert hint(p, csi_node("n", {DRIVER: 2}), csi_node("n", {DRIVER: 1})) == QueueingHint.QUEUE_SKIP

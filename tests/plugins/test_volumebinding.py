@@ -11,6 +11,7 @@ import pytest
 from kubesched.core.api import from_manifest
 from kubesched.core.cluster.client import Conflict
 from kubesched.core.framework.config import ConfigError
+from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.types import QueueingHint
 from kubesched.core.volume.claims import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
 from kubesched.drivers.simulation import Simulation
@@ -324,10 +325,19 @@ def test_score_with_a_shape_prefers_the_fullest_pv():
     assert plugin.score(state, claim_pod("q", "c2"), n1) == 8  # 8Gi of 100Gi -> 8 %
 
 
-def test_without_a_shape_score_is_skipped():
-    sim = simulate([node("n1")])
+def test_without_a_shape_the_default_prefers_the_roomiest_pv():
+    """StorageCapacityScoring on (1.37): SetDefaults_VolumeBindingArgs' shape {0 %: 10, 100 %: 0} scores the
+    emptiest volume highest, so with every other plugin tied the pod goes where its claim leaves most room."""
+    sim = simulate([node("n1"), node("n2"), local_class(),
+                    persistent_volume("roomy", "100Gi", "local", node_affinity={HOST: ["n1"]}),
+                    persistent_volume("snug", "10Gi", "local", node_affinity={HOST: ["n2"]}),
+                    claim("c1", "8Gi", "local"), claim_pod("p", "c1")])
+    assert sim.pod("p").spec.node_name == "n1"
     plugin = sim.scheduler.profiles["default-scheduler"].plugins["VolumeBinding"]
-    assert plugin.pre_score(None, pod("p"), []).code.name == "SKIP"
+    assert plugin.pre_score(CycleState(), pod("p"), []).code.name == "SKIP"  # no claims: nothing to score
+    gi = 1024**3
+    assert plugin._class_score({"local": [8 * gi, 100 * gi]}) == 92  # 8 % used
+    assert plugin._class_score({"local": [8 * gi, 10 * gi]}) == 20  # 80 % used
 
 
 @pytest.mark.parametrize("args, message", [

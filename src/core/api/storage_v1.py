@@ -86,10 +86,13 @@ class CSINode:
 @frozen
 class CSIDriverSpec:
     """``storage_capacity``: the scheduler checks CSIStorageCapacity before
-    provisioning volumes of this driver."""
+    provisioning volumes of this driver; ``prevent_pod_scheduling_if_missing``
+    (VolumeLimitScaling): a pod with its volumes goes only to nodes whose
+    CSINode lists the driver."""
 
     attach_required: bool | None = None
     storage_capacity: bool | None = None
+    prevent_pod_scheduling_if_missing: bool | None = None
     extra: dict[str, Any] = field(factory=dict, eq=False)
 
 

@@ -197,3 +197,10 @@ class ClusterClient:
         in the background (events) are done; returns whether they are."""
         return True
 
+    def bound(self, seconds: float | None) -> None:
+        """Requests sent from now on, their retries included, must be over
+        within ``seconds`` (client-go's request context with a timeout): later
+        ones are refused with :class:`Fenced`; None lifts the bound.  For a
+        client one thread owns (the leader elector's).  An in-memory cluster
+        answers at once: nothing to bound."""
+

@@ -31,6 +31,7 @@ configuration's ``clientConnection.qps``/``burst``.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import queue
@@ -248,6 +249,8 @@ class KubernetesCluster(ClusterClient):
         # one connection per watch plus the writers: keep them all pooled
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
         self.api = ApiClient(configuration)
+        self.configuration = configuration
+        self._retry_settings = (retries, backoff_factor)
         self.host = configuration.host
         self.limiter = TokenBucketRateLimiter(qps, burst)
         self.request_timeout = request_timeout
@@ -258,6 +261,7 @@ class KubernetesCluster(ClusterClient):
         #: the leadership term's guard: a reason to refuse writes, or None (see :meth:`refusal`)
         self.fence: Callable[[], str | None] | None = None
         self._closing_at: float | None = None
+        self._deadline: float | None = None  # see bound()
         self._events: queue.Queue = queue.Queue(EVENT_QUEUE_LENGTH)
         self._event_writer: threading.Thread | None = None
         self._event_lock = threading.Lock()
@@ -290,7 +294,24 @@ class KubernetesCluster(ClusterClient):
         config.load_incluster_config(client_configuration=configuration)
         return cls(configuration, **kwargs)
 
+    def leader_election_client(self, renew_deadline: float) -> "KubernetesCluster":
+        """A client of its own for the lease (kube-scheduler's leader election
+        client, resourcelock.NewFromKubeconfig): the same server, credentials,
+        ``qps`` and ``burst`` but its own rate limiter and connections, so a
+        renewal never waits behind the scheduler's bindings and events; a
+        request timeout of ``renew_deadline`` / 2 (at least 1 s), as upstream."""
+        configuration = copy.copy(self.configuration)
+        retries, backoff_factor = self._retry_settings
+        return KubernetesCluster(configuration, qps=self.limiter.qps, burst=self.limiter.burst, retries=retries,
+                                 backoff_factor=backoff_factor, request_timeout=max(renew_deadline / 2, 1.0),
+                                 watch_timeout=self.watch_timeout, watch_backoff=self.watch_backoff)
+
     # --- fencing and shutdown -------------------------------------------------------------
+
+    def bound(self, seconds: float | None) -> None:
+        """See :meth:`ClusterClient.bound`: requests and retries past ``seconds`` from now are refused,
+        and a request's timeout is cut to what is left."""
+        self._deadline = None if seconds is None else time.monotonic() + seconds
 
     def refusal(self, method: str, path: str) -> str | None:
         """Why the request must not be sent now, or None: a write (anything
@@ -302,6 +323,8 @@ class KubernetesCluster(ClusterClient):
         sent."""
         if self._closing_at is not None and time.monotonic() >= self._closing_at:
             return "the client is shutting down"
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return "the request's deadline passed"
         fence = self.fence
         if fence is None or method == "GET" or any(part in path for part in UNFENCED):
             return None
@@ -314,11 +337,12 @@ class KubernetesCluster(ClusterClient):
 
     def _timeout(self, timeout: float | tuple[float, float] | None) -> float | tuple[float, float]:
         """The request's timeout in seconds (or (connect, read) seconds, as a watch asks), cut to what is
-        left of the shutdown grace once :meth:`close` was called."""
+        left of the shutdown grace once :meth:`close` was called, or of the :meth:`bound`."""
         wanted = timeout or self.request_timeout
-        if self._closing_at is None:
+        ends = min((t for t in (self._closing_at, self._deadline) if t is not None), default=None)
+        if ends is None:
             return wanted
-        left = self._closing_at - time.monotonic()
+        left = ends - time.monotonic()
         if isinstance(wanted, tuple):
             return (max(min(wanted[0], left), 0.001), max(min(wanted[1], left), 0.001))
         return max(min(wanted, left), 0.001)

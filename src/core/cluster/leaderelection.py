@@ -114,12 +114,27 @@ class LeaderElector:
 
     def tick(self) -> bool:
         """One attempt to acquire or renew; starts or stops leading accordingly.
-        Returns whether the attempt succeeded."""
-        started = self.clock.now()  # the lease's new renewTime is no earlier than this
-        ok = self.try_acquire_or_renew()
+        Returns whether the attempt succeeded.
+
+        While leading, the attempt's requests are bounded by the renew
+        deadline (client-go's renew context: :meth:`ClusterClient.bound`), and
+        leadership is lost on the attempt's outcome: it failed and the renew
+        deadline has passed since the last successful write.  A success counts
+        from when its write was sent (:attr:`renewed_at`), not from when the
+        attempt started."""
+        renewed_at = self.renewed_at
+        bounded = self.leading and renewed_at is not None
+        if bounded and renewed_at is not None:
+            self.cluster.bound(max(renewed_at + self.config.renew_deadline - self.clock.now(), 0.0))
+        try:
+            written = self.try_acquire_or_renew()
+        finally:
+            if bounded:
+                self.cluster.bound(None)
+        ok = written is not None
         now = self.clock.now()
-        if ok:
-            self.renewed_at = started
+        if written is not None:
+            self.renewed_at = written
             if not self.leading:
                 self.leading = True
                 log.info("successfully acquired lease %s/%s", self.config.namespace, self.config.name,
@@ -132,32 +147,36 @@ class LeaderElector:
             self.on_stopped_leading()
         return ok
 
-    def try_acquire_or_renew(self) -> bool:
+    def try_acquire_or_renew(self) -> float | None:
         """client-go's ``tryAcquireOrRenew``: create the lease, renew our own,
-        or take over one that has not changed for its lease duration."""
+        or take over one that has not changed for its lease duration.
+        Returns when the successful write was sent (clock seconds; the
+        lease's new renewTime), None when the attempt failed."""
         cfg = self.config
         now = self.clock.now()
         try:
             lease = self.cluster.get("Lease", cfg.name, cfg.namespace)
         except NotFound:
+            now = self.clock.now()  # the write is sent now
             spec = LeaseSpec(holder_identity=cfg.identity, lease_duration_seconds=int(cfg.lease_duration),
                              acquire_time=now, renew_time=now, lease_transitions=0)
             try:
                 created = self.cluster.create(Lease(ObjectMeta(name=cfg.name, namespace=cfg.namespace), spec))
             except ApiError as err:
                 log.info("creating lease %s/%s failed: %s", cfg.namespace, cfg.name, err)
-                return False
+                return None
             self._observe(created, now)
-            return True
+            return now
         except ApiError as err:
             log.info("reading lease %s/%s failed: %s", cfg.namespace, cfg.name, err)
-            return False
+            return None
         if self._observed != lease.spec:
             self._observe(lease, now)
         record = lease.spec
         held_by_other = record.holder_identity and record.holder_identity != cfg.identity
         if held_by_other and self._observed_at + record.lease_duration_seconds > now:
-            return False
+            return None
+        now = self.clock.now()  # the write is sent now: others see it change no earlier
         mine = record.holder_identity == cfg.identity
         if held_by_other:  # taking over: its last renewal is no later than when we saw the lease change
             self.writes_from = self._observed_at + record.lease_duration_seconds + cfg.takeover_grace
@@ -172,9 +191,9 @@ class LeaderElector:
             updated = self.cluster.update(attrs.evolve(lease, spec=spec))
         except ApiError as err:
             log.info("updating lease %s/%s failed: %s", cfg.namespace, cfg.name, err)
-            return False
+            return None
         self._observe(updated, now)
-        return True
+        return now
 
     def _observe(self, lease: Lease, now: float) -> None:
         self._lease = lease

@@ -47,6 +47,7 @@ from ..api.scheduling_v1beta1 import (
 )
 from ..api.validation import problems, resize_problems, status_update_problems, update_problems
 from ..clock import Clock, FakeClock
+from ..features import FeatureGates
 from .client import (
     ADDED,
     DELETED,
@@ -62,6 +63,7 @@ from .client import (
     WatchEvent,
     WatchSink,
 )
+from .gated import admit_gated
 from .patch import STRATEGIC_MERGE_PATCH, apply_patch, with_preconditions
 
 #: A pod's grace period in its metadata while it terminates (upstream ``deletionGracePeriodSeconds``).
@@ -83,12 +85,16 @@ class MemoryCluster(ClusterClient):
     node only gets a ``deletionTimestamp`` its grace period ahead and stays
     until :meth:`finish_terminating_pods` (the kubelets' part), as on a real
     cluster; without it (the embedded cluster has no kubelets) it goes at
-    once.  Thread-safe: one lock guards the store.
+    once; ``features``: the feature gates it serves objects and fields by
+    (:mod:`.gated`; default: every gate at its default in the newest release,
+    a scheduler over this cluster takes the same object).  Thread-safe: one
+    lock guards the store.
     """
 
     def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = 100_000,
-                 graceful_deletion: bool = False):
+                 graceful_deletion: bool = False, features: FeatureGates | None = None):
         self.clock = clock or FakeClock()
+        self.features = features if features is not None else FeatureGates()
         #: Delete pods as kube-apiserver with kubelets does (see :meth:`delete`).
         self.graceful_deletion = graceful_deletion
         self._rng = random.Random(seed)
@@ -164,6 +170,7 @@ class MemoryCluster(ClusterClient):
         kind = resource.kind
         self._check_fail("create", kind, obj)
         with self._lock:
+            obj = admit_gated(obj, self.features)
             meta = obj.metadata
             if not meta.name:
                 if not meta.generate_name:
@@ -220,10 +227,11 @@ class MemoryCluster(ClusterClient):
               resource_version: str | None = None) -> Any:
         """See :meth:`ClusterClient.patch`; a Pod also has the ``resize``
         subresource, which changes only its containers' resources (upstream's
-        in-place pod resize).  The fail hook sees the verb ``patch`` or
+        in-place pod resize; served while InPlacePodVerticalScaling is on).  The fail hook sees the verb ``patch`` or
         ``patch_<subresource>`` and ``namespace/name``."""
         resource = RESOURCES.get(kind)
-        if resource is None or subresource not in ("", "status") + (("resize",) if kind == "Pod" else ()):
+        resize = ("resize",) if kind == "Pod" and self.features.enabled("InPlacePodVerticalScaling") else ()
+        if resource is None or subresource not in ("", "status") + resize:
             raise NotFound(f"the server could not find the requested resource ({kind} {subresource})".rstrip())
         self._check_fail(f"patch_{subresource}" if subresource else "patch", kind,
                          f"{namespace}/{name}" if namespace else name)

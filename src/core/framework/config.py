@@ -366,6 +366,25 @@ def load_config(
     file and field in a process.
     """
     where = str(source) if isinstance(source, (str, Path)) else "configuration"
+    body = _configuration_body(source, where)
+    try:
+        config = structure(body, KubeSchedulerConfiguration)
+    except ManifestError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    problems = validate_config(config)
+    merged, profile_problems = validated_profiles(config.profiles or (Profile(),), default_plugins)
+    problems += profile_problems
+    if problems:
+        raise ConfigError(f"{where}: " + "; ".join(problems))
+    merged = with_extender_ignored_resources(merged, config.extenders)
+    _warn_not_honoured(body, where)
+    return attrs.evolve(config, profiles=tuple(merged))
+
+
+def _configuration_body(source: str | Path | dict | None, where: str) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration document of ``source`` (a file, bounded as every manifest is; a
+    parsed dict; None: all defaults) without ``apiVersion`` and ``kind``, which must be
+    kubescheduler.config.k8s.io/v1's.  Raises :class:`ConfigError` naming ``where``."""
     if source is None:
         data: Any = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, dict):
@@ -381,19 +400,7 @@ def load_config(
         raise ConfigError(
             f"{where}: apiVersion/kind: expected {API_VERSION} {KIND}, got {data.get('apiVersion')} {data.get('kind')}"
         )
-    body = {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
-    try:
-        config = structure(body, KubeSchedulerConfiguration)
-    except ManifestError as err:
-        raise ConfigError(f"{where}: {err}") from None
-    problems = validate_config(config)
-    merged, profile_problems = validated_profiles(config.profiles or (Profile(),), default_plugins)
-    problems += profile_problems
-    if problems:
-        raise ConfigError(f"{where}: " + "; ".join(problems))
-    merged = with_extender_ignored_resources(merged, config.extenders)
-    _warn_not_honoured(body, where)
-    return attrs.evolve(config, profiles=tuple(merged))
+    return {k: v for k, v in data.items() if k not in ("apiVersion", "kind")}
 
 
 def validate_config(config: KubeSchedulerConfiguration) -> list[str]:

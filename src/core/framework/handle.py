@@ -9,6 +9,7 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
+from kubesched.core.features import FeatureGates
 from kubesched.core.observability.events import EventRecorder
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class Handle:
       upstream ``Handle.Extenders()``), for preemption's preempt verb; empty without any;
     - ``api_workers``: an executor for API calls off the scheduling loop
       (preemption's evictions), set by a daemon; None in simulations;
+    - ``features``: the scheduler's :class:`FeatureGates`
+      (``handle.features.enabled("SchedulerPopFromBackoffQ")``);
     - :meth:`on_loop` and :meth:`move_pods`: for PreBind and Bind plugins,
       which a daemon runs on binding workers.
     """
@@ -77,9 +80,12 @@ class Handle:
         move_pods: Callable[[Any, Any, Any], object] | None = None,
         api_workers: Executor | None = None,
         pod_groups: "PodGroupManager | None" = None,
+        features: FeatureGates | None = None,
         extenders: tuple = (),
     ):
         self.cluster = cluster
+        #: the scheduler's feature gates (every gate at its default in the newest release when not given)
+        self.features = features if features is not None else FeatureGates()
         self.informers = informers
         self.clock = clock
         self.recorder = recorder
@@ -159,6 +165,7 @@ def profile_handle(
     activate: Callable[[Any], None] | None = None,
     move_pods: Callable[[Any, Any, Any], object] | None = None,
     api_workers: Executor | None = None,
+    features: FeatureGates | None = None,
     extenders: tuple = (),
 ) -> Handle:
     """The :class:`Handle` a scheduler gives the plugins of its profile
@@ -168,7 +175,7 @@ def profile_handle(
     ``snapshot`` getter, ``dra`` (the DRA manager's getter), ``pod_groups``,
     the seeded ``rng``, the ``nominator`` and ``waiting_pods`` - plus the
     scheduler's ``activate``/``move_pods`` queue calls and ``api_workers``
-    (None where there is no queue or no workers).  Used by
+    (None where there is no queue or no workers) and its ``features``.  Used by
     :class:`~kubesched.core.scheduler.scheduler.Scheduler` and by
     ``kubesched.testing.PluginBench``."""
     return Handle(
@@ -186,5 +193,6 @@ def profile_handle(
         move_pods=move_pods,
         api_workers=api_workers,
         pod_groups=pod_groups,
+        features=features,
         extenders=extenders,
     )

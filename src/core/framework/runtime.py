@@ -23,6 +23,7 @@ from kubesched.core.observability import metrics
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
 from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
 from .diagnosis import Diagnosis, NodeToStatus
+from .extender import EXTENDER_NAME
 from .handle import Handle
 from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
 from .nodeinfo import NodeInfo, PodInfo
@@ -327,8 +328,12 @@ class Framework(PlacementExtensionPoints):
 
     def events_to_register(self) -> list[tuple[str, ClusterEventWithHint]]:
         """``(plugin, event with hint)`` for the plugins at the points whose
-        hints matter; a plugin without ``events_to_register`` gets every event."""
+        hints matter; a plugin without ``events_to_register`` gets every event,
+        and so does "Extender" when the scheduler has extenders (upstream's
+        defaultEnqueueExtension: a pod an extender rejected is retried on any event)."""
         out: list[tuple[str, ClusterEventWithHint]] = []
+        if self.handle.extenders:
+            out.append((EXTENDER_NAME, ClusterEventWithHint(EVERY_EVENT)))
         seen: set[str] = set()
         for point in ENQUEUE_POINTS:
             for name in self.points.get(point, ()):

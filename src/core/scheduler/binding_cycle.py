@@ -27,6 +27,7 @@ from kubesched.core.observability import metrics
 from ..api.core_v1 import Pod
 from ..clock import Timer
 from ..framework.cycle_state import CycleState
+from ..framework.extender import extenders_binding
 from ..framework.handle import calls_for_the_loop
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
@@ -121,7 +122,7 @@ class BindingCycle:
                        node_name: str, start: int) -> None:
         """PreBind plugins from ``start`` on, then Bind (on a binding worker
         when there is a pool); a :class:`PreBindWait` parks the binding cycle
-        in :attr:`binding_waits` and polls on the clock."""
+        in :attr:`waits` and polls on the clock."""
         pool = self.pool
         if pool is not None:
             self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
@@ -131,8 +132,17 @@ class BindingCycle:
             self._park(fwk, state, info, assumed, node_name, wait, index)
             return
         if status is None:
-            status = fwk.run_bind(state, assumed, node_name)
+            status = self.bind(fwk, state, assumed, node_name)
         self._finish_binding(fwk, state, info, assumed, node_name, status)
+
+    def bind(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> Status | None:
+        """Upstream ``bind``: a binder extender interested in the pod binds it (``extendersBinding``), else the
+        profile's Bind plugins.  None on success, else the failure."""
+        if self.shared.extenders:
+            taken, status = extenders_binding(self.shared.extenders, assumed, node_name)
+            if taken:
+                return status
+        return fwk.run_bind(state, assumed, node_name)
 
     def _park(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
               wait: PreBindWait, index: int) -> None:
@@ -178,7 +188,7 @@ class BindingCycle:
                 try:
                     status, wait, index = fwk.run_pre_bind(state, assumed, node_name, start)
                     if wait is None and status is None:
-                        status = fwk.run_bind(state, assumed, node_name)
+                        status = self.bind(fwk, state, assumed, node_name)
                 except Exception as err:  # noqa: BLE001 - a failing plugin fails the binding, as upstream
                     status, wait = Status(Code.ERROR, (f"running PreBind or Bind plugins: {err}",), error=err), None
             results.append((fwk, state, info, assumed, node_name, status, wait, index))
@@ -241,7 +251,11 @@ class BindingCycle:
             aborted += 1
         return aborted
 
-    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+    def _binding_failed(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+                        status: Status) -> None:
+        """Upstream ``handleBindingCycleError``: counted, recorded, unreserved and
+        forgotten, the pod back in the queue, and the room it held offered to
+        the pods waiting for room."""
         self.shared.stats.binding_failures += 1
         self._record_binding(state, node_name, status)
         unreserve_and_forget(self.shared.cache, fwk, state, assumed, node_name)
@@ -249,4 +263,4 @@ class BindingCycle:
         # after the pod is back in the queue, so that the room it frees does not count as news for itself
         uid = assumed.metadata.uid
         self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
-                            precheck=lambda pod: pod.metadata.uid != uid)
+                                   precheck=lambda pod: pod.metadata.uid != uid)

@@ -18,6 +18,7 @@ from kubesched.core.observability.metrics import EVENT_HANDLING_DURATION
 from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod
 from ..cluster.informer import AddHandler, DeleteHandler, UpdateHandler
+from ..framework.resources import pod_scaled_down
 from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 from .state import SchedulerState
 
@@ -159,14 +160,21 @@ def node_update_action(old: Node, new: Node) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.status.declared_features != new.status.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 
 def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
-    """Which assigned-Pod update bits changed (labels, scale-down of requests)."""
+    """Which assigned-Pod update bits changed: labels; a scale-down when the
+    pod now counts less of a resource, by its spec or by what its status says
+    the kubelet allocated after an in-place resize (upstream
+    ``extractPodScaleDown``)."""
     action = ActionType(0)
     if old.metadata.labels != new.metadata.labels:
         action |= ActionType.UPDATE_POD_LABEL
-    if old.spec.containers != new.spec.containers:
+    if (old.spec.containers != new.spec.containers or old.spec.resources != new.spec.resources
+            or old.status.container_statuses != new.status.container_statuses
+            or old.status.conditions != new.status.conditions) and pod_scaled_down(old, new):
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     return action

@@ -30,8 +30,10 @@ from ..api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_ke
 from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
+from ..features import FeatureGates
 from ..framework.config import ConfigError, KubeSchedulerConfiguration
 from ..framework.cycle_state import CycleState
+from ..framework.extender import build_extenders
 from ..framework.handle import profile_handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.podgroups import PodGroupManager
@@ -66,7 +68,9 @@ class Scheduler:
     ``bind_pool``: workers that run PreBind and Bind (and preemption's
     evictions, as ``handle.api_workers``) off the loop, with
     ``bind_wakeup`` called when one finished (None: on the loop, as
-    simulations need for determinism).  Construction builds every profile's
+    simulations need for determinism); ``features``: its :class:`FeatureGates`
+    (default: every gate at its default in the newest release), which every
+    profile's handle carries.  Construction builds every profile's
     framework, so configuration errors surface here as :class:`ConfigError`.
     Call :meth:`start`, then :meth:`step` from one thread.
 
@@ -89,13 +93,16 @@ class Scheduler:
         decisions: DecisionLog | None = None,
         bind_pool: Executor | None = None,
         bind_wakeup: Callable[[], object] | None = None,
+        features: FeatureGates | None = None,
     ):
         rng = rng if rng is not None else random.Random(seed)
         informers = informers or Informers(cluster)
         cache = Cache(clock)
         #: every PodGroup's pods and object (plugins: ``handle.pod_groups``)
         pod_groups = PodGroupManager(informers, cache.assumed_node)
-        self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache)
+        self.state = state = SchedulerState(cluster, config, clock, informers, pod_groups, decisions, cache,
+                                            features=features if features is not None else FeatureGates(),
+                                            extenders=build_extenders(config.extenders))
         nominator = Nominator()
         self._build_profiles(registry, rng, nominator, bind_pool)
         sorts = {(fw.queue_sort_name, repr(fw.profile.args_for(fw.queue_sort_name))) for fw in self.profiles.values()}
@@ -116,6 +123,7 @@ class Scheduler:
             group_of=self._queued_group if workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
             group_stranded=self._pod_group_stranded,
+            pop_from_backoff=state.features.enabled("SchedulerPopFromBackoffQ"),
         )
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
@@ -140,13 +148,21 @@ class Scheduler:
                 activate=lambda pod: state.queue.activate(pod),
                 move_pods=lambda event, old, new: state.queue.move_all(event, old, new),
                 api_workers=api_workers,
+                features=state.features,
+                extenders=state.extenders,
             )
             state.profiles[profile.scheduler_name] = Framework(profile, registry, handle)
 
     # --- the shared state, as drivers, reports and tests read it ---------------------------
 
     @property
+    def features(self) -> FeatureGates:
+        """Its feature gates (what every profile's handle carries)."""
+        return self.state.features
+
+    @property
     def config(self) -> KubeSchedulerConfiguration:
+        """The loaded KubeSchedulerConfiguration."""
         return self.state.config
 
     @property
@@ -156,14 +172,17 @@ class Scheduler:
 
     @property
     def informers(self) -> Informers:
+        """The informers the scheduler watches the cluster with."""
         return self.state.informers
 
     @property
     def queue(self) -> SchedulingQueue:
+        """The scheduling queue (activeQ, backoffQ, unschedulable pods, PodGroups as entities)."""
         return self.state.queue
 
     @property
     def cache(self) -> Cache:
+        """The cache: nodes, bound and assumed pods."""
         return self.state.cache
 
     @property
@@ -173,6 +192,7 @@ class Scheduler:
 
     @property
     def stats(self) -> SchedulingStats:
+        """Counters of this run (attempts by result, binds)."""
         return self.state.stats
 
     @property

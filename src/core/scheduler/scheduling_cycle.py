@@ -23,6 +23,12 @@ from kubesched.core.observability import metrics
 from ..api.core_v1 import Pod
 from ..framework.attempt_record import AttemptRecord
 from ..framework.cycle_state import CycleState
+from ..framework.extender import (
+    EXTENDER_NAME,
+    ExtenderError,
+    extender_scores,
+    find_nodes_that_pass_extenders,
+)
 from ..framework.nodeinfo import PodInfo
 from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.status import Code, Status
@@ -173,6 +179,10 @@ class SchedulingCycle:
             total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes)
         except ScoreError as err:
             raise CycleError(err.status) from None
+        if self.shared.extenders:
+            added = extender_scores(self.shared.extenders, pod, [n.node for n in nodes], state.record)
+            if added is not None:
+                total = total + added
         chosen = self.select_host(total, feasible)
         if state.record is not None:
             state.record.scored(snapshot.table.names[feasible], total, chosen)
@@ -230,7 +240,8 @@ class SchedulingCycle:
                     if fwk.run_filter_with_nominated_pods(state, pod, node_info, pods) is None:
                         if state.record is not None:
                             state.record.filtered(1, 1, [])
-                        return np.array([row])
+                        if len(self.pass_extenders(pod, np.array([row]), {}, state)):
+                            return np.array([row])
 
             if result is not None and result.node_names is not None:
                 rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index),
@@ -242,9 +253,32 @@ class SchedulingCycle:
             feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows, nominated) if len(rows) else rows
             if len(feasible) == 0:
                 raise FitError(pod, num_nodes, fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within))
+            if self.shared.extenders:
+                statuses: dict[str, Status] = {}
+                kept = self.pass_extenders(pod, feasible, statuses, state)
+                if len(kept) == 0:  # the FitError names the Filter plugins' and the extenders' rejections
+                    diagnosis = fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within)
+                    diagnosis.node_status = {**dict(diagnosis.node_status.items()), **statuses}
+                    diagnosis.unschedulable_plugins = diagnosis.unschedulable_plugins | {EXTENDER_NAME}
+                    raise FitError(pod, num_nodes, diagnosis)
+                feasible = kept
         except FilterError as err:
             raise CycleError(err.status) from None
         return feasible
+
+    def pass_extenders(self, pod: Pod, rows: np.ndarray, statuses: dict[str, Status], state: CycleState) -> np.ndarray:
+        """Upstream ``findNodesThatPassExtenders`` over the feasible snapshot ``rows``: the rows the extenders
+        keep, in their order; ``statuses`` gets their rejections.  A failing non-ignorable extender raises
+        :class:`CycleError` (an Error: the pod goes back to backoff), as upstream's attempt fails."""
+        snapshot = self.shared.snapshot
+        try:
+            kept = find_nodes_that_pass_extenders(self.shared.extenders, pod, [snapshot.nodes[r].node for r in rows],
+                                                  statuses, state.record)
+        except ExtenderError as err:
+            raise CycleError(Status.as_error(str(err))) from None
+        if len(kept) == len(rows):
+            return rows
+        return np.array([snapshot.index[name] for name in kept], dtype=np.int64)
 
     def find_nodes_that_pass_filters(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray,
                                      nominated: dict[str, list[PodInfo]]) -> np.ndarray:
@@ -258,8 +292,9 @@ class SchedulingCycle:
             else self.shared.config.percentage_of_nodes_to_score,
             count,
         )
-        if not fwk.score_plugins:
-            to_find = min(to_find, 1)
+        extenders = self.shared.extenders
+        if not fwk.score_plugins and not any(e.config.filter_verb or e.config.prioritize_verb for e in extenders):
+            to_find = min(to_find, 1)  # upstream: no scoring and no extender filters, the first feasible node
         start = self.next_start_node_index % count
         if start:
             rows = np.concatenate((rows[start:], rows[:start]))

@@ -17,7 +17,9 @@ from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
 from ..dra.manager import DRAManager
+from ..features import FeatureGates
 from ..framework.config import KubeSchedulerConfiguration
+from ..framework.extender import HTTPExtender
 from ..framework.podgroups import PodGroupManager
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
@@ -38,7 +40,10 @@ class SchedulerState:
     handles' view too); ``attempt_started``: pod UID -> ``time.perf_counter()``
     at the start of its current attempt (scheduler_scheduling_attempt_duration_seconds);
     ``decisions``: where attempt records go (None: not recorded); ``dra``:
-    the DRA manager once some profile asked for it (:meth:`dra_manager`).
+    the DRA manager once some profile asked for it (:meth:`dra_manager`);
+    ``features``: the scheduler's feature gates (every profile's ``handle.features``);
+    ``extenders``: the configuration's scheduler extenders, in upstream's
+    calling order (:func:`~kubesched.core.framework.extender.build_extenders`).
     """
 
     cluster: ClusterClient
@@ -55,6 +60,8 @@ class SchedulerState:
     stats: SchedulingStats = attrs.Factory(SchedulingStats)
     attempt_started: dict[str, float] = attrs.Factory(dict)
     dra: DRAManager | None = None
+    features: FeatureGates = attrs.Factory(FeatureGates)
+    extenders: tuple[HTTPExtender, ...] = ()
 
     def dra_manager(self) -> DRAManager:
         """The shared :class:`DRAManager`, created (and its kinds watched) on first use."""

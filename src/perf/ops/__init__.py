@@ -10,7 +10,7 @@ Families: :mod:`.nodes` (createNodes), :mod:`.namespaces`
 (createNamespaces), :mod:`.pods` (createPods, createPodSets, deletePods; with
 :mod:`.volumes` for pods with their own bound PV), :mod:`.objects`
 (createAny, updateAny), :mod:`.podgroups` (createPodGroups,
-waitForPodGroups), :mod:`.churn`, :mod:`.barriers` (barrier, sleep,
+createCompositePodGroups, waitForPodGroups), :mod:`.churn`, :mod:`.barriers` (barrier, sleep,
 checkPodScheduled), :mod:`.metrics` (start/stopCollectingMetrics),
 :mod:`.dra` (createResourceDriver, updateDeviceConditions,
 allocResourceClaims).  Shared: :mod:`.base` (the op base class and the
@@ -31,7 +31,7 @@ from .metrics import StartCollectingMetrics, StopCollectingMetrics
 from .namespaces import CreateNamespaces
 from .nodes import CreateNodes
 from .objects import CreateAny, UpdateAny
-from .podgroups import CreatePodGroups, WaitForPodGroups
+from .podgroups import CreateCompositePodGroups, CreatePodGroups, WaitForPodGroups
 from .pods import CreatePods, CreatePodSets, DeletePods
 
 #: opcode -> the op class that parses, checks and runs it.
@@ -44,6 +44,7 @@ OPS: dict[str, type[PerfOp]] = {
     "createAny": CreateAny,
     "updateAny": UpdateAny,
     "createPodGroups": CreatePodGroups,
+    "createCompositePodGroups": CreateCompositePodGroups,
     "waitForPodGroups": WaitForPodGroups,
     "churn": Churn,
     "barrier": Barrier,

@@ -49,12 +49,14 @@ class Executor(Protocol):
 
     ``namespaces`` maps each namespace ops registered to the pods a later
     ``barrier`` waits for (upstream's ``numPodsScheduledPerNamespace``);
-    ``feature_gates`` are the test case's overridden by the workload's."""
+    ``feature_gates`` are the test case's overridden by the workload's;
+    ``ops``: the workload's ops, in order."""
 
     cluster: MemoryCluster
     clock: Clock
     rng: random.Random
     namespaces: dict[str, int]
+    ops: list[PerfOp]
 
     @property
     def informers(self) -> Informers:

@@ -7,7 +7,8 @@ requests, ``request <= allocatable - requested``; the reasons are
 UnschedulableAndUnresolvable (preemption cannot help).  Extended resources in
 ``ignoredResources`` / ``ignoredResourceGroups`` are not checked.
 
-Score, by ``scoringStrategy.type``: LeastAllocated (default; prefer free
+PreScore computes the pod's requests for scoring once per cycle; Score, by
+``scoringStrategy.type``: LeastAllocated (default; prefer free
 nodes), MostAllocated (bin packing) or RequestedToCapacityRatio (a piecewise
 linear shape over utilisation), each a weighted average over
 ``scoringStrategy.resources`` (default cpu and memory, weight 1).
@@ -63,6 +64,7 @@ LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO = (
     "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio",
 )
 STATE_KEY = "PreFilterNodeResourcesFit"
+PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
 
 
 @frozen
@@ -233,7 +235,15 @@ class NodeResourcesFit:
                                    else Code.UNSCHEDULABLE, reasons))
         return index, statuses
 
-    # --- Score ---------------------------------------------------------------------------
+    # --- PreScore / Score ------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state, pod, nodes):
+        """The pod's requests as the scoring strategy counts them (non-zero
+        defaults for cpu and memory), once per cycle (upstream's
+        ``preScoreState``); Score computes them itself when PreScore is off."""
+        state.write(PRE_SCORE_KEY, scoring_requests(pod, use_requested=False))
+        return None
 
     @hookimpl
     def score(self, state, pod, node_info):
@@ -244,8 +254,10 @@ class NodeResourcesFit:
         pre = self._state(state, pod)
         devices = device_counts(self.handle.dra, pre.device_backed, table) if pre.device_backed else None
         # (resources, nodes) arrays: every resource scored by the same few numpy operations
-        alloc, requested, weights = allocatable_and_requested(table, rows, self.resources,
-                                                              scoring_requests(pod, use_requested=False),
+        requests = state.get(PRE_SCORE_KEY)
+        if requests is None:  # PreScore is disabled in the profile
+            requests = scoring_requests(pod, use_requested=False)
+        alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
         safe = np.maximum(alloc, 1)
         # requests are never negative, so a resource the node lacks (alloc 0) scores 0 in the first two

@@ -10,9 +10,10 @@
 - Filter: per node, bound PVs' node affinity, a matching PV for each
   WaitForFirstConsumer claim (smallest fit) or else provisioning there
   (provisioner, allowedTopologies, CSIStorageCapacity); reasons as upstream.
-- PreScore/Score: only with ``shape`` in the args (upstream's
-  StorageCapacityScoring gate): the shape of the requested/capacity
-  utilization per storage class, averaged.
+- PreScore/Score (upstream's StorageCapacityScoring gate, on in 1.37): the
+  ``shape`` of the requested/capacity utilization per storage class,
+  averaged; without a ``shape`` in the args, upstream's default prefers the
+  node with the most free capacity (utilization 0 % scores 10, 100 % scores 0).
 - Reserve: the chosen bindings are assumed in the PV and claim assume
   caches; Unreserve reverts them.
 - PreBind: writes them to the API and waits (polling every second on the
@@ -43,6 +44,7 @@ from kubesched.core.api.core_v1 import Pod
 from kubesched.core.cluster.assume_cache import AssumeError
 from kubesched.core.cluster.client import ApiError
 from kubesched.core.plugin_helpers.shape import (
+    MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
     BrokenLinear,
     UtilizationShapePoint,
@@ -67,12 +69,21 @@ BIND_TIMEOUT_MESSAGE = "binding volumes: context deadline exceeded"
 POLL_INTERVAL = 1.0
 
 
+#: Upstream ``SetDefaults_VolumeBindingArgs`` with StorageCapacityScoring: the emptiest node scores highest.
+DEFAULT_SHAPE = (UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+                 UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0))
+
+
+GATE = "StorageCapacityScoring"
+
+
 @frozen
 class VolumeBindingArgs:
     """Upstream ``VolumeBindingArgs``: ``bindTimeoutSeconds`` (default 600;
     how long PreBind waits for the PV controller), ``shape`` (utilization %
-    -> score 0-10 points; when given, Score is enabled as with upstream's
-    StorageCapacityScoring gate)."""
+    -> score 0-10 points; none given: :data:`DEFAULT_SHAPE` while
+    StorageCapacityScoring is on, as upstream's SetDefaults_VolumeBindingArgs).
+    Raises ManifestError for a negative timeout or a malformed shape."""
 
     bind_timeout_seconds: int = 600
     shape: tuple[UtilizationShapePoint, ...] = ()
@@ -82,6 +93,18 @@ class VolumeBindingArgs:
             raise ManifestError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
         if self.shape:
             validate_shape(self.shape)
+
+
+def scoring_shape(args: VolumeBindingArgs, features) -> tuple[UtilizationShapePoint, ...] | None:
+    """The shape VolumeBinding scores with: the args' or :data:`DEFAULT_SHAPE` while StorageCapacityScoring
+    is on; None (no Score) while it is off.  Raises ManifestError for a shape given with the gate off, as
+    upstream's ValidateVolumeBindingArgs."""
+    if features.enabled(GATE):
+        return args.shape or DEFAULT_SHAPE
+    if args.shape:
+        raise ManifestError("shape", f"Invalid value: {list(args.shape)!r}: unsupported when {GATE} feature is "
+                                     "disabled")
+    return None
 
 
 @define
@@ -110,7 +133,8 @@ class VolumeBinding:
     def __init__(self, args: VolumeBindingArgs, handle):
         self.binder = VolumeBinder(handle.cluster, handle.informers, on_loop=handle.on_loop)
         self.bind_timeout = float(args.bind_timeout_seconds)
-        self.shape = BrokenLinear(args.shape) if args.shape else None
+        shape = scoring_shape(args, handle.features)
+        self.shape = BrokenLinear(shape) if shape else None
 
     # --- PreFilter / Filter ----------------------------------------------------------------
 

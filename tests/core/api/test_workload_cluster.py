@@ -143,7 +143,7 @@ def test_simulate_loads_groups_after_their_priority_class_and_writes_them_back(t
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: training}\nvalue: 500\n")
     result = runner.invoke(app, ["simulate", "-f", str(tmp_path), "-o", "yaml"])
     assert result.exit_code == 0, result.output
-    docs = {d["kind"]: d for d in yaml.safe_load_all(result.output)}
+    docs = {d["kind"]: d for d in yaml.safe_load_all(result.stdout)}
     assert docs["PodGroup"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
     assert docs["PodGroup"]["spec"]["priority"] == 500
     assert docs["PodGroup"]["spec"]["disruptionMode"] == {"single": {}}

@@ -1,0 +1,88 @@
+"""Objects and fields the embedded API server serves only while a feature gate is on.
+
+kube-apiserver serves ``workloads`` and ``podgroups`` only with GenericWorkload
+on and ``compositepodgroups`` only with CompositePodGroup on, and drops a
+gated field of a new object when its gate is off (a pod's
+``spec.schedulingGroup``, its pod-level ``spec.resources`` without
+PodLevelResources, a Node's ``status.declaredFeatures`` without
+NodeDeclaredFeatures, a PodGroup's gated fields).  The embedded cluster does
+the same against its :class:`~kubesched.core.features.FeatureGates`, with one
+convenience: a gate that is off only by default (the user did not turn it off)
+is switched on with a note (:meth:`FeatureGates.require`), so manifests that use
+PodGroups run without flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api.core_v1 import Node, Pod
+from ..api.meta import evolve
+from ..api.scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
+from ..features import FeatureGates
+from .client import BadRequest, NotFound
+
+#: gate a kind needs: the API server serves it only while the gate is on
+KIND_GATES = {Workload: ("GenericWorkload",), PodGroup: ("GenericWorkload",),
+              CompositePodGroup: ("GenericWorkload", "CompositePodGroup")}
+
+
+def admit_gated(obj: Any, features: FeatureGates) -> Any:
+    """``obj`` (about to be created) as an API server with ``features`` takes it.
+
+    Raises :class:`NotFound` (``the server could not find the requested resource``)
+    for a kind that is not served, :class:`BadRequest` (strict decoding: unknown
+    field) for a field the emulated release does not have; returns ``obj``
+    without the gated fields whose gate the user turned off, noting each drop in
+    ``features.notes``."""
+    kind = type(obj).__name__
+    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    for gate in KIND_GATES.get(type(obj), ()):
+        refused = features.require(gate, name)
+        if refused is not None:
+            raise NotFound(f"the server could not find the requested resource ({kind}: {refused})")
+    for gate, field, present, drop in _gated_fields(obj):
+        if not present:
+            continue
+        refused = features.require(gate, f"{name} ({field})")
+        if refused is None:
+            continue
+        if not features.exists(gate):
+            raise BadRequest(f'{kind} "{obj.metadata.name}": strict decoding error: unknown field "{field}" '
+                             f"({refused})")
+        features.note(f"{name}: {field} dropped by the API server: {refused}")
+        obj = drop(obj)
+    return obj
+
+
+def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
+    """(gate, field path, set on ``obj``, ``obj`` without it) for each gated field of ``obj``."""
+    if isinstance(obj, Pod):
+        return [("GenericWorkload", "spec.schedulingGroup", obj.spec.scheduling_group is not None,
+                 lambda o: evolve(o, spec=evolve(o.spec, scheduling_group=None))),
+                ("PodLevelResources", "spec.resources", obj.spec.resources is not None,
+                 lambda o: evolve(o, spec=evolve(o.spec, resources=None)))]
+    if isinstance(obj, Node):
+        return [("NodeDeclaredFeatures", "status.declaredFeatures", bool(obj.status.declared_features),
+                 lambda o: evolve(o, status=evolve(o.status, declared_features=())))]
+    if isinstance(obj, PodGroup):
+        spec = obj.spec
+
+        def without(**fields: Any) -> Any:
+            return lambda o: evolve(o, spec=evolve(o.spec, **fields))
+
+        return [
+            ("CompositePodGroup", "spec.parentCompositePodGroupName", bool(spec.parent_composite_pod_group_name),
+             without(parent_composite_pod_group_name=None)),
+            ("TopologyAwareWorkloadScheduling", "spec.schedulingConstraints", spec.scheduling_constraints is not None,
+             without(scheduling_constraints=None)),
+            ("DRAWorkloadResourceClaims", "spec.resourceClaims", bool(spec.resource_claims),
+             without(resource_claims=())),
+            ("PodGroupPreemptionPolicy", "spec.preemptionPolicy", spec.preemption_policy is not None,
+             without(preemption_policy=None)),
+        ]
+    if isinstance(obj, Workload):
+        return [("CompositePodGroup", "spec.compositePodGroupTemplates",
+                 bool(obj.spec.composite_pod_group_templates),
+                 lambda o: evolve(o, spec=evolve(o.spec, composite_pod_group_templates=())))]
+    return []
