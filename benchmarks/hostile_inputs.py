@@ -99,8 +99,7 @@ def many_pods(count: int) -> str:
 CONFIG_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
 #: name -> (files {name: text or bytes}, simulate arguments with {dir}, words the one line must hold).
-#: Not here, as kube-apiserver accepts them: cpu "1e1000" and quantities past int64 (magnitudes are not
-#: capped; the scheduler's int64 view saturates: Insufficient cpu), a namespace on a cluster-scoped object
+#: Not here, as kube-apiserver accepts them: a namespace on a cluster-scoped object
 #: (cleared), a namespaced object without one (kubectl's default namespace), UTF-16 with a byte order mark.
 Case = tuple[dict[str, str | bytes], list[str], list[str]]
 CASES: dict[str, Callable[[], Case]] = {

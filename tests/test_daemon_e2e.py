@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from extender_server import ExtenderServer
 from fake_apiserver import METRICS_TOKEN, SERVICE_ACCOUNT_TOKEN, FakeAPIServer
 from kubesched.core.api import from_manifest
 from kubesched.core.cluster.kube import KubernetesCluster
@@ -44,7 +45,14 @@ def _in_pool(apiserver, kind: str) -> list:
 def run(tmp_path_factory):
     """One daemon run; returns (apiserver, what the test saw)."""
     tmp = tmp_path_factory.mktemp("e2e")
-    with FakeAPIServer(rbac=RBAC) as apiserver:
+    bound_by_extender: list[dict] = []
+
+    def bind(args: dict) -> dict:  # a binder extender: it binds the pods it manages itself
+        bound_by_extender.append(args)
+        apiserver.cluster.bind(args["PodNamespace"], args["PodName"], args["PodUID"], args["Node"])
+        return {"Error": ""}
+
+    with FakeAPIServer(rbac=RBAC) as apiserver, ExtenderServer(bind=bind) as extender:
         load_paths(apiserver.cluster, [ROOT / "examples" / "dra"])
         apiserver.cluster.create(node("tiny", cpu="2", labels={"role": "tiny"}))
         for name in ("low-1", "low-2"):
@@ -52,7 +60,9 @@ def run(tmp_path_factory):
         dra_pods = [p.metadata.name for p in _in_pool(apiserver, "Pod") if p.metadata.namespace == "ml"]
         cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp / "kc", SERVICE_ACCOUNT_TOKEN), qps=0,
                                                     backoff_factor=0.01, watch_backoff=(0.01, 0.1))
-        config = load_config(scheduler_config(scheduler_name="default-scheduler"), DEFAULT_PLUGINS)
+        config = load_config({**scheduler_config(scheduler_name="default-scheduler"), "extenders": [{
+            "urlPrefix": extender.url, "bindVerb": "bind",
+            "managedResources": [{"name": "example.com/gpu-share", "ignoredByScheduler": True}]}]}, DEFAULT_PLUGINS)
         daemon = Daemon(cluster, config, embedded=False, identity="e2e", port=0,
                         decisions=DecisionPublisher(cluster, tmp / "decisions.jsonl"))
         running = Running(daemon)
@@ -70,6 +80,10 @@ def run(tmp_path_factory):
         apiserver.wait_until(lambda: apiserver.cluster.get("PodGroup", "train", "default").status.conditions,
                              timeout=30)
         seen["metrics"] = get(f"http://127.0.0.1:{daemon.http.port}/metrics", token=METRICS_TOKEN)[0]
+        # a pod requesting the binder extender's resource is bound by the extender, the others by DefaultBinder
+        apiserver.cluster.create(pod("shared-gpu", cpu="100m", extra_resources={"example.com/gpu-share": "1"}))
+        apiserver.wait_until(lambda: bound_in(apiserver.cluster, "shared-gpu"), timeout=30)
+        seen["bound_by_extender"] = bound_by_extender
         # a preemption: urgent needs all of tiny; the victims terminate, then go
         apiserver.cluster.create(pod("urgent", cpu="2", priority=100, node_selector={"role": "tiny"}))
         apiserver.wait_until(lambda: all(apiserver.cluster.get("Pod", n, "default").metadata.deletion_timestamp
@@ -110,6 +124,17 @@ def test_every_pod_ends_where_it_belongs(run):
     assert DECISION_ANNOTATION in apiserver.cluster.get("Pod", "urgent", "default").metadata.annotations
     (scheduled,) = apiserver.cluster.get("PodGroup", "train", "default").status.conditions
     assert (scheduled.type, scheduled.status, scheduled.observed_generation) == ("PodGroupInitiallyScheduled", "True", 1)
+
+
+def test_the_binder_extender_binds_the_pods_it_manages(run):
+    apiserver, seen = run
+    shared = apiserver.cluster.get("Pod", "shared-gpu", "default")
+    assert [(b["PodNamespace"], b["PodName"], b["PodUID"], b["Node"]) for b in seen["bound_by_extender"]] == [
+        ("default", "shared-gpu", shared.metadata.uid, shared.spec.node_name)]
+    # the daemon did not bind it itself (it binds the others through pods/binding)
+    bindings = {p for m, p, _, _ in apiserver.writes if m == "POST" and p.endswith("/binding")}
+    assert "/api/v1/namespaces/default/pods/urgent/binding" in bindings
+    assert "/api/v1/namespaces/default/pods/shared-gpu/binding" not in bindings
 
 
 def test_no_refusal_but_conflicts_patch_where_upstream_patches_and_no_post_twice(run):

@@ -130,3 +130,20 @@ def test_the_example_extender_places_web_on_the_preferred_node_and_rejects_the_d
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_preempt_verb_narrows_preemption_to_the_nodes_and_victims_the_extender_keeps():
+    def only_n2(body):
+        victims = body["NodeNameToMetaVictims"]
+        assert body["NodeNameToVictims"] is None and sorted(victims) == ["n1", "n2"]
+        return {"NodeNameToMetaVictims": {"n2": victims["n2"]}}
+
+    with ExtenderServer(preempt=only_n2) as server:
+        sim = Simulation(_config({"urlPrefix": server.url, "preemptVerb": "preempt", "nodeCacheCapable": True}))
+        sim.create([node("n1", cpu="2"), node("n2", cpu="2"),
+                    pod("low-1", cpu="2", priority=1, node_name="n1"), pod("low-2", cpu="2", priority=1, node_name="n2")])
+        sim.create([pod("urgent", cpu="2", priority=100)])
+        sim.run()
+        assert len(server.bodies("preempt")) == 1
+    assert _node_of(sim, "urgent") == "n2"
+    assert sim.cluster.get("Pod", "low-1", "default") is not None

@@ -5,12 +5,17 @@ to it, and so are the in-tree plugins (no import of the framework's or the sched
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import kubesched
 import kubesched.gpu
 import kubesched.preemption
 import kubesched.testing
+from kubesched.core.framework.hookspecs import EXTENSION_POINTS, ExtensionPoints
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kubesched-fgd"
@@ -77,6 +82,20 @@ def test_in_tree_plugins_take_the_framework_from_the_faces_only():
                 reaching += [f"{path.relative_to(ROOT)}:{line}: {module}.{name}" for name in names
                              if name not in FACES[module]]
     assert not reaching, "in-tree plugins reach past the plugin API:\n" + "\n".join(reaching)
+
+
+def test_every_type_a_hook_signature_names_is_in_the_plugin_api():
+    """Each hookspec's annotations resolve with nothing but kubesched's names (and numpy's, typing's Any)."""
+    names = {name: getattr(kubesched, name) for name in kubesched.__all__} | {"np": np, "Any": Any}
+    hooks = {name: hook for name, hook in vars(ExtensionPoints).items() if callable(hook) and not name.startswith("_")}
+    assert len(hooks) == sum(len(points) for points in EXTENSION_POINTS.values()) + 1  # + events_to_register
+    unresolved = {}
+    for name, hook in hooks.items():
+        try:
+            typing.get_type_hints(hook, globalns=names)
+        except NameError as err:
+            unresolved[name] = str(err)
+    assert not unresolved, f"hook signatures name types the plugin API lacks: {unresolved}"
 
 
 def test_the_gpu_toolkit_is_its_own_module_not_the_plugin_api():

@@ -33,6 +33,22 @@ def container(**fields) -> dict:
     return doc
 
 
+def GANG_GROUP(min_count: str) -> dict:  # noqa: N802 - reads as a constant in the table below
+    """A PodGroup whose ``minCount`` is the YAML text ``min_count`` (a string or a number beyond int64)."""
+    return yaml.safe_load(f"apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: g}}\n"
+                          f"spec: {{schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}\n")
+
+
+def workload_tree(depth: int) -> dict:
+    """A Workload whose composite template tree is ``depth`` levels deep."""
+    node: dict = {"name": "leaf", "schedulingPolicy": {"gang": {"minCount": 1}}}
+    for level in range(depth - 1):
+        key = "podGroupTemplates" if level == 0 else "compositePodGroupTemplates"
+        node = {"name": f"c{level}", "schedulingPolicy": {"gang": {"minGroupCount": 1}}, key: [node]}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+            "spec": {"compositePodGroupTemplates": [node]}}
+
+
 def device_class(expression: str) -> dict:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
             "spec": {"selectors": [{"cel": {"expression": expression}}]}}
@@ -100,10 +116,20 @@ def refused_line(result) -> str:
      'Pod/p: strict decoding error: unknown field "spec.nodeSelectr", unknown field "spec.containers[0].imag"'),
     (pod(metadata={"name": "evil\x1b[2Jname"}),
      'Pod/evil\\x1b[2Jname: Pod "evil\\x1b[2Jname" is invalid: metadata.name: Invalid value: "evil\\x1b[2Jname"'),
+    (container(resources={"requests": {"cpu": "1e1000"}}),
+     'Pod/p: spec.containers[0].resources.requests.cpu: Invalid value: "1e1000": beyond upstream\'s int64 bound'),
+    ({**NODE, "metadata": {"name": "n2"}, "status": {"allocatable": {"memory": 2**63}}},
+     'Node/n2: status.allocatable.memory: Invalid value: "9223372036854775808": beyond upstream\'s int64 bound'),
+    (GANG_GROUP("9223372036854775808"),
+     "PodGroup/g: spec.schedulingPolicy.gang.minCount: cannot unmarshal number 9223372036854775808 into an int32"),
+    (GANG_GROUP('"4"'), "PodGroup/g: spec.schedulingPolicy.gang.minCount: expected an integer, got string '4'"),
+    (workload_tree(20), "Workload/w: Workload \"w\" is invalid: spec" + ".compositePodGroupTemplates[0]" * 4
+     + ".compositePodGroupTemplates: Too many: the template tree is deeper than 4 levels: must have at most 4"),
 ], ids=["annotations-over-256KiB", "request-over-3MiB", "node-labels-over-3MiB", "pod-over-etcd-1.5MiB",
         "container-without-name", "hostport", "int-label-value", "int-name", "int-node-selector",
         "fraction-of-extended-resource", "exponent-beyond-int32", "negative-allocatable", "taint-without-key",
-        "taint-without-effect", "unknown-fields", "control-characters"])
+        "taint-without-effect", "unknown-fields", "control-characters", "cpu-1e1000", "node-memory-2^63",
+        "minCount-beyond-int32", "minCount-string", "workload-tree-20-deep"])
 def test_what_the_api_server_refuses_is_refused_in_one_line_naming_file_object_and_field(tmp_path, obj, expected):
     line = refused_line(simulate(tmp_path, obj))
     assert line.startswith(f"{tmp_path / 'm.yaml'}: ") and expected in line
@@ -111,9 +137,9 @@ def test_what_the_api_server_refuses_is_refused_in_one_line_naming_file_object_a
 
 
 def test_what_the_api_server_accepts_is_accepted_as_it_does(tmp_path):
-    """Quantities are not capped (the scheduler's int64 view saturates: Insufficient cpu), a namespace on a
+    """A quantity up to the int64 bound (the scheduler's int64 view: Insufficient cpu), a namespace on a
     cluster-scoped object is cleared, a namespaced object without one goes to "default" (kubectl's)."""
-    huge = container(resources={"requests": {"cpu": "1e1000", "memory": "99999999999999999999"}})
+    huge = container(resources={"requests": {"cpu": "9e15", "memory": str(2**63 - 2)}})
     node = {**NODE, "metadata": {"name": "n2", "namespace": "default"}}
     result = CliRunner().invoke(app, ["simulate", "-f", str(_write(tmp_path, NODE, huge, node)), "-o", "json"])
     assert result.exit_code == 0, result.output

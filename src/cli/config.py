@@ -9,11 +9,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.core.clock import FakeClock
-from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry, extension_points
-from kubesched.drivers.harness import Harness
+from kubesched.drivers.harness import check_configuration
 
 from .common import refuse
 
@@ -45,8 +43,7 @@ def plugins() -> None:
 def validate(file: Path = typer.Argument(..., help="KubeSchedulerConfiguration file.")) -> None:
     """Load a configuration and build every profile's plugins; report the first problem."""
     try:
-        clock = FakeClock()
-        scheduler = Harness(MemoryCluster(clock), clock, file, controllers=()).scheduler
+        scheduler = check_configuration(file)
     except (ConfigError, PluginError) as err:
         refuse(str(err) if str(err).startswith(str(file)) else f"{file}: {err}")
     for name, framework in scheduler.profiles.items():

@@ -183,12 +183,20 @@ def format_exact_quantity(value: Fraction | int) -> str:
 def parse_resource_list(resources: dict | None, where: str = "") -> dict[str, int]:
     """Parse a manifest ResourceList (``{"cpu": "500m", "memory": "1Gi"}``) into
     scheduler units.  ``where`` prefixes the error: raises :class:`QuantityError`
-    naming the field, e.g. ``spec.containers[0].resources.requests.cpu``.
+    naming the field, e.g. ``spec.containers[0].resources.requests.cpu``, for
+    text that is not a quantity, a fraction of an integer resource, and an
+    amount that upstream's int64 accessors (``Value``, ``MilliValue`` for
+    cpu) cannot hold (``cpu: 1e1000``, 2^63 bytes): refused rather than
+    saturated, so that no object silently means less than it says.
     """
     out: dict[str, int] = {}
     for name, text in (resources or {}).items():
         try:
             out[name] = to_scheduler_units(name, text)
+            if abs(out[name]) >= INT64_MAX:
+                unit = "milli-units (MilliValue)" if name in MILLI_RESOURCES else "units (Value)"
+                raise QuantityError(f"Invalid value: {json.dumps(str(text))}: beyond upstream's int64 bound of a "
+                                    f"quantity: must be less than {INT64_MAX} {unit}")
             if is_integer_resource(name) and not _whole(text):
                 raise QuantityError(f"Invalid value: {json.dumps(str(text))}: {NOT_INTEGER}")
         except QuantityError as err:

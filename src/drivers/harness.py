@@ -22,6 +22,7 @@ from kubesched.controllers import build_controller_manager
 from kubesched.core.clock import Clock, FakeClock
 from kubesched.core.cluster.client import ClusterClient
 from kubesched.core.cluster.informer import Informers
+from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.controller.base import ControllerContext
 from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError, KubeSchedulerConfiguration, load_config
@@ -42,6 +43,16 @@ def scheduler_configuration(config: ConfigSource) -> KubeSchedulerConfiguration:
     if isinstance(config, KubeSchedulerConfiguration):
         return config
     return load_config(config, DEFAULT_PLUGINS)
+
+
+def check_configuration(config: ConfigSource, registry: Registry | None = None) -> Scheduler:
+    """The scheduler ``config`` makes, built on an empty embedded cluster without starting: every profile's plugins
+    found and constructed with their args decoded, as a scheduler starting with it would (``registry``: the plugins,
+    default entry-point discovery).  Raises ``ConfigError``/``PluginError`` naming the file (when ``config`` is
+    one), the profile, the plugin and the field, e.g. ``prefer.yaml: profile 'default-scheduler': pluginConfig
+    PreferLabel: args.lable: unknown field``."""
+    clock = FakeClock()
+    return Harness(MemoryCluster(clock), clock, config, registry, controllers=()).scheduler
 
 
 #: steps of the scheduler and controllers between two progress reports of a long run

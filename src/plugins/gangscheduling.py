@@ -51,7 +51,14 @@ class GangScheduling:
                           (f"waiting for pod's pod group {name!r} to appear in scheduling queue",))
         parent = groups.parent_of(pod_group)
         if parent is not None:  # one of a CompositePodGroup's groups: the whole tree needs its quorum
-            root, _ = groups.root_of(pod_group)
+            missing = groups.missing_ancestor(pod_group)
+            if missing is not None:
+                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              (f"waiting for composite pod group {missing.partition('/')[2]!r}, parent in the "
+                               f"tree of pod group {name!r}, to appear",))
+            root, problem = groups.root_of(pod_group)
+            if problem:  # the tree goes to its cycle, which marks it Invalid and reports the problem
+                return None
             tree = groups.composite(root) if root is not None else None
             if tree is None or not groups.ready(tree):
                 name = (root or parent).partition("/")[2]

@@ -159,9 +159,10 @@ async def cluster(request: Request, outcome: Outcome) -> Response:
 
 @over_outcome
 async def node(request: Request, outcome: Outcome) -> Response:
-    data = node_page(outcome, request.path_params["name"], page=int_arg(request, "page"))
+    name = request.path_params["name"]
+    data = node_page(outcome, name, page=int_arg(request, "page"))
     if data is None:
-        return render(request, "missing.html", outcome, what=f"node {request.path_params['name']}", status_code=404)
+        return missing(request, outcome, "Node", name)
     return render(request, "node.html", outcome, nav="cluster", **data)
 
 
@@ -170,8 +171,16 @@ async def pod(request: Request, outcome: Outcome) -> Response:
     key = f"{request.path_params['namespace']}/{request.path_params['name']}"
     data = pod_page(outcome, key)
     if data is None:
-        return render(request, "missing.html", outcome, what=f"pod {key}")
+        return missing(request, outcome, "Pod", key)
     return render(request, "pod.html", outcome, nav="cluster", **data)
+
+
+def missing(request: Request, outcome: Outcome, kind: str, key: str) -> Response:
+    """The page of object ``kind``/``key`` that the latest run does not have (404): deleted by a what-if edit
+    (named, with undo), or never in the scenario; with a link back to the cluster."""
+    edit = _ui(request).runs.history.deleting_edit(kind, key)
+    return render(request, "missing.html", outcome, kind=kind, key=key, edit=edit.label if edit is not None else "",
+                  status_code=404)
 
 
 # --- devices, pod groups, the timeline ----------------------------------------------------------
@@ -294,7 +303,8 @@ async def edit_node(request: Request) -> Response:
 async def edit_config(request: Request) -> Response:
     form = await request.form()
     try:
-        _ui(request).runs.edit(config_edit(str(form.get("yaml", ""))))
+        runs = _ui(request).runs
+        runs.edit(config_edit(str(form.get("yaml", "")), runs.registry))
     except (ConfigError, PluginError) as err:
         return back(request, str(err))
     return back(request)

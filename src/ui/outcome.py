@@ -114,7 +114,9 @@ class Outcome:
                         if not pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")]
         self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key), _gated(sim, pod))
                                 for pod in self.pending}
-        self.preempted = {f"{e.involved_object.namespace}/{e.involved_object.name}" for e in sim.events("Preempted")}
+        #: victim -> its preemption (the latest), from the Preempted events
+        self.preemptions = {p.victim: p for p in sim.preemptions()}
+        self.preempted = set(self.preemptions)
         capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
         self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
 

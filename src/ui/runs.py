@@ -99,7 +99,7 @@ class Runs:
         self.registry = registry or Registry.discover()
         self.seed, self.start_time = seed, start
         self._files = watched_files(self.paths, config, self.changes)
-        self.history = History(read_scenario(self.paths, config, self.changes))
+        self.history = History(read_scenario(self.paths, config, self.changes, self.registry))
         self.outcomes: dict[tuple, Outcome] = {}
         self.failed: dict[tuple, str] = {}
         #: grows with every change of state (an edit, a finished or failed run); the pages show it
@@ -279,8 +279,8 @@ class Runs:
             return False
         self._files = files
         try:
-            base = read_scenario(self.paths, self.config, self.changes)
-        except (InvalidManifest, ConfigError) as err:
+            base = read_scenario(self.paths, self.config, self.changes, self.registry)
+        except (InvalidManifest, ConfigError, PluginError) as err:
             with self._lock:
                 self.file_error = str(err)
             self._changed()

@@ -22,7 +22,8 @@ import yaml
 from kubesched.core.api import resource_of, to_manifest
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects, manifest_files, parse_document
 from kubesched.core.framework.config import ConfigError
-from kubesched.drivers.harness import scheduler_configuration
+from kubesched.core.framework.registry import Registry
+from kubesched.drivers.harness import check_configuration
 
 #: The kind an :class:`Edit` names to replace the configuration.
 CONFIG_KIND = "KubeSchedulerConfiguration"
@@ -72,11 +73,12 @@ class Scenario:
         return yaml.safe_load(self.config_text) if self.config_text.strip() else None
 
 
-def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange]) -> Scenario:
+def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange],
+                  registry: Registry | None = None) -> Scenario:
     """The scenario of the files: every object of ``paths``, the ``config``
-    file's text, the ``changes`` (their files are read when a run applies
-    them).  Raises :class:`InvalidManifest` or :class:`ConfigError` (naming
-    the file) for bad input and :class:`ConfigError` for a missing file."""
+    file's text (its profiles' plugins built from ``registry`` as a run would), the ``changes`` (their files are
+    read when a run applies them).  Raises :class:`InvalidManifest`, :class:`ConfigError` or ``PluginError``
+    (naming the file) for bad input and :class:`ConfigError` for a missing file."""
     paths = list(paths)
     for path in paths:
         if not Path(path).exists():
@@ -88,7 +90,7 @@ def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[
             text = Path(config).read_text()
         except OSError as err:
             raise ConfigError(f"{config}: cannot read: {err.strerror}") from None
-        scheduler_configuration(config)  # refuses a bad file here, naming it
+        check_configuration(config, registry)  # refuses a bad file here, naming it
     changes = tuple(changes)
     for change in changes:
         load_sourced_objects([change.path])
@@ -166,15 +168,17 @@ def object_edit(label: str, kind: str, key: str, text: str) -> Edit:
     return Edit(label or f"edit {new_id[0]}/{new_id[1]}", new_id[0], new_id[1], to_manifest(obj))
 
 
-def config_edit(text: str) -> Edit:
+def config_edit(text: str, registry: Registry | None = None) -> Edit:
     """The edit replacing the configuration by the YAML ``text`` ("" for the
-    default profile).  Raises :class:`ConfigError` for a bad configuration."""
+    default profile).  Raises :class:`ConfigError` or ``PluginError`` for a bad configuration (its profiles'
+    plugins are built from ``registry``, as a run would build them: an unknown plugin or argument is refused
+    here, not recorded as an edit)."""
     if text.strip():
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as err:
             raise ConfigError(f"configuration: not YAML: {err}") from None
-        scheduler_configuration(data)
+        check_configuration(data, registry)
     return Edit("edit the configuration", CONFIG_KIND, "", {"text": text})
 
 
@@ -217,6 +221,14 @@ class History:
         del self.edits[self.cursor:]
         self.edits.append(edit)
         self.cursor += 1
+
+    def deleting_edit(self, kind: str, key: str) -> Edit | None:
+        """The latest edit before the cursor that deleted object ``kind``/``key`` and that no later one brought
+        back; None when the edits did not delete it."""
+        for edit in reversed(self.edits[:self.cursor]):
+            if (edit.kind, edit.key) == (kind, key):
+                return edit if edit.manifest is None else None
+        return None
 
     def undo(self) -> bool:
         """Move the cursor back one edit; False at the base."""

@@ -96,3 +96,27 @@ def test_groups_of_several_workloads_in_one_tree_are_invalid():
     sim = run(*cluster(), composite("job", 2), replica("rep-0", 1), other, *workers("rep-0", 1), *workers("rep-1", 1))
     got = root_condition(sim)
     assert got.reason == "Invalid" and got.message == "the group tree spans several Workloads: job, other"
+
+
+def test_a_chain_of_200_composite_groups_is_invalid_for_its_depth_not_waiting_for_quorum():
+    levels = [composite("job", 1), *(composite(f"l{i}", 1, parent="job" if i == 1 else f"l{i - 1}")
+                                     for i in range(1, 200))]
+    sim = run(*cluster(), *levels, replica("rep-0", 1, parent="l199"), *workers("rep-0", 1))
+    assert not any(placed(sim, "rep").values())
+    got = root_condition(sim)
+    assert (got.status, got.reason) == ("False", "Invalid")
+    assert got.message == "the group tree is 5 levels deep, more than 4"  # found at the first group too deep
+    scheduled = next(c for c in sim.pod("rep-0-0").status.conditions if c.type == "PodScheduled")
+    assert "levels deep, more than 4" in scheduled.message and "quorum" not in scheduled.message
+
+
+def test_a_pod_group_whose_parent_is_missing_waits_for_that_parent_by_name():
+    sim = run(*cluster(), composite("job", 1), composite("mid", 1, parent="job"),
+              replica("rep-0", 1, parent="absent"), *workers("rep-0", 1))
+    assert not any(placed(sim, "rep").values())
+    status = sim.scheduler.queued(sim.pod("rep-0-0")).gating_status
+    assert status.message() == "waiting for composite pod group 'absent', parent in the tree of pod group 'rep-0', " \
+                               "to appear"
+    sim.create([composite("absent", 1, parent="mid")])
+    sim.run()
+    assert all(placed(sim, "rep").values())

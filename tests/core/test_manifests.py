@@ -119,7 +119,7 @@ def test_error_names_file_object_and_field_path(tmp_path):
     "text, obj, field, problem",
     [
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: hi}\n",
-         "Pod/p", "spec.priority", "expected an integer, got 'hi'"),
+         "Pod/p", "spec.priority", "expected an integer, got string 'hi'"),
         ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
          "Node/n", "spec.taints[0].effect", "unsupported taint effect 'Sometimes'"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: [a]}\n",

@@ -9,6 +9,7 @@ import kubesched
 from kubesched import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.clock import FakeClock
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.registry import build_args
 from kubesched.core.framework.types import ASSIGNED_POD, NODE, UNSCHEDULED_POD, WILDCARD
 from kubesched.core.scheduler.queue import (
@@ -386,22 +387,30 @@ class AlwaysError:
         return Status.as_error("flaky backend")
 
 
-def test_backoff_in_a_simulation():
-    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "AlwaysError"}]}}}), AlwaysError)
+@pytest.mark.parametrize("pop_from_backoff, offsets", [
+    # 1, 2, 4, 8, 10, 10 s: the backoff ends when it expires
+    (False, [0, 1, 3, 7, 15, 25, 35]),
+    # SchedulerPopFromBackoffQ: expiries cut to their 1-second window, which must be over first
+    (True, [0, 2, 5, 10, 19, 30]),
+])
+def test_backoff_in_a_simulation(pop_from_backoff, offsets):
+    features = FeatureGates(overrides={"SchedulerPopFromBackoffQ": pop_from_backoff})
+    sim = simulation(config({"plugins": {"preFilter": {"enabled": [{"name": "AlwaysError"}]}}}), AlwaysError,
+                     features=features)
     sim.create([node("n1"), pod("p")])
     sim.run_for(40)
     plugin = sim.scheduler.profiles[PROFILE].plugins["AlwaysError"]
-    offsets = [t - sim.start_time for t in plugin.attempts]
-    assert offsets == [0, 1, 3, 7, 15, 25, 35]
+    assert [t - sim.start_time for t in plugin.attempts] == offsets
     assert condition(sim.pod("p")).reason == "SchedulerError"
     (event,) = sim.events("FailedScheduling")  # repeats are aggregated into one Event
-    assert event.count == 7
+    assert event.count == len(offsets)
 
 
 def test_backoff_settings_come_from_the_configuration():
     cfg = config({"plugins": {"preFilter": {"enabled": [{"name": "AlwaysError"}]}}},
                  podInitialBackoffSeconds=2, podMaxBackoffSeconds=5)
-    sim = simulation(cfg, AlwaysError)
+    # the backoff ends as it expires (no SchedulerPopFromBackoffQ window)
+    sim = simulation(cfg, AlwaysError, features=FeatureGates(overrides={"SchedulerPopFromBackoffQ": False}))
     sim.create([node("n1"), pod("p")])
     sim.run_for(20)
     plugin = sim.scheduler.profiles[PROFILE].plugins["AlwaysError"]
@@ -556,3 +565,18 @@ def test_pods_to_respect_are_the_others_of_equal_or_higher_priority():
     assert sorted(i.pod.metadata.name for i in queue.nominator.pods_to_respect(me, "n1")) == ["high", "peer"]
     assert [i.pod.metadata.name for i in queue.nominator.pods_to_respect(mk("peer", priority=5), "n1")] == ["high"]
     assert queue.nominator.pods_to_respect(me, "n2") == []
+
+
+@pytest.mark.parametrize("pop_from_backoff, bound_at", [(True, 0.2), (False, 1.0)])
+def test_a_backing_off_pod_is_popped_when_activeq_is_empty(pop_from_backoff, bound_at):
+    """KEP-5142: a node arrives 0.2 s after the pod was found unschedulable; with
+    SchedulerPopFromBackoffQ the idle scheduler takes it from backoffQ at once,
+    without it the pod waits out its 1 s backoff."""
+    sim = simulation(features=FeatureGates(overrides={"SchedulerPopFromBackoffQ": pop_from_backoff}))
+    sim.create([node("small", cpu="1"), pod("p", cpu="2")])
+    sim.run_for(0.2)
+    assert sim.placements() == {"default/p": ""}
+    sim.create([node("big", cpu="4")])
+    sim.run()
+    (scheduled,) = sim.events("Scheduled")
+    assert scheduled.last_timestamp - sim.start_time == pytest.approx(bound_at)

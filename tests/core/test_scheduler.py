@@ -9,6 +9,7 @@ import kubesched
 from kubesched import Code, PostFilterResult, Status
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.cluster.client import Conflict
+from kubesched.core.features import FeatureGates
 from kubesched.core.scheduler.scheduling_cycle import num_feasible_nodes_to_find
 from kubesched.testing import node, pod
 
@@ -280,7 +281,8 @@ class EvictLower:
 
 
 def test_room_made_for_a_nominated_pod_is_not_taken_by_lower_priority_pods():
-    sim = simulation(config({"plugins": {"postFilter": {"enabled": [{"name": "EvictLower"}]}}}), EvictLower)
+    sim = simulation(config({"plugins": {"postFilter": {"enabled": [{"name": "EvictLower"}]}}}), EvictLower,
+                     features=FeatureGates(overrides={"SchedulerPopFromBackoffQ": False}))  # vip waits out its backoff
     sim.create([
         node("n1", cpu="2"),
         pod("victim", cpu="2", node_name="n1", priority=0),
@@ -470,6 +472,8 @@ def binding_sim(*extra_points, **kwargs):
     points = {"reserve": {"enabled": [{"name": "Reserving"}, {"name": "ReservingB"}]}}
     for point, name in extra_points:
         points[point] = {"enabled": [{"name": name}]}
+    # the retries below come after a 1 s backoff as it expires (no SchedulerPopFromBackoffQ window)
+    kwargs.setdefault("features", FeatureGates(overrides={"SchedulerPopFromBackoffQ": False}))
     return simulation(config({"plugins": points}), Reserving, ReservingB, FlakyPreBind, **kwargs)
 
 
@@ -577,7 +581,7 @@ def test_a_prebind_wait_binds_once_the_condition_holds_while_other_pods_go_on():
 def test_a_prebind_wait_times_out_unreserves_and_retries():
     sim = simulation(config({"plugins": {"reserve": {"enabled": [{"name": "Reserving"}]},
                                          "preBind": {"enabled": [{"name": "WaitForLabel"}]}}}),
-                     Reserving, WaitForLabel)
+                     Reserving, WaitForLabel, features=FeatureGates(overrides={"SchedulerPopFromBackoffQ": False}))
     sim.create([node("n1"), pod("p")])
     sim.run_for(29.5)
     assert not sim.events("FailedScheduling")

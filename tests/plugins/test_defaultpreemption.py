@@ -8,6 +8,7 @@ import pytest
 import kubesched
 from kubesched import Code, Status
 from kubesched.core.api import from_manifest
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.preemption import Candidate, default_score_funcs, pick_one_candidate
 from kubesched.core.framework.registry import Registry
@@ -34,9 +35,9 @@ def started(p, at):
     return attrs.evolve(p, status=attrs.evolve(p.status, start_time=at))
 
 
-def settle(objects, cfg=None, plugins=()):
+def settle(objects, cfg=None, plugins=(), features=None):
     """A simulation that has placed ``objects`` (and run its controllers)."""
-    sim = Simulation(cfg, registry=registry(*plugins))
+    sim = Simulation(cfg, registry=registry(*plugins), features=features)
     sim.create(objects)
     sim.run()
     return sim
@@ -54,6 +55,10 @@ def arrive(sim, *pods, seconds=None):
 def preempted(sim):
     """{victim: message} of the Preempted events."""
     return {e.involved_object.name: e.message for e in sim.events("Preempted")}
+
+
+#: the scenarios that watch a preemptor wait out its backoff (SchedulerPopFromBackoffQ would cut it short)
+WAITS_OUT_BACKOFF = FeatureGates(overrides={"SchedulerPopFromBackoffQ": False})
 
 
 def gone(sim, name):
@@ -78,7 +83,7 @@ def test_single_victim_is_evicted_and_the_preemptor_takes_its_place():
 
 
 def test_the_preemptor_is_nominated_while_its_victims_leave():
-    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")])
+    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")], features=WAITS_OUT_BACKOFF)
     arrive(sim, pod("vip", cpu="2", priority=100), seconds=0.5)  # before its 1 s backoff ends
     vip = sim.pod("vip")
     assert vip.spec.node_name == "" and vip.status.nominated_node_name == "n1"
@@ -214,7 +219,7 @@ def test_unresolvable_nodes_are_not_candidates():
 
 
 def test_two_preemptors_racing_for_one_node_respect_the_nomination():
-    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")])
+    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")], features=WAITS_OUT_BACKOFF)
     arrive(sim, pod("first", cpu="2", priority=100), pod("second", cpu="2", priority=100), seconds=0.5)
     # first evicted low and holds n1; second sees the room as taken and finds nobody to evict
     assert sim.pod("first").status.nominated_node_name == "n1"
@@ -227,7 +232,7 @@ def test_two_preemptors_racing_for_one_node_respect_the_nomination():
 
 
 def test_a_more_important_preemptor_ignores_a_lower_nomination():
-    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")])
+    sim = settle([node("n1", cpu="2"), bound("low", "n1", cpu="2")], features=WAITS_OUT_BACKOFF)
     arrive(sim, pod("first", cpu="2", priority=100), seconds=0.5)
     assert sim.pod("first").status.nominated_node_name == "n1"
     arrive(sim, pod("boss", cpu="2", priority=200))
@@ -235,7 +240,7 @@ def test_a_more_important_preemptor_ignores_a_lower_nomination():
 
 
 def test_nominations_of_lower_priority_pods_on_the_node_are_cleared():
-    sim = settle([node("n1", cpu="3"), bound("low-a", "n1", cpu="2"), bound("low-b", "n1", cpu="1")])
+    sim = settle([node("n1", cpu="3"), bound("low-a", "n1", cpu="2"), bound("low-b", "n1", cpu="1")], features=WAITS_OUT_BACKOFF)
     arrive(sim, pod("mid", cpu="2", priority=50), seconds=0.2)
     assert set(preempted(sim)) == {"low-a"}
     assert sim.pod("mid").status.nominated_node_name == "n1"

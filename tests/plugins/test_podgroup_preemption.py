@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.scheduling_v1beta1 import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
+from kubesched.core.features import FeatureGates
 from kubesched.core.observability import metrics
 from kubesched.drivers.simulation import Simulation
 from kubesched.testing import config, node, pod, pod_group
@@ -14,8 +15,8 @@ from kubesched.testing import config, node, pod, pod_group
 RACK = "topology.kubernetes.io/rack"
 
 
-def settle(*objects, cfg=None) -> Simulation:
-    sim = Simulation(cfg)
+def settle(*objects, cfg=None, features=None) -> Simulation:
+    sim = Simulation(cfg, features=features)
     sim.create(list(objects))
     sim.run()
     return sim
@@ -61,7 +62,8 @@ def test_a_gang_preempts_single_pods_spread_over_several_nodes():
     attempts = counter(metrics.PODGROUP_PREEMPTION_ATTEMPTS, result="Success")
     sim = settle(*(node(f"n{i}", cpu="2") for i in range(4)),
                  *(bound(f"low-{i}", f"n{i}", cpu="1", priority=1) for i in range(3)),
-                 bound("keep", "n3", cpu="1", priority=500))
+                 bound("keep", "n3", cpu="1", priority=500),
+                 features=FeatureGates(overrides={"SchedulerPopFromBackoffQ": False}))  # the members wait out their backoff
     sim.create(gang("train", 3))
     sim.run_for(0.5)  # the preemption happened; the members wait, nominated, for their backoff
     members = {p.metadata.name: p for p in sim.pods() if p.metadata.name.startswith("train-")}

@@ -167,3 +167,40 @@ def test_the_config_diff_shows_a_disabled_gangscheduling_under_each_of_its_exten
             assert ("GangScheduling" in a, "GangScheduling" in b) == (point in gang_points, False), point
         browser.save_screenshot(str(_shots(tmp_path) / "ui-config-diff.png"))
         assert _errors(browser) == []
+
+
+def test_a_node_deleted_from_its_own_page_turns_into_the_deleted_page(browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, RUN_TIMEOUT, ignored_exceptions=(StaleElementReferenceException,))
+    with serving([ROOT / "examples/cluster"]) as (_, server):
+        browser.get(server.url + "node/worker-a1")
+        wait.until(ready.presence_of_element_located((By.CSS_SELECTOR, "#changes h2")))
+        browser.find_element(By.XPATH, "//button[. = 'Delete the node']").click()
+        # the page the edit returns to is refreshed once the run is over: its 404 is shown, not the old node
+        wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Node worker-a1: deleted"))
+        assert "The what-if edit delete Node/worker-a1 deleted it" in browser.find_element(By.ID, "main").text
+        assert [e for e in _errors(browser) if "404" not in e] == []
+
+
+def test_a_podgroups_preemption_shows_its_victims_pages_marked_with_the_preemptor(browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kubesched.ui.scenario import TimedChange
+
+    wait = WebDriverWait(browser, RUN_TIMEOUT, ignored_exceptions=(StaleElementReferenceException,))
+    arrival = TimedChange(300, ROOT / "examples/gangs-arrivals/urgent-pretrain.yaml")
+    with serving([ROOT / "examples/gangs"], changes=[arrival]) as (_, server):
+        browser.get(server.url + "pod/ml/llm-pretrain-worker-0")
+        wait.until(ready.text_to_be_present_in_element(
+            (By.ID, "gone"), "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain"))
+        wait.until(ready.element_to_be_clickable((By.LINK_TEXT, "its PodGroup"))).click()
+        wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "PodGroups"))
+        wait.until(ready.text_to_be_present_in_element((By.ID, "main"), "ml/urgent-pretrain"))
+        assert _errors(browser) == []

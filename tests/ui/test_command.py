@@ -64,3 +64,19 @@ def test_a_bad_manifest_names_its_file_object_and_field(tmp_path):
     done = CliRunner().invoke(app, ["ui", "-f", str(tmp_path), "--no-open", "--port", "0"])
     assert done.exit_code == 2
     assert f"{tmp_path / 'pod.yaml'}: Pod/web: spec.containers[0].resources.requests.cpu" in done.output
+
+
+@pytest.mark.parametrize("config, message", [
+    ("  score:\n      enabled: [{name: NoSuchPlugin}]\n", "plugin 'NoSuchPlugin' does not exist"),
+    ("  pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {typo: 1}}\n",
+     "pluginConfig NodeResourcesFit: args.scoringStrategy.typo: unknown field"),
+])
+def test_a_configuration_whose_plugins_cannot_be_built_is_refused_before_serving(tmp_path, config, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+                    "- schedulerName: default-scheduler\n" + ("  plugins:\n  " + config if "score" in config else config))
+    done = CliRunner().invoke(app, ["ui", "-f", str(ROOT / "examples/cluster"), "--config", str(path), "--no-open",
+                                    "--port", "0"])
+    assert done.exit_code == 2, done.output
+    assert done.output.count("\n") == 1 and done.output.startswith(f"{path}: profile 'default-scheduler': ")
+    assert message in done.output

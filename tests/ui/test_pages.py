@@ -50,7 +50,7 @@ def test_the_node_page_lists_its_pods_and_offers_the_allocatable_form():
         assert 'name="allocatable.nvidia.com/gpu" value="1"' in page
         on_node = sorted(p.key for p in runs.current().pods if p.spec.node_name == "gpu-b3")
         assert re.findall(r'<td><a href="/pod/([^"]+)">', page) == on_node
-        assert "Not found" in get(server, "/node/nope", status=404)
+        assert "Node nope: not found" in text(get(server, "/node/nope", status=404))
 
 
 def test_the_devices_page_shows_who_holds_each_device_and_why_a_claim_found_none():
@@ -125,3 +125,14 @@ def test_the_gang_example_shows_the_waiting_group_its_racks_and_the_incomplete_o
         assert "minCount met" in pretrain and "rack rack-a" in pretrain and "rack-a (chosen)" in pretrain
         evaluation = page[page.index("ml/eval gang"):page.index("ml/llm-finetune gang")]
         assert "waits at PreEnqueue: GangScheduling: waiting for minCount pods from a gang" in evaluation
+
+
+def test_a_podgroups_victims_keep_their_pages_marked_preempted_with_the_preemptor():
+    from kubesched.ui.scenario import TimedChange
+
+    arrival = TimedChange(300.0, ROOT / "examples/gangs-arrivals/urgent-pretrain.yaml")
+    with serving([ROOT / "examples/gangs"], changes=[arrival]) as (runs, server):
+        page = get(server, "/pod/ml/llm-pretrain-worker-1")
+        assert "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain" in text(page)
+        assert 'href="/podgroups#ml/urgent-pretrain"' in page and 'id="ml/urgent-pretrain"' in get(server, "/podgroups")
+        assert "Attempt 1" in text(page) and "deleted" in text(page)

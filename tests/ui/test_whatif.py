@@ -117,3 +117,27 @@ def test_the_exported_bundle_reopens_as_the_same_state_and_the_html_export_is_th
         assert reopened.current().sim.placements() == placements
     finally:
         reopened.close()
+
+
+def test_a_configuration_whose_plugins_cannot_be_built_is_a_form_error_not_an_edit():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        version = runs.version
+        bad = ("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+               "- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+               "    args: {scoringStrategy: {typo: 1}}\n")
+        refused = post(server, "/edit/config", {"yaml": bad})
+        error = text(refused.split('id="edit-error">')[1].split("</p>")[0])
+        assert error == ("profile 'default-scheduler': pluginConfig NodeResourcesFit: "
+                         "args.scoringStrategy.typo: unknown field")
+        assert runs.history.cursor == 0 and not runs.history.edits and runs.version == version
+
+
+def test_a_node_deleted_by_an_edit_answers_a_deleted_page_naming_the_edit_with_a_link_back():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        _edit(runs, server, "/edit/delete", {"kind": "Node", "key": "gpu-b3"})
+        page = get(server, "/node/gpu-b3", status=404)
+        assert "Node gpu-b3: deleted" in text(page)
+        assert "The what-if edit delete Node/gpu-b3 deleted it" in text(page) and '<a href="/">' in page
+        _edit(runs, server, "/undo", {})
+        assert "Node gpu-b3" in text(get(server, "/node/gpu-b3"))
+        assert "Pod shop/nope: not found" in text(get(server, "/pod/shop/nope", status=404))

@@ -7,6 +7,8 @@ camelCase dicts.  One converter handles every model class:
 - a field with ``metadata={"kind": "quantity"}`` is a ResourceList parsed into
   scheduler units (milli-CPU, bytes) and written back as quantities;
   ``metadata={"kind": "bytes"}`` is one quantity held as an integer of base units;
+- an int field takes a JSON integer within int64, or int32 with ``metadata={"kind": "int32"}``
+  (never a string: the API server's decoding refuses ``minCount: "4"``);
 - ``metadata={"kind": "time"}`` is an RFC 3339 timestamp held as float seconds;
   ``"microtime"`` the same written with microseconds (upstream ``MicroTime``:
   Lease times, events.k8s.io ``eventTime``);
@@ -166,6 +168,8 @@ def _field_hook(f: attrs.Attribute, conv: cattrs.Converter) -> tuple[Callable[[A
         return _time_hook, None
     if kind == "bytes":
         return lambda value, _type: _bytes_hook(value), None
+    if kind == "int32":
+        return _structure_int32, None
     inner = _optional_of(f.type)
     if inner is not None:  # a None value never reaches a field hook (structure skips it)
         return conv.get_structure_hook(inner), inner
@@ -311,18 +315,38 @@ def _structure_str(value: Any, _type: Any) -> str:
 
 def _shown(value: Any) -> str:
     """A refused value as a message shows it: its kind, and its text cut at 40 characters."""
-    kind = {bool: "boolean", int: "number", float: "number", dict: "object", list: "list"}.get(type(value), "value")
+    kind = {bool: "boolean", int: "number", float: "number", str: "string", dict: "object", list: "list"}.get(
+        type(value), "value")
     text = repr(value)
     return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
-def _structure_int(value: Any, _type: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ManifestError("", f"expected an integer, got {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise ManifestError("", f"expected an integer, got {value!r}") from None
+#: Go's int64 and int32: the API server's JSON decoding refuses a number outside the field's type.
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _structure_int(value: Any, _type: Any, bits: int = 64) -> int:
+    """An integer field takes only a JSON number that is an integer within the
+    field's Go type (int64, or int32 for fields marked ``kind: int32``), as the
+    API server decodes it: ``minCount: "4"`` (a string) or
+    9223372036854775808 for an int32 are refused ("cannot unmarshal ..."),
+    never converted."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+            value = int(value)  # 4.0: JSON has one number type, an integral value decodes into an integer
+        else:
+            raise ManifestError("", f"expected an integer, got {_shown(value)}")
+    low, high = _INT32 if bits == 32 else _INT64
+    if not low <= value <= high:
+        raise ManifestError("", f"cannot unmarshal number {_shown(value).partition(' ')[2]} into an int{bits} "
+                                f"field (from {low} to {high})")
+    return value
+
+
+def _structure_int32(value: Any, _type: Any) -> int:
+    """``kind: int32`` fields: :func:`_structure_int` within int32."""
+    return _structure_int(value, _type, bits=32)
 
 
 def _structure_bool(value: Any, _type: Any) -> bool:

@@ -102,7 +102,7 @@ class GangSchedulingPolicy:
     """``schedulingPolicy.gang``: all or nothing, ``min_count`` pods (>= 1) at
     once.  The only mutable part of a PodGroup's spec."""
 
-    min_count: int = field(default=0, metadata={"always": True})
+    min_count: int = field(default=0, metadata={"always": True, "kind": "int32"})
     extra: dict[str, Any] = _extra()
 
 
@@ -120,7 +120,7 @@ class PodGroupSchedulingPolicy:
 class CompositeGangSchedulingPolicy:
     """``gang.minGroupCount``: child groups (>= 1) that must be placed together."""
 
-    min_group_count: int = field(default=0, metadata={"always": True})
+    min_group_count: int = field(default=0, metadata={"always": True, "kind": "int32"})
     extra: dict[str, Any] = _extra()
 
 

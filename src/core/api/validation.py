@@ -31,7 +31,7 @@ from .resource_helpers import (
     pod_requests,
 )
 from .resource_v1 import ResourceClaim
-from .scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
+from .scheduling_v1beta1 import WORKLOAD_MAX_TREE_DEPTH, CompositePodGroup, PodGroup, Workload
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -517,9 +517,15 @@ def _composite_pod_group(group: Any) -> list[str]:
     return out + _conditions("status.conditions", group.status.conditions)
 
 
-def _templates(path: str, node: Any) -> list[str]:
+def _templates(path: str, node: Any, level: int = 1) -> list[str]:
     """The ``podGroupTemplates`` and ``compositePodGroupTemplates`` lists of a
-    Workload spec or a composite template (at most 8 each, unique names), recursively."""
+    Workload spec or a composite template (at most 8 each, unique names),
+    recursively; the templates at ``level`` (the spec's are level 1) may be no
+    deeper than upstream's WorkloadMaxTreeDepth (4)."""
+    if level > WORKLOAD_MAX_TREE_DEPTH and (node.pod_group_templates or node.composite_pod_group_templates):
+        key = "compositePodGroupTemplates" if node.composite_pod_group_templates else "podGroupTemplates"
+        return [f"{path}.{key}: Too many: the template tree is deeper than {WORKLOAD_MAX_TREE_DEPTH} levels: "
+                f"must have at most {WORKLOAD_MAX_TREE_DEPTH}"]
     out = []
     for key, items in (("podGroupTemplates", node.pod_group_templates),
                        ("compositePodGroupTemplates", node.composite_pod_group_templates)):
@@ -531,7 +537,7 @@ def _templates(path: str, node: Any) -> list[str]:
             if key == "podGroupTemplates":
                 out += _group_fields(item, template, "minCount") + _claims(item, template.resource_claims)
             else:
-                out += _group_fields(item, template, "minGroupCount") + _templates(item, template)
+                out += _group_fields(item, template, "minGroupCount") + _templates(item, template, level + 1)
     return out
 
 

@@ -177,6 +177,20 @@ class PodGroupManager:
             return node.key, f"the group tree spans several Workloads: {', '.join(sorted(workloads))}"
         return node.key, ""
 
+    def missing_ancestor(self, group: PodGroup | CompositePodGroup) -> str | None:
+        """``namespace/name`` of the first CompositePodGroup on ``group``'s path to
+        its root that is not known (yet), or None when every parent is (a cycle
+        ends the walk)."""
+        seen = {group.key}
+        node: PodGroup | CompositePodGroup = group
+        while (parent_key := self.parent_of(node)) is not None and parent_key not in seen:
+            seen.add(parent_key)
+            parent = self.composite(parent_key)
+            if parent is None:
+                return parent_key
+            node = parent
+        return None
+
     def children(self, key: str) -> list[PodGroup | CompositePodGroup]:
         """The PodGroups and CompositePodGroups whose parent is CompositePodGroup ``key``, by name."""
         namespace, _, name = key.partition("/")

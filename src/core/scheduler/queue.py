@@ -12,6 +12,11 @@ Mirrors upstream's ``internal/queue``:
   Queue; it goes to backoffQ if its backoff has not expired, else to activeQ.
 - PreEnqueue plugins gate pods: a gated pod waits in the pool until an event
   its gating plugin registered for makes PreEnqueue pass.
+- With SchedulerPopFromBackoffQ (beta, on since 1.33; KEP-5142) backoff
+  expiries are cut to whole-second windows, backoffQ orders a window's pods as
+  activeQ does, and :meth:`SchedulingQueue.pop` takes the head of backoffQ
+  when activeQ is empty (not pods backing off after an error, which wait out
+  their backoff in a queue of their own).
 - Pods left in the pool for ``podMaxInUnschedulablePodsDuration`` (5 minutes)
   are moved back anyway (checked every 30 seconds).
 - Cluster events that happen while a pod is in flight (being scheduled, or
@@ -48,6 +53,10 @@ MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 #: scheduler_queue_incoming_pods_total's event labels, as upstream's queue gives them
 POD_ADD, POD_UPDATE, ATTEMPT_FAILURE = "UnscheduledPodAdd", "UnscheduledPodUpdate", "ScheduleAttemptFailure"
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+#: upstream's backoffQOrderingWindowDuration: with SchedulerPopFromBackoffQ, backoff ends on whole windows (seconds)
+BACKOFF_ORDERING_WINDOW = 1.0
+#: scheduler_queue_incoming_pods_total's label for a pod taken from backoffQ by an idle pop
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 
 ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
@@ -159,6 +168,21 @@ class _Entry:
         return self.key < other.key
 
 
+class _WindowEntry(_Entry):
+    """A backoffQ slot under SchedulerPopFromBackoffQ: by backoff window (``key[0]``), then as activeQ
+    orders pods, then by arrival (``key[1]``)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: "_Entry") -> bool:
+        if self.key[0] != other.key[0]:
+            return self.key[0] < other.key[0]
+        assert self.less is not None
+        if self.less(self.info, other.info):
+            return True
+        return not self.less(other.info, self.info) and self.key[1] < other.key[1]
+
+
 class Nominator:
     """Pods nominated to nodes by preemption (``status.nominatedNodeName``)."""
 
@@ -231,7 +255,8 @@ class SchedulingQueue:
     one); ``group_of(pod)``: the ``namespace/name`` of the PodGroup a pod
     belongs to (None: queued alone); ``group_priority(key)``: that PodGroup's
     priority (None while it is unknown); ``group_stranded(key)``: whether it
-    ran and fell below its minCount.  Backoff values are seconds.
+    ran and fell below its minCount; ``pop_from_backoff``: the
+    SchedulerPopFromBackoffQ behaviour (module docstring).  Backoff values are seconds.
     """
 
     def __init__(
@@ -247,8 +272,10 @@ class SchedulingQueue:
         group_of: Callable[[Pod], str | None] = lambda pod: None,
         group_priority: Callable[[str], int | None] = lambda key: None,
         group_stranded: Callable[[str], bool] = lambda key: False,
+        pop_from_backoff: bool = False,
     ):
         self.clock = clock
+        self.pop_from_backoff = pop_from_backoff
         self._less = less
         self._pre_enqueue = pre_enqueue
         self._hints = hints
@@ -256,7 +283,9 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self._active: list[_Entry] = []
+        #: pods backing off after a rejection, and after an error (never popped before their backoff ends)
         self._backoff: list[_Entry] = []
+        self._error_backoff: list[_Entry] = []
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         #: the same pods grouped by who holds them (profile, gating plugin, rejectors, pending plugins), so
         #: that an event none of a group's plugins registered for skips the whole group
@@ -289,16 +318,20 @@ class SchedulingQueue:
         gated = sum(size(info) for info in self._unschedulable.values() if info.gating_plugin)
         return {
             "active": sum(size(e.info) for e in self._active if not e.removed),
-            "backoff": sum(size(e.info) for e in self._backoff if not e.removed),
+            "backoff": sum(size(e.info) for e in (*self._backoff, *self._error_backoff) if not e.removed),
             "unschedulable": sum(size(info) for info in self._unschedulable.values()) - gated,
             "gated": gated,
         }
 
     def has_active(self) -> bool:
-        """Whether activeQ holds a pod or PodGroup to pop (entries removed since are dropped first)."""
-        while self._active and self._active[0].removed:
-            heapq.heappop(self._active)
-        return bool(self._active)
+        """Whether :meth:`pop` has a pod or PodGroup to give: activeQ's, or with SchedulerPopFromBackoffQ
+        backoffQ's (entries removed since are dropped first)."""
+        for heap in (self._active, self._backoff) if self.pop_from_backoff else (self._active,):
+            while heap and heap[0].removed:
+                heapq.heappop(heap)
+            if heap:
+                return True
+        return False
 
     def __contains__(self, pod: Pod) -> bool:
         return pod.metadata.uid in self._pods or pod.metadata.uid in self._member_of
@@ -426,11 +459,21 @@ class SchedulingQueue:
     def _to_backoff(self, info: QueuedPodInfo, event: str) -> None:
         self._incoming(info, metrics.BACKOFF_Q, event)
         self._detach(info)
-        entry = _Entry(info, (info.backoff_expiry, next(self._seq)), None)
+        key = (info.backoff_expiry, next(self._seq))
+        rejected = bool(info.unschedulable_plugins or info.pending_plugins)
+        entry = _WindowEntry(info, key, self._less) if rejected and self.pop_from_backoff else _Entry(info, key, None)
         info._entry = entry
         info.where = BACKOFF
-        heapq.heappush(self._backoff, entry)
+        heapq.heappush(self._backoff if rejected else self._error_backoff, entry)
         self._arm_backoff_timer()
+
+    def _backoff_ends(self, expiry: float) -> float:
+        """When a pod whose backoff expires at ``expiry`` may leave backoffQ: then, or with
+        SchedulerPopFromBackoffQ once its window is over (upstream's isEntityBackingoff)."""
+        return expiry + BACKOFF_ORDERING_WINDOW if self.pop_from_backoff else expiry
+
+    def _backing_off(self, info: QueuedPodInfo) -> bool:
+        return self._backoff_ends(info.backoff_expiry) > self.clock.now()
 
     def _to_unschedulable(self, info: QueuedPodInfo, event: str) -> None:
         if info.where != UNSCHEDULABLE:
@@ -461,8 +504,15 @@ class SchedulingQueue:
     # --- the scheduling loop's side ------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (now in flight), or None when activeQ is empty.
+        """The head of activeQ (now in flight), or None when activeQ is empty (with
+        SchedulerPopFromBackoffQ: the head of backoffQ then, its backoff cut short).
         A group comes with its ``attempt``: its members now, each counting an attempt."""
+        if self.pop_from_backoff and not self.has_active_q():
+            while self._backoff:
+                entry = heapq.heappop(self._backoff)
+                if not entry.removed:
+                    self._to_active(entry.info, POP_FROM_BACKOFF_Q)
+                    break
         while self._active:
             entry = heapq.heappop(self._active)
             if entry.removed:
@@ -485,6 +535,12 @@ class SchedulingQueue:
                         member.initial_attempt_timestamp = now
             return info
         return None
+
+    def has_active_q(self) -> bool:
+        """activeQ itself holds a pod or PodGroup."""
+        while self._active and self._active[0].removed:
+            heapq.heappop(self._active)
+        return bool(self._active)
 
     def done(self, pod: Pod) -> None:
         """The pod's scheduling attempt ended (bound, or handed back); a group's
@@ -556,7 +612,9 @@ class SchedulingQueue:
             return
         now = self.clock.now()
         info.timestamp = now
-        info.backoff_expiry = now + self.backoff_duration(info)
+        expiry = now + self.backoff_duration(info)
+        # SchedulerPopFromBackoffQ: backoff expiries are cut to their ordering window
+        info.backoff_expiry = expiry - expiry % BACKOFF_ORDERING_WINDOW if self.pop_from_backoff else expiry
         info.unschedulable_plugins = set() if pending else set(rejectors)
         info.pending_plugins = set(rejectors) if pending else set()
         self._pods[info.uid] = info
@@ -631,7 +689,7 @@ class SchedulingQueue:
     def _move(self, info: QueuedPodInfo, event: str) -> None:
         if info.gating_plugin:
             self._enqueue_gated_or_active(info, event)
-        elif not info.pending_plugins and info.backoff_expiry > self.clock.now():
+        elif not info.pending_plugins and self._backing_off(info):
             self._to_backoff(info, event)
         else:
             self._to_active(info, event)
@@ -698,11 +756,15 @@ class SchedulingQueue:
     # --- timers --------------------------------------------------------------------------
 
     def _arm_backoff_timer(self) -> None:
-        while self._backoff and self._backoff[0].removed:
-            heapq.heappop(self._backoff)
-        if not self._backoff:
+        heads = []
+        for heap in (self._backoff, self._error_backoff):
+            while heap and heap[0].removed:
+                heapq.heappop(heap)
+            if heap:
+                heads.append(self._backoff_ends(heap[0].key[0]))
+        if not heads:
             return
-        when = self._backoff[0].key[0]
+        when = min(heads)
         if self._backoff_timer is not None and not self._backoff_timer.cancelled:
             if self._backoff_timer.when <= when:
                 return
@@ -712,15 +774,16 @@ class SchedulingQueue:
     def flush_backoff_completed(self) -> None:
         """Move pods whose backoff expired from backoffQ to activeQ."""
         now = self.clock.now()
-        while self._backoff:
-            entry = self._backoff[0]
-            if entry.removed:
-                heapq.heappop(self._backoff)
-                continue
-            if entry.key[0] > now:
-                break
-            heapq.heappop(self._backoff)
-            self._to_active(entry.info, "BackoffComplete")
+        for heap in (self._backoff, self._error_backoff):
+            while heap:
+                entry = heap[0]
+                if entry.removed:
+                    heapq.heappop(heap)
+                    continue
+                if self._backoff_ends(entry.key[0]) > now:
+                    break
+                heapq.heappop(heap)
+                self._to_active(entry.info, "BackoffComplete")
         self._backoff_timer = None
         self._arm_backoff_timer()
 

@@ -123,6 +123,7 @@ class Scheduler:
             group_of=self._queued_group if workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
             group_stranded=self._pod_group_stranded,
+            pop_from_backoff=state.features.enabled("SchedulerPopFromBackoffQ"),
         )
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)

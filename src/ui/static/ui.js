@@ -4,6 +4,15 @@
   if (window.kubeschedUi) { return; }  // htmx's boost swaps the body: set up once
   window.kubeschedUi = true;
 
+  // a page refreshed after a re-simulation may now answer 404 (its node or pod deleted by the edit): show that page
+  // instead of keeping the old one on screen (htmx does not swap error responses by default)
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.xhr && event.detail.xhr.status === 404) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   var shown = Number(document.body.dataset.version || 0);
   var source = new EventSource("/events");
   source.addEventListener("state", function (event) {

@@ -45,18 +45,27 @@ def attempt_view(record: dict[str, Any], total_nodes: int) -> dict[str, Any]:
 def pod_page(outcome: Outcome, key: str) -> dict[str, Any] | None:
     """The page of pod ``key`` (``namespace/name``): status, node, every
     attempt (latest first) and, when Pending, the suggestions of
-    :func:`kubesched.analysis.explain.explain`; None when the run has no such pod."""
+    :func:`kubesched.analysis.explain.explain`; for a pod the run deleted (a preemption's victim, a pod evicted)
+    its attempts as recorded, with ``gone`` saying what happened; None when the run never had such a pod."""
     pod = outcome.pod_by_key.get(key)
-    if pod is None:
-        return None
     records = outcome.by_pod.get(key, [])
+    if pod is None and not records:
+        return None
     answer = explain(records, key, pod, outcome.nodes.values())
     start = outcome.sim.start_time
     attempts = [attempt_view(record, len(outcome.node_names)) for record in outcome.attempts(key)]
     for attempt in attempts:
         attempt["time"] = attempt["time"] - start
-    return {"key": key, "pod": pod, "status": answer["status"], "node": pod.spec.node_name or answer.get("node", ""),
+    preemption = outcome.preemptions.get(key)
+    gone = ""
+    if pod is None:
+        gone = (f"preempted at +{preemption.time:g}s by {preemption.preemptor or 'a pod now gone'}"
+                if preemption is not None else "deleted during the run")
+    return {"key": key, "pod": pod, "status": answer["status"],
+            "node": (pod.spec.node_name if pod is not None else "") or answer.get("node", ""),
             "message": answer.get("message", ""), "reason": outcome.pending_reasons.get(key, ""),
-            "priority": pod.spec.priority or 0, "suggestions": answer.get("suggestions", []),
-            "attempts": attempts[::-1], "preempted": key in outcome.preempted,
-            "nominated": pod.status.nominated_node_name}
+            "priority": pod.spec.priority or 0 if pod is not None else "-",
+            "suggestions": answer.get("suggestions", []) if pod is not None else [],
+            "attempts": attempts[::-1], "preempted": key in outcome.preempted, "gone": gone,
+            "preemptor": preemption.preemptor if preemption is not None else "",
+            "nominated": pod.status.nominated_node_name if pod is not None else ""}
