@@ -21,6 +21,13 @@ then:
    important first, PDB-violating ones before the others, each unit all or
    nothing, when every placed member still passes Filter on its node with
    its own CycleState;
+   when a member or a victim holds ResourceClaims the in-place check is
+   only a first guess (each member's Filter re-picks its own devices, blind to
+   the devices the other members took in the dry run), so the group is placed
+   again with only the victims it chose gone and, if it does not fit, victims
+   are given back one at a time, each kept only when the group's own
+   algorithm still places every member (:meth:`PodGroupEvaluator.exact_reprieval`):
+   the victims evicted are enough for the whole group;
 5. evicts the rest and gives each whole victim PodGroup the
    ``DisruptionTarget`` condition; the members are nominated where the group
    was placed.
@@ -186,6 +193,16 @@ class InPlaceReprieval:
         return True
 
 
+def _pods_of(victims: Sequence[Victim]) -> list[Pod]:
+    return [info.pod for victim in victims for info, _ in victim.pods]
+
+
+def _holds_devices(members: Sequence[Pod], victims: Sequence[Victim]) -> bool:
+    """A member or a victim has ResourceClaims (the in-place reprieval cannot count their devices exactly)."""
+    return any(pod.spec.resource_claims for pod in members) or any(
+        info.pod.spec.resource_claims for victim in victims for info, _ in victim.pods)
+
+
 class ReprieveError(Exception):
     """A PreFilter AddPod/RemovePod failed during reprieval; ``status`` says which."""
 
@@ -306,9 +323,40 @@ class PodGroupEvaluator:
                     evicted.append(victim)
         except ReprieveError as err:
             return None, Status(Code.ERROR, err.status.reasons, err.status.plugin)
+        if _holds_devices(group.unscheduled_pods, victims):
+            order = [victim for victim, _ in violating] + list(non_violating)
+            evicted, assignments, status = self.exact_reprieval(order, evicted, schedule_group, assignments)
+            if status is not None:
+                return None, status
+            counts = {id(victim): count for victim, count in violating}
+            violations = sum(counts.get(id(victim), 0) for victim in evicted)
         evicted.sort(key=lambda v: v.importance_key(now))
         nominations = {assumed.metadata.uid: node for assumed, node in assignments.assignments}
         return GroupCandidate(placement, tuple(evicted), nominations, violations), None
+
+    @staticmethod
+    def exact_reprieval(order: Sequence[Victim], evicted: list[Victim], schedule_group: ScheduleGroup,
+                        assignments: PodGroupAssignments
+                        ) -> tuple[list[Victim], PodGroupAssignments, Status | None]:
+        """The victims to evict, checked by the group's own algorithm (members assumed and reserved one by
+        one, so each member's devices count for the next): ``evicted`` when the group fits with only them
+        gone, else every victim of ``order`` (the reprieval order) given back in turn and kept only when the
+        group still fits without it.  Returns the victims, the members' placement and an Error status of
+        the algorithm (None otherwise)."""
+        status, placed = schedule_group(_pods_of(evicted))
+        if status is None:
+            return evicted, placed, None
+        if status.code == Code.ERROR:
+            return evicted, assignments, status
+        gone = list(order)  # every victim gone: the group fits (select_victims placed it so)
+        for victim in order:
+            trial = [v for v in gone if v is not victim]
+            status, placed = schedule_group(_pods_of(trial))
+            if status is None:
+                gone, assignments = trial, placed
+            elif status.code == Code.ERROR:
+                return gone, assignments, status
+        return gone, assignments, None
 
     def _terminating_on_nominated_nodes(self, members: Sequence[Pod], snapshot: "Snapshot", priority: int) -> bool:
         """Does a member's nominated node still hold a lower-priority pod that an

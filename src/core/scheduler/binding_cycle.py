@@ -122,7 +122,7 @@ class BindingCycle:
                        node_name: str, start: int) -> None:
         """PreBind plugins from ``start`` on, then Bind (on a binding worker
         when there is a pool); a :class:`PreBindWait` parks the binding cycle
-        in :attr:`binding_waits` and polls on the clock."""
+        in :attr:`waits` and polls on the clock."""
         pool = self.pool
         if pool is not None:
             self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
@@ -251,7 +251,11 @@ class BindingCycle:
             aborted += 1
         return aborted
 
-    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+    def _binding_failed(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+                        status: Status) -> None:
+        """Upstream ``handleBindingCycleError``: counted, recorded, unreserved and
+        forgotten, the pod back in the queue, and the room it held offered to
+        the pods waiting for room."""
         self.shared.stats.binding_failures += 1
         self._record_binding(state, node_name, status)
         unreserve_and_forget(self.shared.cache, fwk, state, assumed, node_name)
@@ -259,4 +263,4 @@ class BindingCycle:
         # after the pod is back in the queue, so that the room it frees does not count as news for itself
         uid = assumed.metadata.uid
         self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
-                            precheck=lambda pod: pod.metadata.uid != uid)
+                                   precheck=lambda pod: pod.metadata.uid != uid)

@@ -456,19 +456,35 @@ class DynamicResources:
 
     def _discount(self, data: _State, victim) -> None:
         """Free, for this cycle's allocations, the devices of the claims that only ``victim`` and pods removed
-        before it use (claims reserved for a PodGroup stay: the group may keep running elsewhere)."""
+        before it use (a claim reserved for a PodGroup: once every running member holding it is removed)."""
         for claim in self._victim_claims(victim):
             uid = claim.metadata.uid
             removed = data.removed.setdefault(uid, set())
             if victim.metadata.uid in removed:
                 continue
             removed.add(victim.metadata.uid)
-            users = {ref.uid for ref in claim.status.reserved_for}
-            if (claim.status.allocation is not None and uid not in data.released
-                    and all(ref.resource == "pods" and not ref.api_group for ref in claim.status.reserved_for)
-                    and users <= removed):
+            if claim.status.allocation is None or uid in data.released:
+                continue
+            users = self._claim_users(claim)
+            if users is not None and users <= removed:
                 data.released.add(uid)
                 data.writable_allocated().remove(claim.status.allocation)
+
+    def _claim_users(self, claim: ResourceClaim) -> set[str] | None:
+        """The UIDs of the running pods holding allocated ``claim``: the pods it is reserved for, and the
+        running (assigned or assumed) members of a PodGroup it is reserved for that use it; None when it is
+        reserved for something else."""
+        users: set[str] = set()
+        for ref in claim.status.reserved_for:
+            if ref.resource == "pods" and not ref.api_group:
+                users.add(ref.uid)
+            elif ref.resource == "podgroups":
+                state = self.handle.pod_groups.state(f"{claim.metadata.namespace}/{ref.name}")
+                users.update(member.metadata.uid for member in state.assigned_pods() + state.assumed_pods()
+                             if any(c.metadata.uid == claim.metadata.uid for c in self._victim_claims(member)))
+            else:
+                return None
+        return users
 
     def _victim_claims(self, pod) -> list[ResourceClaim]:
         """The claims of a (running) pod, each once; unresolvable ones are skipped."""
