@@ -163,6 +163,10 @@ def test_a_node_without_the_resource_is_never_told_to_free_more_of_it(tmp_path):
     manifests = tmp_path / "cluster.yaml"
     manifests.write_text("""\
 apiVersion: v1
+kind: Namespace
+metadata: {name: ml}
+---
+apiVersion: v1
 kind: Node
 metadata: {name: worker-b1}
 status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}

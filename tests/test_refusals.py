@@ -123,13 +123,15 @@ def refused_line(result) -> str:
     (GANG_GROUP("9223372036854775808"),
      "PodGroup/g: spec.schedulingPolicy.gang.minCount: cannot unmarshal number 9223372036854775808 into an int32"),
     (GANG_GROUP('"4"'), "PodGroup/g: spec.schedulingPolicy.gang.minCount: expected an integer, got string '4'"),
+    (pod(metadata={"name": "p", "namespace": "nowhere"}),
+     'Pod/p: metadata.namespace: namespaces "nowhere" not found'),
     (workload_tree(20), "Workload/w: Workload \"w\" is invalid: spec" + ".compositePodGroupTemplates[0]" * 4
      + ".compositePodGroupTemplates: Too many: the template tree is deeper than 4 levels: must have at most 4"),
 ], ids=["annotations-over-256KiB", "request-over-3MiB", "node-labels-over-3MiB", "pod-over-etcd-1.5MiB",
         "container-without-name", "hostport", "int-label-value", "int-name", "int-node-selector",
         "fraction-of-extended-resource", "exponent-beyond-int32", "negative-allocatable", "taint-without-key",
         "taint-without-effect", "unknown-fields", "control-characters", "cpu-1e1000", "node-memory-2^63",
-        "minCount-beyond-int32", "minCount-string", "workload-tree-20-deep"])
+        "minCount-beyond-int32", "minCount-string", "namespace-not-found", "workload-tree-20-deep"])
 def test_what_the_api_server_refuses_is_refused_in_one_line_naming_file_object_and_field(tmp_path, obj, expected):
     line = refused_line(simulate(tmp_path, obj))
     assert line.startswith(f"{tmp_path / 'm.yaml'}: ") and expected in line

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
-from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.core_v1 import SYSTEM_NAMESPACES, Namespace, Pod
 from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
 from kubesched.core.api.scheduling_v1beta1 import CompositePodGroup, PodGroup
 from kubesched.core.clock import FakeClock
@@ -209,19 +209,34 @@ def load_paths(cluster: ClusterClient, paths: Iterable[str | Path], progress: Pr
 
 def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],
                    progress: Progress | None = None) -> None:
-    """Create already parsed (source file, object) pairs in ``cluster``: pods
-    and pod groups after every other object (they refer to priority classes,
-    claims, volumes), otherwise in the order given (``progress("creating",
-    done, total)`` every :data:`PROGRESS_STEPS` objects).  Raises
-    :class:`InvalidManifest` naming the file and the object the cluster refuses."""
-    ordered = sorted(sourced, key=lambda item: isinstance(item[1], _NAMES_A_CLASS))
+    """Create already parsed (source file, object) pairs in ``cluster``:
+    Namespaces first, pods and pod groups after every other object (they
+    refer to priority classes, claims, volumes), otherwise in the order given
+    (``progress("creating", done, total)`` every :data:`PROGRESS_STEPS`
+    objects).  A namespaced object must name a namespace that exists, as
+    kube-apiserver's NamespaceLifecycle admission requires: one of
+    :data:`~kubesched.core.api.core_v1.SYSTEM_NAMESPACES`, a Namespace in the
+    cluster or one among these objects (as ``kubectl apply -f`` of a folder
+    needs its Namespace manifests; kubesched takes them first wherever they
+    are).  Raises :class:`InvalidManifest` naming the file and the object the
+    cluster refuses (``namespaces "shop" not found``)."""
+    ordered = sorted(sourced, key=lambda item: (not isinstance(item[1], Namespace),
+                                                isinstance(item[1], _NAMES_A_CLASS)))
+    namespaces = set(SYSTEM_NAMESPACES) | {ns.metadata.name for ns in cluster.list("Namespace").items}
     for done, (file, obj) in enumerate(ordered):
         if progress is not None and done % PROGRESS_STEPS == 0:
             progress("creating", done, len(ordered))
+        resource = resource_of(obj)
+        namespace = obj.metadata.namespace or "default"
+        if resource.namespaced and namespace not in namespaces:
+            raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "metadata.namespace",
+                                  f'namespaces "{namespace}" not found')
         try:
             cluster.create(obj)
         except ApiError as err:
-            raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "", err.message) from None
+            raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "", err.message) from None
+        if isinstance(obj, Namespace):
+            namespaces.add(obj.metadata.name)
 
 
 def parse_start_time(text: str) -> float:

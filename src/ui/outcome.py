@@ -19,7 +19,9 @@ import numpy as np
 
 from kubesched.analysis.compare import compare, summarize
 from kubesched.analysis.explain import attempts_of
+from kubesched.analysis.explain_podgroup import explain_pod_group
 from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.framework.resources import CPU, MEMORY
 
 from .timeline import PlacementLog, Timeline
@@ -39,11 +41,26 @@ def reason_summary(groups: list[dict[str, Any]]) -> str:
     return " · ".join(parts)
 
 
-def pending_reason(pod: Pod, attempts: list[dict[str, Any]], gated: str = "") -> str:
-    """Why ``pod`` is Pending, in one line: its latest attempt's Filter groups
-    (:func:`reason_summary`), or the attempt's message, or the PreEnqueue
-    plugin that keeps it out of the queue (``gated``: "plugin: message", as
-    the scheduling queue holds it), or its PodScheduled condition."""
+def group_verdict(verdict: dict[str, Any]) -> str:
+    """A PodGroup's explanation (:func:`~kubesched.analysis.explain_podgroup.explain_pod_group`) in one line, as
+    every waiting member reads it: ``PodGroup NS/NAME (0 of minCount 4 placed): <its latest attempt's message>``;
+    "" when the group was never attempted (its members wait at PreEnqueue, each saying so)."""
+    last = verdict.get("last")
+    if not last:
+        return ""
+    placed = sum(1 for node in verdict.get("members", {}).values() if node)
+    count = f"{placed} of minCount {verdict['minCount']} placed" if "minCount" in verdict else f"{placed} placed"
+    return f"PodGroup {verdict['podGroup']} ({count}): {last.get('message') or last.get('result', '')}"
+
+
+def pending_reason(pod: Pod, attempts: list[dict[str, Any]], gated: str = "", group: str = "") -> str:
+    """Why ``pod`` is Pending, in one line: for a member of a PodGroup that was attempted, the group's verdict
+    (``group``, :func:`group_verdict`: all its members tell the same story, as ``kubesched explain`` does); else
+    its latest attempt's Filter groups (:func:`reason_summary`), or the attempt's message, or the PreEnqueue
+    plugin that keeps it out of the queue (``gated``: "plugin: message", as the scheduling queue holds it), or
+    its PodScheduled condition."""
+    if group:
+        return group
     if attempts:
         last = attempts[-1]
         groups = (last.get("filter") or {}).get("rejected") or []
@@ -112,10 +129,21 @@ class Outcome:
         self.pod_by_key = {pod.key: pod for pod in self.pods}
         self.pending = [pod for pod in self.pods
                         if not pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")]
-        self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key), _gated(sim, pod))
+        #: PodGroup key -> its explanation (the one ``kubesched explain podgroup/KEY`` prints)
+        self.group_verdicts = {group.key: explain_pod_group(self.by_group.get(group.key, []), group.key, group,
+                                                            self.pods)
+                               for group in sim.cluster.list("PodGroup").items}
+        group_lines = {pod.key: group_verdict(self.group_verdicts.get(pod_group_key(pod) or "", {}))
+                       for pod in self.pending}
+        #: the Pending pods whose reason is their PodGroup's verdict
+        self.explained_by_group = {key for key, line in group_lines.items() if line}
+        self.pending_reasons = {pod.key: pending_reason(pod, self.attempts(pod.key), _gated(sim, pod),
+                                                        group_lines[pod.key])
                                 for pod in self.pending}
         #: victim -> its preemption (the latest), from the Preempted events
         self.preemptions = {p.victim: p for p in sim.preemptions()}
+        #: pod key -> its PodGroup's key, for every pod the run created (deleted ones too)
+        self.member_of = log.groups
         self.preempted = set(self.preemptions)
         capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
         self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
@@ -130,11 +158,13 @@ class Outcome:
 
     def reasons_across_pending(self) -> list[tuple[str, int]]:
         """(Filter reason, how many Pending pods it rejects on some node) over
-        every Pending pod's latest attempt, the most common first."""
+        every Pending pod's latest attempt, the most common first; a PodGroup's members count once each under
+        their group's verdict (their own Filter results are those of one placement of the group's attempt)."""
         counts: Counter[str] = Counter()
         for pod in self.pending:
             attempts = self.attempts(pod.key)
-            groups = (attempts[-1].get("filter") or {}).get("rejected", []) if attempts else []
+            grouped = pod.key in self.explained_by_group
+            groups = (attempts[-1].get("filter") or {}).get("rejected", []) if attempts and not grouped else []
             if groups:
                 counts.update({group["reason"] for group in groups})
             else:

@@ -210,8 +210,8 @@ def _modelled_documents():
     files = [*REPO.glob("examples/**/*.yaml"), *REPO.glob("data/dra-examples/**/*.yaml")]
     for path in sorted(files):
         text = path.read_text()
-        if "{{" in text or "configs" in path.parts:
-            continue  # templates and scheduler configurations
+        if "{{" in text or "configs" in path.parts or "invalid" in path.parts:
+            continue  # templates, scheduler configurations and the README's deliberately broken manifest
         for doc in yaml.safe_load_all(text):
             items = doc if isinstance(doc, list) else doc.get("items", []) if isinstance(doc, dict) and doc.get(
                 "kind") == "List" else [doc]

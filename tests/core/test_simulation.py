@@ -12,7 +12,7 @@ from kubesched.testing import node, pod
 CLUSTER = """\
 apiVersion: v1
 kind: Pod
-metadata: {name: web, namespace: shop}
+metadata: {name: web, namespace: default}
 spec:
   priorityClassName: high
   containers: [{name: main, resources: {requests: {cpu: "1"}}}]
@@ -33,8 +33,21 @@ def test_from_paths_creates_pods_after_the_objects_they_refer_to(tmp_path):
     (tmp_path / "all.yaml").write_text(CLUSTER)
     sim = Simulation.from_paths([tmp_path])
     sim.run()
-    web = sim.pod("shop/web")
+    web = sim.pod("web")
     assert web.spec.priority == 1000  # the PriorityClass existed when the pod was created
+    assert sim.placements() == {"default/web": "n1"}
+
+
+def test_from_paths_needs_the_namespace_of_an_object_as_the_api_server_does(tmp_path):
+    (tmp_path / "pods.yaml").write_text(CLUSTER.replace("namespace: default", "namespace: shop"))
+    with pytest.raises(InvalidManifest) as err:
+        Simulation.from_paths([tmp_path / "pods.yaml"])
+    assert str(err.value) == f'{tmp_path / "pods.yaml"}: Pod/web: metadata.namespace: namespaces "shop" not found'
+    # a Namespace among the manifests, wherever it is, is created first (kubectl apply needs it first)
+    (tmp_path / "pods.yaml").write_text(CLUSTER.replace("namespace: default", "namespace: shop")
+                                        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+    sim = Simulation.from_paths([tmp_path / "pods.yaml"])
+    sim.run()
     assert sim.placements() == {"shop/web": "n1"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import yaml
@@ -87,15 +88,15 @@ def test_the_timeline_marks_timed_changes_and_shows_the_cluster_at_t():
 
 
 def test_the_config_diff_shows_effective_profiles_and_runs_the_other_side():
-    with serving([ROOT / "examples/cluster"]) as (_, server):
+    with serving([ROOT / "examples/cluster"], compare=["configs/bin-packing.yaml"]) as (_, server):
         page = get(server, "/config?other=configs/bin-packing.yaml:bin-packing-scheduler&run=1")
         differing = re.findall(r'<tr class="differs"><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>',
                                page)
         fit = [row for row in differing if row[1] == "NodeResourcesFit args"]
         assert fit and "MostAllocated" in fit[0][3] and "LeastAllocated" not in fit[0][3]
         assert "Pods placed differently" in page and "nodesInUse" in page
-        missing = get(server, "/config?other=configs/nope.yaml")
-        assert 'class="error">configs/nope.yaml' in missing
+        missing = get(server, "/config?other=configs/bin-packing.yaml:nope")
+        assert 'class="error">configs/bin-packing.yaml: profiles: no profile with schedulerName' in missing
 
 
 def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_did_not_fit(tmp_path):
@@ -108,8 +109,9 @@ def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_d
         assert "PodGroupInitiallyScheduled=False (Unschedulable): 0/3 placements are available" in big
         # every rack tried: two members fit in racks 2 and 3, the third lacks 2 CPUs on each node there
         assert ("rack-2 2 2 of 3 GangScheduling: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining "
+                "2 member(s) placed in rack-2, then ml/big-2 did not fit: 2 of the 3 needed "
                 "ml/big-2 : 2 nodes: Insufficient cpu r2-n1 lacks 2 cpu r2-n2 lacks 2 cpu") in big
-        assert "rack-1 2 0 of 1" in big  # ml/small holds rack 1 (equal racks: the first in name order)
+        assert "rack-1 2 0 of 3" in big  # ml/small holds rack 1 (equal racks: the first in name order)
         assert "2 member(s): 2 placed, 0 waiting · minCount met" in small
         assert "zone zone-a rack rack-1 r1-n1 : ml/small-1 r1-n2 : ml/small-0" in small
         assert "Scheduled in rack-1" in small and "rack-1 (chosen)" in small
@@ -120,14 +122,17 @@ def test_the_gang_example_shows_the_waiting_group_its_racks_and_the_incomplete_o
         page = text(get(server, "/podgroups"))
         finetune = page[page.index("ml/llm-finetune gang"):page.index("ml/llm-pretrain gang")]
         assert "4 member(s): 0 placed, 4 waiting · minCount not met (0 of 4)" in finetune
-        assert re.search(r"rack-b 2 2 of 3 GangScheduling: minCount \(4\) cannot be satisfied", finetune)
+        assert re.search(r"rack-b 2 2 of 4 GangScheduling: minCount \(4\) cannot be satisfied", finetune)
         pretrain = page[page.index("ml/llm-pretrain gang"):]
         assert "minCount met" in pretrain and "rack rack-a" in pretrain and "rack-a (chosen)" in pretrain
         evaluation = page[page.index("ml/eval gang"):page.index("ml/llm-finetune gang")]
         assert "waits at PreEnqueue: GangScheduling: waiting for minCount pods from a gang" in evaluation
 
 
-def test_a_podgroups_victims_keep_their_pages_marked_preempted_with_the_preemptor():
+def test_a_podgroups_preemption_shows_on_its_page_its_victims_group_and_pages_and_the_timeline():
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
     from kubesched.ui.scenario import TimedChange
 
     arrival = TimedChange(300.0, ROOT / "examples/gangs-arrivals/urgent-pretrain.yaml")
@@ -136,3 +141,42 @@ def test_a_podgroups_victims_keep_their_pages_marked_preempted_with_the_preempto
         assert "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain" in text(page)
         assert 'href="/podgroups#ml/urgent-pretrain"' in page and 'id="ml/urgent-pretrain"' in get(server, "/podgroups")
         assert "Attempt 1" in text(page) and "deleted" in text(page)
+        groups = text(get(server, "/podgroups"))
+        pretrain = groups[groups.index("ml/llm-pretrain gang"):groups.index("ml/urgent-pretrain gang")]
+        urgent = groups[groups.index("ml/urgent-pretrain gang"):]
+        assert "minCount not met (0 of 4): its members were preempted (below)" in pretrain
+        assert "ml/llm-pretrain-worker-1 +300.0s podgroup/ml/urgent-pretrain" in pretrain
+        explained = json.loads(CliRunner().invoke(app, [
+            "explain", "podgroup/ml/urgent-pretrain", "-f", str(ROOT / "examples/gangs"), "--at",
+            f"5m={ROOT / 'examples/gangs-arrivals/urgent-pretrain.yaml'}", "-o", "json"]).output)
+        victims = explained["preemption"]["victims"]
+        assert f"Preempted to make room: attempt #1 at +300.0s (DefaultPreemption) 4 victim(s): {' '.join(victims)}" \
+            in urgent
+        timeline = text(get(server, "/timeline?t=300"))
+        assert all(f"preempted by podgroup/ml/urgent-pretrain {victim}" in timeline for victim in victims)
+
+
+def test_a_gangs_members_tell_one_story_the_same_as_explain_and_name_their_podgroup():
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
+
+    with serving([ROOT / "examples/gangs"]) as (runs, server):
+        explained = json.loads(CliRunner().invoke(app, ["explain", "podgroup/ml/llm-finetune", "-f",
+                                                        str(ROOT / "examples/gangs"), "-o", "json"]).output)
+        verdict = f"PodGroup ml/llm-finetune (0 of minCount 4 placed): {explained['last']['message']}"
+        cluster = text(get(server, "/"))
+        # one row per cause in the pending summary: the gang's four members under its verdict, eval's two at PreEnqueue
+        assert f"{verdict} 4 " in cluster and "cannot allocate all claims 1" not in cluster
+        for member in ("worker-0", "worker-1", "worker-3"):
+            page = get(server, f"/pod/ml/llm-finetune-{member}")
+            assert f"Pending : {verdict}" in text(page)
+            assert 'Member of PodGroup <a href="/podgroups#ml/llm-finetune">ml/llm-finetune</a>' in page
+            assert explained["suggestions"][0] in text(page)
+        groups = text(get(server, "/podgroups"))
+        # placed of minCount as the CLI counts them, and upstream's verdict glossed beside it
+        assert "rack-b 2 2 of 4 GangScheduling: minCount (4) cannot be satisfied: 2 scheduled, 1 remaining 2 member(s) " \
+               "placed in rack-b, then ml/llm-finetune-worker-2 did not fit and 1 more were not tried: 2 of the 4 " \
+               "needed" in groups
+        assert [(p["name"], p["placed"], p["minCount"]) for p in explained["placements"]] == [
+            ("rack-a", 0, 4), ("rack-b", 2, 4), ("rack-c", 0, 4)]

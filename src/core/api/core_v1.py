@@ -607,6 +607,10 @@ class Node:
         return self.status.allocatable or self.status.capacity
 
 
+#: The namespaces every cluster has from the start (kube-apiserver creates them).
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
 @frozen
 class Namespace:
     """core/v1 Namespace (cluster-scoped): its labels are what namespaceSelectors match."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.analysis.explain import explain, quantity
+from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 
 from ..outcome import Outcome
 
@@ -56,16 +57,25 @@ def pod_page(outcome: Outcome, key: str) -> dict[str, Any] | None:
     attempts = [attempt_view(record, len(outcome.node_names)) for record in outcome.attempts(key)]
     for attempt in attempts:
         attempt["time"] = attempt["time"] - start
+    group_key = pod_group_key(pod) if pod is not None else None
+    verdict = outcome.group_verdicts.get(group_key or "")
+    group = None if verdict is None else {
+        "key": group_key, "status": verdict["status"], "minCount": verdict.get("minCount"),
+        "members": len(verdict["members"]), "placed": sum(1 for node in verdict["members"].values() if node)}
     preemption = outcome.preemptions.get(key)
     gone = ""
     if pod is None:
         gone = (f"preempted at +{preemption.time:g}s by {preemption.preemptor or 'a pod now gone'}"
                 if preemption is not None else "deleted during the run")
-    return {"key": key, "pod": pod, "status": answer["status"],
+    status = answer["status"]
+    if status == "NotAttempted" and key in outcome.explained_by_group:
+        status = "Pending"  # never tried alone: its group's attempts speak for it
+    return {"key": key, "pod": pod, "status": status,
             "node": (pod.spec.node_name if pod is not None else "") or answer.get("node", ""),
             "message": answer.get("message", ""), "reason": outcome.pending_reasons.get(key, ""),
             "priority": pod.spec.priority or 0 if pod is not None else "-",
-            "suggestions": answer.get("suggestions", []) if pod is not None else [],
-            "attempts": attempts[::-1], "preempted": key in outcome.preempted, "gone": gone,
+            "suggestions": (verdict.get("suggestions", []) if verdict is not None and verdict.get("last")
+                            else answer.get("suggestions", []) if pod is not None else []),
+            "attempts": attempts[::-1], "preempted": key in outcome.preempted, "gone": gone, "group": group,
             "preemptor": preemption.preemptor if preemption is not None else "",
             "nominated": pod.status.nominated_node_name if pod is not None else ""}

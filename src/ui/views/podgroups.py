@@ -67,23 +67,54 @@ def podgroups_page(outcome: Outcome, topology: str = "") -> dict[str, Any]:
                            for c in group.status.conditions],
             "priority": group.spec.priority,
             "attempts": len(outcome.by_group.get(group.key, [])),
-            "last": _attempt(outcome.by_group.get(group.key, [])),
+            "last": _attempt(outcome.by_group.get(group.key, []), len(pods)),
+            "preempting": _preempting(outcome, group.key),
+            "preempted": sorted(({"pod": victim, "time": p.time, "preemptor": p.preemptor}
+                                 for victim, p in outcome.preemptions.items()
+                                 if outcome.member_of.get(victim) == group.key), key=lambda v: (v["time"], v["pod"])),
         })
     return {"groups": out, "topology": topology or DEFAULT_RACK_KEY}
 
 
-def _attempt(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The group's latest attempt as the page shows it (None: never attempted as a group)."""
+def _preempting(outcome: Outcome, key: str) -> dict[str, Any] | None:
+    """The latest attempt of PodGroup ``key`` that preempted (as ``kubesched explain podgroup/...`` names it):
+    attempt number, seconds after the start, plugin, placement and victims; None when it never preempted."""
+    preemption = outcome.group_verdicts.get(key, {}).get("preemption")
+    if preemption is None:
+        return None
+    records = outcome.by_group.get(key, [])
+    attempt = records[preemption["attempt"] - 1] if 0 < preemption["attempt"] <= len(records) else {}
+    return {**preemption, "time": attempt.get("time", outcome.sim.start_time) - outcome.sim.start_time}
+
+
+def gloss(name: str, placed: int, min_count: int | None, first: str, untried: int) -> str:
+    """Upstream's placement verdict (``minCount (4) cannot be satisfied: 2 scheduled, 1 remaining``: scheduled
+    counts the members placed, remaining those never tried after the first that did not fit) in plain words."""
+    needed = f" of the {min_count} needed" if min_count is not None else ""
+    if not first:
+        return f"{placed}{needed} fit in {name}"
+    return (f"{placed} member(s) placed in {name}, then {first} did not fit"
+            + (f" and {untried} more were not tried" if untried > 0 else "") + f": {placed}{needed}")
+
+
+def _attempt(records: list[dict[str, Any]], members: int) -> dict[str, Any] | None:
+    """The group's latest attempt as the page shows it (None: never attempted as a group); ``members``: how
+    many pods the group has.  A placement's members placed count those already running (as ``kubesched explain
+    podgroup/...`` does: placed of minCount)."""
     if not records:
         return None
     last = records[-1]
+    before = last.get("scheduledBefore", 0)
     placements = []
     for placement in last.get("placements", []):
         first = placement.get("firstUnplaced")
         status = placement.get("status") or {}
+        placed = before + placement["placed"]
         placements.append({
             "name": placement["name"], "nodes": placement["nodes"], "feasible": placement["feasible"],
-            "placed": placement["placed"], "tried": placement["tried"],
+            "placed": placed, "minCount": last.get("minCount"), "tried": placement["tried"],
+            "gloss": gloss(placement["name"] or "the cluster", placed, last.get("minCount"),
+                           first["pod"] if first else "", members - before - placement["tried"]),
             "status": f"{status.get('plugin', '')}: {', '.join(status.get('reasons', []))}" if status else "",
             "chosen": placement["name"] == last.get("placement"),
             "firstUnplaced": None if first is None else {
