@@ -142,6 +142,8 @@ class Outcome:
                                 for pod in self.pending}
         #: victim -> its preemption (the latest), from the Preempted events
         self.preemptions = {p.victim: p for p in sim.preemptions()}
+        #: pod key -> its PodGroup's key, for every pod the run created (deleted ones too)
+        self.member_of = log.groups
         self.preempted = set(self.preemptions)
         capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
         self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)

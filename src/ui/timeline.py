@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.framework.resources import pod_requests
 
 #: A log entry's kinds.
@@ -30,10 +31,15 @@ class PlacementLog:
         self.clock = clock
         self.entries: list[tuple[float, str, str, str]] = []
         self.requests: dict[str, dict[str, int]] = {}
+        #: pod key -> the PodGroup key it named (kept after the pod is deleted: a preemption's victims)
+        self.groups: dict[str, str] = {}
         informers.add_handlers("Pod", on_add=self._added, on_update=self._updated, on_delete=self._deleted)
 
     def _added(self, pod: Pod) -> None:
         self.requests[pod.key] = pod_requests(pod)
+        group = pod_group_key(pod)
+        if group is not None:
+            self.groups[pod.key] = group
         self.entries.append((self.clock.now(), CREATED, pod.key, ""))
         if pod.spec.node_name:
             self.entries.append((self.clock.now(), BOUND, pod.key, pod.spec.node_name))

@@ -13,11 +13,15 @@ README's pictures).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from kubesched.cli import app
 
 from .helpers import ROOT, RUN_TIMEOUT, serving
 
@@ -202,5 +206,17 @@ def test_a_podgroups_preemption_shows_its_victims_pages_marked_with_the_preempto
             (By.ID, "gone"), "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain"))
         wait.until(ready.element_to_be_clickable((By.LINK_TEXT, "its PodGroup"))).click()
         wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "PodGroups"))
-        wait.until(ready.text_to_be_present_in_element((By.ID, "main"), "ml/urgent-pretrain"))
+        # the preemption, its victims and each group's verdict as kubesched explain tells them
+        explained = {key: json.loads(CliRunner().invoke(app, [
+            "explain", f"podgroup/{key}", "-f", str(ROOT / "examples/gangs"), "--at",
+            f"5m={ROOT / 'examples/gangs-arrivals/urgent-pretrain.yaml'}", "-o", "json"]).output)
+            for key in ("ml/urgent-pretrain", "ml/llm-finetune")}
+        victims = explained["ml/urgent-pretrain"]["preemption"]["victims"]
+        wait.until(ready.text_to_be_present_in_element(
+            (By.ID, "main"), f"4 victim(s): {' '.join(victims)}"))
+        page = browser.find_element(By.ID, "main").text
+        assert "Preempted to make room: attempt #1 at +300.0s (DefaultPreemption)" in page
+        assert all(f"{victim} +300.0s podgroup/ml/urgent-pretrain" in page for victim in victims)
+        assert explained["ml/llm-finetune"]["last"]["message"] in page
+        browser.save_screenshot(str(_shots(tmp_path) / "ui-podgroup-preemption.png"))
         assert _errors(browser) == []

@@ -129,7 +129,10 @@ def test_the_gang_example_shows_the_waiting_group_its_racks_and_the_incomplete_o
         assert "waits at PreEnqueue: GangScheduling: waiting for minCount pods from a gang" in evaluation
 
 
-def test_a_podgroups_victims_keep_their_pages_marked_preempted_with_the_preemptor():
+def test_a_podgroups_preemption_shows_on_its_page_its_victims_group_and_pages_and_the_timeline():
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
     from kubesched.ui.scenario import TimedChange
 
     arrival = TimedChange(300.0, ROOT / "examples/gangs-arrivals/urgent-pretrain.yaml")
@@ -138,6 +141,19 @@ def test_a_podgroups_victims_keep_their_pages_marked_preempted_with_the_preempto
         assert "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain" in text(page)
         assert 'href="/podgroups#ml/urgent-pretrain"' in page and 'id="ml/urgent-pretrain"' in get(server, "/podgroups")
         assert "Attempt 1" in text(page) and "deleted" in text(page)
+        groups = text(get(server, "/podgroups"))
+        pretrain = groups[groups.index("ml/llm-pretrain gang"):groups.index("ml/urgent-pretrain gang")]
+        urgent = groups[groups.index("ml/urgent-pretrain gang"):]
+        assert "minCount not met (0 of 4): its members were preempted (below)" in pretrain
+        assert "ml/llm-pretrain-worker-1 +300.0s podgroup/ml/urgent-pretrain" in pretrain
+        explained = json.loads(CliRunner().invoke(app, [
+            "explain", "podgroup/ml/urgent-pretrain", "-f", str(ROOT / "examples/gangs"), "--at",
+            f"5m={ROOT / 'examples/gangs-arrivals/urgent-pretrain.yaml'}", "-o", "json"]).output)
+        victims = explained["preemption"]["victims"]
+        assert f"Preempted to make room: attempt #1 at +300.0s (DefaultPreemption) 4 victim(s): {' '.join(victims)}" \
+            in urgent
+        timeline = text(get(server, "/timeline?t=300"))
+        assert all(f"preempted by podgroup/ml/urgent-pretrain {victim}" in timeline for victim in victims)
 
 
 def test_a_gangs_members_tell_one_story_the_same_as_explain_and_name_their_podgroup():

@@ -1,2 +1,3 @@
-"""The scheduler: scheduling queue, cache of assumed pods, the scheduling and binding cycles
-(``scheduler``), and the loop that drives it on a fake clock (``runner``)."""
+"""The scheduler (``scheduler.Scheduler``), composed of parts over one shared state: the pod's
+scheduling cycle, the PodGroup and CompositePodGroup cycles, the binding cycle, the failure
+handler and the informer handlers; the scheduling queue and the cache of assumed pods."""

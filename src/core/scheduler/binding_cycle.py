@@ -26,6 +26,7 @@ from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod
 from ..clock import Timer
+from ..cluster.client import ApiError
 from ..framework.cycle_state import CycleState
 from ..framework.extender import extenders_binding
 from ..framework.handle import calls_for_the_loop
@@ -122,7 +123,7 @@ class BindingCycle:
                        node_name: str, start: int) -> None:
         """PreBind plugins from ``start`` on, then Bind (on a binding worker
         when there is a pool); a :class:`PreBindWait` parks the binding cycle
-        in :attr:`binding_waits` and polls on the clock."""
+        in :attr:`waits` and polls on the clock."""
         pool = self.pool
         if pool is not None:
             self._bind_elsewhere(pool, fwk, state, info, assumed, node_name, start)
@@ -137,12 +138,35 @@ class BindingCycle:
 
     def bind(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> Status | None:
         """Upstream ``bind``: a binder extender interested in the pod binds it (``extendersBinding``), else the
-        profile's Bind plugins.  None on success, else the failure."""
+        profile's Bind plugins.  None on success, else the failure.
+
+        A failed Bind whose call may have been carried out although its
+        answer was lost (a timeout, a connection cut after the request was
+        sent) is checked against the API server: when the pod (same UID) is
+        bound to ``node_name`` there, the binding succeeded and is treated so
+        (Scheduled event, PostBind) instead of failing the pod.  Upstream's
+        handleSchedulingFailure only sees it in the informer cache, if the
+        watch already delivered it, and then still reports a failure."""
+        status: Status | None
         if self.shared.extenders:
             taken, status = extenders_binding(self.shared.extenders, assumed, node_name)
-            if taken:
-                return status
-        return fwk.run_bind(state, assumed, node_name)
+            if not taken:
+                status = fwk.run_bind(state, assumed, node_name)
+        else:
+            status = fwk.run_bind(state, assumed, node_name)
+        if status is not None and status.code != Code.SKIP and self._bound_there(assumed, node_name):
+            log.info("the binding call failed but the pod is bound to the node",
+                     extra={"pod": assumed.key, "node": node_name, "err": status.message()})
+            return None
+        return status
+
+    def _bound_there(self, assumed: Pod, node_name: str) -> bool:
+        """Whether the API server has the pod (same UID) bound to ``node_name`` now."""
+        try:
+            current = self.shared.cluster.get("Pod", assumed.metadata.name, assumed.metadata.namespace)
+        except ApiError:
+            return False
+        return current.metadata.uid == assumed.metadata.uid and current.spec.node_name == node_name
 
     def _park(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
               wait: PreBindWait, index: int) -> None:
@@ -251,7 +275,11 @@ class BindingCycle:
             aborted += 1
         return aborted
 
-    def _binding_failed(self, fwk, state, info, assumed, node_name, status: Status) -> None:
+    def _binding_failed(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
+                        status: Status) -> None:
+        """Upstream ``handleBindingCycleError``: counted, recorded, unreserved and
+        forgotten, the pod back in the queue, and the room it held offered to
+        the pods waiting for room."""
         self.shared.stats.binding_failures += 1
         self._record_binding(state, node_name, status)
         unreserve_and_forget(self.shared.cache, fwk, state, assumed, node_name)
@@ -259,4 +287,4 @@ class BindingCycle:
         # after the pod is back in the queue, so that the room it frees does not count as news for itself
         uid = assumed.metadata.uid
         self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"), assumed, None,
-                            precheck=lambda pod: pod.metadata.uid != uid)
+                                   precheck=lambda pod: pod.metadata.uid != uid)

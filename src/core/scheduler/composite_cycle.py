@@ -38,8 +38,6 @@ from ..framework.cycle_state import CycleState
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupInfo
 from ..framework.runtime import Framework
 from ..framework.status import Code, Status
-from .failure import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
-from .failure import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
 from .failure import FailureHandler
 from .podgroup_cycle import COMPOSITE, NO_PLACEMENT, PlacementResult, PodGroupCycle, member_order, validate_members
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
@@ -227,12 +225,7 @@ class CompositePodGroupCycle:
         error = status.code == Code.ERROR
         message = status.message()
         for member in members:
-            if error:
-                self.shared.stats.errors += 1
-                self.failures.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
-            else:
-                self.shared.stats.unschedulable += 1
-                self.failures.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), "", requeue=False)
+            self.failures.fail_group_member(fwk, member, error, message)
         rejectors = set() if error else {name for name, _ in fwk.placement_feasible_plugins} | {
             name for name, _ in fwk.placement_generate_plugins} | {
             name for name, _ in fwk.filter_plugins}
@@ -242,4 +235,4 @@ class CompositePodGroupCycle:
             leaf = self.shared.pod_groups.pod_group(key) if key is not None else None
             if leaf is not None:
                 self.groups.write_condition(leaf, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
-                                      message)
+                                            message)

@@ -85,6 +85,19 @@ class FailureHandler:
             self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, {status.plugin} if status.plugin else set(),
                                 "", pending=requeue and status.code == Code.PENDING, requeue=requeue)
 
+    def fail_group_member(self, fwk: Framework, info: QueuedPodInfo, error: bool, message: str,
+                          nominated: str = "") -> None:
+        """A member of a group (PodGroup, CompositePodGroup tree) that does not
+        fit, or whose attempt failed (``error``): counted and handed back with
+        the group's ``message``, nominated to ``nominated`` ("": cleared); the
+        group goes back to the queue once, as one entity."""
+        if error:
+            self.shared.stats.errors += 1
+            self.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
+        else:
+            self.shared.stats.unschedulable += 1
+            self.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, set(), nominated, requeue=False)
+
     def _update_pod_status(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message,

@@ -51,8 +51,6 @@ from ..framework.runtime import Framework
 from ..framework.status import Code, Status
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import BindingCycle, ScheduleResult
-from .failure import REASON_SCHEDULER_ERROR as POD_REASON_SCHEDULER_ERROR
-from .failure import REASON_UNSCHEDULABLE as POD_REASON_UNSCHEDULABLE
 from .failure import FailureHandler
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
 from .recording import GroupAttemptNotes, first_unplaced, group_record, write_attempt
@@ -211,7 +209,7 @@ class PodGroupCycle:
         info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
                             tuple(m.pod for m in members), shared.pod_groups.state(group.key).scheduled_count())
         group_state = CycleState()
-        if self.shared.recording(f"podgroup/{group.key}"):
+        if shared.recording(f"podgroup/{group.key}"):
             group_state.record = GroupAttemptNotes()
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
@@ -341,8 +339,8 @@ class PodGroupCycle:
         for member in result.members:
             if member.assumed is None:
                 continue
-            assumed, status = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, member.state, member.info,
-                                                member.node_name)
+            assumed, status = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, member.state,
+                                                 member.info, member.node_name)
             if status is not None:
                 for placed, pod in reversed(done):
                     unreserve_and_forget(self.shared.cache, fwk, placed.state, pod, placed.node_name)
@@ -412,8 +410,8 @@ class PodGroupCycle:
                 result.status = err.status
                 return result
             else:
-                assumed, reserve = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, state, member,
-                                                     node_name)
+                assumed, reserve = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, state,
+                                                      member, node_name)
                 if reserve is None:
                     outcome.node_name, outcome.assumed = node_name, assumed
                     scheduled += 1
@@ -470,16 +468,17 @@ class PodGroupCycle:
                 continue
             status, waits = fwk.run_permit(member.state, member.assumed, member.node_name)
             if status is not None:
-                write_attempt(self.shared.decisions, member.state, status.code.name.title().replace("_", ""), status.message(),
-                                   member.node_name, failed_at=("Permit", status))
+                write_attempt(self.shared.decisions, member.state, status.code.name.title().replace("_", ""),
+                              status.message(), member.node_name, failed_at=("Permit", status))
                 unreserve_and_forget(self.shared.cache, fwk, member.state, member.assumed, member.node_name)
                 self.failures.fail(fwk, member.info, status, requeue=False)
                 continue
-            write_attempt(self.shared.decisions, member.state, "WaitingOnPermit" if waits else "Scheduled", "", member.node_name)
+            write_attempt(self.shared.decisions, member.state, "WaitingOnPermit" if waits else "Scheduled", "",
+                          member.node_name)
             self.shared.stats.scheduled += 1
             self.shared.queue.done(member.info.pod)
             self.binding.start_binding(fwk, member.state, member.info,
-                               ScheduleResult(member.assumed, member.node_name, waits))
+                                       ScheduleResult(member.assumed, member.node_name, waits))
 
     def _group_failed(self, fwk: Framework, group: QueuedPodGroupInfo, members: list[QueuedPodInfo],
                       pod_group: PodGroup | None, status: Status, tried: list[PlacementResult],
@@ -505,13 +504,7 @@ class PodGroupCycle:
                 rejectors |= result.fit.diagnosis.unschedulable_plugins | result.fit.diagnosis.pending_plugins
             if result is not None:
                 write_attempt(self.shared.decisions, result.state, "Error" if error else "Unschedulable", message)
-            if error:
-                self.shared.stats.errors += 1
-                self.failures.handle_failure(fwk, member, POD_REASON_SCHEDULER_ERROR, message, set(), "", requeue=False)
-            else:
-                self.shared.stats.unschedulable += 1
-                nominated = (nominations or {}).get(member.uid, "")
-                self.failures.handle_failure(fwk, member, POD_REASON_UNSCHEDULABLE, message, set(), nominated, requeue=False)
+            self.failures.fail_group_member(fwk, member, error, message, (nominations or {}).get(member.uid, ""))
         if not error:
             rejectors |= {name for name, _ in fwk.placement_feasible_plugins}
             rejectors |= {name for name, _ in fwk.placement_generate_plugins}
@@ -519,14 +512,15 @@ class PodGroupCycle:
         group.waiting_on_preemption = bool(nominations)
         if outcome is not None and not error:
             closest = self.shared.snapshot.table.names[outcome.placement.rows].tolist()
-            self.shared.pod_groups.note_attempt(group.key, group.initial_attempt_timestamp or self.shared.clock.now(), closest)
+            first_attempt = group.initial_attempt_timestamp or self.shared.clock.now()
+            self.shared.pod_groups.note_attempt(group.key, first_attempt, closest)
         self.shared.queue.group_done(group, rejectors, pending)
         if pod_group is not None:
             self.write_condition(pod_group, "False", REASON_SCHEDULER_ERROR if error else REASON_UNSCHEDULABLE,
-                                  message)
+                                 message)
 
     def write_condition(self, pod_group: PodGroup | CompositePodGroup, status: str, reason: str,
-                         message: str) -> None:
+                        message: str) -> None:
         """``PodGroupInitiallyScheduled`` (``CompositePodGroupInitiallyScheduled``)
         by a strategic-merge patch of status with observedGeneration, as
         upstream ``PatchPodGroupStatus``; a True condition is never set back,

@@ -162,6 +162,7 @@ class Scheduler:
 
     @property
     def config(self) -> KubeSchedulerConfiguration:
+        """The loaded KubeSchedulerConfiguration."""
         return self.state.config
 
     @property
@@ -171,14 +172,17 @@ class Scheduler:
 
     @property
     def informers(self) -> Informers:
+        """The informers the scheduler watches the cluster with."""
         return self.state.informers
 
     @property
     def queue(self) -> SchedulingQueue:
+        """The scheduling queue (activeQ, backoffQ, unschedulable pods, PodGroups as entities)."""
         return self.state.queue
 
     @property
     def cache(self) -> Cache:
+        """The cache: nodes, bound and assumed pods."""
         return self.state.cache
 
     @property
@@ -188,6 +192,7 @@ class Scheduler:
 
     @property
     def stats(self) -> SchedulingStats:
+        """Counters of this run (attempts by result, binds)."""
         return self.state.stats
 
     @property

@@ -68,8 +68,23 @@ def podgroups_page(outcome: Outcome, topology: str = "") -> dict[str, Any]:
             "priority": group.spec.priority,
             "attempts": len(outcome.by_group.get(group.key, [])),
             "last": _attempt(outcome.by_group.get(group.key, []), len(pods)),
+            "preempting": _preempting(outcome, group.key),
+            "preempted": sorted(({"pod": victim, "time": p.time, "preemptor": p.preemptor}
+                                 for victim, p in outcome.preemptions.items()
+                                 if outcome.member_of.get(victim) == group.key), key=lambda v: (v["time"], v["pod"])),
         })
     return {"groups": out, "topology": topology or DEFAULT_RACK_KEY}
+
+
+def _preempting(outcome: Outcome, key: str) -> dict[str, Any] | None:
+    """The latest attempt of PodGroup ``key`` that preempted (as ``kubesched explain podgroup/...`` names it):
+    attempt number, seconds after the start, plugin, placement and victims; None when it never preempted."""
+    preemption = outcome.group_verdicts.get(key, {}).get("preemption")
+    if preemption is None:
+        return None
+    records = outcome.by_group.get(key, [])
+    attempt = records[preemption["attempt"] - 1] if 0 < preemption["attempt"] <= len(records) else {}
+    return {**preemption, "time": attempt.get("time", outcome.sim.start_time) - outcome.sim.start_time}
 
 
 def gloss(name: str, placed: int, min_count: int | None, first: str, untried: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..outcome import Outcome
+from ..timeline import DELETED
 from .cluster import PAGE_ROWS
 
 #: Log entries listed around T.
@@ -32,4 +33,14 @@ def state_at(outcome: Outcome, offset: float) -> dict[str, Any]:
     busiest = sorted(per_node.items(), key=lambda item: (-item[1], item[0]))[:20]
     return {"t": offset, "pods": len(placements), "bound": len(placements) - len(pending), "pending": len(pending),
             "pending_pods": pending[:PAGE_ROWS], "busiest": busiest,
-            "entries": timeline.entries_near(offset, ENTRIES_SHOWN), "nodes_used": len(per_node)}
+            "entries": [_entry(outcome, entry) for entry in timeline.entries_near(offset, ENTRIES_SHOWN)],
+            "nodes_used": len(per_node)}
+
+
+def _entry(outcome: Outcome, entry: tuple[float, str, str, str]) -> tuple[float, str, str, str]:
+    """A log entry as listed: a preemption's victim deleted reads ``preempted by PREEMPTOR``."""
+    t, kind, pod, node = entry
+    preemption = outcome.preemptions.get(pod)
+    if kind == DELETED and preemption is not None and t >= preemption.time - 1e-6:
+        kind = f"preempted by {preemption.preemptor or 'a pod now gone'}"
+    return t, kind, pod, node
