@@ -61,7 +61,8 @@ def test_explain_from_a_record_file_says_what_explain_on_the_manifests_says(tmp_
     result = runner.invoke(app, ["simulate", "-f", str(CLUSTER), "--record", str(record)])
     assert result.exit_code == 0, result.output
     lines = list(read_decisions(record))
-    assert {line["phase"] for line in lines} == {"scheduling", "binding"}
+    # the pod its scheduling gates hold has a preEnqueue line
+    assert {line["phase"] for line in lines} == {"scheduling", "binding", "preEnqueue"}
     for pod in ("ml/train-llm", "shop/web-1"):
         recorded, live = _explain(pod, "--from", str(record)), _explain(pod, "-f", str(CLUSTER))
         assert recorded == live

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import yaml
 
 from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 
@@ -159,7 +160,7 @@ def _test_case(raw: Any, base_dir: Path, where: str) -> TestCase:
     workloads = []
     names: set[str] = set()
     for index, item in enumerate(raw_workloads):
-        workload = _workload(item, f"{where}: workloads[{index}]", default_selector)
+        workload = _workload(item, f"{where}: workloads[{index}]", default_selector, base_dir.name)
         if workload.name in names:
             raise PerfConfigError(f"{where}: workload name {workload.name} is not unique")
         names.add(workload.name)
@@ -237,7 +238,7 @@ def _check_fields(fields: dict[str, Any], where: str) -> None:
             _duration(value, f"{where}: duration")
 
 
-def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
+def _workload(raw: Any, where: str, default_selector: str | None, topic: str) -> Workload:
     if not isinstance(raw, dict):
         raise PerfConfigError(f"{where}: expected a workload mapping")
     fields = _canonical(raw, _WORKLOAD_FIELDS, where)
@@ -248,11 +249,7 @@ def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
     params = fields.get("params") or {}
     if not isinstance(params, dict):
         raise PerfConfigError(f"{where}: params: expected a mapping")
-    threshold = fields.get("threshold", 0) or 0
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise PerfConfigError(f"{where}: threshold: expected a number (pods/s), got {threshold!r}")
-    if threshold < 0:
-        raise PerfConfigError(f"{where}: threshold: invalid {threshold}; should be non-negative")
+    threshold = _threshold(fields.get("threshold", 0) or 0, topic, where)
     selector = _metric_selector(fields.get("thresholdMetricSelector"), f"{where}: thresholdMetricSelector")
     return Workload(
         name=name,
@@ -262,6 +259,20 @@ def _workload(raw: Any, where: str, default_selector: str | None) -> Workload:
         threshold_metric=selector or default_selector or THROUGHPUT_METRIC,
         feature_gates=_gates(fields.get("featureGates"), f"{where}: featureGates"),
     )
+
+
+def _threshold(raw: Any, topic: str, where: str) -> float:
+    """A workload's ``threshold``: a number, or upstream's map from topic (the suite's folder: ``dra``,
+    ``misc``, ...) to a number, of which the config's ``topic`` applies (0, none, when it is not there).
+    Raises :class:`PerfConfigError` for anything else or a negative value."""
+    values = raw if isinstance(raw, dict) else {topic: raw}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise PerfConfigError(f"{where}: threshold: expected a number (pods/s) or a map of topic to number, "
+                                  f"got {raw!r}")
+        if value < 0:
+            raise PerfConfigError(f"{where}: threshold: invalid {value} for topic {name!r}; should be non-negative")
+    return float(values.get(topic, 0))
 
 
 def _metric_selector(raw: Any, where: str) -> str | None:
@@ -316,9 +327,14 @@ class Params:
         self.where = f"workload {workload.name}"
 
     def _get(self, ref: str) -> Any:
+        """``$name``, or ``$name|default`` (newer configs): the default, read as a YAML scalar (``2`` a number,
+        nothing an empty string), when the workload does not set ``name``."""
         name = ref[1:] if ref.startswith("$") else ref
+        name, bar, default = name.partition("|")
         self.used.add(name)
         if name not in self.values:
+            if bar:
+                return _scalar(default) if default else ""
             raise PerfConfigError(f"{self.where}: parameter {name} is undefined")
         return self.values[name]
 
@@ -353,6 +369,15 @@ class Params:
     def unused(self) -> list[str]:
         """The params no lookup asked for, sorted."""
         return sorted(set(self.values) - self.used)
+
+
+def _scalar(text: str) -> Any:
+    """A ``$name|default`` default as YAML reads it (``2`` -> 2, ``true`` -> True, else the text)."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (int, float, bool, str)) else text
 
 
 def resolve_op(op: Op, params: Params) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from ..core.scheduler.scheduler import Scheduler
 from ..drivers.harness import Harness, scheduler_configuration
 from .config import THROUGHPUT_METRIC, Params, TestCase, Workload, resolve_op
 from .errors import PerfConfigError, Unsupported, WorkloadFailed
+from .histograms import DEFAULT_METRICS, HistogramWindow, metrics_from_config
 from .ops import OPS, PerfOp
 from .ops.base import Background
 from .results import DataItem
@@ -122,6 +123,9 @@ class WorkloadExecutor:
         self._tracker: PodTracker | None = None
         self.namespaces: dict[str, int] = {}
         self._collector: ThroughputCollector | None = None
+        #: the histograms measured beside SchedulingThroughput (the test case's metricsCollectorConfig)
+        self._histogram_metrics = DEFAULT_METRICS
+        self._histograms: HistogramWindow | None = None
         self._counter: ScheduledCounter | None = None
         self._background: list[Background] = []
         self.rng = random.Random(seed)
@@ -166,6 +170,7 @@ class WorkloadExecutor:
         if self.workload.threshold_metric != THROUGHPUT_METRIC:
             raise Unsupported(f"threshold metric {self.workload.threshold_metric} is not collected "
                               f"(kubesched measures {THROUGHPUT_METRIC})")
+        self._histogram_metrics = metrics_from_config(self.case.metrics_collector_config, self.case.name)
         self.ops = [OPS[op.opcode](self, op.index, op.opcode, resolve_op(op, self.params)) for op in self.case.ops]
         self.suite = suite_for(self.case.base_dir.name, self.feature_gates, self.params)
         unused = self.params.unused()
@@ -350,6 +355,7 @@ class WorkloadExecutor:
         counter = self._counter
         gc.collect()  # as upstream: clean up after the setup phase before measuring
         self._collector = ThroughputCollector(lambda: counter.value, self.clock.now)
+        self._histograms = HistogramWindow(self._histogram_metrics)
         self._collector.start()
 
     def finish_collecting(self) -> None:
@@ -371,6 +377,9 @@ class WorkloadExecutor:
             data=data, unit="pods/s",
             labels={"Metric": THROUGHPUT_METRIC, "Name": self.name},
         ))
+        if self._histograms is not None:  # upstream's metricsCollector: the histograms over the same window
+            self.data_items.extend(self._histograms.data_items(self.name))
+            self._histograms = None
 
     def add_background(self, task: Background) -> None:
         """Keep ``task`` running until the workload ends (then it is cancelled)."""

@@ -58,8 +58,6 @@ def run_workload(case: TestCase, workload: Workload, registry: Registry | None =
         feature_gates={**case.feature_gates, **workload.feature_gates},
         labels=tuple(dict.fromkeys(case.labels + workload.labels)),
     )
-    if case.metrics_collector_config is not None:
-        result.notes.append("metricsCollectorConfig accepted; histogram metrics are not collected")
     executor = WorkloadExecutor(case, workload, registry=registry, progress=progress, features=features)
     started = time.time()
     try:

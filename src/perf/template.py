@@ -17,7 +17,8 @@ the shipped templates use, and refuses anything else with a
 - ``{{if p}} ... {{else}} ... {{end}}`` (also ``{{else if p}}``) and
   ``{{range p}} ... {{else}} ... {{end}}`` over a list, a mapping (its values,
   in key order) or an integer ``n`` (``0 .. n-1``, as Go 1.22 allows); inside
-  a range, ``.`` is the element;
+  a range, ``.`` is the element, and ``{{range $e := p}}`` /
+  ``{{range $i, $e := p}}`` also name the element (and its index or key);
 - functions: Go's ``or``, ``and``, ``not``, ``eq``, ``ne``, ``lt``, ``le``,
   ``gt``, ``ge``, ``len``, and scheduler_perf's ``AddInt``, ``SubtractInt``,
   ``MultiplyInt``, ``DivideInt``, ``Mod`` (and the older ``mod``, ``div``), ``AddFloat``, ``SubtractFloat``,
@@ -38,6 +39,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, read_file_bytes
+
+#: ``range $e := p`` / ``range $i, $e := p``: the variables and the pipeline
+_RANGE_VARIABLES = re.compile(r"^\s*(\$\w+)\s*(?:,\s*(\$\w+)\s*)?:=(.*)$", re.S)
 
 
 class TemplateError(ValueError):
@@ -216,16 +220,19 @@ class _Action(_Node):
 
 
 class _Block(_Node):
-    """``if``, ``with`` or ``range``: a pipeline, a body and an optional else branch."""
+    """``if``, ``with`` or ``range``: a pipeline, a body and an optional else branch; ``variables``: the
+    names a ``range $e := ...`` or ``range $i, $e := ...`` declares (empty otherwise)."""
 
-    __slots__ = ("kind", "pipeline", "body", "otherwise", "source")
+    __slots__ = ("kind", "pipeline", "body", "otherwise", "source", "variables")
 
-    def __init__(self, kind: str, pipeline, body: list, otherwise: list, source: str):
+    def __init__(self, kind: str, pipeline, body: list, otherwise: list, source: str,
+                 variables: tuple[str, ...] = ()):
         self.kind = kind
         self.pipeline = pipeline
         self.body = body
         self.otherwise = otherwise
         self.source = source
+        self.variables = variables
 
 
 #: A pipeline is a list of commands; a command is a list of operands, where an
@@ -296,22 +303,28 @@ class _Parser:
         return nodes, None
 
     def _block(self, keyword: str, source: str) -> _Block:
-        if keyword in ("range", "with") and any(t[0] in ("declare", "assign") for t in self._safe_tokens(source)):
+        text = source[len(keyword):]
+        variables: tuple[str, ...] = ()
+        declared = _RANGE_VARIABLES.match(text) if keyword == "range" else None
+        if declared is not None:
+            variables = tuple(v for v in declared.group(1, 2) if v)
+            text = declared.group(3)
+        elif keyword in ("range", "with") and any(t[0] in ("declare", "assign") for t in self._safe_tokens(source)):
             raise TemplateError(self.where, f"unsupported action {{{{{source}}}}} ({keyword} with variables)")
-        pipeline = self._pipeline(source[len(keyword):], source)
+        pipeline = self._pipeline(text, source)
         body, stop = self._list(("else", "end"))
         otherwise: list = []
         if stop is not None and stop.startswith("else"):
             rest = stop[len("else"):].strip()
             if rest.startswith("if ") and keyword == "if":
                 otherwise = [self._block("if", rest)]
-                return _Block(keyword, pipeline, body, otherwise, source)
+                return _Block(keyword, pipeline, body, otherwise, source, variables)
             if rest:
                 raise TemplateError(self.where, f"unsupported action {{{{{stop}}}}}")
             otherwise, stop = self._list(("end",))
         if stop is None or stop != "end":
             raise TemplateError(self.where, f"missing {{{{end}}}} for {{{{{source}}}}}")
-        return _Block(keyword, pipeline, body, otherwise, source)
+        return _Block(keyword, pipeline, body, otherwise, source, variables)
 
     def _safe_tokens(self, source: str) -> list[tuple[str, str]]:
         try:
@@ -472,17 +485,20 @@ class Template:
             present = value is not _MISSING and truth(value)
             self._run(node.body if present else node.otherwise, value if present else dot, _Scope(scope), out)
             return
+        keys: list = []
         if value is _MISSING or value is None:
             items: list = []
         elif isinstance(value, bool):
             raise TemplateError(self.where, f"{{{{{node.source}}}}}: range can't iterate over {value!r}")
         elif isinstance(value, int):
             items = list(range(value))
+            keys = items
         elif isinstance(value, float) and value.is_integer():
             raise TemplateError(self.where, f"{{{{{node.source}}}}}: range can't iterate over {format_value(value)} "
                                             "(a float: convert it with Int)")
         elif isinstance(value, dict):
-            items = [value[k] for k in sorted(value)]
+            keys = sorted(value)
+            items = [value[k] for k in keys]
         elif isinstance(value, (list, tuple)):
             items = list(value)
         else:
@@ -490,8 +506,14 @@ class Template:
         if not items:
             self._run(node.otherwise, dot, _Scope(scope), out)
             return
-        for item in items:
-            self._run(node.body, item, _Scope(scope), out)
+        for position, item in enumerate(items):
+            inner = _Scope(scope)
+            if len(node.variables) == 1:  # range $e := ...: the element
+                inner.vars[node.variables[0]] = item
+            elif node.variables:  # range $i, $e := ...: the index (or key) and the element
+                inner.vars[node.variables[0]] = keys[position] if keys else position
+                inner.vars[node.variables[1]] = item
+            self._run(node.body, item, inner, out)
 
     # -- pipelines --
 

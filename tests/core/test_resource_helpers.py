@@ -223,3 +223,35 @@ def test_resize_conditions():
     assert is_pod_resize_infeasible(pod([{}], conditions=[INFEASIBLE]))
     assert is_pod_resize_deferred(pod([{}], conditions=[DEFERRED]))
     assert not is_pod_resize_infeasible(pod([{}], conditions=[DEFERRED]))
+
+
+def pod_with_status(resources=None, allocated=None, applied=None, conditions=(), containers=None, overhead=None):
+    spec = {"containers": containers or [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if resources:
+        spec["resources"] = {"requests": resources}
+    if overhead:
+        spec["overhead"] = overhead
+    status = {"conditions": list(conditions)}
+    if allocated is not None:
+        status["allocatedResources"] = allocated
+    if applied is not None:
+        status["resources"] = {"requests": applied}
+    return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                          "spec": spec, "status": status})
+
+
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("pod-level status: the largest of spec, allocated and applied",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "3"}, applied={"cpu": "1"}), {}, {"cpu": 3000}),
+    ("pod-level status, infeasible: the spec does not count",
+     pod_with_status({"cpu": "4"}, allocated={"cpu": "2"}, applied={"cpu": "2"}, conditions=[INFEASIBLE]), {},
+     {"cpu": 2000}),
+    ("pod-level status includes the overhead, taken out before the max",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "2500m"}, applied={"cpu": "2500m"}, overhead={"cpu": "500m"}), {},
+     {"cpu": 2500}),
+    ("InPlacePodLevelResourcesVerticalScaling off: the pod-level status is not read",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "3"}, applied={"cpu": "3"}), {"pod_level_status": False},
+     {"cpu": 2000}),
+])
+def test_pod_level_status_resources(name, p, options, requests):
+    assert pod_requests(p, **options) == requests

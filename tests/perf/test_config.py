@@ -153,3 +153,27 @@ def test_every_op_of_the_table_is_known_to_config_loading(tmp_path):
             raw["noSuchField"] = 1
             with pytest.raises(PerfConfigError, match=f"\\({opcode}\\): unknown field 'noSuchField'"):
                 load_test_cases(write_config(tmp_path, [{**case, "workloadTemplate": [raw, *case["workloadTemplate"]]}]))
+
+
+def test_a_threshold_map_applies_the_value_of_the_configs_topic(tmp_path):
+    folder = tmp_path / "dra"
+    folder.mkdir()
+    workloads = [{"name": "mapped", "params": {"initNodes": 1, "measurePods": 1}, "threshold": {"dra": 56, "misc": 9}},
+                 {"name": "other", "params": {"initNodes": 1, "measurePods": 1}, "threshold": {"misc": 9}},
+                 {"name": "plain", "params": {"initNodes": 1, "measurePods": 1}, "threshold": 40}]
+    (case,) = load_test_cases(write_config(folder, [basic_case(workloads=workloads)]))
+    assert [w.threshold for w in case.workloads] == [56.0, 0.0, 40.0]
+    bad = basic_case(workloads=[{"name": "w", "params": {}, "threshold": {"dra": "fast"}}])
+    with pytest.raises(PerfConfigError, match="threshold: expected a number"):
+        load_test_cases(write_config(folder, [bad]))
+
+
+def test_a_param_with_a_default_takes_it_when_the_workload_leaves_it_out():
+    from kubesched.perf.config import Workload
+
+    params = Params(Workload(name="w", params={"numDevices": 8}))
+    assert params.any("$numDevices|64") == 8
+    assert params.any("$numPCIRoots|2") == 2
+    assert params.any("$constraints|") == ""
+    with pytest.raises(PerfConfigError, match="parameter missing is undefined"):
+        params.any("$missing")

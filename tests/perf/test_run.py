@@ -35,12 +35,32 @@ def test_json_output_is_upstreams_data_items():
     render(results, "json", out=out)
     document = json.loads(out.getvalue())
     assert document["version"] == "v1"
-    [item] = document["dataItems"]
+    item, *histograms = document["dataItems"]
     assert item["unit"] == "pods/s"
     assert item["labels"] == {"Metric": "SchedulingThroughput", "Name": "SchedulingBasic/5Nodes"}
     assert set(item["data"]) == {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}
     assert item["data"]["Average"] > 0
     assert results[0].feature_gates == {"SchedulerAsyncAPICalls": False}
+    # upstream's default metricsCollectorConfig: the scheduler's histograms over the measured pods, in ms
+    by_metric = {(h["labels"]["Metric"], h["labels"].get("extension_point", h["labels"].get("result", ""))): h
+                 for h in histograms}
+    bind = by_metric[("scheduler_framework_extension_point_duration_seconds", "Bind")]
+    assert bind["unit"] == "ms" and bind["labels"]["Name"] == "SchedulingBasic/5Nodes"
+    assert set(bind["data"]) == {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}
+    assert 0 < bind["data"]["Perc50"] <= bind["data"]["Perc99"]
+    assert ("scheduler_scheduling_attempt_duration_seconds", "scheduled") in by_metric
+    assert ("scheduler_pod_scheduling_sli_duration_seconds", "") in by_metric
+    assert ("scheduler_scheduling_attempt_duration_seconds", "error") not in by_metric  # no observation: no item
+
+
+def test_histogram_quantiles_interpolate_within_a_bucket_as_prometheus_does():
+    from kubesched.perf.histograms import quantile
+
+    buckets = [(0.001, 10.0), (0.002, 30.0), (0.004, 40.0), (float("inf"), 40.0)]
+    assert quantile(0.5, buckets) == pytest.approx(0.0015)  # rank 20: halfway through (1ms, 2ms]
+    assert quantile(0.25, buckets) == pytest.approx(0.001)
+    assert quantile(0.99, buckets) == pytest.approx(0.002 + 0.002 * 9.6 / 10)
+    assert quantile(0.5, [(0.001, 0.0), (float("inf"), 4.0)]) == 0.001  # in +Inf: the highest finite bound
 
 
 def test_table_shows_throughput_threshold_and_unsupported_reasons(tmp_path):

@@ -23,7 +23,7 @@ def test_every_shipped_template_expands_to_one_yaml_object(path):
     # and what createCompositePodGroups sets (cpg/)
     doc = render(path, Index=3, podsPerGroup=3, minCount=3, cpuRequest="100m", nodesCount=2, podsCount=10,
                  Level=2, ParentLevel=1, ParentIndex=1, ChildrenCount=2, parentLevel=1, childrenPodGroupsPerCPG=2,
-                 priority=1000)
+                 priority=1000, PodGroupCount=2)
     assert isinstance(doc, dict) and "kind" in doc
 
 
@@ -104,13 +104,17 @@ def test_printing_follows_go():
     assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 1000}) == "priority: 1000"
     assert expand("{{with .p}}priority: {{.}}{{else}}none{{end}}", {"p": 0}) == "none"
     assert expand("{{with .missing}}x{{end}}ok", {}) == "ok"
+    # range naming its element, or its index and element
+    assert expand("{{range $i := 3}}[{{$i}}]{{end}}", {}) == "[0][1][2]"
+    assert expand("{{range $k, $v := .m}}{{$k}}={{$v}};{{end}}", {"m": {"b": 2, "a": 1}}) == "a=1;b=2;"
+    assert expand("{{range $i, $e := .l}}{{$i}}:{{$e}} {{end}}", {"l": ["x", "y"]}) == "0:x 1:y "
 
 
 @pytest.mark.parametrize("text, problem", [
     ('{{printf "%d" .Index}}', "function 'printf' not defined"),
     ("{{with $v := .x}}{{end}}", "with with variables"),
     ('{{template "x"}}', "unsupported action"),
-    ("{{range $i, $e := .list}}{{end}}", "range with variables"),
+    ("{{range $i = .list}}{{end}}", "range with variables"),
     ("{{if .x}}never closed", "missing {{end}}"),
     ("{{end}}", "unexpected {{end}}"),
     ("{{.Index", "unclosed action"),

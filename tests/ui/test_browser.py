@@ -159,7 +159,7 @@ def test_the_config_diff_shows_a_disabled_gangscheduling_under_each_of_its_exten
                       "  plugins: {multiPoint: {disabled: [{name: GangScheduling}]}}\n")
     gang_points = extension_points(Registry.discover().get("GangScheduling"))
     assert {"preEnqueue", "placementFeasible"} <= set(gang_points)
-    with serving([ROOT / "examples/gangs"]) as (_, server):
+    with serving([ROOT / "examples/gangs"], compare=[config]) as (_, server):
         browser.get(server.url + "config")
         box = browser.find_element(By.NAME, "other")
         box.send_keys(str(config))

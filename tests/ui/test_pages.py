@@ -88,15 +88,15 @@ def test_the_timeline_marks_timed_changes_and_shows_the_cluster_at_t():
 
 
 def test_the_config_diff_shows_effective_profiles_and_runs_the_other_side():
-    with serving([ROOT / "examples/cluster"]) as (_, server):
+    with serving([ROOT / "examples/cluster"], compare=["configs/bin-packing.yaml"]) as (_, server):
         page = get(server, "/config?other=configs/bin-packing.yaml:bin-packing-scheduler&run=1")
         differing = re.findall(r'<tr class="differs"><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>',
                                page)
         fit = [row for row in differing if row[1] == "NodeResourcesFit args"]
         assert fit and "MostAllocated" in fit[0][3] and "LeastAllocated" not in fit[0][3]
         assert "Pods placed differently" in page and "nodesInUse" in page
-        missing = get(server, "/config?other=configs/nope.yaml")
-        assert 'class="error">configs/nope.yaml' in missing
+        missing = get(server, "/config?other=configs/bin-packing.yaml:nope")
+        assert 'class="error">configs/bin-packing.yaml: profiles: no profile with schedulerName' in missing
 
 
 def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_did_not_fit(tmp_path):
