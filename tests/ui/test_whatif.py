@@ -141,3 +141,12 @@ def test_a_node_deleted_by_an_edit_answers_a_deleted_page_naming_the_edit_with_a
         _edit(runs, server, "/undo", {})
         assert "Node gpu-b3" in text(get(server, "/node/gpu-b3"))
         assert "Pod shop/nope: not found" in text(get(server, "/pod/shop/nope", status=404))
+
+
+def test_a_pod_is_deleted_from_its_page_and_its_page_then_says_so():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        page = get(server, "/pod/shop/web-1")
+        assert 'id="delete-pod"' in page and 'name="key" value="shop/web-1"' in page
+        _edit(runs, server, "/edit/delete", {"kind": "Pod", "key": "shop/web-1"})
+        assert "shop/web-1" not in runs.current().pod_by_key
+        assert "Pod shop/web-1: deleted" in text(get(server, "/pod/shop/web-1", status=404))
