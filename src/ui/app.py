@@ -55,6 +55,7 @@ from .scenario import Edit, config_edit, object_edit
 from .views.cluster import cluster_page, node_page
 from .views.configs import effective_profiles, other_configuration, plugin_catalogue, side_by_side
 from .views.devices import devices_page
+from .views.objects import objects_page
 from .views.pod import pod_page
 from .views.podgroups import podgroups_page
 from .views.timeline import state_at, timeline_page
@@ -202,6 +203,11 @@ async def devices(request: Request, outcome: Outcome) -> Response:
 async def podgroups(request: Request, outcome: Outcome) -> Response:
     return render(request, "podgroups.html", outcome, nav="podgroups",
                   **podgroups_page(outcome, topology=arg(request, "topology")))
+
+
+@over_outcome
+async def objects(request: Request, outcome: Outcome) -> Response:
+    return render(request, "objects.html", outcome, nav="objects", **objects_page(outcome))
 
 
 @over_outcome
@@ -435,6 +441,7 @@ ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
     ("/podgroups", podgroups, GET),
     ("/timeline", timeline, GET),
     ("/timeline/state", timeline_state, GET),
+    ("/objects", objects, GET),
     # what-if
     ("/whatif", whatif, GET),
     ("/panel/changes", changes, GET),
