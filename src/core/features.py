@@ -137,7 +137,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
           switches="a Node's status.declaredFeatures (API); the NodeDeclaredFeatures plugin's PreFilter/Filter"),
     _gate("NodeInclusionPolicyInPodTopologySpread", ("1.26", True, BETA), ("1.33", True, GA, True)),
-    _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA)),
+    _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA),
+          switches="the binding cycle writes status.nominatedNodeName before PreBind work (PreBindPreFlight) "
+                   "or a Permit wait"),
     _gate("OpportunisticBatching", ("1.35", True, BETA)),
     _gate("PodGroupPreemptionPolicy", ("1.37", False, ALPHA), depends=("GenericWorkload",)),
     _gate("PodLevelResources", ("1.32", False, ALPHA), ("1.34", True, BETA),

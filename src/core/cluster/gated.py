@@ -55,6 +55,20 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     return obj
 
 
+def follow_served(obj: Any, features: FeatureGates) -> None:
+    """An API server served ``obj`` (a scheduler's informer delivered it): the gates its kind and its set
+    fields need are on there, so they are switched on here too (with a note) unless the user turned them
+    off - a scheduler pointed at a cluster that serves PodGroups schedules them as groups without flags."""
+    kind = type(obj).__name__
+    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    for gate in KIND_GATES.get(type(obj), ()):
+        if not features.enabled(gate):
+            features.require(gate, name)
+    for gate, field, present, _ in _gated_fields(obj):
+        if present and not features.enabled(gate):
+            features.require(gate, f"{name} ({field})")
+
+
 def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
     """(gate, field path, set on ``obj``, ``obj`` without it) for each gated field of ``obj``."""
     if isinstance(obj, Pod):
