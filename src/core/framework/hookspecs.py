@@ -284,7 +284,7 @@ EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
     "score": ("score", "score_batch", "normalize_score"),
     "reserve": ("reserve", "unreserve"),
     "permit": ("permit",),
-    "preBind": ("pre_bind",),
+    "preBind": ("pre_bind", "pre_bind_pre_flight"),
     "bind": ("bind",),
     "postBind": ("post_bind",),
     "placementGenerate": ("placement_generate",),
