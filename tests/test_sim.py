@@ -21,7 +21,7 @@ EXAMPLES = ROOT / "examples"
 
 #: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
 SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
-             "binding-conditions/cluster", "device-taints/cluster"]
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade"]
 #: The others, and why they are not one simulate input.
 NOT_SIMULATED = {
     "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
@@ -55,13 +55,14 @@ def test_every_example_folder_is_classified():
     assert folders <= set(SIMULATED) | set(NOT_SIMULATED), folders - set(SIMULATED) - set(NOT_SIMULATED)
 
 
-@pytest.mark.parametrize("folder", SIMULATED)
-def test_the_api_decides_as_kubesched_simulate(folder):
-    result = CliRunner().invoke(app, ["simulate", "-f", str(EXAMPLES / folder), "-o", "json"])
+@pytest.mark.parametrize(("folder", "version"), [*((folder, None) for folder in SIMULATED), ("upgrade", "1.34")])
+def test_the_api_decides_as_kubesched_simulate(folder, version):
+    release = ["--emulated-version", version] if version else []
+    result = CliRunner().invoke(app, ["simulate", "-f", str(EXAMPLES / folder), "-o", "json", *release])
     assert result.exit_code == 0, result.output
     simulated = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o["spec"].get("nodeName", "")
                  for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"}
-    assert Simulator.from_manifests([EXAMPLES / folder]).placements() == simulated
+    assert Simulator.from_manifests([EXAMPLES / folder], emulated_version=version).placements() == simulated
     assert simulated
 
 
