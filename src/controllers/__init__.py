@@ -15,8 +15,10 @@ from kubesched.core.controller.base import Controller, ControllerContext, Contro
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
+from .kubelet import KubeletController
 from .persistentvolume import PersistentVolumeController
 from .podgroupprotection import PodGroupProtectionController
+from .replicaset import ReplicaSetController
 from .resourceclaim import ResourceClaimController
 
 #: name (kube-controller-manager's, where upstream has the controller) -> controller class, in start order.
@@ -27,7 +29,12 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     DeviceTaintEvictionController,
     DisruptionController,
     PodGroupProtectionController,
+    ReplicaSetController,
+    KubeletController,
 )}
+
+#: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
+WORKLOAD_CONTROLLERS = ("replicaset-controller",)
 
 
 def _known(name: str, what: str) -> None:
