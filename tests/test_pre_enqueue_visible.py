@@ -12,6 +12,10 @@ from kubesched.cli import app
 from kubesched.core.observability.decision_log import read_decisions
 
 GANG = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml}
+---
 apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: ml}
@@ -67,7 +71,9 @@ def test_explain_podgroup_names_the_held_member(tmp_path):
 
 
 def test_the_pod_group_named_in_double_quotes_as_upstreams_q(tmp_path):
-    (tmp_path / "pod.yaml").write_text(GANG.split("---\n", 1)[1].replace("podGroupName: train", "podGroupName: absent"))
+    namespace, _, rest = GANG.partition("---\n")
+    pod_only = namespace + "---\n" + rest.split("---\n", 1)[1].replace("podGroupName: train", "podGroupName: absent")
+    (tmp_path / "pod.yaml").write_text(pod_only)
     done = runner.invoke(app, ["explain", "ml/train-0", "-f", str(tmp_path / "pod.yaml"), "-o", "json"])
     assert json.loads(done.stdout)["message"].startswith(
         "held at PreEnqueue by GangScheduling: waiting for pods's pod group \"absent\" to appear in scheduling queue")
