@@ -15,11 +15,13 @@ from kubesched.core.controller.base import Controller, ControllerContext, Contro
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
+from .job import JobController
 from .kubelet import KubeletController
 from .persistentvolume import PersistentVolumeController
 from .podgroupprotection import PodGroupProtectionController
 from .replicaset import ReplicaSetController
 from .resourceclaim import ResourceClaimController
+from .statefulset import StatefulSetController
 
 #: name (kube-controller-manager's, where upstream has the controller) -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
@@ -30,11 +32,13 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     DisruptionController,
     PodGroupProtectionController,
     ReplicaSetController,
+    StatefulSetController,
+    JobController,
     KubeletController,
 )}
 
 #: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
-WORKLOAD_CONTROLLERS = ("replicaset-controller",)
+WORKLOAD_CONTROLLERS = ("replicaset-controller", "statefulset-controller", "job-controller")
 
 
 def _known(name: str, what: str) -> None:
