@@ -49,12 +49,14 @@ from kubesched.drivers.harness import scheduler_configuration
 
 from .bundle import bundle_zip
 from .guard import Guard, allowed_hosts, new_token
+from .object_templates import TEMPLATES, template_text
 from .outcome import Outcome, placement_diff
 from .runs import Runs, simulate
-from .scenario import Edit, config_edit, object_edit
+from .scenario import Edit, config_edit, import_edits, object_edit
 from .views.cluster import cluster_page, node_page
 from .views.configs import effective_profiles, other_configuration, plugin_catalogue, side_by_side
 from .views.devices import devices_page
+from .views.objects import objects_page
 from .views.pod import pod_page
 from .views.podgroups import podgroups_page
 from .views.timeline import state_at, timeline_page
@@ -205,6 +207,11 @@ async def podgroups(request: Request, outcome: Outcome) -> Response:
 
 
 @over_outcome
+async def objects(request: Request, outcome: Outcome) -> Response:
+    return render(request, "objects.html", outcome, nav="objects", **objects_page(outcome))
+
+
+@over_outcome
 async def timeline(request: Request, outcome: Outcome) -> Response:
     data = timeline_page(outcome)
     t = _float(arg(request, "t"), data["duration"])
@@ -226,11 +233,12 @@ async def whatif(request: Request) -> Response:
     runs = _ui(request).runs
     kind, key = arg(request, "kind"), arg(request, "key")
     scenario = runs.history.current()
-    editing = ""
+    editing = template_text(arg(request, "template"))
     if kind:
         obj = scenario.find(kind, key)
         editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
     return render(request, "whatif.html", runs.latest(), nav="whatif", kind=kind, key=key, editing=editing,
+                  templates=list(TEMPLATES),
                   history=runs.history, config_text=scenario.config_text,
                   plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
 
@@ -267,6 +275,17 @@ async def edit_object(request: Request) -> Response:
         edit = object_edit(str(form.get("label", "")), str(form.get("kind", "")), str(form.get("key", "")),
                            str(form.get("yaml", "")))
         _ui(request).runs.edit(edit)
+    except InvalidManifest as err:
+        return back(form, str(err))
+    return back(form)
+
+
+async def edit_import(request: Request) -> Response:
+    form = await request.form()
+    runs = _ui(request).runs
+    try:
+        for edit in import_edits(str(form.get("name", "")), str(form.get("yaml", ""))):
+            runs.edit(edit)
     except InvalidManifest as err:
         return back(form, str(err))
     return back(form)
@@ -435,11 +454,13 @@ ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
     ("/podgroups", podgroups, GET),
     ("/timeline", timeline, GET),
     ("/timeline/state", timeline_state, GET),
+    ("/objects", objects, GET),
     # what-if
     ("/whatif", whatif, GET),
     ("/panel/changes", changes, GET),
     ("/edit/object", edit_object, POST),
     ("/edit/delete", edit_delete, POST),
+    ("/edit/import", edit_import, POST),
     ("/edit/node/{name}", edit_node, POST),
     ("/edit/config", edit_config, POST),
     ("/undo", undo, POST),

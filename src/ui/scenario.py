@@ -25,6 +25,7 @@ from kubesched.core.api.manifests import (
     decode,
     load_sourced_objects,
     load_yaml,
+    load_yaml_documents,
     manifest_files,
     parse_document,
     read_file_bytes,
@@ -174,6 +175,29 @@ def object_edit(label: str, kind: str, key: str, text: str) -> Edit:
         raise InvalidManifest("(edit)", where, "metadata.name",
                               f"an edit keeps the object's kind and name (got {new_id[0]}/{new_id[1]})")
     return Edit(label or f"edit {new_id[0]}/{new_id[1]}", new_id[0], new_id[1], to_manifest(obj))
+
+
+def import_edits(name: str, text: str) -> list[Edit]:
+    """One edit per object of the manifests ``text`` (YAML or JSON, multi-document, ``kind: List``) read from the
+    browser's file ``name``: each adds its object, or replaces the one of the same kind and name.  Raises
+    :class:`InvalidManifest` naming the file, the object and the field of the first bad one (nothing is edited
+    then)."""
+    source = f"(import {name or 'file'})"
+    documents = [doc for doc in load_yaml_documents(text, source) if doc is not None]  # bounded as any manifest
+    flat = []
+    for doc in documents:
+        items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else None
+        flat.extend(items if isinstance(items, list) else [doc])
+    if not flat:
+        raise InvalidManifest(source, "", "", "no object in the file")
+    edits = []
+    for doc in flat:
+        if not isinstance(doc, dict):
+            raise InvalidManifest(source, "", "", "expected manifests (mappings with apiVersion and kind)")
+        obj = parse_document(doc, source)
+        kind, key = object_id(obj)
+        edits.append(Edit(f"import {name or 'file'}: {kind}/{key}", kind, key, to_manifest(obj)))
+    return edits
 
 
 def config_edit(text: str, registry: Registry | None = None) -> Edit:

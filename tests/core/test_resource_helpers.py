@@ -255,3 +255,72 @@ def pod_with_status(resources=None, allocated=None, applied=None, conditions=(),
 ])
 def test_pod_level_status_resources(name, p, options, requests):
     assert pod_requests(p, **options) == requests
+
+
+# TestPodLevelResourceRequests (helpers_test.go, the version of index id 55133355307); "storage" is upstream's
+# v1.ResourceStorage, unsupported at pod level
+Mi = 1024**2
+
+
+def lvl(requests=None, limits=None):
+    out = {}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+MEM3_CPU2 = req(memory="3Mi", cpu="2m")
+MEM5_CPU4 = req(memory="5Mi", cpu="4m")
+MEM6_CPU8 = req(memory="6Mi", cpu="8m")
+
+
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("nil", pod([{}]), {}, {}),
+    ("pod level memory resource with SkipPodLevelResources true", pod([{}], resources=lvl({"memory": "2Mi"})),
+     {"pod_level": False}, {}),
+    ("pod level memory resource with SkipPodLevelResources false", pod([{}], resources=lvl({"memory": "2Mi"})), {},
+     {"memory": 2 * Mi}),
+    ("pod level memory and container level cpu resources", pod([req(cpu="2m")], resources=lvl({"memory": "2Mi"})),
+     {}, {"memory": 2 * Mi, "cpu": 2}),
+    ("pod level unsupported resources set at both pod-level and container-level",
+     pod([req(storage="3Mi")], resources=lvl({"storage": "2Mi"})), {}, {"storage": 3 * Mi}),
+    ("pod level unsupported resources set at pod-level", pod([req(memory="3Mi")], resources=lvl({"storage": "2Mi"})),
+     {}, {"memory": 3 * Mi}),
+    ("only container level resources set", pod([MEM3_CPU2]), {}, {"memory": 3 * Mi, "cpu": 2}),
+    ("both container-level and pod-level resources set",
+     pod([MEM3_CPU2], resources=lvl({"memory": "6Mi", "cpu": "8m"})), {}, {"memory": 6 * Mi, "cpu": 8}),
+    ("container-level resources and init container set", pod([MEM3_CPU2], init=[MEM5_CPU4]), {},
+     {"memory": 5 * Mi, "cpu": 4}),
+    ("container-level resources and init container set, SkipPodLevelResources true",
+     pod([MEM3_CPU2], init=[MEM5_CPU4]), {"pod_level": False}, {"memory": 5 * Mi, "cpu": 4}),
+    ("container-level resources and sidecar container set", pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}]), {},
+     {"memory": 8 * Mi, "cpu": 6}),
+    ("container-level resources, init and sidecar container set",
+     pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}, MEM6_CPU8]), {}, {"memory": 11 * Mi, "cpu": 12}),
+    ("pod-level resources, container-level resources, init and sidecar container set",
+     pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}, MEM6_CPU8], resources=lvl({"memory": "15Mi", "cpu": "18m"})),
+     {}, {"memory": 15 * Mi, "cpu": 18}),
+    ("pod-level resources, hugepage request/limit single page size",
+     pod([{}], resources=lvl({"memory": "10Mi", "hugepages-2Mi": "2Mi"}, {"hugepages-2Mi": "2Mi"})), {},
+     {"memory": 10 * Mi, "hugepages-2Mi": 2 * Mi}),
+    ("pod-level resources, hugepage request/limit multiple page sizes",
+     pod([{}], resources=lvl({"cpu": "1", "hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"},
+                             {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"})), {},
+     {"cpu": 1000, "hugepages-2Mi": 2 * Mi, "hugepages-1Gi": Gi}),
+])
+def test_upstream_pod_level_resource_requests(name, p, options, requests):
+    assert pod_requests(p, **options) == requests
+
+
+# TestIsPodLevelResourcesSet / TestIsPodLevelLimitsSet: only cpu, memory and hugepages make pod-level resources set
+@pytest.mark.parametrize("name, resources, is_set", [
+    ("empty resources struct", {}, False),
+    ("only unsupported resource requests set", lvl({"ephemeral-storage": "1Mi"}), False),
+    ("only unsupported resource limits set", lvl(None, {"ephemeral-storage": "1Mi"}), False),
+    ("unsupported and supported resources requests set", lvl({"ephemeral-storage": "1Mi", "cpu": "1m"}), True),
+    ("unsupported and supported resources limits set", lvl(None, {"ephemeral-storage": "1Mi", "cpu": "1m"}), True),
+])
+def test_upstream_is_pod_level_resources_set(name, resources, is_set):
+    assert bool(pod_level_requests(pod([{}], resources=resources))) == is_set

@@ -136,7 +136,11 @@ def test_the_podgroups_page_of_a_waiting_gang_and_the_timeline_charts_render(bro
                TimedChange(120, ROOT / "examples/device-taints/train-0.yaml")]
     with serving([ROOT / "examples/device-taints/cluster"], changes=changes) as (_, server):
         browser.get(server.url + "timeline?t=90")
-        charts = browser.find_elements(By.CSS_SELECTOR, "#charts .uplot canvas")
+        # the charts are drawn by a script after the page loaded: wait for them (a loaded machine is slow)
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        charts = WebDriverWait(browser, RUN_TIMEOUT).until(
+            lambda driver: driver.find_elements(By.CSS_SELECTOR, "#charts .uplot canvas") or False)
         assert len(charts) == 2 and all(chart.size["width"] > 300 for chart in charts)
         assert "At T = +90.0s" in browser.find_element(By.ID, "state").text
         browser.save_screenshot(str(_shots(tmp_path) / "ui-timeline.png"))
@@ -204,7 +208,8 @@ def test_a_podgroups_preemption_shows_its_victims_pages_marked_with_the_preempto
         browser.get(server.url + "pod/ml/llm-pretrain-worker-0")
         wait.until(ready.text_to_be_present_in_element(
             (By.ID, "gone"), "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain"))
-        wait.until(ready.element_to_be_clickable((By.LINK_TEXT, "its PodGroup"))).click()
+        # htmx may swap the main view as the page settles: find the link again until the click lands
+        wait.until(lambda driver: driver.find_element(By.LINK_TEXT, "its PodGroup").click() or True)
         wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "PodGroups"))
         # the preemption, its victims and each group's verdict as kubesched explain tells them
         explained = {key: json.loads(CliRunner().invoke(app, [

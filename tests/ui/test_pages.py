@@ -180,3 +180,29 @@ def test_a_gangs_members_tell_one_story_the_same_as_explain_and_name_their_podgr
                "needed" in groups
         assert [(p["name"], p["placed"], p["minCount"]) for p in explained["placements"]] == [
             ("rack-a", 0, 4), ("rack-b", 2, 4), ("rack-c", 0, 4)]
+
+
+def test_devices_per_device_class_stand_beside_cpu_and_memory_on_the_cluster_and_node_pages():
+    with serving([ROOT / "examples/dra"]) as (runs, server):
+        cluster = text(get(server, "/"))
+        assert "devices/gpu.example.com 81.8%" in cluster  # 9 of 11 GPUs held
+        assert "a100-2 3 37.5% 12 / 32 31.2% 80Gi / 256Gi 60.0% 3 / 5" in cluster
+        assert '"resource": "devices/gpu.example.com"' in get(server, "/?grid=devices/gpu.example.com")
+        node = get(server, "/node/a100-1")
+        assert "devices/gpu.example.com 100.0% 4 4" in text(node)
+        assert 'name="allocatable.devices/' not in node  # devices are not the node's allocatable to edit
+
+
+def test_the_objects_page_lists_namespaces_priority_and_storage_classes_volumes_and_claims():
+    with serving([ROOT / "examples/stateful"]) as (runs, server):
+        page = get(server, "/objects")
+        shown = text(page)
+        assert "Namespaces (1) namespace pods default 9" in shown
+        assert "local-ssd kubernetes.io/no-provisioner WaitForFirstConsumer Delete" in shown
+        assert "local-b1-200g 200Gi local-ssd ReadWriteOnce Bound default/data-db-0" in shown
+        assert "default/legacy-data 1Gi manual Pending" in shown
+        assert 'href="/whatif?kind=PersistentVolumeClaim&key=default/data-db-0"' in page
+    with serving([ROOT / "examples/preemption"]) as (runs, server):
+        classes = text(get(server, "/objects"))
+        values = [c.value for c in sorted(runs.current().sim.cluster.list("PriorityClass").items, key=lambda c: -c.value)]
+        assert f"PriorityClasses ({len(values)})" in classes and "PreemptLowerPriority" in classes
