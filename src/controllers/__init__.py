@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
 
+from .deployment import DeploymentController
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
@@ -31,6 +32,7 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     DeviceTaintEvictionController,
     DisruptionController,
     PodGroupProtectionController,
+    DeploymentController,
     ReplicaSetController,
     StatefulSetController,
     JobController,
@@ -38,7 +40,7 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
 )}
 
 #: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
-WORKLOAD_CONTROLLERS = ("replicaset-controller", "statefulset-controller", "job-controller")
+WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller", "job-controller")
 
 
 def _known(name: str, what: str) -> None:
