@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
 
+from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
@@ -35,12 +36,14 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     DeploymentController,
     ReplicaSetController,
     StatefulSetController,
+    DaemonSetController,
     JobController,
     KubeletController,
 )}
 
 #: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
-WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller", "job-controller")
+WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller",
+                        "daemonset-controller", "job-controller")
 
 
 def _known(name: str, what: str) -> None:
