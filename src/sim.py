@@ -110,7 +110,8 @@ class Simulator:
         ``ConfigError``, ``FeatureGateError`` for unknown gates or versions."""
         overrides = parse_feature_gates(feature_gates) if isinstance(feature_gates, str) else feature_gates
         features = FeatureGates(emulated_version, overrides)
-        simulation = Simulation(config=config, seed=seed, start=start, features=features, decisions=DecisionLog())
+        simulation = Simulation(config=config, seed=seed, start=start, features=features,
+                                decisions=DecisionLog(keep=_Asked()))
         paths = [s for s in sources if isinstance(s, (str, Path))]
         objects = [s for s in sources if not isinstance(s, (str, Path))]
         if paths:
@@ -244,14 +245,21 @@ class Simulator:
 
     def _submit(self, objects: Any, preempt: bool) -> Verdict:
         typed = [_typed(obj) for obj in _listed(objects)]
+        unnamed = next((obj for obj in typed if isinstance(obj, (Pod, PodGroup)) and not obj.metadata.name), None)
+        if unnamed is not None:
+            raise ValueError(f"{resource_of(unnamed).kind} with generateName {unnamed.metadata.generate_name!r}: "
+                             "metadata.name: required to answer where it goes")
         if not preempt:  # the priority the API server would give, kept without its class: the policy may differ
             typed = [attrs.evolve(admitted, spec=attrs.evolve(admitted.spec, priority_class_name="",
                                                               preemption_policy="Never"))
                      if isinstance(obj, (Pod, PodGroup)) and (admitted := self._sim.cluster.with_admitted_priority(obj))
                      else obj for obj in typed]
+        keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
+        asked = self._asked()
+        if asked is not None:
+            asked.keys.update(keys)
         create_sourced(self._sim.cluster, [("<python>", obj) for obj in typed])
         self._sim.run()
-        keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
         groups = {f"podgroup/{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed
                   if isinstance(obj, PodGroup)}
         placements = self._sim.placements()
@@ -261,13 +269,18 @@ class Simulator:
         for key, node in ours.items():
             if not node:
                 record = self._last_attempt(key)
-                messages[key] = record.get("message", "")
+                messages[key] = _scheduled_condition_message(self._sim.pod(key)) or record.get("message", "")
                 reasons[key] = {name: group.get("reason", "")
                                 for group in record.get("filter", {}).get("rejected", [])
                                 for name in group.get("nodes", [])}
         asking = set(keys) | groups
         victims = tuple(p.victim for p in self._sim.preemptions() if p.preemptor in asking)
         return Verdict(all(ours.values()), ours, reasons, messages, victims)
+
+    def _asked(self) -> "_Asked | None":
+        decisions = self._sim.scheduler.decisions
+        keep = decisions.keep if decisions is not None else None
+        return keep if isinstance(keep, _Asked) else None
 
     def _last_attempt(self, key: str) -> dict[str, Any]:
         decisions = self._sim.scheduler.decisions
@@ -302,6 +315,22 @@ class Transaction:
         if not self.committed and self._saved is not None:
             self._simulator._sim = self._saved
         self._saved = None
+
+
+class _Asked:
+    """The decision log's filter: only the attempts of the pods asked about are recorded (the record of every
+    attempt would grow with the run and be copied by every transaction)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def __call__(self, pod_key: str) -> bool:
+        return pod_key in self.keys
+
+
+def _scheduled_condition_message(pod: Pod) -> str:
+    """The message of ``pod``'s PodScheduled condition ("" without one): kube-scheduler's FailedScheduling words."""
+    return next((c.message for c in pod.status.conditions if c.type == "PodScheduled"), "")
 
 
 def _listed(objects: Any) -> list[Any]:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.sim import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,7 @@ EXAMPLES = ROOT / "examples"
 
 #: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
 SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
-             "binding-conditions/cluster", "device-taints/cluster"]
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade"]
 #: The others, and why they are not one simulate input.
 NOT_SIMULATED = {
     "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
@@ -54,13 +55,14 @@ def test_every_example_folder_is_classified():
     assert folders <= set(SIMULATED) | set(NOT_SIMULATED), folders - set(SIMULATED) - set(NOT_SIMULATED)
 
 
-@pytest.mark.parametrize("folder", SIMULATED)
-def test_the_api_decides_as_kubesched_simulate(folder):
-    result = CliRunner().invoke(app, ["simulate", "-f", str(EXAMPLES / folder), "-o", "json"])
+@pytest.mark.parametrize(("folder", "version"), [*((folder, None) for folder in SIMULATED), ("upgrade", "1.34")])
+def test_the_api_decides_as_kubesched_simulate(folder, version):
+    release = ["--emulated-version", version] if version else []
+    result = CliRunner().invoke(app, ["simulate", "-f", str(EXAMPLES / folder), "-o", "json", *release])
     assert result.exit_code == 0, result.output
     simulated = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o["spec"].get("nodeName", "")
                  for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"}
-    assert Simulator.from_manifests([EXAMPLES / folder]).placements() == simulated
+    assert Simulator.from_manifests([EXAMPLES / folder], emulated_version=version).placements() == simulated
     assert simulated
 
 
@@ -94,6 +96,48 @@ def test_a_gang_is_asked_about_as_one(cluster):
         _ = verdict.node
 
 
+def gang(name: str, workers: int, cpu: str) -> list[dict]:
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": workers}},
+                      "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}}}
+    pods = [probe(f"{name}-{i}", cpu=cpu, namespace="ml") for i in range(workers)]
+    for pod in pods:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+    return [group, *pods]
+
+
+def test_a_podgroup_is_placed_all_or_nothing_in_one_rack():
+    sim = Simulator.from_manifests([EXAMPLES / "gangs"])
+    before = state(sim)
+    racks = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/rack"] for n in sim.nodes()}
+    fits = sim.can_schedule(gang("small", 2, "4"))
+    assert fits.fits and len({racks[node] for node in fits.placements.values()}) == 1
+    too_big = sim.can_schedule(gang("huge", 3, "60"))
+    assert not too_big.fits and not any(too_big.placements.values())
+    assert "placements are available" in too_big.messages["ml/huge-0"]
+    assert state(sim) == before
+
+
+def test_feature_gates_and_emulated_version_as_simulate_takes_them():
+    args = ["simulate", "-f", str(EXAMPLES / "cluster"), "-o", "json", "--emulated-version", "1.34"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    simulated = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["spec"].get("nodeName", "")
+                 for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"}
+    sim = Simulator.from_manifests([EXAMPLES / "cluster"], emulated_version="1.34")
+    assert sim.placements() == simulated
+    assert not sim.simulation.features.enabled("GenericWorkload")
+    with pytest.raises(ValueError, match="NoSuchGate"):
+        Simulator.from_manifests([EXAMPLES / "cluster"], feature_gates="NoSuchGate=true")
+
+
+def test_from_a_snapshot_it_holds_what_was_running(tmp_path):
+    source = Simulator.from_manifests([EXAMPLES / "cluster"])
+    take_snapshot(source.simulation.cluster, tmp_path)
+    again = Simulator.from_snapshot(tmp_path)
+    assert again.placements() == source.placements()
+
+
 def test_victims_only_when_preemption_is_allowed():
     sim = Simulator.from_manifests([EXAMPLES / "preemption"])
     pending = [key for key, node in sim.placements().items() if not node]
@@ -106,7 +150,8 @@ def test_victims_only_when_preemption_is_allowed():
     assert state(sim) == before and not without.victims
     assert "preemption: not eligible due to preemptionPolicy=Never." in without.messages.get("default/urgent", "")
     assert allowed.victims and allowed.fits, (allowed, pending)
-    assert all(not sim.placements().get(v) or v in sim.placements() for v in allowed.victims)
+    running = sim.placements()
+    assert all(running[victim] for victim in allowed.victims)  # they run here: the question changed nothing
 
 
 def test_a_transaction_rolls_back_objects_devices_and_queue():
@@ -170,3 +215,10 @@ def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout == shown
+
+
+def test_a_pod_without_a_name_is_refused(cluster):
+    unnamed = probe("x")
+    unnamed["metadata"] = {"generateName": "web-", "namespace": "default"}
+    with pytest.raises(ValueError, match="metadata.name: required"):
+        cluster.can_schedule(unnamed)
