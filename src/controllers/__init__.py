@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
 
+from .cronjob import CronJobController
 from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .devicetainteviction import DeviceTaintEvictionController
@@ -38,12 +39,13 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     StatefulSetController,
     DaemonSetController,
     JobController,
+    CronJobController,
     KubeletController,
 )}
 
 #: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
 WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller",
-                        "daemonset-controller", "job-controller")
+                        "daemonset-controller", "job-controller", "cronjob-controller")
 
 
 def _known(name: str, what: str) -> None:
