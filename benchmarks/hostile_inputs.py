@@ -78,6 +78,16 @@ def nested_one_all(depth: int) -> str:
     return expr
 
 
+def workload_tree(depth: int) -> dict:
+    """A Workload whose composite template tree is ``depth`` levels deep (upstream's limit is 4)."""
+    node: dict = {"name": "leaf", "schedulingPolicy": {"gang": {"minCount": 1}}}
+    for level in range(depth - 1):
+        key = "podGroupTemplates" if level == 0 else "compositePodGroupTemplates"
+        node = {"name": f"c{level}", "schedulingPolicy": {"gang": {"minGroupCount": 1}}, key: [node]}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "default"}, "spec": {"compositePodGroupTemplates": [node]}}
+
+
 def alias_bomb() -> str:
     lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
     for level in range(1, 9):
@@ -174,6 +184,25 @@ CASES: dict[str, Callable[[], Case]] = {
     "control-character-name": lambda: (
         {"m.yaml": docs({**pod(), "metadata": {"name": "evil\x1b[2Jname"}})},
         ["-f", "{dir}/m.yaml"], ["m.yaml", "metadata.name", "\\x1b"]),
+    "gang-minCount-string": lambda: (
+        {"m.yaml": docs() + "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, "
+                            "namespace: default}\nspec: {schedulingPolicy: {gang: {minCount: \"4\"}}}\n"},
+        ["-f", "{dir}/m.yaml"], ["m.yaml", "PodGroup/g", "gang.minCount", "string"]),
+    "gang-minCount-2^63": lambda: (
+        {"m.yaml": docs() + "---\napiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, "
+                            "namespace: default}\nspec: {schedulingPolicy: {gang: {minCount: 9223372036854775808}}}\n"},
+        ["-f", "{dir}/m.yaml"], ["m.yaml", "PodGroup/g", "gang.minCount", "int32"]),
+    "workload-tree-20-deep": lambda: (
+        {"m.yaml": docs(workload_tree(20))}, ["-f", "{dir}/m.yaml"], ["m.yaml", "Workload/w", "deeper than 4"]),
+    "namespace-missing": lambda: (
+        {"m.yaml": docs({**pod(), "metadata": {"name": "p", "namespace": "nowhere"}})},
+        ["-f", "{dir}/m.yaml"], ["m.yaml", "Pod/p", "metadata.namespace", "not found"]),
+    "cpu-1e1000": lambda: (
+        {"m.yaml": docs(with_container(resources={"requests": {"cpu": "1e1000"}}))},
+        ["-f", "{dir}/m.yaml"], ["m.yaml", "Pod/p", "requests.cpu", "int64"]),
+    "node-memory-2^63": lambda: (
+        {"m.yaml": docs({**NODE, "metadata": {"name": "n2"}, "status": {"allocatable": {"memory": 2**63}}})},
+        ["-f", "{dir}/m.yaml"], ["m.yaml", "Node/n2", "allocatable.memory", "int64"]),
     "utf16-without-bom": lambda: (
         {"m.yaml": docs(pod()).encode("utf-16-le")}, ["-f", "{dir}/m.yaml"], ["m.yaml", "UTF-16"]),
     "invalid-utf8": lambda: (

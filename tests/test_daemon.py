@@ -230,7 +230,7 @@ def kube_daemon(apiserver: FakeAPIServer, tmp_path: Path, name: str, registry: R
                 shutdown_grace: float = 10.0, takeover_grace: float = 0.0, **profile) -> Daemon:
     """A daemon on ``apiserver``; ``record``: with ``--record-decisions`` to that file;
     ``token``: how the server tells it apart (:meth:`FakeAPIServer.partition_when`);
-    ``takeover_grace``: none unless given (the daemon's default is the request timeout)."""
+    ``takeover_grace``: none unless given (as the daemon's default)."""
     from kubesched.core.observability.decision_log import DecisionPublisher
 
     cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / f"{name}.kubeconfig", token), qps=0,
@@ -635,3 +635,12 @@ def test_a_leader_deposed_in_a_5xx_storm_exits_within_the_renew_deadline_and_one
     renew_deadline, request_timeout = 1.5, 1.0
     assert took <= renew_deadline + request_timeout + 1.0  # slack for a busy machine
     assert daemon.elector.renewed_at == renewed and lease_holder(apiserver) == "stormy"  # lost, not released
+
+
+def test_a_new_leader_schedules_at_once_by_default_and_its_lease_has_a_client_of_its_own(apiserver, tmp_path):
+    """No takeover grace unless asked for (the device-in-two-claims check is the safety net,
+    benchmarks/late_write.py); the elector renews on its own client, never behind the bindings' tokens."""
+    cluster = KubernetesCluster.from_kubeconfig(apiserver.kubeconfig(tmp_path / "k.kubeconfig"), qps=50, burst=100)
+    daemon = Daemon(cluster, load_config(scheduler_config(), DEFAULT_PLUGINS), embedded=False, identity="a", port=None)
+    assert daemon.elector is not None and daemon.elector.config.takeover_grace == 0.0
+    assert daemon.lease_client is not cluster and daemon.lease_client.limiter is not cluster.limiter

@@ -61,7 +61,8 @@ def test_explain_from_a_record_file_says_what_explain_on_the_manifests_says(tmp_
     result = runner.invoke(app, ["simulate", "-f", str(CLUSTER), "--record", str(record)])
     assert result.exit_code == 0, result.output
     lines = list(read_decisions(record))
-    assert {line["phase"] for line in lines} == {"scheduling", "binding"}
+    # the pod its scheduling gates hold has a preEnqueue line
+    assert {line["phase"] for line in lines} == {"scheduling", "binding", "preEnqueue"}
     for pod in ("ml/train-llm", "shop/web-1"):
         recorded, live = _explain(pod, "--from", str(record)), _explain(pod, "-f", str(CLUSTER))
         assert recorded == live
@@ -260,3 +261,16 @@ def test_the_event_that_moved_a_pod_reads_as_upstreams_label_not_a_python_repr(t
     assert runner.invoke(app, ["simulate", "-f", preemption, "--record", str(record)]).exit_code == 0
     moved = {line["movedBy"] for line in read_decisions(record) if line.get("movedBy")}
     assert moved == {"AssignedPodDelete"}
+
+
+def test_a_live_pod_is_found_by_its_name_alone_and_a_mistyped_one_gets_the_nearest_names(apiserver, tmp_path):
+    from kubesched.drivers.simulation import load_paths
+
+    load_paths(apiserver.cluster, [CLUSTER])
+    kubeconfig = apiserver.kubeconfig(tmp_path / "kubeconfig")
+    found = runner.invoke(app, ["explain", "train-llm", "--kubeconfig", kubeconfig])
+    assert found.exit_code == 0, found.output
+    assert found.output.startswith("ml/train-llm: no scheduling attempt of this pod was recorded")
+    missed = runner.invoke(app, ["explain", "ml/train-lm", "--kubeconfig", kubeconfig])
+    assert missed.exit_code == 2
+    assert missed.output == "explain: no pod ml/train-lm on the cluster; did you mean ml/train-llm?\n"

@@ -89,7 +89,9 @@ def test_kubesched_report_makes_the_pages_from_a_decisions_file_alone(tmp_path):
     done = CliRunner().invoke(app, ["report", "--decisions", str(record), "-o", str(tmp_path / "out")])
     assert done.exit_code == 0, done.output
     text = (tmp_path / "out/decisions.html").read_text()
-    assert "about 10 pod(s): 9 scheduled, 1 pending" in text  # shop/canary-1 waits for its scheduling gate
+    # shop/canary-1 waits for its scheduling gate: PreEnqueue's line says so
+    assert "about 11 pod(s): 9 scheduled, 1 pending, 1 held at PreEnqueue" in text
+    assert "held at PreEnqueue by SchedulingGates" in text
     page = text[text.index('id="pod-ml-train-llm"'):]
     assert "Filter: 6 node(s) evaluated, 0 feasible" in page[:page.index("</section>")]
 

@@ -12,6 +12,7 @@ much, the taint to tolerate, the labels to add, the node to uncordon.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from typing import Any, Iterable
 
@@ -20,6 +21,8 @@ from kubesched.core.quantity import MILLI_RESOURCES, format_quantity
 
 #: Nodes per suggestion named in full.
 NODES_SHOWN = 5
+#: The decision record line of a pod PreEnqueue holds.
+PRE_ENQUEUE = "preEnqueue"
 
 _TAINT = re.compile(r"untolerated taint (\{.*\})")
 
@@ -35,7 +38,7 @@ def attempts_of(records: Iterable[dict[str, Any]], key: str) -> list[dict[str, A
     attempts: list[dict[str, Any]] = []
     by_attempt: dict[tuple[str, int], dict[str, Any]] = {}
     for record in records:
-        if record.get("pod") != key:
+        if record.get("pod") != key or record.get("phase") == PRE_ENQUEUE:
             continue
         ident = (record.get("uid", ""), record.get("attempt", 0))
         if record.get("phase") == "binding":
@@ -54,8 +57,15 @@ def explain(records: Iterable[dict[str, Any]], key: str, pod: Pod | None = None,
     """The explanation of pod ``key`` (JSON-ready): ``status`` (Scheduled;
     Binding: its binding cycle has not ended; Pending; NotAttempted), ``node``, ``attempts`` (how many), ``last`` (the
     latest attempt's record) and ``suggestions`` (for a Pending pod; label
-    suggestions need the ``pod`` and the ``nodes`` as they are now)."""
+    suggestions need the ``pod`` and the ``nodes`` as they are now).  A pod PreEnqueue held after its last
+    attempt (or before any) says so: ``held`` ("held at PreEnqueue by PLUGIN: message (N of M present),
+    since TIME"), and ``message`` when it was never attempted."""
+    records = list(records)
     attempts = attempts_of(records, key)
+    held = held_after_last_attempt(records, key)
+    if held is not None and not attempts:
+        return {"pod": key, "status": "NotAttempted", "attempts": 0, "message": held_message(held),
+                "heldBy": held.get("plugin", ""), "since": held.get("since")}
     if not attempts:
         message = "no scheduling attempt of this pod was recorded"
         if pod is not None and pod.spec.scheduling_gates:
@@ -73,6 +83,30 @@ def explain(records: Iterable[dict[str, Any]], key: str, pod: Pod | None = None,
         out["status"], out["node"] = "Binding", last.get("node", "")
     else:
         out["suggestions"] = suggestions(last, pod, {n.metadata.name: n for n in nodes})
+    if held is not None:
+        out["held"] = held_message(held)
+    return out
+
+
+def held_after_last_attempt(records: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The latest PreEnqueue hold of pod ``key`` when no attempt came after it, else None."""
+    held = None
+    for record in records:
+        if record.get("pod") == key and record.get("phase") != "binding":
+            held = record if record.get("phase") == PRE_ENQUEUE else None
+    return held
+
+
+def held_message(record: dict[str, Any]) -> str:
+    """``held at PreEnqueue by PLUGIN: MESSAGE`` with, for a gang's member, how many of its pods are present
+    against minCount, and since when (RFC 3339)."""
+    out = f"held at PreEnqueue by {record.get('plugin', '')}: {record.get('message', '')}"
+    gang = record.get("gang")
+    if isinstance(gang, dict):
+        out += f" ({gang.get('present')} of {gang.get('minCount')} present)"
+    since = record.get("since")
+    if isinstance(since, (int, float)):
+        out += ", since " + _dt.datetime.fromtimestamp(since, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return out
 
 

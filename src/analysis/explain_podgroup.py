@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, PodGroup, pod_group_key
 
-from .explain import NODES_SHOWN, quantity
+from .explain import NODES_SHOWN, held_after_last_attempt, held_message, quantity
 
 #: The prefix that names a PodGroup where ``kubesched explain`` takes a pod.
 PREFIX = "podgroup/"
@@ -54,12 +54,20 @@ def explain_pod_group(records: Iterable[dict[str, Any]], key: str, pod_group: Po
         condition = pod_group.condition(POD_GROUP_INITIALLY_SCHEDULED)
         if condition is not None:
             out["condition"] = {"status": condition.status, "reason": condition.reason, "message": condition.message}
+    records = list(records)
     attempts = group_attempts(records, key)
     out["attempts"] = len(attempts)
     if not attempts:
         out["status"] = "NotAttempted"
-        out["message"] = "no attempt of this group was recorded (its members may still be held by PreEnqueue: " \
-                         "`kubesched explain` of a member tells why)"
+        held = [(member, hold) for member in sorted(members)
+                if (hold := held_after_last_attempt(records, member)) is not None]
+        if held:
+            member, hold = held[0]
+            out["message"] = f"no attempt of this group was recorded: {member} {held_message(hold)}" + (
+                f" (and {len(held) - 1} more member(s) held)" if len(held) > 1 else "")
+        else:
+            out["message"] = "no attempt of this group was recorded (its members may still be held by PreEnqueue: " \
+                             "`kubesched explain` of a member tells why)"
         return out
     last = attempts[-1]
     out["last"] = last

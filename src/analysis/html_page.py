@@ -117,7 +117,8 @@ def records_report(records: list[dict[str, Any]], title: str = "kubesched decisi
         '<section class="page" id="summary">',
         f"<p>{len(records)} record line(s) about {len(answers)} pod(s): "
         f"{sum(a['status'] == 'Scheduled' for a in answers.values())} scheduled, "
-        f"{sum(a['status'] == 'Pending' for a in answers.values())} pending.</p>",
+        f"{sum(a['status'] == 'Pending' for a in answers.values())} pending, "
+        f"{sum('heldBy' in a for a in answers.values())} held at PreEnqueue.</p>",
         _table(["pod", "status", "node or reason"], rows), "</section>"])
     pages = [_pod_page(key, answer) for key, answer in answers.items()]
     return _document(title, [summary, _timeline_rows(start, [], records), *pages])

@@ -213,6 +213,8 @@ def render(explanation: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]{key}[/]: {explanation['message']}")
     else:
         _render_attempt(explanation, console)
+        if explanation.get("held"):
+            console.print(f"since its last attempt: {explanation['held']}")
     if explanation.get("podGroup"):
         console.print(f"{key} is a member of PodGroup {explanation['podGroup']['podGroup']}, scheduled as one:")
         render_pod_group(explanation["podGroup"], console)

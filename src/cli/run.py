@@ -55,8 +55,8 @@ def run(
     takeover_grace: Optional[float] = typer.Option(
         None, "--takeover-grace", metavar="SECONDS",
         help="After taking the lease over from another replica, wait this long past its expiry before scheduling, "
-             "so that a write the deposed leader sent before losing the lease has landed or failed (default: the "
-             "client's request timeout, 30 s; a takeover takes that much longer). 0: none."),
+             "so that a write the deposed leader sent before losing the lease has landed or failed (default 0: "
+             "the PreBind check of a device in two claims is the safety net; N costs every takeover N seconds)."),
     record_decisions: Optional[Path] = typer.Option(
         None, "--record-decisions", help="Write the record of every scheduling attempt here (JSON Lines) and "
                                          "publish each pod's latest one in its annotation "
@@ -67,7 +67,7 @@ def run(
 ) -> None:
     """Run the scheduler and the controllers until SIGTERM (exit 0) or a lost lease (exit 1)."""
     from kubesched.core.observability.logs import configure_logging
-    from kubesched.drivers.daemon import BINDING_WORKERS, Daemon
+    from kubesched.drivers.daemon import BINDING_WORKERS, TAKEOVER_GRACE_SECONDS, Daemon
     from kubesched.drivers.simulation import load_paths
 
     configure_logging(log_format.value, verbosity)
@@ -90,7 +90,8 @@ def run(
         daemon = Daemon(cluster, loaded, embedded=embedded, bind_address=bind_address, port=port,
                         decisions=decisions, tls=tls, metrics_auth=not metrics_without_auth,
                         binding_workers=BINDING_WORKERS if binding_workers is None else binding_workers,
-                        takeover_grace=takeover_grace, features=features)
+                        takeover_grace=TAKEOVER_GRACE_SECONDS if takeover_grace is None else takeover_grace,
+                        features=features)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))
     except OSError as err:

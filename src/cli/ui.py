@@ -20,6 +20,9 @@ def ui(
     filename: List[Path] = typer.Option(..., "-f", "--filename",
                                         help="Manifest file or directory (repeatable), or a bundle exported by the UI."),
     config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
+    compare: List[Path] = typer.Option(
+        [], "--compare", metavar="FILE",
+        help="A KubeSchedulerConfiguration the Config diff page may compare with (repeatable; it opens no other)."),
     at: List[str] = typer.Option(
         [], "--at", metavar="OFFSET=FILE",
         help="At simulated time OFFSET (90s, 5m) create or replace the objects in FILE (as simulate --at). Repeatable."),
@@ -36,6 +39,7 @@ def ui(
     """Serve the simulator on 127.0.0.1: the cluster, every pod's decisions, devices, pod groups, a timeline,
     what-if edits re-simulated in the background, two configurations side by side; the files are watched."""
     try:
+        from kubesched.drivers.harness import scheduler_configuration
         from kubesched.ui.bundle import read_bundle
         from kubesched.ui.runs import Runs
         from kubesched.ui.scenario import TimedChange
@@ -56,7 +60,9 @@ def ui(
                 paths, bundled_config, changes = bundle
                 config = config or bundled_config
         changes += [TimedChange(*change) for change in timed_changes(at, delete_at)]
-        runs = Runs(paths, config, changes, seed=seed, start=start, features=features)
+        for file in compare:
+            scheduler_configuration(file)  # refuses a bad file now, naming it
+        runs = Runs(paths, config, changes, seed=seed, start=start, features=features, compare=compare)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         refuse(str(err))
     try:

@@ -63,14 +63,16 @@ class Stage:
 @attrs.frozen
 class Gate:
     """A feature gate: ``stages`` oldest first; ``removed``: the first release whose binary no longer
-    knows it (None: still known); ``depends``: the gates it needs on; ``switches``: what it changes in
-    kubesched (empty: kubesched has no behaviour behind it, its value changes nothing)."""
+    knows it (None: still known), ``merged_into``: the gate that carries its behaviour from then on;
+    ``depends``: the gates it needs on; ``switches``: what it changes in kubesched (empty: kubesched has
+    no behaviour behind it, its value changes nothing)."""
 
     name: str
     stages: tuple[Stage, ...]
     switches: str = ""
     depends: tuple[str, ...] = ()
     removed: str | None = None
+    merged_into: str | None = None
 
     def stage(self, release: str) -> Stage | None:
         """The stage in force at ``release``; None before the gate existed (upstream's PreAlpha)."""
@@ -86,8 +88,8 @@ class Gate:
 
 
 def _gate(name: str, *stages: tuple, switches: str = "", depends: tuple[str, ...] = (),
-          removed: str | None = None) -> Gate:
-    return Gate(name, tuple(Stage(*s) for s in stages), switches, depends, removed)
+          removed: str | None = None, merged_into: str | None = None) -> Gate:
+    return Gate(name, tuple(Stage(*s) for s in stages), switches, depends, removed, merged_into)
 
 
 _DRA = ("DynamicResourceAllocation",)
@@ -120,7 +122,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("DRAWorkloadResourceClaims", ("1.36", False, ALPHA), ("1.37", False, BETA),
           depends=("DynamicResourceAllocation", "GenericWorkload")),
     _gate("DynamicResourceAllocation", ("1.32", False, BETA), ("1.34", True, GA), ("1.35", True, GA, True)),
-    _gate("GangScheduling", ("1.35", False, ALPHA), depends=("GenericWorkload",), removed="1.37"),
+    _gate("GangScheduling", ("1.35", False, ALPHA), depends=("GenericWorkload",), removed="1.37",
+          merged_into="GenericWorkload",
+          switches="GangScheduling's PreEnqueue and PlacementFeasible (a gang's minCount); from 1.37 GenericWorkload"),
     _gate("GenericWorkload", ("1.35", False, ALPHA), ("1.37", False, BETA),
           switches="Workload and PodGroup objects (API), a pod's spec.schedulingGroup"),
     _gate("InPlacePodLevelResourcesVerticalScaling", ("1.35", False, ALPHA), ("1.36", True, BETA),
@@ -152,7 +156,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("VolumeAttributesClass", ("1.31", False, BETA), ("1.34", True, GA), ("1.36", True, GA, True)),
     _gate("VolumeLimitScaling", ("1.35", False, ALPHA), ("1.37", True, BETA),
           switches="NodeVolumeLimits refusing nodes without a CSIDriver's preventPodSchedulingIfMissing driver"),
-    _gate("WorkloadAwarePreemption", ("1.36", False, ALPHA), depends=("GangScheduling",), removed="1.37"),
+    _gate("WorkloadAwarePreemption", ("1.36", False, ALPHA), depends=("GangScheduling",), removed="1.37",
+          merged_into="GenericWorkload",
+          switches="DefaultPreemption's PodGroupPostFilter (a PodGroup preempting as one); from 1.37 GenericWorkload"),
 )}
 
 
@@ -272,9 +278,13 @@ class FeatureGates:
 
     def enabled(self, name: str) -> bool:
         """Whether gate ``name`` is on.  A gate the emulated release does not know
-        is off; raises ``KeyError`` for a name no release knows (a typo in code)."""
-        if name not in GATES:
+        is off, unless it was merged into another (GangScheduling into GenericWorkload in 1.37):
+        then that gate's value; raises ``KeyError`` for a name no release knows (a typo in code)."""
+        gate = GATES.get(name)
+        if gate is None:
             raise KeyError(f"unknown feature gate {name!r}")
+        if gate.merged_into is not None and not gate.known(self.emulated_version):
+            return self.enabled(gate.merged_into)
         return self._values.get(name, False)
 
     def locked_to(self, name: str) -> bool | None:

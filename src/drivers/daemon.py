@@ -42,6 +42,14 @@ from kubesched.drivers.harness import Harness
 
 log = logging.getLogger(__name__)
 
+#: Seconds a new leader waits past the previous holder's lease expiry before it schedules, by default: none.
+#: Measured (benchmarks/takeover.py, benchmarks/late_write.py): with 0 a standby binds ~16 s after the leader
+#: is SIGKILLed (deploy/'s 15 s lease) instead of ~46 s with a 30 s grace, and in 10 of 10 runs where the
+#: deposed leader's claim write was held by the network and landed after the takeover, no device ended under
+#: two pods and no pod was bound twice: the PreBind check of a device in two claims and the ResourceClaim
+#: controller's withdrawal (Event DeviceAllocatedTwice) are the safety net; a grace only spares that withdrawal
+#: when such a late write lands within it.  A killed leader's writes land within the API server's latency.
+TAKEOVER_GRACE_SECONDS = 0.0
 #: kube-scheduler's secure port.
 DEFAULT_PORT = 10259
 #: /healthz fails when the loop has not come round for this long (seconds).
@@ -98,10 +106,10 @@ class Daemon:
     :data:`SHUTDOWN_GRACE_SECONDS`); ``binding_workers``: threads that run
     the Bind plugins against an API server (0: on the scheduling loop);
     ``takeover_grace``: after taking the lease over from another replica,
-    seconds past its expiry before this one schedules (None: the client's
-    request timeout), so that a write the deposed leader sent before losing
-    the lease has landed or failed first - the cost: a takeover takes that
-    much longer; ``features``: the scheduler's feature gates (default: the embedded cluster's, or every
+    seconds past its expiry before this one schedules (default
+    :data:`TAKEOVER_GRACE_SECONDS`, 0), so that a write the deposed leader
+    sent before losing the lease has landed or failed first - the cost: a
+    takeover takes that much longer; ``features``: the scheduler's feature gates (default: the embedded cluster's, or every
     gate at its default in the newest release).  Raises ``ConfigError`` for a bad configuration and
     ValueError for bad leader election durations.
     """
@@ -111,7 +119,7 @@ class Daemon:
                  bind_address: str = "127.0.0.1", port: int | None = DEFAULT_PORT, seed: int = 0,
                  decisions: DecisionPublisher | None = None, shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
                  tls: tuple[Path, Path] | None = None, metrics_auth: bool = True,
-                 binding_workers: int = BINDING_WORKERS, takeover_grace: float | None = None,
+                 binding_workers: int = BINDING_WORKERS, takeover_grace: float = TAKEOVER_GRACE_SECONDS,
                  features: FeatureGates | None = None):
         self.cluster = cluster
         self.config = config
@@ -152,8 +160,7 @@ class Daemon:
                 lease_duration=parse_duration(election.lease_duration, "leaderElection.leaseDuration"),
                 renew_deadline=renew_deadline,
                 retry_period=parse_duration(election.retry_period, "leaderElection.retryPeriod"),
-                takeover_grace=(getattr(cluster, "request_timeout", 0.0) if takeover_grace is None
-                                else takeover_grace),
+                takeover_grace=takeover_grace,
             ), on_started_leading=self.informers.wakeup.set, on_stopped_leading=self.informers.wakeup.set)
             if isinstance(cluster, KubernetesCluster):
                 elector = self.elector

@@ -127,7 +127,10 @@ class DefaultPreemption:
     def pod_group_post_filter(self, state, group, schedule_group):
         """Workload-aware preemption for a PodGroup that fits nowhere:
         returns the members' nominations (pod UID -> node) once its victims
-        are being evicted, or why preemption cannot help."""
+        are being evicted, or why preemption cannot help; nothing without
+        WorkloadAwarePreemption (GenericWorkload from 1.37)."""
+        if not self.handle.features.enabled("WorkloadAwarePreemption"):
+            return None, Status(Code.UNSCHEDULABLE)
         started = time.perf_counter()
         nominations, status = self.group_evaluator.preempt(state, group, schedule_group)
         result = str(status.code if status is not None else Code.SUCCESS)

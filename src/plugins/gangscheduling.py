@@ -11,6 +11,7 @@ a member pod or its PodGroup is added, or when ``minCount`` is lowered.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubesched import (
@@ -27,12 +28,20 @@ from kubesched import (
 from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_name
 
 NAME = "GangScheduling"
+def quoted(name: str) -> str:
+    """``name`` as Go's ``%q`` prints it (a PodGroup name is a DNS label: no escapes needed)."""
+    return json.dumps(name)
+
+
 class GangScheduling:
-    """PreEnqueue (UnschedulableAndUnresolvable "waiting for pod's pod group %q
+    """PreEnqueue (UnschedulableAndUnresolvable "waiting for pods's pod group %q
     to appear in scheduling queue" / "waiting for minCount pods from a gang to
-    appear in scheduling queue") and PlacementFeasible (Wait "minCount (%d)
-    is not yet satisfied: %d scheduled, %d remaining", Unschedulable "minCount
-    (%d) cannot be satisfied: ..."), as upstream; a basic group needs one pod."""
+    appear in scheduling queue" / "waiting for composite pod group %q tree to
+    meet quorum") and PlacementFeasible (Wait "minCount (%d) is not yet
+    satisfied: %d scheduled, %d remaining", Unschedulable "minCount (%d) cannot
+    be satisfied: ..."), upstream's messages byte for byte; a basic group needs
+    one pod.  Only with GangScheduling on (GenericWorkload from 1.37); the
+    CompositePodGroup tree only with CompositePodGroup on."""
 
     name = NAME
 
@@ -42,20 +51,21 @@ class GangScheduling:
     @hookimpl
     def pre_enqueue(self, pod):
         name = pod_group_name(pod)
-        if name is None:
+        features = self.handle.features
+        if name is None or not features.enabled("GangScheduling"):
             return None
         groups = self.handle.pod_groups
         pod_group = groups.group_of(pod)
         if pod_group is None:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                          (f"waiting for pod's pod group {name!r} to appear in scheduling queue",))
-        parent = groups.parent_of(pod_group)
+                          (f"waiting for pods's pod group {quoted(name)} to appear in scheduling queue",))
+        parent = groups.parent_of(pod_group) if features.enabled("CompositePodGroup") else None
         if parent is not None:  # one of a CompositePodGroup's groups: the whole tree needs its quorum
             missing = groups.missing_ancestor(pod_group)
             if missing is not None:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                              (f"waiting for composite pod group {missing.partition('/')[2]!r}, parent in the "
-                               f"tree of pod group {name!r}, to appear",))
+                              ("failed to build hierarchy snapshot: composite pod group object not found in state "
+                               f"for compositepodgroup/{missing}",))
             root, problem = groups.root_of(pod_group)
             if problem:  # the tree goes to its cycle, which marks it Invalid and reports the problem
                 return None
@@ -63,7 +73,7 @@ class GangScheduling:
             if tree is None or not groups.ready(tree):
                 name = (root or parent).partition("/")[2]
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                              (f"waiting for composite pod group {name!r} tree to meet quorum",))
+                              (f"waiting for composite pod group {quoted(name)} tree to meet quorum",))
             return None
         if pod_group.is_gang and len(groups.state(pod_group.key).all_pods) < pod_group.min_count:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -72,6 +82,8 @@ class GangScheduling:
 
     @hookimpl
     def placement_feasible(self, state, group, progress):
+        if not self.handle.features.enabled("GangScheduling"):
+            return None
         min_count = group.pod_group.min_count
         counts = f"{progress.scheduled} scheduled, {progress.remaining} remaining"
         if progress.scheduled + progress.remaining < min_count:

@@ -4,7 +4,8 @@ PreFilter: Skip when the pod has no node selector and no required affinity;
 ``matchFields metadata.name In [...]`` in every term narrows the nodes to
 filter (PreFilterResult).  Filter: "node(s) didn't match Pod's node
 affinity/selector" (UnschedulableAndUnresolvable).  Score: the sum of the
-weights of the matching preferred terms, normalised to 0-100.
+weights of the matching preferred terms, normalised to 0-100 (its batch
+form: a NodeTable column per distinct preferred term, weighted and summed).
 ``NodeAffinityArgs.addedAffinity`` applies to every pod of the profile.
 """
 
@@ -38,6 +39,14 @@ REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 REASON_CONFLICT = "pod affinity terms conflict"
 FILTER_KEY = "PreFilterNodeAffinity"
 SCORE_KEY = "PreScoreNodeAffinity"
+
+
+def _preference_matches(table, preference) -> np.ndarray:
+    """Per row of ``table``, whether the node matches the preferred term's ``preference`` (an evictable column per
+    distinct term: pods of one workload share theirs)."""
+    return table.column(f"NodeAffinity/preferred/{preference!r}",
+                        lambda info: term_matches(preference, info.require_node().metadata.labels, info.name),
+                        dtype=bool, evictable=True, of_node=True)
 
 
 @frozen
@@ -126,14 +135,25 @@ class NodeAffinity:
         state.write(SCORE_KEY, terms)
         return None
 
+    def _scored_terms(self, state, pod):
+        terms = state.get(SCORE_KEY)
+        if terms is None:  # PreScore disabled in the profile: work the terms out here, as upstream
+            terms = self._preferred_terms(pod)
+        return terms
+
     @hookimpl
     def score(self, state, pod, node_info):
         node = node_info.node
         labels, name = node.metadata.labels, node.metadata.name
-        terms = state.get(SCORE_KEY)
-        if terms is None:  # PreScore disabled in the profile: work the terms out here, as upstream
-            terms = self._preferred_terms(pod)
-        return sum(t.weight for t in terms if term_matches(t.preference, labels, name))
+        return sum(t.weight for t in self._scored_terms(state, pod) if term_matches(t.preference, labels, name))
+
+    @hookimpl
+    def score_batch(self, state, pod, table, rows):
+        rows = np.asarray(rows, dtype=np.intp)
+        scores = np.zeros(len(rows), dtype=np.int64)
+        for term in self._scored_terms(state, pod):
+            scores += term.weight * _preference_matches(table, term.preference)[rows]
+        return scores
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

@@ -4,7 +4,8 @@
 Filter: the first NoSchedule/NoExecute taint the pod does not tolerate makes
 the node UnschedulableAndUnresolvable: "node(s) had untolerated taint {key: value}".
 Score: the number of PreferNoSchedule taints the pod does not tolerate,
-normalised in reverse (fewest intolerable taints = 100).
+normalised in reverse (fewest intolerable taints = 100); its batch form is a
+NodeTable column per distinct set of the pod's tolerations.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ STATE_KEY = "PreScoreTaintToleration"
 
 def _prefer_no_schedule(taint) -> bool:
     return taint.effect == "PreferNoSchedule"
+
+
+def _intolerable(tolerations, taints) -> int:
+    """How many of ``taints`` are PreferNoSchedule taints ``tolerations`` do not tolerate."""
+    return sum(1 for t in taints if _prefer_no_schedule(t) and not tolerates(tolerations, t))
 
 
 class TaintToleration:
@@ -48,24 +54,19 @@ class TaintToleration:
         state.write(STATE_KEY, tuple(t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")))
         return None
 
-    def _intolerable(self, state, taints) -> int:
-        tolerations = state.get(STATE_KEY, ())
-        return sum(1 for t in taints if _prefer_no_schedule(t) and not tolerates(tolerations, t))
-
     @hookimpl
     def score(self, state, pod, node_info):
-        return self._intolerable(state, node_info.node.spec.taints)
+        return _intolerable(state.get(STATE_KEY, ()), node_info.node.spec.taints)
 
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        soft = table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)),
-                            of_node=True)[rows]
-        if not state.get(STATE_KEY):
-            return soft.copy()
-        scores = np.zeros(len(rows), dtype=np.int64)
-        for i in np.flatnonzero(soft):
-            scores[i] = self._intolerable(state, table.infos[rows[i]].node.spec.taints)
-        return scores
+        tolerations = state.get(STATE_KEY)
+        if not tolerations:
+            return table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)),
+                                of_node=True)[rows]
+        return table.column(f"taints/soft-untolerated/{tolerations!r}",
+                            lambda info: _intolerable(tolerations, info.require_node().spec.taints),
+                            evictable=True, of_node=True)[rows]
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

@@ -34,7 +34,7 @@ class TopologyPlacementGenerator:
     @hookimpl
     def placement_generate(self, state, group, parent):
         key = group.pod_group.topology_key
-        if key is None:
+        if key is None or not self.handle.features.enabled("TopologyAwareWorkloadScheduling"):
             return [parent]
         snapshot = self.handle.snapshot
         table = snapshot.table

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import attrs
 import yaml
@@ -48,12 +48,15 @@ from kubesched.core.quantity import QuantityError, to_scheduler_units
 from kubesched.drivers.harness import scheduler_configuration
 
 from .bundle import bundle_zip
+from .guard import Guard, allowed_hosts, new_token
+from .object_templates import TEMPLATES, template_text
 from .outcome import Outcome, placement_diff
 from .runs import Runs, simulate
-from .scenario import Edit, config_edit, object_edit
+from .scenario import Edit, config_edit, import_edits, object_edit
 from .views.cluster import cluster_page, node_page
 from .views.configs import effective_profiles, other_configuration, plugin_catalogue, side_by_side
 from .views.devices import devices_page
+from .views.objects import objects_page
 from .views.pod import pod_page
 from .views.podgroups import podgroups_page
 from .views.timeline import state_at, timeline_page
@@ -68,13 +71,16 @@ Handler = Callable[[Request], Awaitable[Response]]
 @attrs.frozen
 class UiState:
     """What every handler shares, kept as ``app.state.ui``: the :class:`Runs`
-    (started by the caller), the page templates, the pages' title, and
-    ``closing``, set when the server stops (event streams end then)."""
+    (started by the caller), the page templates, the pages' title,
+    ``closing``, set when the server stops (event streams end then), and the
+    token every change must carry (:mod:`.guard`; the pages put it in their
+    forms and in htmx's headers)."""
 
     runs: Runs
     templates: Jinja2Templates
     title: str
     closing: threading.Event
+    token: str
 
 
 def make_templates() -> Jinja2Templates:
@@ -86,14 +92,16 @@ def make_templates() -> Jinja2Templates:
     return templates
 
 
-def create_app(runs: Runs, title: str = "kubesched ui", closing: threading.Event | None = None) -> Starlette:
-    """The application of :data:`ROUTES` over ``runs`` (started by the caller).  Event streams
-    end once ``closing`` is set and the runs' listeners are called (the
-    server's shutdown does both)."""
+def create_app(runs: Runs, port: int, title: str = "kubesched ui", closing: threading.Event | None = None) -> Starlette:
+    """The application of :data:`ROUTES` over ``runs`` (started by the caller),
+    answering as a loopback server on ``port`` behind :class:`~.guard.Guard`
+    (a new token per application).  Event streams end once ``closing`` is set
+    and the runs' listeners are called (the server's shutdown does both)."""
+    token = new_token()
     app = Starlette(routes=[*(Route(path, handler, methods=list(methods)) for path, handler, methods in ROUTES),
                             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
-                    middleware=[Middleware(ServerTiming)])
-    app.state.ui = UiState(runs, make_templates(), title, closing or threading.Event())
+                    middleware=[Middleware(Guard, hosts=allowed_hosts(port), token=token), Middleware(ServerTiming)])
+    app.state.ui = UiState(runs, make_templates(), title, closing or threading.Event(), token)
     return app
 
 
@@ -117,7 +125,7 @@ def render(request: Request, template: str, outcome: Outcome | None, status_code
         return request.url.path + (f"?{query}" if query else "")
 
     return ui.templates.TemplateResponse(request, template, {
-        "title": ui.title, "status": ui.runs.status(), "outcome": outcome, "link": link,
+        "title": ui.title, "status": ui.runs.status(), "outcome": outcome, "link": link, "token": ui.token,
         "url": request.url.path + (f"?{request.url.query}" if request.url.query else ""), **context},
         status_code=status_code)
 
@@ -199,6 +207,11 @@ async def podgroups(request: Request, outcome: Outcome) -> Response:
 
 
 @over_outcome
+async def objects(request: Request, outcome: Outcome) -> Response:
+    return render(request, "objects.html", outcome, nav="objects", **objects_page(outcome))
+
+
+@over_outcome
 async def timeline(request: Request, outcome: Outcome) -> Response:
     data = timeline_page(outcome)
     t = _float(arg(request, "t"), data["duration"])
@@ -220,11 +233,12 @@ async def whatif(request: Request) -> Response:
     runs = _ui(request).runs
     kind, key = arg(request, "kind"), arg(request, "key")
     scenario = runs.history.current()
-    editing = ""
+    editing = template_text(arg(request, "template"))
     if kind:
         obj = scenario.find(kind, key)
         editing = yaml.safe_dump(to_manifest(obj), sort_keys=False) if obj is not None else ""
     return render(request, "whatif.html", runs.latest(), nav="whatif", kind=kind, key=key, editing=editing,
+                  templates=list(TEMPLATES),
                   history=runs.history, config_text=scenario.config_text,
                   plugins=plugin_catalogue(runs.registry), error=arg(request, "error"))
 
@@ -236,12 +250,23 @@ async def changes(request: Request) -> Response:
     return render(request, "changes.html", after, diff=diff, history=runs.history)
 
 
-def back(request: Request, error: str = "") -> Response:
-    """After an edit: the page it came from, or the editor showing ``error``."""
-    target = request.headers.get("referer") or "/whatif"
+def back(form: Any, error: str = "", default: str = "/whatif") -> Response:
+    """After an edit: the page named by the form's ``back`` field when it is
+    one of this application's own addresses (``default`` otherwise), or the
+    editor showing ``error``.  Never anywhere else: no open redirect."""
     if error:
         return RedirectResponse(f"/whatif?error={quote(error, safe='')}", status_code=303)
-    return RedirectResponse(target, status_code=303)
+    return RedirectResponse(own_address(str(form.get("back", "")), default), status_code=303)
+
+
+def own_address(target: str, default: str) -> str:
+    """``target`` when it is a path of this server (``/...``, no scheme, host,
+    ``//`` or backslash, no control character), else ``default``."""
+    parts = urlsplit(target)
+    if (not target.startswith("/") or target.startswith("//") or parts.scheme or parts.netloc or "\\" in target
+            or any(ord(c) < 32 or ord(c) == 127 for c in target)):
+        return default
+    return target
 
 
 async def edit_object(request: Request) -> Response:
@@ -251,8 +276,19 @@ async def edit_object(request: Request) -> Response:
                            str(form.get("yaml", "")))
         _ui(request).runs.edit(edit)
     except InvalidManifest as err:
-        return back(request, str(err))
-    return back(request)
+        return back(form, str(err))
+    return back(form)
+
+
+async def edit_import(request: Request) -> Response:
+    form = await request.form()
+    runs = _ui(request).runs
+    try:
+        for edit in import_edits(str(form.get("name", "")), str(form.get("yaml", ""))):
+            runs.edit(edit)
+    except InvalidManifest as err:
+        return back(form, str(err))
+    return back(form)
 
 
 async def edit_delete(request: Request) -> Response:
@@ -260,9 +296,9 @@ async def edit_delete(request: Request) -> Response:
     form = await request.form()
     kind, key = str(form.get("kind", "")), str(form.get("key", ""))
     if runs.history.current().find(kind, key) is None:
-        return back(request, f"(edit): {kind}/{key}: no such object in the scenario")
+        return back(form, f"(edit): {kind}/{key}: no such object in the scenario")
     runs.edit(Edit(f"delete {kind}/{key}", kind, key, None))
-    return back(request)
+    return back(form)
 
 
 async def edit_node(request: Request) -> Response:
@@ -271,7 +307,7 @@ async def edit_node(request: Request) -> Response:
     form = await request.form()
     node = runs.history.current().find("Node", name)
     if node is None:
-        return back(request, f"(edit): Node/{name}: the node is not in the scenario (created by a timed change?)")
+        return back(form, f"(edit): Node/{name}: the node is not in the scenario (created by a timed change?)")
     manifest = to_manifest(node)
     status = manifest.setdefault("status", {})
     allocatable = dict(status.get("allocatable") or {})
@@ -283,7 +319,7 @@ async def edit_node(request: Request) -> Response:
         try:
             to_scheduler_units(resource, text)
         except (QuantityError, ValueError) as err:
-            return back(request, f"(edit): Node/{name}: status.allocatable.{resource}: {err}")
+            return back(form, f"(edit): Node/{name}: status.allocatable.{resource}: {err}")
         if allocatable.get(resource) != text:
             allocatable[resource] = text
             changed.append(f"{resource}={text}")
@@ -291,13 +327,13 @@ async def edit_node(request: Request) -> Response:
         manifest.setdefault("spec", {})["unschedulable"] = form["cordon"] == "1"
         changed.append("cordon" if form["cordon"] == "1" else "uncordon")
     if not changed:
-        return back(request)
+        return back(form, default=f"/node/{quote(name)}")
     status["allocatable"] = allocatable
     try:
         runs.edit(Edit(f"Node/{name}: {', '.join(changed)}", "Node", name, manifest))
     except InvalidManifest as err:
-        return back(request, str(err))
-    return back(request)
+        return back(form, str(err))
+    return back(form, default=f"/node/{quote(name)}")
 
 
 async def edit_config(request: Request) -> Response:
@@ -306,18 +342,20 @@ async def edit_config(request: Request) -> Response:
         runs = _ui(request).runs
         runs.edit(config_edit(str(form.get("yaml", "")), runs.registry))
     except (ConfigError, PluginError) as err:
-        return back(request, str(err))
-    return back(request)
+        return back(form, str(err))
+    return back(form)
 
 
 async def undo(request: Request) -> Response:
+    form = await request.form()
     _ui(request).runs.undo()
-    return back(request)
+    return back(form)
 
 
 async def redo(request: Request) -> Response:
+    form = await request.form()
     _ui(request).runs.redo()
-    return back(request)
+    return back(form)
 
 
 # --- config diff --------------------------------------------------------------------------------
@@ -327,13 +365,14 @@ async def config_diff(request: Request) -> Response:
     runs = _ui(request).runs
     other = arg(request, "other")
     outcome = runs.latest()
-    context: dict[str, Any] = {"other": other, "rows": [], "error": "", "metrics": None}
+    context: dict[str, Any] = {"other": other, "offered": runs.configurations(), "rows": [], "error": "",
+                               "metrics": None}
     try:
         scenario = runs.history.current()
         a = scheduler_configuration(scenario.config_dict())
         profiles_a = effective_profiles(a, runs.registry)
         if other:
-            b_config, b_text = other_configuration(other)
+            b_config, b_text = other_configuration(other, runs.configurations())
             context["rows"] = side_by_side(profiles_a, effective_profiles(b_config, runs.registry))
             if arg(request, "run") == "1" and outcome is not None:
                 other_outcome = await run_in_threadpool(
@@ -361,7 +400,10 @@ async def export_html(request: Request) -> Response:
 
 async def export_bundle(request: Request) -> Response:
     runs = _ui(request).runs
-    data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.latest())
+    try:
+        data = await run_in_threadpool(bundle_zip, runs.history.current(), runs.latest())
+    except InvalidManifest as err:
+        return Response(f"{err}\n", status_code=409, media_type="text/plain")
     return Response(data, media_type="application/zip",
                     headers={"Content-Disposition": 'attachment; filename="kubesched-bundle.zip"'})
 
@@ -412,11 +454,13 @@ ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
     ("/podgroups", podgroups, GET),
     ("/timeline", timeline, GET),
     ("/timeline/state", timeline_state, GET),
+    ("/objects", objects, GET),
     # what-if
     ("/whatif", whatif, GET),
     ("/panel/changes", changes, GET),
     ("/edit/object", edit_object, POST),
     ("/edit/delete", edit_delete, POST),
+    ("/edit/import", edit_import, POST),
     ("/edit/node/{name}", edit_node, POST),
     ("/edit/config", edit_config, POST),
     ("/undo", undo, POST),

@@ -24,6 +24,8 @@ from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.framework.resources import CPU, MEMORY
 
+from .device_columns import PREFIX as DEVICES
+from .device_columns import device_columns
 from .timeline import PlacementLog, Timeline
 
 #: Rows of a per-node table in the diff (the largest changes).
@@ -116,6 +118,12 @@ class Outcome:
                                     dtype=np.int64).reshape(len(infos), len(self.resources))
         self.requested = np.array([[info.requested.get(r, 0) for r in self.resources] for info in infos],
                                   dtype=np.int64).reshape(len(infos), len(self.resources))
+        devices = device_columns(sim.cluster.list("ResourceSlice").items, sim.cluster.list("DeviceClass").items,
+                                 sim.cluster.list("ResourceClaim").items, self.node_index)
+        if devices:
+            self.resources += list(devices)
+            self.allocatable = np.hstack([self.allocatable, np.stack([t for t, _ in devices.values()], axis=1)])
+            self.requested = np.hstack([self.requested, np.stack([h for _, h in devices.values()], axis=1)])
         with np.errstate(divide="ignore", invalid="ignore"):
             self.percent = np.where(self.allocatable > 0, 100.0 * self.requested / np.maximum(self.allocatable, 1),
                                     np.nan)
@@ -145,7 +153,9 @@ class Outcome:
         #: pod key -> its PodGroup's key, for every pod the run created (deleted ones too)
         self.member_of = log.groups
         self.preempted = set(self.preemptions)
-        capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)}
+        # the timeline follows pods' requests: device columns have none (their claims hold the devices)
+        capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)
+                    if not r.startswith(DEVICES)}
         self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
 
     def attempts(self, pod_key: str) -> list[dict[str, Any]]:

@@ -38,6 +38,12 @@ from .timeline import PlacementLog
 KEPT_OUTCOMES = 4
 
 
+def _forget_unwanted(kept: dict, wanted: set, spare: int) -> None:
+    """Drop from ``kept`` (key -> outcome or error, oldest first) every key not ``wanted`` but the ``spare`` newest."""
+    for old in [k for k in kept if k not in wanted][:-spare or None]:
+        del kept[old]
+
+
 class RunCancelled(Exception):
     """A run stopped because its scenario is no longer wanted."""
 
@@ -85,7 +91,8 @@ class Runs:
     """The scenarios and their outcomes, simulated on a worker thread (see the module docstring).
 
     ``paths``, ``config``, ``changes``: what ``kubesched ui`` was given (read
-    again by :meth:`reload_files` when a file changes); ``registry``,
+    again by :meth:`reload_files` when a file changes); ``compare``: more
+    configuration files the Config diff page may open; ``registry``,
     ``seed``, ``start``, ``features`` (the feature gates): every run's.  Raises what :func:`read_scenario`
     raises for bad input.  Call :meth:`start` to begin and :meth:`close` to
     stop.
@@ -93,9 +100,10 @@ class Runs:
 
     def __init__(self, paths: Iterable[Path], config: Path | None = None, changes: Iterable[TimedChange] = (),
                  registry: Registry | None = None, seed: int = 0, start: float = DEFAULT_START,
-                 features: FeatureGates | None = None):
+                 features: FeatureGates | None = None, compare: Iterable[Path] = ()):
         self.paths, self.config, self.changes = list(paths), config, list(changes)
         self.features = features
+        self.compare = list(compare)
         self.registry = registry or Registry.discover()
         self.seed, self.start_time = seed, start
         self._files = watched_files(self.paths, config, self.changes)
@@ -128,14 +136,14 @@ class Runs:
 
     def wanted(self) -> list[tuple]:
         """The scenario keys the pages need: the current one, then the baseline."""
-        current, baseline = self.history.key(), self.history.key(0)
+        current, baseline = self.history.key(), self.history.baseline_key()
         return [current] if current == baseline else [current, baseline]
 
     def _next(self) -> tuple[tuple, Scenario] | None:
         for key in self.wanted():
-            if key not in self.outcomes and key not in self.failed:
-                upto = len(key) - 1
-                return key, self.history.scenario(upto)
+            scenario = self.history.scenario_for(key)
+            if key not in self.outcomes and key not in self.failed and scenario is not None:
+                return key, scenario
         return None
 
     def _work(self) -> None:
@@ -164,6 +172,7 @@ class Runs:
                 with self._lock:
                     self.failed[key] = str(err)
                     self.running = None
+                    _forget_unwanted(self.failed, set(self.wanted()), KEPT_OUTCOMES)
                 self._changed()
                 continue
             with self._lock:
@@ -171,9 +180,7 @@ class Runs:
                 if key == self.history.key():
                     self._latest = outcome
                 self.running = None
-                wanted = set(self.wanted())
-                for old in [k for k in self.outcomes if k not in wanted][:-KEPT_OUTCOMES or None]:
-                    del self.outcomes[old]
+                _forget_unwanted(self.outcomes, set(self.wanted()), KEPT_OUTCOMES)
             self._changed()
 
     # --- listeners ----------------------------------------------------------------------
@@ -206,6 +213,10 @@ class Runs:
 
     # --- what the pages read ------------------------------------------------------------
 
+    def configurations(self) -> list[str]:
+        """The configuration files the Config diff page may open: ``--config`` and ``--compare``'s, as given."""
+        return [str(path) for path in ([self.config] if self.config is not None else []) + self.compare]
+
     def current(self) -> Outcome | None:
         """The outcome of the scenario with the edits up to the cursor (None while it runs)."""
         with self._lock:
@@ -220,7 +231,7 @@ class Runs:
     def baseline(self) -> Outcome | None:
         """The outcome of the files with no edit."""
         with self._lock:
-            return self.outcomes.get(self.history.key(0))
+            return self.outcomes.get(self.history.baseline_key())
 
     def error(self) -> str:
         """Why the current scenario cannot be simulated ("" when it can)."""
@@ -231,7 +242,8 @@ class Runs:
         """The state in brief (JSON-ready, the server-sent events' data)."""
         with self._lock:
             current = self.outcomes.get(self.history.key())
-            text = (f"re-simulating ({len(self.history.key()) - 1} edit(s))" if self.running is not None
+            edits = self.history.folded_count + self.history.cursor
+            text = (f"re-simulating ({edits} edit(s))" if self.running is not None
                     else f"error: {self.error()}" if self.error()
                     else f"{current.bound} scheduled, {len(current.pending)} pending, {len(current.node_names)} "
                          f"nodes; simulated in {current.wall_seconds:.2f}s" if current is not None else "waiting")

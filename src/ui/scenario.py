@@ -17,10 +17,19 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import attrs
-import yaml
 
 from kubesched.core.api import resource_of, to_manifest
-from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects, manifest_files, parse_document
+from kubesched.core.api.manifests import (
+    MAX_CONFIG_BYTES,
+    InvalidManifest,
+    decode,
+    load_sourced_objects,
+    load_yaml,
+    load_yaml_documents,
+    manifest_files,
+    parse_document,
+    read_file_bytes,
+)
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import Registry
 from kubesched.drivers.harness import check_configuration
@@ -70,7 +79,7 @@ class Scenario:
 
     def config_dict(self) -> dict | None:
         """The configuration as a dict (None: the default profile)."""
-        return yaml.safe_load(self.config_text) if self.config_text.strip() else None
+        return load_yaml(self.config_text, "configuration") if self.config_text.strip() else None
 
 
 def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange],
@@ -87,9 +96,9 @@ def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[
     text = ""
     if config is not None:
         try:
-            text = Path(config).read_text()
-        except OSError as err:
-            raise ConfigError(f"{config}: cannot read: {err.strerror}") from None
+            text = decode(read_file_bytes(config, MAX_CONFIG_BYTES), str(config))
+        except InvalidManifest as err:
+            raise ConfigError(str(err)) from None
         check_configuration(config, registry)  # refuses a bad file here, naming it
     changes = tuple(changes)
     for change in changes:
@@ -155,9 +164,9 @@ def object_edit(label: str, kind: str, key: str, text: str) -> Edit:
     object and field of a bad manifest."""
     where = f"{kind}/{key}" if key else "(new object)"
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise InvalidManifest("(edit)", where, "", f"not YAML: {err}") from None
+        doc = load_yaml(text, "(edit)")
+    except InvalidManifest as err:
+        raise InvalidManifest("(edit)", where, "", err.problem) from None
     if not isinstance(doc, dict):
         raise InvalidManifest("(edit)", where, "", "expected one manifest (a mapping with apiVersion and kind)")
     obj = parse_document(doc, "(edit)")
@@ -168,6 +177,29 @@ def object_edit(label: str, kind: str, key: str, text: str) -> Edit:
     return Edit(label or f"edit {new_id[0]}/{new_id[1]}", new_id[0], new_id[1], to_manifest(obj))
 
 
+def import_edits(name: str, text: str) -> list[Edit]:
+    """One edit per object of the manifests ``text`` (YAML or JSON, multi-document, ``kind: List``) read from the
+    browser's file ``name``: each adds its object, or replaces the one of the same kind and name.  Raises
+    :class:`InvalidManifest` naming the file, the object and the field of the first bad one (nothing is edited
+    then)."""
+    source = f"(import {name or 'file'})"
+    documents = [doc for doc in load_yaml_documents(text, source) if doc is not None]  # bounded as any manifest
+    flat = []
+    for doc in documents:
+        items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else None
+        flat.extend(items if isinstance(items, list) else [doc])
+    if not flat:
+        raise InvalidManifest(source, "", "", "no object in the file")
+    edits = []
+    for doc in flat:
+        if not isinstance(doc, dict):
+            raise InvalidManifest(source, "", "", "expected manifests (mappings with apiVersion and kind)")
+        obj = parse_document(doc, source)
+        kind, key = object_id(obj)
+        edits.append(Edit(f"import {name or 'file'}: {kind}/{key}", kind, key, to_manifest(obj)))
+    return edits
+
+
 def config_edit(text: str, registry: Registry | None = None) -> Edit:
     """The edit replacing the configuration by the YAML ``text`` ("" for the
     default profile).  Raises :class:`ConfigError` or ``PluginError`` for a bad configuration (its profiles'
@@ -175,20 +207,29 @@ def config_edit(text: str, registry: Registry | None = None) -> Edit:
     here, not recorded as an edit)."""
     if text.strip():
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"configuration: not YAML: {err}") from None
+            data = load_yaml(text, "configuration")
+        except InvalidManifest as err:
+            raise ConfigError(str(err)) from None
         check_configuration(data, registry)
     return Edit("edit the configuration", CONFIG_KIND, "", {"text": text})
+
+
+#: Edits kept for undo.  An older edit stays made (folded into the history's floor) but can no longer be undone.
+MAX_EDITS = 100
 
 
 class History:
     """The base scenario and the edits made since, with undo and redo.
 
-    :meth:`current` is the base with the first ``cursor`` edits applied;
-    :meth:`add` drops the edits undone before it.  :attr:`base_version`
-    grows when the files are read again (:meth:`replace_base`).  Not
-    thread-safe: the server calls it from one thread at a time (under the
+    The scenario after each kept edit is kept too (they share their
+    unchanged objects), so :meth:`current`, :meth:`key`, :meth:`undo` and
+    :meth:`redo` cost the same after a thousand edits as after one, and
+    :meth:`add` applies one edit.  At most :data:`MAX_EDITS` edits can be
+    undone: beyond them the oldest is folded into the *floor* (the base
+    with every folded edit made), where undo stops; the base itself (the
+    files, with no edit) stays the baseline.  :attr:`base_version` grows
+    when the files are read again (:meth:`replace_base`).  Not thread-safe:
+    the server calls it from one thread at a time (under the
     :class:`~kubesched.ui.runs.Runs` lock).
     """
 
@@ -197,30 +238,50 @@ class History:
         self.base_version = 1
         self.edits: list[Edit] = []
         self.cursor = 0
+        #: edits folded into the floor, the last one per object (what they add up to), and how many there were
+        self.folded: dict[tuple[str, str], Edit] = {}
+        self.folded_count = 0
+        self._floor_serial = 0
+        #: the floor with the first i edits made, for i in 0..len(edits)
+        self._scenarios: list[Scenario] = [base]
 
     def current(self) -> Scenario:
-        """The scenario at the cursor: the base with the edits not undone."""
-        return self.scenario()
+        """The scenario at the cursor: the floor with the edits not undone."""
+        return self._scenarios[self.cursor]
 
-    def scenario(self, upto: int | None = None) -> Scenario:
-        """The base with the first ``upto`` edits applied (default: up to the cursor)."""
-        scenario = self.base
-        for edit in self.edits[:self.cursor if upto is None else upto]:
-            scenario = edit.apply(scenario)
-        return scenario
-
-    def key(self, upto: int | None = None) -> tuple:
-        """Identifies the scenario of the first ``upto`` edits (default: the cursor) over this base."""
+    def key(self, upto: int | None = None) -> tuple[int, int]:
+        """Identifies the scenario of the first ``upto`` kept edits (default:
+        the cursor) over this base: (base version, serial of its last edit)."""
         upto = self.cursor if upto is None else upto
-        return (self.base_version, *(edit.serial for edit in self.edits[:upto]))
+        return self.base_version, self.edits[upto - 1].serial if upto else self._floor_serial
+
+    def baseline_key(self) -> tuple[int, int]:
+        """Identifies the base scenario (the files, no edit)."""
+        return self.base_version, 0
+
+    def scenario_for(self, key: tuple) -> Scenario | None:
+        """The scenario :meth:`key` or :meth:`baseline_key` named (None: no longer in the history)."""
+        if key == self.baseline_key():
+            return self.base
+        return next((scenario for upto, scenario in enumerate(self._scenarios) if self.key(upto) == key), None)
 
     def add(self, edit: Edit) -> None:
-        """Make ``edit`` (after checking it applies to the current scenario;
-        raises :class:`InvalidManifest` otherwise)."""
-        edit.apply(self.current())
+        """Make ``edit`` on the current scenario, dropping the edits undone
+        before it (raises :class:`InvalidManifest` when it does not apply)."""
+        scenario = edit.apply(self.current())
         del self.edits[self.cursor:]
+        del self._scenarios[self.cursor + 1:]
         self.edits.append(edit)
+        self._scenarios.append(scenario)
         self.cursor += 1
+        while len(self.edits) > MAX_EDITS:
+            oldest = self.edits.pop(0)
+            self._scenarios.pop(0)
+            self.folded.pop((oldest.kind, oldest.key), None)  # the object's last edit goes last
+            self.folded[(oldest.kind, oldest.key)] = oldest
+            self.folded_count += 1
+            self._floor_serial = oldest.serial
+            self.cursor -= 1
 
     def deleting_edit(self, kind: str, key: str) -> Edit | None:
         """The latest edit before the cursor that deleted object ``kind``/``key`` and that no later one brought
@@ -231,7 +292,7 @@ class History:
         return None
 
     def undo(self) -> bool:
-        """Move the cursor back one edit; False at the base."""
+        """Move the cursor back one edit; False at the floor."""
         if self.cursor == 0:
             return False
         self.cursor -= 1
@@ -245,6 +306,13 @@ class History:
         return True
 
     def replace_base(self, base: Scenario) -> None:
-        """The files changed: ``base`` is what they hold now; edits stay."""
+        """The files changed: ``base`` is what they hold now; the edits (folded or not) are made again on it."""
         self.base = base
         self.base_version += 1
+        scenario = base
+        for edit in self.folded.values():
+            scenario = edit.apply(scenario)
+        self._scenarios = [scenario]
+        for edit in self.edits:
+            scenario = edit.apply(scenario)
+            self._scenarios.append(scenario)

@@ -43,7 +43,7 @@ class UiServer:
         self.socket.listen(128)
         self.url = f"http://{HOST}:{self.socket.getsockname()[1]}/"
         self.closing = threading.Event()
-        app = create_app(runs, title, self.closing)
+        app = create_app(runs, self.socket.getsockname()[1], title, self.closing)
         if watch:
             app.router.lifespan_context = self._watching
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)

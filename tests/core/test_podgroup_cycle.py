@@ -58,7 +58,7 @@ def test_a_pod_naming_a_group_that_never_appears_is_never_scheduled_alone():
     sim = run(node("n0"), pod("p0", cpu="1", pod_group="missing"))
     assert members(sim) == {"p0": ""}
     assert sim.scheduler.queued(sim.pod("p0")).gating_status.message() == \
-        "waiting for pod's pod group 'missing' to appear in scheduling queue"
+        'waiting for pods\'s pod group "missing" to appear in scheduling queue'
 
 
 def test_a_gang_that_fits_only_partly_binds_none_and_releases_every_reservation():

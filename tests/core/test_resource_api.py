@@ -14,6 +14,7 @@ from kubesched.core.api import RESOURCES, ManifestError, from_manifest, resource
 from kubesched.core.api import resource_v1 as r
 from kubesched.core.api.manifests import InvalidManifest, load_objects
 from kubesched.core.quantity import format_exact_quantity, parse_quantity
+from kubesched.perf.template import expand
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 EXAMPLES = DATA / "dra-examples"
@@ -59,7 +60,12 @@ def manifest_files() -> list[Path]:
 def documents(path: Path) -> list[dict]:
     """The documents of one example file, rendered; the bare ``spec.devices[]``
     entries of the NVIDIA doc example are wrapped into a ResourceSlice."""
-    docs = [d for d in yaml.safe_load_all(render_template(path.read_text())) if d is not None]
+    text = path.read_text()
+    if path.parent == PERF_TEMPLATES:  # scheduler_perf's own templates: rendered as the perf runner renders them
+        text = expand(text, {"Index": 3, "PodGroupCount": 2}, where=str(path))
+    else:
+        text = render_template(text)
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
     out = []
     for doc in docs:
         if isinstance(doc, list):
@@ -179,7 +185,8 @@ def test_slice_features_from_perf_templates(tmp_path):
     assert cc.spec.node_selector.node_selector_terms[0].match_expressions[0].key == "node-with-dra"
 
     (basic,) = load_dra_file(PERF_TEMPLATES / "resourceslice-basic-devices.yaml", tmp_path)
-    assert [d.name for d in basic.spec.devices] == ["basic-device-0", "basic-device-1", "basic-device-2"]
+    # the template's default numDevices (10), rendered as the perf runner renders it
+    assert [d.name for d in basic.spec.devices] == [f"basic-device-{i}" for i in range(10)]
     assert basic.spec.devices[1].attributes["resource.k8s.io/pciRoot"].value == "1"
 
     (rule,) = load_dra_file(PERF_TEMPLATES / "devicetaintrule.yaml", tmp_path)

@@ -223,3 +223,104 @@ def test_resize_conditions():
     assert is_pod_resize_infeasible(pod([{}], conditions=[INFEASIBLE]))
     assert is_pod_resize_deferred(pod([{}], conditions=[DEFERRED]))
     assert not is_pod_resize_infeasible(pod([{}], conditions=[DEFERRED]))
+
+
+def pod_with_status(resources=None, allocated=None, applied=None, conditions=(), containers=None, overhead=None):
+    spec = {"containers": containers or [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if resources:
+        spec["resources"] = {"requests": resources}
+    if overhead:
+        spec["overhead"] = overhead
+    status = {"conditions": list(conditions)}
+    if allocated is not None:
+        status["allocatedResources"] = allocated
+    if applied is not None:
+        status["resources"] = {"requests": applied}
+    return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                          "spec": spec, "status": status})
+
+
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("pod-level status: the largest of spec, allocated and applied",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "3"}, applied={"cpu": "1"}), {}, {"cpu": 3000}),
+    ("pod-level status, infeasible: the spec does not count",
+     pod_with_status({"cpu": "4"}, allocated={"cpu": "2"}, applied={"cpu": "2"}, conditions=[INFEASIBLE]), {},
+     {"cpu": 2000}),
+    ("pod-level status includes the overhead, taken out before the max",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "2500m"}, applied={"cpu": "2500m"}, overhead={"cpu": "500m"}), {},
+     {"cpu": 2500}),
+    ("InPlacePodLevelResourcesVerticalScaling off: the pod-level status is not read",
+     pod_with_status({"cpu": "2"}, allocated={"cpu": "3"}, applied={"cpu": "3"}), {"pod_level_status": False},
+     {"cpu": 2000}),
+])
+def test_pod_level_status_resources(name, p, options, requests):
+    assert pod_requests(p, **options) == requests
+
+
+# TestPodLevelResourceRequests (helpers_test.go, the version of index id 55133355307); "storage" is upstream's
+# v1.ResourceStorage, unsupported at pod level
+Mi = 1024**2
+
+
+def lvl(requests=None, limits=None):
+    out = {}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+MEM3_CPU2 = req(memory="3Mi", cpu="2m")
+MEM5_CPU4 = req(memory="5Mi", cpu="4m")
+MEM6_CPU8 = req(memory="6Mi", cpu="8m")
+
+
+@pytest.mark.parametrize("name, p, options, requests", [
+    ("nil", pod([{}]), {}, {}),
+    ("pod level memory resource with SkipPodLevelResources true", pod([{}], resources=lvl({"memory": "2Mi"})),
+     {"pod_level": False}, {}),
+    ("pod level memory resource with SkipPodLevelResources false", pod([{}], resources=lvl({"memory": "2Mi"})), {},
+     {"memory": 2 * Mi}),
+    ("pod level memory and container level cpu resources", pod([req(cpu="2m")], resources=lvl({"memory": "2Mi"})),
+     {}, {"memory": 2 * Mi, "cpu": 2}),
+    ("pod level unsupported resources set at both pod-level and container-level",
+     pod([req(storage="3Mi")], resources=lvl({"storage": "2Mi"})), {}, {"storage": 3 * Mi}),
+    ("pod level unsupported resources set at pod-level", pod([req(memory="3Mi")], resources=lvl({"storage": "2Mi"})),
+     {}, {"memory": 3 * Mi}),
+    ("only container level resources set", pod([MEM3_CPU2]), {}, {"memory": 3 * Mi, "cpu": 2}),
+    ("both container-level and pod-level resources set",
+     pod([MEM3_CPU2], resources=lvl({"memory": "6Mi", "cpu": "8m"})), {}, {"memory": 6 * Mi, "cpu": 8}),
+    ("container-level resources and init container set", pod([MEM3_CPU2], init=[MEM5_CPU4]), {},
+     {"memory": 5 * Mi, "cpu": 4}),
+    ("container-level resources and init container set, SkipPodLevelResources true",
+     pod([MEM3_CPU2], init=[MEM5_CPU4]), {"pod_level": False}, {"memory": 5 * Mi, "cpu": 4}),
+    ("container-level resources and sidecar container set", pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}]), {},
+     {"memory": 8 * Mi, "cpu": 6}),
+    ("container-level resources, init and sidecar container set",
+     pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}, MEM6_CPU8]), {}, {"memory": 11 * Mi, "cpu": 12}),
+    ("pod-level resources, container-level resources, init and sidecar container set",
+     pod([MEM3_CPU2], init=[{**ALWAYS, **MEM5_CPU4}, MEM6_CPU8], resources=lvl({"memory": "15Mi", "cpu": "18m"})),
+     {}, {"memory": 15 * Mi, "cpu": 18}),
+    ("pod-level resources, hugepage request/limit single page size",
+     pod([{}], resources=lvl({"memory": "10Mi", "hugepages-2Mi": "2Mi"}, {"hugepages-2Mi": "2Mi"})), {},
+     {"memory": 10 * Mi, "hugepages-2Mi": 2 * Mi}),
+    ("pod-level resources, hugepage request/limit multiple page sizes",
+     pod([{}], resources=lvl({"cpu": "1", "hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"},
+                             {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"})), {},
+     {"cpu": 1000, "hugepages-2Mi": 2 * Mi, "hugepages-1Gi": Gi}),
+])
+def test_upstream_pod_level_resource_requests(name, p, options, requests):
+    assert pod_requests(p, **options) == requests
+
+
+# TestIsPodLevelResourcesSet / TestIsPodLevelLimitsSet: only cpu, memory and hugepages make pod-level resources set
+@pytest.mark.parametrize("name, resources, is_set", [
+    ("empty resources struct", {}, False),
+    ("only unsupported resource requests set", lvl({"ephemeral-storage": "1Mi"}), False),
+    ("only unsupported resource limits set", lvl(None, {"ephemeral-storage": "1Mi"}), False),
+    ("unsupported and supported resources requests set", lvl({"ephemeral-storage": "1Mi", "cpu": "1m"}), True),
+    ("unsupported and supported resources limits set", lvl(None, {"ephemeral-storage": "1Mi", "cpu": "1m"}), True),
+])
+def test_upstream_is_pod_level_resources_set(name, resources, is_set):
+    assert bool(pod_level_requests(pod([{}], resources=resources))) == is_set

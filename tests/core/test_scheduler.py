@@ -8,7 +8,7 @@ import pytest
 import kubesched
 from kubesched import Code, PostFilterResult, Status
 from kubesched.core.api.meta import evolve_meta
-from kubesched.core.cluster.client import Conflict
+from kubesched.core.cluster.client import ApiError, Conflict
 from kubesched.core.features import FeatureGates
 from kubesched.core.scheduler.scheduling_cycle import num_feasible_nodes_to_find
 from kubesched.testing import node, pod
@@ -785,3 +785,39 @@ def test_activating_a_pod_retries_it_at_once():
     sim.run_for(1)  # long before the 5-minute flush
     assert sim.pod("key").spec.node_name == "n1"
     assert sim.pod("locked").spec.node_name == "n1"
+
+
+def test_a_pod_bound_although_its_binding_answer_was_lost_is_scheduled_not_failed():
+    """The pods/binding call reached the API server, which bound the pod, but its answer was lost (a timeout):
+    the pod is bound, so it gets a Scheduled event and no PodScheduled=False/SchedulerError nor FailedScheduling
+    (upstream's handleSchedulingFailure would still report a failure)."""
+    sim = simulation()
+    bind = sim.cluster.bind
+    lost = []
+
+    def bind_and_lose_the_answer(namespace, name, uid, node_name):
+        bind(namespace, name, uid, node_name)
+        lost.append(name)
+        raise ApiError("POST pods/binding: read timed out")
+
+    sim.cluster.bind = bind_and_lose_the_answer
+    sim.create([node("n1"), pod("p")])
+    sim.run()
+    p = sim.pod("p")
+    assert lost == ["p"] and p.spec.node_name == "n1"
+    assert condition(p, "PodScheduled") is None or condition(p, "PodScheduled").status != "False"
+    assert sim.events("FailedScheduling") == []
+    (scheduled,) = sim.events("Scheduled")
+    assert scheduled.message == "Successfully assigned default/p to n1"
+    assert sim.scheduler.stats.bound == 1 and sim.scheduler.stats.binding_failures == 0
+    assert sim.scheduler.cache.assumed_pods() == []
+
+
+def test_a_binding_that_really_failed_is_still_a_failure():
+    sim = simulation()
+    sim.cluster.bind = lambda namespace, name, uid, node_name: (_ for _ in ()).throw(ApiError("connection refused"))
+    sim.create([node("n1"), pod("p")])
+    sim.run_for(5)
+    assert not sim.pod("p").spec.node_name
+    assert condition(sim.pod("p"), "PodScheduled").reason == "SchedulerError"
+    assert sim.events("FailedScheduling") and not sim.events("Scheduled")

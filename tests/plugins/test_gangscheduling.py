@@ -3,6 +3,7 @@ TestPlacementFeasible, the queueing-hint tests), on a real scheduler's handle.""
 
 import pytest
 
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.podgroups import PlacementProgress, PodGroupInfo
 from kubesched.core.framework.status import Code
 from kubesched.core.framework.types import QueueingHint
@@ -12,8 +13,8 @@ from kubesched.testing import node, pod, pod_group
 
 
 def plugin_on(*objects):
-    """GangScheduling of a started simulation holding ``objects`` (not scheduled)."""
-    sim = Simulation()
+    """GangScheduling of a started simulation holding ``objects`` (not scheduled), GenericWorkload on."""
+    sim = Simulation(features=FeatureGates(overrides={"GenericWorkload": True}))
     sim.create(list(objects))
     sim.start()
     sim.harness.informers.pump()
@@ -31,7 +32,7 @@ def reason(status):
     ([pod_group("pg3"), pod("p1", pod_group="pg3")], pod("p1", pod_group="pg3"), None),
     # gang pod fails PreEnqueue when pod group is not yet created
     ([pod("p1", pod_group="pg1")], pod("p1", pod_group="pg1"),
-     "waiting for pod's pod group 'pg1' to appear in scheduling queue"),
+     'waiting for pods\'s pod group "pg1" to appear in scheduling queue'),
     # gang pod fails PreEnqueue when quorum is not met
     ([pod_group("pg1", 3), pod("p1", pod_group="pg1"), pod("p2", pod_group="pg1")], pod("p1", pod_group="pg1"),
      "waiting for minCount pods from a gang to appear in scheduling queue"),

@@ -4,6 +4,7 @@ PreFilterResult, Gt/Lt, and the profile-wide addedAffinity."""
 from __future__ import annotations
 
 import attrs
+import numpy as np
 import pytest
 
 from kubesched.core.framework.cycle_state import CycleState
@@ -25,6 +26,7 @@ from .helpers import (
     run_pre_filter,
     score_all,
     simulate,
+    use_nodes,
 )
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
@@ -256,6 +258,22 @@ def test_score_without_prescore_falls_back_to_the_pod():
     aff = preferred((2, term(expr("zone", "In", "a"))))
     plugin = make(NodeAffinity)
     assert [plugin.score(CycleState(), pod("p", affinity=aff), ni) for ni in infos] == [2, 0]
+    assert score_all(plugin, CycleState(), pod("p", affinity=aff), infos, normalize=False) == [2, 0]
+
+
+def test_batch_score_follows_a_relabelled_node():
+    # the batch form keeps a column per preferred term; a node whose labels change is rescored
+    plugin = make(NodeAffinity)
+    infos = nodes(a={"zone": "a"}, b={"zone": "b"})
+    snapshot = use_nodes(plugin, infos)
+    p = pod("p", affinity=preferred((4, term(expr("zone", "In", "a")))))
+    state = CycleState()
+    assert plugin.pre_score(state, p, snapshot.nodes) is None
+    assert list(plugin.score_batch(state, p, snapshot.table, np.arange(2))) == [4, 0]
+    snapshot.nodes[1].set_node(node("b", labels={"zone": "a"}))
+    snapshot.refresh(["b"])
+    assert list(plugin.score_batch(state, p, snapshot.table, np.arange(2))) == [4, 4]
+    assert [plugin.score(state, p, ni) for ni in snapshot.nodes] == [4, 4]
 
 
 # --- args ----------------------------------------------------------------------------------

@@ -201,7 +201,9 @@ def test_nodes_missing_a_key_score_zero_for_pods_with_own_constraints():
 def test_system_default_constraints_spread_a_replicasets_pods_over_hostnames():
     replicaset = from_manifest({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                                 "metadata": {"name": "web", "namespace": "default"},
-                                "spec": {"selector": {"matchLabels": WEB}, "replicas": 4}})
+                                "spec": {"selector": {"matchLabels": WEB}, "replicas": 0,  # its pods are ours
+                                         "template": {"metadata": {"labels": WEB},
+                                                      "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
     nodes = [node(f"n{i}") for i in range(4)]
     pods = [pod(f"p{i}", cpu="100m", labels=WEB) for i in range(4)]
     sim = simulate([replicaset, *nodes, *pods], ONLY_SPREAD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import attrs
+import numpy as np
 import pytest
 
 from kubesched.core.api.core_v1 import Taint
@@ -12,7 +13,7 @@ from kubesched.core.framework.types import NODE, ActionType, ClusterEvent, Queue
 from kubesched.plugins.tainttoleration import TaintToleration
 from kubesched.testing import node, pod
 
-from .helpers import code, condition, failure, filter_all, info, make, reasons, score_all, simulate
+from .helpers import code, condition, failure, filter_all, info, make, reasons, score_all, simulate, use_nodes
 
 
 def tainted(name: str, *taints: tuple[str, str, str]):
@@ -134,6 +135,20 @@ def test_score_prefer_no_schedule_toleration():
     raw, normalized = scored(pod("p", tolerations=tol), infos)
     assert raw == [0, 0]
     assert normalized == [100, 100]  # all zero reversed: everyone gets the maximum
+
+
+def test_batch_score_follows_a_retainted_node():
+    # the batch form keeps a column per distinct tolerations; a node whose taints change is rescored
+    plugin = make(TaintToleration)
+    snapshot = use_nodes(plugin, [tainted("x", ("x", "1", "PreferNoSchedule")), tainted("y")])
+    p = pod("p", tolerations=[{"key": "x", "operator": "Exists"}])
+    state = CycleState()
+    assert plugin.pre_score(state, p, snapshot.nodes) is None
+    assert list(plugin.score_batch(state, p, snapshot.table, np.arange(2))) == [0, 0]
+    snapshot.nodes[1].set_node(node("y", taints=[("y", "1", "PreferNoSchedule"), ("x", "2", "PreferNoSchedule")]))
+    snapshot.refresh(["y"])
+    assert list(plugin.score_batch(state, p, snapshot.table, np.arange(2))) == [0, 1]
+    assert [plugin.score(state, p, ni) for ni in snapshot.nodes] == [0, 1]
 
 
 def test_hint_queues_when_the_node_becomes_tolerable():

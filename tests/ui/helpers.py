@@ -17,12 +17,12 @@ RUN_TIMEOUT = 60
 
 
 @contextlib.contextmanager
-def serving(paths, config=None, changes=(), watch: bool = False) -> Iterator:
+def serving(paths, config=None, changes=(), watch: bool = False, compare=()) -> Iterator:
     """(runs, server) over ``paths``, the first run over."""
     from kubesched.ui.runs import Runs
     from kubesched.ui.server import UiServer
 
-    runs = Runs([Path(p) for p in paths], config, changes)
+    runs = Runs([Path(p) for p in paths], config, changes, compare=[Path(p) for p in compare])
     runs.start()
     server = UiServer(runs, watch=watch)
     server.start()
@@ -45,10 +45,19 @@ def get(server, path: str, status: int = 200) -> str:
     return body
 
 
+def token(server) -> str:
+    """The token a page of ``server`` carries in its forms (as a browser finds it)."""
+    found = re.search(r'name="token" value="([^"]+)"', get(server, "/whatif"))
+    assert found, "the page has no token"
+    return found.group(1)
+
+
 def post(server, path: str, fields: dict[str, str]) -> str:
-    """POST a form like the browser does; returns the page it leads to (after the redirect)."""
-    data = urllib.parse.urlencode(fields).encode()
-    request = urllib.request.Request(server.url.rstrip("/") + path, data=data, method="POST")
+    """POST a form like the browser does from one of the UI's pages (its Origin, the form's token); returns
+    the page it leads to (after the redirect)."""
+    data = urllib.parse.urlencode({"token": token(server), **fields}).encode()
+    request = urllib.request.Request(server.url.rstrip("/") + path, data=data, method="POST",
+                                     headers={"Origin": server.url.rstrip("/")})
     with urllib.request.urlopen(request, timeout=RUN_TIMEOUT) as response:
         return response.read().decode()
 

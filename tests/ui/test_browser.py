@@ -136,7 +136,11 @@ def test_the_podgroups_page_of_a_waiting_gang_and_the_timeline_charts_render(bro
                TimedChange(120, ROOT / "examples/device-taints/train-0.yaml")]
     with serving([ROOT / "examples/device-taints/cluster"], changes=changes) as (_, server):
         browser.get(server.url + "timeline?t=90")
-        charts = browser.find_elements(By.CSS_SELECTOR, "#charts .uplot canvas")
+        # the charts are drawn by a script after the page loaded: wait for them (a loaded machine is slow)
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        charts = WebDriverWait(browser, RUN_TIMEOUT).until(
+            lambda driver: driver.find_elements(By.CSS_SELECTOR, "#charts .uplot canvas") or False)
         assert len(charts) == 2 and all(chart.size["width"] > 300 for chart in charts)
         assert "At T = +90.0s" in browser.find_element(By.ID, "state").text
         browser.save_screenshot(str(_shots(tmp_path) / "ui-timeline.png"))
@@ -155,7 +159,7 @@ def test_the_config_diff_shows_a_disabled_gangscheduling_under_each_of_its_exten
                       "  plugins: {multiPoint: {disabled: [{name: GangScheduling}]}}\n")
     gang_points = extension_points(Registry.discover().get("GangScheduling"))
     assert {"preEnqueue", "placementFeasible"} <= set(gang_points)
-    with serving([ROOT / "examples/gangs"]) as (_, server):
+    with serving([ROOT / "examples/gangs"], compare=[config]) as (_, server):
         browser.get(server.url + "config")
         box = browser.find_element(By.NAME, "other")
         box.send_keys(str(config))

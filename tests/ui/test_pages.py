@@ -88,15 +88,15 @@ def test_the_timeline_marks_timed_changes_and_shows_the_cluster_at_t():
 
 
 def test_the_config_diff_shows_effective_profiles_and_runs_the_other_side():
-    with serving([ROOT / "examples/cluster"]) as (_, server):
+    with serving([ROOT / "examples/cluster"], compare=["configs/bin-packing.yaml"]) as (_, server):
         page = get(server, "/config?other=configs/bin-packing.yaml:bin-packing-scheduler&run=1")
         differing = re.findall(r'<tr class="differs"><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>',
                                page)
         fit = [row for row in differing if row[1] == "NodeResourcesFit args"]
         assert fit and "MostAllocated" in fit[0][3] and "LeastAllocated" not in fit[0][3]
         assert "Pods placed differently" in page and "nodesInUse" in page
-        missing = get(server, "/config?other=configs/nope.yaml")
-        assert 'class="error">configs/nope.yaml' in missing
+        missing = get(server, "/config?other=configs/bin-packing.yaml:nope")
+        assert 'class="error">configs/bin-packing.yaml: profiles: no profile with schedulerName' in missing
 
 
 def test_the_podgroups_page_shows_a_waiting_gang_its_racks_and_the_member_that_did_not_fit(tmp_path):
@@ -180,3 +180,29 @@ def test_a_gangs_members_tell_one_story_the_same_as_explain_and_name_their_podgr
                "needed" in groups
         assert [(p["name"], p["placed"], p["minCount"]) for p in explained["placements"]] == [
             ("rack-a", 0, 4), ("rack-b", 2, 4), ("rack-c", 0, 4)]
+
+
+def test_devices_per_device_class_stand_beside_cpu_and_memory_on_the_cluster_and_node_pages():
+    with serving([ROOT / "examples/dra"]) as (runs, server):
+        cluster = text(get(server, "/"))
+        assert "devices/gpu.example.com 81.8%" in cluster  # 9 of 11 GPUs held
+        assert "a100-2 3 37.5% 12 / 32 31.2% 80Gi / 256Gi 60.0% 3 / 5" in cluster
+        assert '"resource": "devices/gpu.example.com"' in get(server, "/?grid=devices/gpu.example.com")
+        node = get(server, "/node/a100-1")
+        assert "devices/gpu.example.com 100.0% 4 4" in text(node)
+        assert 'name="allocatable.devices/' not in node  # devices are not the node's allocatable to edit
+
+
+def test_the_objects_page_lists_namespaces_priority_and_storage_classes_volumes_and_claims():
+    with serving([ROOT / "examples/stateful"]) as (runs, server):
+        page = get(server, "/objects")
+        shown = text(page)
+        assert "Namespaces (1) namespace pods default 9" in shown
+        assert "local-ssd kubernetes.io/no-provisioner WaitForFirstConsumer Delete" in shown
+        assert "local-b1-200g 200Gi local-ssd ReadWriteOnce Bound default/data-db-0" in shown
+        assert "default/legacy-data 1Gi manual Pending" in shown
+        assert 'href="/whatif?kind=PersistentVolumeClaim&key=default/data-db-0"' in page
+    with serving([ROOT / "examples/preemption"]) as (runs, server):
+        classes = text(get(server, "/objects"))
+        values = [c.value for c in sorted(runs.current().sim.cluster.list("PriorityClass").items, key=lambda c: -c.value)]
+        assert f"PriorityClasses ({len(values)})" in classes and "PreemptLowerPriority" in classes

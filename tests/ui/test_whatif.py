@@ -141,3 +141,43 @@ def test_a_node_deleted_by_an_edit_answers_a_deleted_page_naming_the_edit_with_a
         _edit(runs, server, "/undo", {})
         assert "Node gpu-b3" in text(get(server, "/node/gpu-b3"))
         assert "Pod shop/nope: not found" in text(get(server, "/pod/shop/nope", status=404))
+
+
+def test_a_pod_is_deleted_from_its_page_and_its_page_then_says_so():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        page = get(server, "/pod/shop/web-1")
+        assert 'id="delete-pod"' in page and 'name="key" value="shop/web-1"' in page
+        _edit(runs, server, "/edit/delete", {"kind": "Pod", "key": "shop/web-1"})
+        assert "shop/web-1" not in runs.current().pod_by_key
+        assert "Pod shop/web-1: deleted" in text(get(server, "/pod/shop/web-1", status=404))
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Node", "PriorityClass", "Namespace", "PersistentVolumeClaim"])
+def test_every_editor_template_applies_as_it_is_and_adds_its_object(kind):
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        assert f'href="/whatif?template={kind}"' in get(server, "/whatif")
+        page = get(server, f"/whatif?template={kind}")
+        manifest = unescape(page.split('name="yaml"')[1].split(">", 1)[1].split("</textarea>")[0])
+        assert yaml.safe_load(manifest)["kind"] == kind
+        _edit(runs, server, "/edit/object", {"kind": "", "key": "", "yaml": manifest})
+        assert runs.history.cursor == 1 and not runs.failed
+        if kind == "Pod":
+            assert runs.current().pod_by_key["default/web-new"].spec.node_name
+
+
+def test_a_file_imported_from_the_browser_adds_its_objects_and_a_bad_one_is_refused_whole():
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        assert 'id="import-file"' in get(server, "/whatif")
+        text_in = yaml.safe_dump_all([
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "big-new"},
+             "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "extra"}}])
+        _edit(runs, server, "/edit/import", {"name": "more.yaml", "yaml": text_in})
+        assert [e.label for e in runs.history.edits] == ["import more.yaml: Node/big-new",
+                                                        "import more.yaml: Namespace/extra"]
+        assert "big-new" in runs.current().nodes and "extra" in {
+            ns.metadata.name for ns in runs.current().sim.cluster.list("Namespace").items}
+        refused = post(server, "/edit/import", {"name": "bad.yaml", "yaml": text_in.replace('"64"', "lots")
+                                                .replace("64", "lots")})
+        error = text(refused.split('id="edit-error">')[1].split("</p>")[0])
+        assert error.startswith("(import bad.yaml): Node/big-new: status.allocatable.cpu") and len(runs.history.edits) == 2

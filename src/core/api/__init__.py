@@ -13,6 +13,7 @@ from attrs import frozen
 
 from . import (
     apps_v1,
+    batch_v1,
     coordination_v1,
     core_v1,
     policy_v1,
@@ -65,6 +66,10 @@ for _resource in (
     ResourceType("ReplicationController", "v1", core_v1.ReplicationController, True, "replicationcontrollers"),
     ResourceType("ReplicaSet", "apps/v1", apps_v1.ReplicaSet, True, "replicasets"),
     ResourceType("StatefulSet", "apps/v1", apps_v1.StatefulSet, True, "statefulsets"),
+    ResourceType("Deployment", "apps/v1", apps_v1.Deployment, True, "deployments"),
+    ResourceType("DaemonSet", "apps/v1", apps_v1.DaemonSet, True, "daemonsets"),
+    ResourceType("Job", "batch/v1", batch_v1.Job, True, "jobs"),
+    ResourceType("CronJob", "batch/v1", batch_v1.CronJob, True, "cronjobs"),
     ResourceType("PriorityClass", "scheduling.k8s.io/v1", scheduling_v1.PriorityClass, False, "priorityclasses"),
     ResourceType("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False, "storageclasses"),
     ResourceType("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False, "csinodes"),

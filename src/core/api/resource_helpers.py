@@ -181,7 +181,7 @@ def _minus(amounts: dict[str, int], overhead: dict[str, int]) -> dict[str, int]:
 
 
 def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None, *, use_status: bool = True,
-                 pod_level: bool = True, pod_level_status: bool = False,
+                 pod_level: bool = True, pod_level_status: bool = True,
                  exclude_overhead: bool = False) -> dict[str, int]:
     """Total requests of ``pod`` in scheduler units (milli-CPU, bytes, counts),
     overhead included, as upstream's ``PodRequests``.
@@ -192,8 +192,10 @@ def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None, *, use_sta
     containers' sum for the resources it sets.  ``use_status``
     (InPlacePodVerticalScaling): a pod resized in place counts what its
     container statuses report as allocated or applied where that is larger;
-    ``pod_level_status`` (InPlacePodLevelResourcesVerticalScaling) reads the
-    pod-level status resources instead, and for the pod-level requests too.
+    ``pod_level_status`` (InPlacePodLevelResourcesVerticalScaling, on from
+    1.36) reads the pod-level status resources where the kubelet wrote both
+    (``status.allocatedResources`` and ``status.resources.requests``, overhead
+    included), and for the pod-level requests too.
     """
     spec = pod.spec
     status = pod.status

@@ -32,6 +32,7 @@ from .resource_helpers import (
 )
 from .resource_v1 import ResourceClaim
 from .scheduling_v1beta1 import WORKLOAD_MAX_TREE_DEPTH, CompositePodGroup, PodGroup, Workload
+from .workload_validation import workload_problems
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -89,7 +90,14 @@ def problems(obj: Any) -> list[str]:
         found += _composite_pod_group(obj)
     elif isinstance(obj, Workload):
         found += _workload(obj)
+    else:
+        found += workload_problems(obj, _pod_template_rules)
     return found
+
+
+def _pod_template_rules(pod: Pod) -> list[str]:
+    """The rules of a workload's pod template: its labels and its pod spec (paths relative to the template)."""
+    return labels("metadata.labels", pod.metadata.labels) + _pod(pod)
 
 
 def qualified_name(field: str, key: str) -> list[str]:

@@ -32,6 +32,7 @@ from kubesched.core.api.podpriority import (
 from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage_class
 
 from ..api import RESOURCES, from_manifest, object_key, resource_of, to_manifest
+from ..api.batch_v1 import Job, with_generated_selector
 from ..api.convert import ManifestError, unstructure
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
 from ..api.meta import LabelSelectorRequirement, evolve
@@ -194,6 +195,8 @@ class MemoryCluster(ClusterClient):
                 generation=meta.generation if generation is None else generation,
             )
             obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
+            if isinstance(obj, Job):
+                obj = with_generated_selector(obj)
             found = problems(obj)
             if found:
                 raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))

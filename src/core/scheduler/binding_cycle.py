@@ -26,6 +26,7 @@ from kubesched.core.observability import metrics
 
 from ..api.core_v1 import Pod
 from ..clock import Timer
+from ..cluster.client import ApiError
 from ..framework.cycle_state import CycleState
 from ..framework.extender import extenders_binding
 from ..framework.handle import calls_for_the_loop
@@ -137,12 +138,35 @@ class BindingCycle:
 
     def bind(self, fwk: Framework, state: CycleState, assumed: Pod, node_name: str) -> Status | None:
         """Upstream ``bind``: a binder extender interested in the pod binds it (``extendersBinding``), else the
-        profile's Bind plugins.  None on success, else the failure."""
+        profile's Bind plugins.  None on success, else the failure.
+
+        A failed Bind whose call may have been carried out although its
+        answer was lost (a timeout, a connection cut after the request was
+        sent) is checked against the API server: when the pod (same UID) is
+        bound to ``node_name`` there, the binding succeeded and is treated so
+        (Scheduled event, PostBind) instead of failing the pod.  Upstream's
+        handleSchedulingFailure only sees it in the informer cache, if the
+        watch already delivered it, and then still reports a failure."""
+        status: Status | None
         if self.shared.extenders:
             taken, status = extenders_binding(self.shared.extenders, assumed, node_name)
-            if taken:
-                return status
-        return fwk.run_bind(state, assumed, node_name)
+            if not taken:
+                status = fwk.run_bind(state, assumed, node_name)
+        else:
+            status = fwk.run_bind(state, assumed, node_name)
+        if status is not None and status.code != Code.SKIP and self._bound_there(assumed, node_name):
+            log.info("the binding call failed but the pod is bound to the node",
+                     extra={"pod": assumed.key, "node": node_name, "err": status.message()})
+            return None
+        return status
+
+    def _bound_there(self, assumed: Pod, node_name: str) -> bool:
+        """Whether the API server has the pod (same UID) bound to ``node_name`` now."""
+        try:
+            current = self.shared.cluster.get("Pod", assumed.metadata.name, assumed.metadata.namespace)
+        except ApiError:
+            return False
+        return current.metadata.uid == assumed.metadata.uid and current.spec.node_name == node_name
 
     def _park(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,
               wait: PreBindWait, index: int) -> None:

@@ -73,8 +73,8 @@ class QueuedPodInfo:
 
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
-        "pending_plugins", "gating_plugin", "gating_status", "where", "_entry", "backoff_expiry", "popped_at",
-        "_group", "moved_by", "stranded",
+        "pending_plugins", "gating_plugin", "gating_status", "gated_since", "where", "_entry", "backoff_expiry",
+        "popped_at", "_group", "moved_by", "stranded",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -86,6 +86,8 @@ class QueuedPodInfo:
         self.pending_plugins: set[str] = set()
         self.gating_plugin = ""
         self.gating_status: Status | None = None
+        #: since when PreEnqueue holds it with ``gating_status`` (seconds; None: not held)
+        self.gated_since: float | None = None
         self.where = ""
         self._entry: _Entry | None = None
         self.backoff_expiry = 0.0
@@ -307,6 +309,8 @@ class SchedulingQueue:
         self._member_of: dict[str, QueuedPodGroupInfo] = {}
         #: Called whenever a pod enters activeQ (wakes a sleeping loop).
         self.on_activate: Callable[[], None] = lambda: None
+        #: Called when PreEnqueue starts holding a pod, or holds it for another reason (the decision record)
+        self.on_held: Callable[[QueuedPodInfo], None] = lambda info: None
 
     # --- counts --------------------------------------------------------------------------
 
@@ -381,13 +385,12 @@ class SchedulingQueue:
         group.members[info.uid] = info
         self._member_of[info.uid] = group
         status = self._pre_enqueue(info.pod)
-        info.gating_plugin = status.plugin if status is not None else ""
-        info.gating_status = status
+        self._hold(info, status)
         if group.key in self._in_flight:
             return  # joins the next attempt
         if status is not None:
             if not group.gating_plugin:  # it holds the whole group (the others stay as they are)
-                group.gating_plugin, group.gating_status = status.plugin, status
+                self._hold(group, status)
                 self._to_unschedulable(group, POD_ADD)
         elif group.gating_plugin:
             self._enqueue_gated_or_active(group, POD_ADD)
@@ -418,22 +421,32 @@ class SchedulingQueue:
         for member in info.members.values():
             if member.gating_status is None:
                 continue
-            member.gating_status = self._pre_enqueue(member.pod)
-            member.gating_plugin = member.gating_status.plugin if member.gating_status is not None else ""
+            self._hold(member, self._pre_enqueue(member.pod))
             if held is None:
                 held = member.gating_status
         return held
 
     def _enqueue_gated_or_active(self, info: QueuedPodInfo, event: str) -> None:
         status = self._gate(info)
+        self._hold(info, status)
         if status is not None:
-            info.gating_plugin = status.plugin
-            info.gating_status = status
             self._to_unschedulable(info, event)
             return
-        info.gating_plugin = ""
-        info.gating_status = None
         self._to_active(info, event)
+
+    def _hold(self, info: QueuedPodInfo, status: Status | None) -> None:
+        """PreEnqueue's answer for ``info``: ``status`` holds it (None: lets it in).  A pod newly held, or held
+        by another plugin or message, is reported to :attr:`on_held` (a group's entity is not: its members are)."""
+        before = info.gating_status
+        info.gating_plugin = status.plugin if status is not None else ""
+        info.gating_status = status
+        if status is None:
+            info.gated_since = None
+            return
+        if before is None or before.plugin != status.plugin or before.message() != status.message():
+            info.gated_since = self.clock.now()
+            if not isinstance(info, QueuedPodGroupInfo):
+                self.on_held(info)
 
     @staticmethod
     def _incoming(info: QueuedPodInfo, queue: str, event: str) -> None:

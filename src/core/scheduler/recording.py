@@ -12,11 +12,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..api.scheduling_v1beta1 import pod_group_key
 from ..dra.claims import ClaimNameError, pod_claims
 from ..dra.manager import DRAManager
 from ..framework.attempt_record import MAX_NODES_PER_GROUP, AttemptRecord, group_statuses, status_json
 from ..framework.cycle_state import CycleState
 from ..framework.nodeinfo import NodeInfo
+from ..framework.podgroups import PodGroupManager
 from ..framework.resources import pod_requests
 from ..framework.runtime import Framework
 from ..framework.snapshot import Snapshot
@@ -247,3 +249,22 @@ def group_record(key: str, attempt: int, now: float, profile: str, result: str, 
     if post_filter is not None:
         out["postFilter"] = post_filter
     return out
+
+
+def record_held(log: DecisionLog, pod: Any, status: Status, since: float, pod_groups: PodGroupManager) -> None:
+    """The decision record line of a pod PreEnqueue holds (``phase: preEnqueue``): the plugin, its message,
+    since when (seconds since the epoch) and, for a member of a gang, how many of its PodGroup's pods are
+    present against ``minCount``.  Written when the hold starts or its reason changes."""
+    key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+    group_key = pod_group_key(pod)
+    # a member's hold is part of its PodGroup's story too (explain podgroup/NS/NAME)
+    if not (log.wants(key) or (group_key is not None and log.wants(f"podgroup/{group_key}"))):
+        return
+    record: dict[str, Any] = {"pod": key, "uid": pod.metadata.uid, "time": since, "phase": "preEnqueue",
+                              "result": "Held", "plugin": status.plugin, "message": status.message(),
+                              "since": since}
+    group = pod_groups.pod_group(group_key) if group_key is not None else None
+    if group_key is not None and group is not None and group.is_gang:
+        record["gang"] = {"podGroup": group_key, "present": len(pod_groups.state(group_key).all_pods),
+                          "minCount": group.min_count}
+    log.write(record)

@@ -48,6 +48,7 @@ from .event_handlers import EventHandlers
 from .failure import FailureHandler
 from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
+from .recording import record_held
 from .scheduling_cycle import SchedulingCycle
 from .state import SchedulerState
 from .stats import SchedulingStats
@@ -120,7 +121,9 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             nominator=nominator,
-            group_of=self._queued_group if workload_aware else lambda pod: None,
+            # as one entity only while GenericWorkload is on (an object may switch it on after the start)
+            group_of=(lambda pod: self._queued_group(pod) if state.features.enabled("GenericWorkload") else None)
+            if workload_aware else lambda pod: None,
             group_priority=self._pod_group_priority,
             group_stranded=self._pod_group_stranded,
             pop_from_backoff=state.features.enabled("SchedulerPopFromBackoffQ"),
@@ -132,6 +135,13 @@ class Scheduler:
         self.trees = CompositePodGroupCycle(state, self.groups, self.failures)
         self.handlers = EventHandlers(state, workload_aware)
         self.handlers.register()
+        state.queue.on_held = self._record_held
+
+    def _record_held(self, info: QueuedPodInfo) -> None:
+        """A pod PreEnqueue holds, in the decision record (when one is kept)."""
+        decisions = self.state.decisions
+        if decisions is not None and info.gating_status is not None and info.gated_since is not None:
+            record_held(decisions, info.pod, info.gating_status, info.gated_since, self.state.pod_groups)
 
     def _build_profiles(self, registry: Registry, rng: random.Random, nominator: Nominator,
                         api_workers: Executor | None) -> None:

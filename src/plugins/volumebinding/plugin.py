@@ -180,7 +180,11 @@ class VolumeBinding:
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        if self.shape is None or state.get(STATE_KEY) is None:
+        """Skip unless some feasible node has a volume to bind or provision for the pod: every other node's
+        Score is 0 (upstream scores them 0 one by one)."""
+        data = state.get(STATE_KEY)
+        if self.shape is None or data is None or not any(
+                volumes.static_bindings or volumes.dynamic_provisions for volumes in data.pod_volumes_by_node.values()):
             return Status.skip()
         return None
 

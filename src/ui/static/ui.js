@@ -13,6 +13,17 @@
     }
   });
 
+  // the what-if page's file import: the chosen file's text goes into the form (read here, never uploaded as a file)
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (input.id !== "import-file" || !input.files || !input.files.length) { return; }
+    var file = input.files[0];
+    file.text().then(function (content) {
+      document.getElementById("import-yaml").value = content;
+      document.getElementById("import-name").value = file.name;
+    });
+  });
+
   var shown = Number(document.body.dataset.version || 0);
   var source = new EventSource("/events");
   source.addEventListener("state", function (event) {

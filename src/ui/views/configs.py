@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import attrs
 
-from kubesched.analysis.compare import profile_as_default, split_side
+from kubesched.analysis.compare import profile_as_default
 from kubesched.core.api.convert import unstructure
+from kubesched.core.api.manifests import MAX_CONFIG_BYTES, InvalidManifest, decode, read_file_bytes
 from kubesched.core.clock import FakeClock
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.framework.config import ConfigError, KubeSchedulerConfiguration
@@ -53,18 +54,34 @@ def effective_profiles(config: KubeSchedulerConfiguration, registry: Registry) -
     return out
 
 
-def other_configuration(side: str) -> tuple[KubeSchedulerConfiguration, str]:
+def offered_side(side: str, offered: Iterable[str]) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:PROFILE`` -> (path, profile or None) when FILE is one
+    of the configuration files ``offered`` (as ``kubesched ui`` was given
+    them: ``--config``, ``--compare``); nothing else is ever opened, and the
+    refusal says nothing about the file system.  Raises ``ConfigError``."""
+    offered = set(offered)
+    if side in offered:
+        return Path(side), None
+    path, _, profile = side.rpartition(":")
+    if path in offered and profile:
+        return Path(path), profile
+    raise ConfigError(f"B: {side!r} is not a configuration this UI was given (kubesched ui --config FILE or "
+                      f"--compare FILE; FILE:PROFILE for one profile)")
+
+
+def other_configuration(side: str, offered: Iterable[str]) -> tuple[KubeSchedulerConfiguration, str]:
     """The configuration ``FILE`` or ``FILE:PROFILE`` (that profile alone, as
     the default scheduler: ``kubesched compare``'s sides), loaded, and its
-    text.  Raises ``ConfigError`` naming the file."""
-    path, profile = split_side(side)
+    text; FILE must be one of ``offered`` (:func:`offered_side`).  Raises
+    ``ConfigError`` naming the file."""
+    path, profile = offered_side(side, offered)
     with tempfile.TemporaryDirectory() as scratch:
         chosen = profile_as_default(path, profile, Path(scratch))
         config = scheduler_configuration(chosen)
         try:
-            return config, chosen.read_text()
-        except OSError as err:
-            raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+            return config, decode(read_file_bytes(chosen, MAX_CONFIG_BYTES), str(path))
+        except InvalidManifest as err:
+            raise ConfigError(str(err)) from None
 
 
 def side_by_side(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,40 +12,18 @@ claim.  Devices are counted per verdict, with a few names each.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any
 
 from kubesched.core.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.core.cel import CelCompileError, CelRuntimeError, compile
+from kubesched.core.cel import CelRuntimeError
 from kubesched.core.dra.selectors import DeviceView
 
+from ..device_columns import failing_selector, holders_of
 from ..outcome import Outcome
 from .cluster import paged, pages_of
 
 #: Device names listed per verdict.
 NAMES_SHOWN = 8
-
-
-def _holders(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str, str], ResourceClaim]:
-    """(driver, pool, device) -> the claim whose allocation holds it."""
-    out = {}
-    for claim in claims:
-        allocation = claim.status.allocation
-        if allocation is None:
-            continue
-        for result in allocation.devices.results:
-            out[(result.driver, result.pool, result.device)] = claim
-    return out
-
-
-def _failing_selector(expressions: list[tuple[str, str]], view: DeviceView) -> str:
-    """The first (where, expression) that the device does not satisfy, as text ("" when all hold)."""
-    for where, expression in expressions:
-        try:
-            if not compile(expression).matches(view):
-                return f"{where} selector is false: {expression}"
-        except (CelRuntimeError, CelCompileError) as err:
-            return f"{where} selector fails: {err}"
-    return ""
 
 
 def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: dict[str, DeviceClass],
@@ -78,7 +56,7 @@ def claim_verdicts(claim: ResourceClaim, slices: list[ResourceSlice], classes: d
                     for device in spec.devices:
                         name = f"{spec.node_name or spec.pool.name}/{device.name}"
                         try:
-                            failing = _failing_selector(expressions, DeviceView.from_device(spec.driver, device))
+                            failing = failing_selector(expressions, DeviceView.from_device(spec.driver, device))
                         except CelRuntimeError as err:
                             failing = f"attributes cannot be read: {err}"
                         holder = holders.get((spec.driver, spec.pool.name, device.name))
@@ -108,7 +86,7 @@ def devices_page(outcome: Outcome, page: int = 1, claims_page: int = 1) -> dict[
                     key=lambda s: (s.spec.node_name or "", s.spec.pool.name, s.spec.driver, s.metadata.name))
     claims = sorted(cluster.list("ResourceClaim").items, key=lambda c: c.key)
     classes = {c.metadata.name: c for c in cluster.list("DeviceClass").items}
-    holders = _holders(claims)
+    holders = holders_of(claims)
     pods_of = {claim.key: [f"{claim.metadata.namespace}/{ref.name}" for ref in claim.status.reserved_for]
                for claim in claims}
     waiting: dict[str, list[str]] = defaultdict(list)

@@ -2,12 +2,18 @@
 
 The static cost estimate admits selectors that this interpreter evaluates
 for many seconds; each evaluation is cut at ``MAX_EVALUATION_SECONDS`` and a
-pod's Filter at DynamicResourcesArgs.filterTimeout (both wall-clock: the
-bounds are made short here, so these tests spend well under a second each).
+pod's Filter at DynamicResourcesArgs.filterTimeout (both wall-clock).  Here
+both read a step clock instead of the machine's (one millisecond each time
+it is read, and the evaluator reads it every DEADLINE_CHECK_STEPS steps), so
+the outcome depends on how much work a selector does, never on how busy the
+machine is.
 """
 
 from __future__ import annotations
 
+import types
+
+import pytest
 from tests.test_refusals import nested_all
 
 from kubesched.core.api import from_manifest
@@ -15,6 +21,15 @@ from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
 
 DRIVER = "gpu.example.com"
+
+
+@pytest.fixture(autouse=True)
+def step_clock(monkeypatch):
+    """The evaluator's and DynamicResources' ``time.monotonic`` advance 1 ms per reading."""
+    readings = iter(range(1, 10**9))
+    clock = types.SimpleNamespace(monotonic=lambda: next(readings) / 1000)
+    monkeypatch.setattr("kubesched.core.cel.evaluator.time", clock)
+    monkeypatch.setattr("kubesched.plugins.dynamicresources.plugin.time", clock)
 
 
 #: The issue's selector: 16 x 16 x 16 x 16 iterations, under the static estimate, ~15 s here if not cut.
@@ -86,7 +101,7 @@ def test_a_selector_past_the_evaluation_time_limit_fails_its_pod_and_30_pods_beh
 
 
 def test_filter_timeout_bounds_each_attempt_of_a_pod_whose_selector_is_slow_on_every_device(monkeypatch):
-    # each evaluation (a distinct device each, ~25 ms) stays under the per-evaluation limit; together they
+    # each evaluation (a distinct device each, a few readings of the step clock) stays under the per-evaluation limit; together they
     # take longer than filterTimeout, which cuts each attempt: every node answers that it timed out, the
     # pods behind it bind, and the pod itself binds once its retries have judged every device
     monkeypatch.setattr("kubesched.core.cel.evaluator.MAX_EVALUATION_SECONDS", 10.0)
