@@ -746,9 +746,9 @@ class Framework(PlacementExtensionPoints):
                     value = method(state, pod, node_info)
                     if isinstance(value, Status):
                         raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
+                    scores[i] = value
                 if started:  # the pod's per-node Score calls of this plugin as one observation
                     metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
-                    scores[i] = value
             raw = scores.copy() if state.record is not None else scores
             normalize = normalizers.get(name)
             if normalize is not None:
