@@ -22,7 +22,8 @@ output.  ``kubesched`` commands run in process (typer's CliRunner);
 - ``pip install`` is not run (the suite runs after ``pip install '.[test]'``):
   every extra it names must exist and every path must be a package, and an
   editable install of a package is emulated by putting its sources and entry
-  points on ``sys.path``; the bare ``python -m pytest`` is this suite itself.
+  points on ``sys.path``; the bare ``python -m pytest`` is this suite itself;
+- ``python FILE.py`` runs a script the README writes (below) in a subprocess.
 
 A code block whose first line is ``# FILE`` (the plugin walk-through's
 my_plugins.py, its tests, its package's pyproject.toml and profile) is
@@ -294,6 +295,11 @@ def run_command(command: str, comment: str, scratch: Scratch) -> None:
             _serve(args, part, scratch, "kubesched ui: http://", signal.SIGINT)
         elif args[0] == "kubesched":
             _kubesched(args[1:], part)
+        elif args[0] == "python" and len(args) == 2 and args[1].endswith(".py"):  # a script the README writes
+            done = subprocess.run([sys.executable, args[1]], cwd=scratch.path, env=scratch.env(),
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"{part}:\n{done.stdout}{done.stderr}"
+            _checked(done.stdout, part)
         else:
             raise AssertionError(f"{part}: the test does not know how to run it; mark it (long: ...) if it is long")
 

@@ -100,21 +100,26 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("CompositePodGroup", ("1.37", False, ALPHA), depends=("GenericWorkload",),
           switches="CompositePodGroup objects (API) and their scheduling as one tree"),
     _gate("DRAAdminAccess", ("1.32", False, ALPHA), ("1.34", True, BETA), ("1.36", True, GA, True), depends=_DRA),
-    _gate("DRAConsumableCapacity", ("1.34", False, ALPHA), ("1.36", True, BETA), depends=_DRA),
+    _gate("DRAConsumableCapacity", ("1.34", False, ALPHA), ("1.36", True, BETA), depends=_DRA,
+          switches="a ResourceSlice device's allowMultipleAllocations (the embedded API server drops it when off)"),
     _gate("DRADerivedAttributes", ("1.37", False, ALPHA), depends=_DRA),
     _gate("DRADeviceBindingConditions", ("1.34", False, ALPHA), ("1.36", True, BETA),
-          depends=("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus")),
+          depends=("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus"),
+          switches="a device's bindingConditions/bindingFailureConditions/bindsToNode (dropped when off): "
+                   "PreBind waits for them"),
     _gate("DRADeviceCompatibilityGroups", ("1.37", False, ALPHA), depends=("DRAPartitionableDevices",)),
     _gate("DRADeviceTaintRules", ("1.35", False, ALPHA), ("1.36", False, BETA), ("1.37", True, GA),
-          depends=("DRADeviceTaints",)),
-    _gate("DRADeviceTaints", ("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA), depends=_DRA),
+          depends=("DRADeviceTaints",), switches="DeviceTaintRule objects (API)"),
+    _gate("DRADeviceTaints", ("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA), depends=_DRA,
+          switches="a ResourceSlice device's taints (dropped when off): DynamicResources passes tainted devices over"),
     _gate("DRAExtendedResource", ("1.34", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
           depends=_DRA),
     _gate("DRAFractionalCapacityRange", ("1.37", False, BETA), depends=_DRA),
     _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA),
     _gate("DRANodeAllocatableResources", ("1.36", False, ALPHA), depends=_DRA),
     _gate("DRAOptionalNodeOperations", ("1.37", False, ALPHA), depends=_DRA),
-    _gate("DRAPartitionableDevices", ("1.33", False, ALPHA), ("1.36", True, BETA), depends=_DRA),
+    _gate("DRAPartitionableDevices", ("1.33", False, ALPHA), ("1.36", True, BETA), depends=_DRA,
+          switches="a ResourceSlice's sharedCounters and its devices' consumesCounters (dropped when off)"),
     _gate("DRAPrioritizedList", ("1.33", False, ALPHA), ("1.34", True, BETA), ("1.36", True, GA),
           ("1.37", True, GA, True), depends=_DRA),
     _gate("DRAResourceClaimDeviceStatus", ("1.32", False, ALPHA), ("1.33", True, BETA), ("1.37", True, GA, True)),
@@ -126,7 +131,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
           merged_into="GenericWorkload",
           switches="GangScheduling's PreEnqueue and PlacementFeasible (a gang's minCount); from 1.37 GenericWorkload"),
     _gate("GenericWorkload", ("1.35", False, ALPHA), ("1.37", False, BETA),
-          switches="Workload and PodGroup objects (API), a pod's spec.schedulingGroup"),
+          switches="Workload and PodGroup objects (API), a pod's spec.schedulingGroup; a PodGroup's pods queued "
+                   "and scheduled as one (the PodGroup cycle); GangScheduling and workload-aware preemption from 1.37"),
     _gate("InPlacePodLevelResourcesVerticalScaling", ("1.35", False, ALPHA), ("1.36", True, BETA),
           depends=("InPlacePodVerticalScaling", "PodLevelResources", "NodeDeclaredFeatures")),
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
@@ -137,13 +143,17 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
           switches="a Node's status.declaredFeatures (API); the NodeDeclaredFeatures plugin's PreFilter/Filter"),
     _gate("NodeInclusionPolicyInPodTopologySpread", ("1.26", True, BETA), ("1.33", True, GA, True)),
-    _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA)),
+    _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA),
+          switches="the binding cycle writes status.nominatedNodeName before PreBind work (PreBindPreFlight) "
+                   "or a Permit wait"),
     _gate("OpportunisticBatching", ("1.35", True, BETA)),
     _gate("PodGroupPreemptionPolicy", ("1.37", False, ALPHA), depends=("GenericWorkload",)),
     _gate("PodLevelResources", ("1.32", False, ALPHA), ("1.34", True, BETA),
           switches="a pod's spec.resources (API), counted as its requests"),
     _gate("SchedulerAsyncAPICalls", ("1.34", False, BETA)),
-    _gate("SchedulerAsyncPreemption", ("1.32", False, ALPHA), ("1.33", True, BETA)),
+    _gate("SchedulerAsyncPreemption", ("1.32", False, ALPHA), ("1.33", True, BETA),
+          switches="a daemon evicts preemption victims on its API workers, the preemptor waiting for them "
+                   "(off: on the scheduling loop)"),
     _gate("SchedulerPopFromBackoffQ", ("1.33", True, BETA),
           switches="the queue pops backoffQ's head when activeQ is empty; backoff ends on whole-second windows"),
     _gate("SchedulerPreQueueingHints", ("1.37", False, ALPHA)),
@@ -224,7 +234,7 @@ class FeatureGates:
         self.overrides: dict[str, bool] = {}
         #: one line per gate kubesched switched on by itself (a dependency, an object that needs it)
         self.notes: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._values: dict[str, bool] = {}
         for name, gate in GATES.items():
             stage = gate.stage(release)
@@ -273,8 +283,11 @@ class FeatureGates:
                                            f"[{' '.join(off)}]")
 
     def note(self, text: str) -> None:
-        """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped."""
-        self.notes.append(text)
+        """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped;
+        a note already there is not repeated."""
+        with self._lock:
+            if text not in self.notes:
+                self.notes.append(text)
 
     def enabled(self, name: str) -> bool:
         """Whether gate ``name`` is on.  A gate the emulated release does not know

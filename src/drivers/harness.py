@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable
 from kubesched.controllers import build_controller_manager
 from kubesched.core.clock import Clock, FakeClock
 from kubesched.core.cluster.client import ClusterClient
+from kubesched.core.cluster.gated import follow_served
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
 from kubesched.core.controller.base import ControllerContext
@@ -104,6 +105,9 @@ class Harness:
         self.config = scheduler_configuration(config)
         self.registry = registry or Registry.discover()
         self.informers = informers or Informers(cluster)
+        # before the scheduler's handlers: an object served with a gate on switches it on for the scheduler
+        for kind in ("PodGroup", "CompositePodGroup", "Pod"):  # what the scheduler watches anyway
+            self.informers.add_handlers(kind, self._served, lambda old, new: self._served(new), None)
         try:
             self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed,
                                        informers=self.informers, rng=rng, node_rank=node_rank, decisions=decisions,
@@ -116,6 +120,9 @@ class Harness:
             ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {}),
             None if controllers is None else list(controllers))
         self._started = False
+
+    def _served(self, obj: Any) -> None:
+        follow_served(obj, self.features)
 
     def start(self) -> None:
         """List and watch the cluster once (the objects arrive as adds)."""

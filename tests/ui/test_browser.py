@@ -208,7 +208,8 @@ def test_a_podgroups_preemption_shows_its_victims_pages_marked_with_the_preempto
         browser.get(server.url + "pod/ml/llm-pretrain-worker-0")
         wait.until(ready.text_to_be_present_in_element(
             (By.ID, "gone"), "No longer in the cluster: preempted at +300s by podgroup/ml/urgent-pretrain"))
-        wait.until(ready.element_to_be_clickable((By.LINK_TEXT, "its PodGroup"))).click()
+        # htmx may swap the main view as the page settles: find the link again until the click lands
+        wait.until(lambda driver: driver.find_element(By.LINK_TEXT, "its PodGroup").click() or True)
         wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "h1"), "PodGroups"))
         # the preemption, its victims and each group's verdict as kubesched explain tells them
         explained = {key: json.loads(CliRunner().invoke(app, [

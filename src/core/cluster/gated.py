@@ -18,13 +18,25 @@ from typing import Any
 
 from ..api.core_v1 import Node, Pod
 from ..api.meta import evolve
+from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
 from ..features import FeatureGates
 from .client import BadRequest, NotFound
 
 #: gate a kind needs: the API server serves it only while the gate is on
 KIND_GATES = {Workload: ("GenericWorkload",), PodGroup: ("GenericWorkload",),
-              CompositePodGroup: ("GenericWorkload", "CompositePodGroup")}
+              CompositePodGroup: ("GenericWorkload", "CompositePodGroup"), DeviceTaintRule: ("DRADeviceTaintRules",)}
+
+#: a ResourceSlice's device fields and the gate each needs; the API server drops them (no gate is switched
+#: on for them: a driver publishes them whatever the cluster's release, and the release decides)
+DEVICE_FIELD_GATES = (
+    ("taints", "DRADeviceTaints", ()),
+    ("consumes_counters", "DRAPartitionableDevices", ()),
+    ("binding_conditions", "DRADeviceBindingConditions", ()),
+    ("binding_failure_conditions", "DRADeviceBindingConditions", ()),
+    ("binds_to_node", "DRADeviceBindingConditions", None),
+    ("allow_multiple_allocations", "DRAConsumableCapacity", None),
+)
 
 
 def admit_gated(obj: Any, features: FeatureGates) -> Any:
@@ -41,6 +53,8 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
         refused = features.require(gate, name)
         if refused is not None:
             raise NotFound(f"the server could not find the requested resource ({kind}: {refused})")
+    if isinstance(obj, ResourceSlice):
+        obj = _drop_device_fields(obj, features)
     for gate, field, present, drop in _gated_fields(obj):
         if not present:
             continue
@@ -53,6 +67,50 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
         features.note(f"{name}: {field} dropped by the API server: {refused}")
         obj = drop(obj)
     return obj
+
+
+def _drop_device_fields(slice_: ResourceSlice, features: FeatureGates) -> ResourceSlice:
+    """``slice_`` without the device fields (and ``sharedCounters``) whose gate is off, each dropped field
+    noted once per slice, as the API server's dropDisabledFields does (silently, upstream)."""
+    spec = slice_.spec
+    dropped: dict[str, str] = {}
+    devices = []
+    for device in spec.devices:
+        changes = {}
+        for attr, gate, empty in DEVICE_FIELD_GATES:
+            if getattr(device, attr) not in ((), None, False) and not features.enabled(gate):
+                changes[attr] = empty
+                dropped[f"spec.devices[].{_camel(attr)}"] = gate
+        devices.append(evolve(device, **changes) if changes else device)
+    shared = spec.shared_counters
+    if shared and not features.enabled("DRAPartitionableDevices"):
+        shared = ()
+        dropped["spec.sharedCounters"] = "DRAPartitionableDevices"
+    if not dropped:
+        return slice_
+    for field, gate in dropped.items():  # one note per field and run, not one per slice
+        features.note(f"ResourceSlice {field} dropped by the API server: feature gate {gate} is off in "
+                      f"{features.emulated_version}")
+    return evolve(slice_, spec=evolve(spec, devices=tuple(devices), shared_counters=shared))
+
+
+def _camel(attr: str) -> str:
+    head, *rest = attr.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def follow_served(obj: Any, features: FeatureGates) -> None:
+    """An API server served ``obj`` (a scheduler's informer delivered it): the gates its kind and its set
+    fields need are on there, so they are switched on here too (with a note) unless the user turned them
+    off - a scheduler pointed at a cluster that serves PodGroups schedules them as groups without flags."""
+    kind = type(obj).__name__
+    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    for gate in KIND_GATES.get(type(obj), ()):
+        if not features.enabled(gate):
+            features.require(gate, name)
+    for gate, field, present, _ in _gated_fields(obj):
+        if present and not features.enabled(gate):
+            features.require(gate, f"{name} ({field})")
 
 
 def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:

@@ -386,6 +386,12 @@ class MemoryCluster(ClusterClient):
             return claim
         return evolve(claim, spec=evolve(claim.spec, storage_class_name=default.metadata.name))
 
+    def with_admitted_priority(self, obj: Any) -> Any:
+        """``obj`` (a Pod or PodGroup) with the ``spec.priority``, ``priorityClassName`` and
+        ``preemptionPolicy`` the Priority admission plugin would give it now (see :meth:`_admit_priority`);
+        nothing is stored.  Raises ``Invalid`` as creating it would."""
+        return self._admit_priority(obj, "pod" if isinstance(obj, Pod) else "podgroup")
+
     def _admit_priority(self, obj: Any, noun: str = "pod") -> Any:
         """Upstream's Priority admission plugin, for a Pod, a PodGroup or a
         CompositePodGroup (``noun`` in messages): ``spec.priority`` and

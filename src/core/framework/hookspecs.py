@@ -202,6 +202,15 @@ class ExtensionPoints:
     # --- the binding cycle (PreBindPlugin, BindPlugin, PostBindPlugin) ------------------------------
 
     @hookspec
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """PreBindPreFlight (upstream, with NominatedNodeNameForExpectation): a cheap
+        look at whether this plugin's PreBind will do work for the pod on the node:
+        Success (None) if it will, Skip if it has nothing to do, Error if it cannot
+        tell.  When one answers Success (or the pod waits on Permit), the binding cycle
+        publishes ``status.nominatedNodeName`` before the slow work.  A PreBind plugin
+        without this hook counts as one that will act."""
+
+    @hookspec
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Any:
         """PreBind: work that must succeed before binding (volumes, devices).
         Unschedulable: scheduling failure; any other non-success: error."""
@@ -275,7 +284,7 @@ EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
     "score": ("score", "score_batch", "normalize_score"),
     "reserve": ("reserve", "unreserve"),
     "permit": ("permit",),
-    "preBind": ("pre_bind",),
+    "preBind": ("pre_bind", "pre_bind_pre_flight"),
     "bind": ("bind",),
     "postBind": ("post_bind",),
     "placementGenerate": ("placement_generate",),

@@ -304,8 +304,9 @@ class Executor:
         the nominations of lower-priority pods on ``node_name``.  With API
         workers (a daemon) the API calls run there and the preemptor does not
         preempt again until they returned (upstream's asynchronous
-        preemption).  An Error status when a victim could not be evicted."""
-        workers = self.handle.api_workers
+        preemption, under SchedulerAsyncPreemption: without it they run on the
+        loop).  An Error status when a victim could not be evicted."""
+        workers = self.handle.api_workers if self.handle.features.enabled("SchedulerAsyncPreemption") else None
         for victim in victims:
             if victim.metadata.deletion_timestamp is not None:
                 continue

@@ -303,6 +303,7 @@ class Framework(PlacementExtensionPoints):
         self.unreserve_plugins = self._methods("reserve", "unreserve")
         self.permit_plugins = self._methods("permit")
         self.pre_bind_plugins = self._methods("preBind")
+        self.pre_bind_pre_flights = dict(self._methods("preBind", "pre_bind_pre_flight"))
         self.bind_plugins = self._methods("bind")
         self.post_bind_plugins = self._methods("postBind")
         self.placement_generate_plugins = self._methods("placementGenerate")
@@ -827,6 +828,21 @@ class Framework(PlacementExtensionPoints):
             if status is not None:
                 return status, None, index
         return None, None, len(self.pre_bind_plugins)
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Any, node_name: str) -> Status:
+        """Upstream ``RunPreBindPreFlights``: Success when some PreBind plugin will act (one without the hook
+        counts as acting), Skip when none will (or there is none), an Error naming the plugin when one fails
+        (Unschedulable is not a pre-flight answer: an Error too)."""
+        acting = False
+        for name, _ in self.pre_bind_plugins:
+            flight = self.pre_bind_pre_flights.get(name)
+            status = flight(state, pod, node_name) if flight is not None else None
+            if status is None or status.code == Code.SUCCESS:
+                acting = True
+            elif status.code != Code.SKIP:
+                return Status(Code.ERROR, (f"running PreBindPreFlight plugin \"{name}\": {status.message()}",), name,
+                              status.error)
+        return Status(Code.SUCCESS) if acting else Status(Code.SKIP)
 
     def pre_bind_status(self, index: int, status: Status | None) -> Status | None:
         """The binding outcome of PreBind plugin ``index`` answering ``status``:

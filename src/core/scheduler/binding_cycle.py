@@ -27,6 +27,7 @@ from kubesched.core.observability import metrics
 from ..api.core_v1 import Pod
 from ..clock import Timer
 from ..cluster.client import ApiError
+from ..cluster.patch import patch_status
 from ..framework.cycle_state import CycleState
 from ..framework.extender import extenders_binding
 from ..framework.handle import calls_for_the_loop
@@ -101,11 +102,30 @@ class BindingCycle:
         """After a scheduling cycle that placed the pod: wait on Permit (a
         :class:`WaitingPod`) or go straight into the binding cycle."""
         assumed, node_name = result.assumed, result.node_name
+        if self.shared.features.enabled("NominatedNodeNameForExpectation"):
+            flight = fwk.run_pre_bind_pre_flights(state, assumed, node_name)
+            if flight.code == Code.ERROR:
+                self._binding_failed(fwk, state, info, assumed, node_name, flight)
+                return
+            if flight.code == Code.SUCCESS or result.waits:
+                self._publish_nomination(assumed, node_name)
         if result.waits:
             WaitingPod(assumed, result.waits, self.shared.clock, self.shared.waiting_pods,
                        lambda permit: self.binding_cycle(fwk, state, info, assumed, node_name, permit))
             return
         self.binding_cycle(fwk, state, info, assumed, node_name, None)
+
+    def _publish_nomination(self, assumed: Pod, node_name: str) -> None:
+        """``status.nominatedNodeName`` = the chosen node, before Permit's wait or the PreBind work
+        (NominatedNodeNameForExpectation): an autoscaler or Kueue watching the pod sees where it is going.
+        A failed write is logged and the binding goes on, as upstream."""
+        if assumed.status.nominated_node_name == node_name:
+            return
+        try:
+            patch_status(self.shared.cluster, assumed,
+                         attrs.evolve(assumed.status, nominated_node_name=node_name))
+        except ApiError as err:
+            log.warning("publishing the nominated node failed", extra={"pod": assumed.key, "err": err.message})
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, info: QueuedPodInfo, assumed: Pod, node_name: str,

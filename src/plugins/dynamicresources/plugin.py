@@ -785,6 +785,12 @@ class DynamicResources:
     # --- PreBind -------------------------------------------------------------------------
 
     @hookimpl
+    def pre_bind_pre_flight(self, state, pod, node_name):
+        """Skip for a pod without claims (PreFilter skipped it or found none), as upstream; else it will act."""
+        data: _State | None = state.get(STATE_KEY)
+        return Status(Code.SKIP) if data is None or not data.claims else None
+
+    @hookimpl
     def pre_bind(self, state, pod, node_name):
         data: _State | None = state.get(STATE_KEY)
         if data is None:

@@ -244,6 +244,13 @@ class VolumeBinding:
             self.binder.revert_assumed_pod_volumes(volumes)
 
     @hookimpl
+    def pre_bind_pre_flight(self, state, pod, node_name):
+        """Skip when the pod has no volume to bind (none, or every one bound already: upstream's allBound),
+        else it will act."""
+        data = state.get(STATE_KEY)
+        return Status(Code.SKIP) if data is None or data.all_bound else None
+
+    @hookimpl
     def pre_bind(self, state, pod, node_name):
         data = state.get(STATE_KEY)
         if data is None:

@@ -1,0 +1,224 @@
+"""kubesched.sim, the what-if API, as a Python user drives it: on the examples and against ``kubesched simulate``."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubesched.cli import app
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.cluster.snapshot import take_snapshot
+from kubesched.sim import Simulator
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+#: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
+SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade"]
+#: The others, and why they are not one simulate input.
+NOT_SIMULATED = {
+    "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
+    "device-taints": "its cluster/ folder is the input; the other files are --at changes",
+    "gangs-arrivals": "--at changes to examples/gangs",
+    "extender": "needs its extender server running",
+    "invalid": "refused on purpose",
+    "kubesched-fgd": "a plugin package, not a cluster",
+}
+
+
+def probe(name: str, cpu: str = "100m", namespace: str = "default", priority_class: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def state(sim: Simulator) -> tuple:
+    """What a rollback must restore: every object, the devices allocated, the scheduling queue."""
+    s = sim.simulation
+    queue = sorted((info.pod.key, info.attempts) for info in s.scheduler.pending_pods())
+    return (dump_yaml(sorted(s.cluster.objects(), key=lambda o: (type(o).__name__, o.metadata.namespace,
+                                                                 o.metadata.name))),
+            sorted(map(str, s.scheduler.dra_manager().allocated.allocated_ids())),
+            queue, s.scheduler.pending_counts(), s.clock.now())
+
+
+def test_every_example_folder_is_classified():
+    folders = {str(p.relative_to(EXAMPLES)) for p in EXAMPLES.iterdir() if p.is_dir()}
+    assert folders <= set(SIMULATED) | set(NOT_SIMULATED), folders - set(SIMULATED) - set(NOT_SIMULATED)
+
+
+@pytest.mark.parametrize(("folder", "version"), [*((folder, None) for folder in SIMULATED), ("upgrade", "1.34")])
+def test_the_api_decides_as_kubesched_simulate(folder, version):
+    release = ["--emulated-version", version] if version else []
+    result = CliRunner().invoke(app, ["simulate", "-f", str(EXAMPLES / folder), "-o", "json", *release])
+    assert result.exit_code == 0, result.output
+    simulated = {f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o["spec"].get("nodeName", "")
+                 for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"}
+    assert Simulator.from_manifests([EXAMPLES / folder], emulated_version=version).placements() == simulated
+    assert simulated
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Simulator:
+    return Simulator.from_manifests([EXAMPLES / "cluster"])
+
+
+def test_can_schedule_answers_with_a_node_and_changes_nothing(cluster):
+    before = state(cluster)
+    verdict = cluster.can_schedule(probe("probe"))
+    assert verdict.fits and verdict.node in {n.metadata.name for n in cluster.nodes()}
+    assert state(cluster) == before
+    assert "default/probe" not in cluster.placements()
+
+
+def test_can_schedule_names_each_nodes_reason_in_kube_schedulers_words(cluster):
+    verdict = cluster.can_schedule(probe("huge", cpu="500"))
+    assert not verdict.fits and verdict.node == ""
+    reasons = verdict.reasons["default/huge"]
+    assert reasons["worker-a1"] == "Insufficient cpu"
+    assert reasons["big-b2"] == "node(s) were unschedulable"
+    assert verdict.messages["default/huge"].startswith("0/6 nodes are available:")
+
+
+def test_a_gang_is_asked_about_as_one(cluster):
+    pods = [probe(f"w-{i}", cpu="1") for i in range(3)]
+    verdict = cluster.can_schedule(pods)
+    assert set(verdict.placements) == {"default/w-0", "default/w-1", "default/w-2"}
+    with pytest.raises(ValueError, match="3 pods"):
+        _ = verdict.node
+
+
+def gang(name: str, workers: int, cpu: str) -> list[dict]:
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": workers}},
+                      "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}}}
+    pods = [probe(f"{name}-{i}", cpu=cpu, namespace="ml") for i in range(workers)]
+    for pod in pods:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+    return [group, *pods]
+
+
+def test_a_podgroup_is_placed_all_or_nothing_in_one_rack():
+    sim = Simulator.from_manifests([EXAMPLES / "gangs"])
+    before = state(sim)
+    racks = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/rack"] for n in sim.nodes()}
+    fits = sim.can_schedule(gang("small", 2, "4"))
+    assert fits.fits and len({racks[node] for node in fits.placements.values()}) == 1
+    too_big = sim.can_schedule(gang("huge", 3, "60"))
+    assert not too_big.fits and not any(too_big.placements.values())
+    assert "placements are available" in too_big.messages["ml/huge-0"]
+    assert state(sim) == before
+
+
+def test_feature_gates_and_emulated_version_as_simulate_takes_them():
+    args = ["simulate", "-f", str(EXAMPLES / "cluster"), "-o", "json", "--emulated-version", "1.34"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    simulated = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["spec"].get("nodeName", "")
+                 for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"}
+    sim = Simulator.from_manifests([EXAMPLES / "cluster"], emulated_version="1.34")
+    assert sim.placements() == simulated
+    assert not sim.simulation.features.enabled("GenericWorkload")
+    with pytest.raises(ValueError, match="NoSuchGate"):
+        Simulator.from_manifests([EXAMPLES / "cluster"], feature_gates="NoSuchGate=true")
+
+
+def test_from_a_snapshot_it_holds_what_was_running(tmp_path):
+    source = Simulator.from_manifests([EXAMPLES / "cluster"])
+    take_snapshot(source.simulation.cluster, tmp_path)
+    again = Simulator.from_snapshot(tmp_path)
+    assert again.placements() == source.placements()
+
+
+def test_victims_only_when_preemption_is_allowed():
+    sim = Simulator.from_manifests([EXAMPLES / "preemption"])
+    pending = [key for key, node in sim.placements().items() if not node]
+    classes = sorted(sim.simulation.cluster.list("PriorityClass").items, key=lambda c: -c.value)
+    top = classes[0].metadata.name
+    urgent = probe("urgent", cpu="4", priority_class=top)
+    before = state(sim)
+    without = sim.can_schedule(urgent)
+    allowed = sim.can_schedule(urgent, preempt=True)
+    assert state(sim) == before and not without.victims
+    assert "preemption: not eligible due to preemptionPolicy=Never." in without.messages.get("default/urgent", "")
+    assert allowed.victims and allowed.fits, (allowed, pending)
+    running = sim.placements()
+    assert all(running[victim] for victim in allowed.victims)  # they run here: the question changed nothing
+
+
+def test_a_transaction_rolls_back_objects_devices_and_queue():
+    sim = Simulator.from_manifests([EXAMPLES / "dra"])
+    before = state(sim)
+    node = next(node for key, node in sim.placements().items() if node)
+    with sim.transaction():
+        sim.drain(node)
+        sim.schedule(probe("extra"))
+        assert state(sim) != before
+    assert state(sim) == before
+
+
+def test_commit_keeps_and_nesting_rolls_back_the_inner_only(cluster):
+    sim = cluster.fork()
+    with sim.transaction() as outer:
+        sim.cordon("worker-a1")
+        with sim.transaction():
+            sim.cordon("worker-a2")
+        with sim.transaction() as inner:
+            sim.add_nodes(sim.simulation.cluster.get("Node", "worker-b1"), 2)
+            inner.commit()
+        outer.commit()
+    cordoned = {n.metadata.name for n in sim.nodes() if n.spec.unschedulable}
+    assert cordoned == {"worker-a1", "big-b2"}
+    assert {"worker-b1-1", "worker-b1-2"} <= {n.metadata.name for n in sim.nodes()}
+    assert "worker-b1-1" not in {n.metadata.name for n in cluster.nodes()}
+
+
+def test_an_exception_rolls_back(cluster):
+    sim = cluster.fork()
+    before = state(sim)
+    with pytest.raises(RuntimeError), sim.transaction():
+        sim.drain("worker-a2")
+        raise RuntimeError("boom")
+    assert state(sim) == before
+
+
+def test_drain_moves_controlled_pods_and_a_fork_is_independent():
+    sim = Simulator.from_manifests([EXAMPLES / "stateful"])
+    other = sim.fork()
+    node = next(node for node in sim.placements().values() if node)
+    gone = sim.drain(node)
+    assert gone and node not in sim.placements().values()
+    assert node in other.placements().values()
+
+
+def test_bad_input_is_refused_naming_the_object(cluster):
+    with pytest.raises(InvalidManifest, match="Pod/bad"):
+        cluster.can_schedule({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"},
+                              "spec": {"containers": [{"name": "c", "image": "x", "bogus": 1}]}})
+
+
+def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Ask what-if from Python"):]
+    script = re.search(r"```python\n(# what_if.py\n.*?)```", section, flags=re.S).group(1)
+    shown = re.search(r"It prints.*?```text\n(.*?)```", section, flags=re.S).group(1)
+    (tmp_path / "what_if.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "what_if.py")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown
+
+
+def test_a_pod_without_a_name_is_refused(cluster):
+    unnamed = probe("x")
+    unnamed["metadata"] = {"generateName": "web-", "namespace": "default"}
+    with pytest.raises(ValueError, match="metadata.name: required"):
+        cluster.can_schedule(unnamed)
