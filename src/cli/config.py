@@ -9,6 +9,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.controllers import CONTROLLERS
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError, Registry, extension_points
 from kubesched.drivers.harness import check_configuration
@@ -35,6 +36,12 @@ def plugins() -> None:
     for name, why in broken.items():
         table.add_row(f"[red]{name}[/]", f"[red]cannot be used: {why}[/]", registry.origin.get(name, ""))
     Console(width=200).print(table)
+    controllers = Table(title="Controllers (kube-controller-manager's names; simulate, ui and run start them)")
+    controllers.add_column("CONTROLLER")
+    controllers.add_column("RUNS ON")
+    for name, cls in CONTROLLERS.items():
+        controllers.add_row(name, "the embedded cluster" if cls.embedded_only else "any cluster")
+    Console(width=200).print(controllers)
     if broken:
         typer.echo(f"{len(broken)} plugin(s) cannot be used; profiles that do not name them work", err=True)
 

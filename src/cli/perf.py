@@ -100,7 +100,7 @@ def _render_table(results: list[WorkloadResult], out: TextIO) -> None:
         lines += [("dim", note) for note in result.notes]
         if result.feature_gates:
             gates = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(result.feature_gates.items()))
-            lines.append(("dim", f"featureGates {gates} (applied)"))
+            lines.append(("dim", f"featureGates {gates} (applied, but for those a note says are locked)"))
         for style, text in lines:
             console.print(f"[{style}]{_escape(result.name)}: {_escape(text)}[/{style}]", highlight=False)
 

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 from kubesched.core.controller.base import Controller, ControllerContext, ControllerManager
 
+from .cronjob import CronJobController
+from .daemonset import DaemonSetController
+from .deployment import DeploymentController
 from .devicetainteviction import DeviceTaintEvictionController
 from .disruption import DisruptionController
 from .ephemeral import EphemeralVolumeController
+from .job import JobController
+from .kubelet import KubeletController
 from .persistentvolume import PersistentVolumeController
 from .podgroupprotection import PodGroupProtectionController
+from .replicaset import ReplicaSetController
 from .resourceclaim import ResourceClaimController
+from .statefulset import StatefulSetController
 
 #: name (kube-controller-manager's, where upstream has the controller) -> controller class, in start order.
 CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
@@ -27,7 +34,18 @@ CONTROLLERS: dict[str, type[Controller]] = {cls.name: cls for cls in (
     DeviceTaintEvictionController,
     DisruptionController,
     PodGroupProtectionController,
+    DeploymentController,
+    ReplicaSetController,
+    StatefulSetController,
+    DaemonSetController,
+    JobController,
+    CronJobController,
+    KubeletController,
 )}
+
+#: the controllers of kube-controller-manager's workload kinds (apps/v1, batch/v1)
+WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller",
+                        "daemonset-controller", "job-controller", "cronjob-controller")
 
 
 def _known(name: str, what: str) -> None:

@@ -12,9 +12,23 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: Any) -> float:
+    """A Go duration ("15s", "1m30s", "100ms", "1h") or a number of seconds -> seconds.  Raises ValueError
+    ``invalid duration '...'``."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    parts = re.findall(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text).lstrip("+"):
+        raise ValueError(f"invalid duration {text!r}")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
 class Timer:

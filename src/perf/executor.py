@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ..controllers import CONTROLLERS
+from ..controllers import CONTROLLERS, WORKLOAD_CONTROLLERS
 from ..core.api.core_v1 import Namespace
 from ..core.api.meta import ObjectMeta
 from ..core.clock import Clock, RealClock
@@ -58,9 +58,11 @@ _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Controllers upstream's scheduler_perf does not run: its volume workloads
 #: create PVs and claims already bound, and no PV controller touches them;
 #: no disruption controller computes PodDisruptionBudget status; no
-#: podgroup-protection controller (no workload deletes a PodGroup).
+#: podgroup-protection controller (no workload deletes a PodGroup); no
+#: kubelet (pods stay Pending once bound) and no workload controllers (its
+#: ops create pods themselves).
 NOT_IN_SCHEDULER_PERF = ("persistentvolume-binder-controller", "ephemeral-volume-controller", "disruption-controller",
-                         "podgroup-protection-controller")
+                         "podgroup-protection-controller", *WORKLOAD_CONTROLLERS, "kubelet")
 
 
 class WorkloadExecutor:

@@ -47,8 +47,9 @@ class WorkloadResult:
     (pods/s); ``threshold`` the workload's minimum Average (pods/s, 0 = none);
     ``samples`` the per-second throughput samples; ``measured_pods`` the pods
     scheduled while measuring; ``duration`` the wall seconds the workload took;
-    ``feature_gates`` the gates the config sets (accepted and reported,
-    kubesched has no such switches); ``labels`` the test case's and workload's."""
+    ``feature_gates`` the gates the config sets (applied over the emulated
+    release's defaults; a gate locked there is not, and ``notes`` says so);
+    ``labels`` the test case's and workload's."""
 
     test: str
     workload: str

@@ -192,3 +192,42 @@ def test_a_pod_change_keeps_the_node_columns_and_a_node_change_refreshes_them(ca
     assert read == ["n2"] and list(labelled) == [0, 1]
     assert list(table.tolerating(())) == [True, False]
     assert list(table.requested("cpu")) == [1000, 0]
+
+
+def test_an_evictable_column_catches_up_with_the_changed_rows_when_next_asked_for(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    read: list[str] = []
+
+    def pods_of(info):
+        read.append(info.name)
+        return len(info.pods)
+
+    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 0]
+    read.clear()
+    for name in ("a", "b", "c"):
+        cache.assume_pod(on(mk(name, cpu="0"), "n2"))
+        cache.update_snapshot(snapshot)
+    assert read == []  # nothing recomputed until asked for
+    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 3]
+    assert read == ["n2"]  # the changed row once, however many times it changed
+    read.clear()
+    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 3] and read == []
+
+
+def test_an_evictable_column_far_behind_is_rebuilt_and_the_least_recently_used_goes_first(cache, monkeypatch):
+    from kubesched.core.framework import snapshot as snapshot_module
+    monkeypatch.setattr(snapshot_module, "MAX_EVICTABLE_COLUMNS", 2)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    first = table.column("first", lambda info: len(info.pods), evictable=True)
+    table.column("second", lambda info: len(info.pods), evictable=True)
+    for i in range(6):  # more changes than the log keeps (twice the rows)
+        cache.assume_pod(on(mk(f"p{i}", cpu="0"), f"n{1 + i % 2}"))
+        cache.update_snapshot(snapshot)
+    assert list(table.column("first", lambda info: len(info.pods), evictable=True)) == [3, 3]
+    table.column("third", lambda info: 0, evictable=True)  # "second" is the least recently used
+    assert table.column("first", lambda info: -1, evictable=True) is first
+    assert list(table.column("second", lambda info: -1, evictable=True)) == [-1, -1]

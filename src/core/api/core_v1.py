@@ -526,6 +526,10 @@ class PodStatus:
     extra: dict[str, Any] = _extra()
 
 
+#: kubesched's annotation: how long the simulated kubelet runs the pod before it Succeeds (a Go duration, ``10m``)
+RUN_DURATION_ANNOTATION = "kubesched.io/run-duration"
+
+
 @frozen
 class Pod:
     """core/v1 Pod."""

@@ -20,9 +20,10 @@ from typing import Any
 
 import attrs
 
+from ..clock import go_duration
 from ..quantity import format_quantity
 from .convert import printable
-from .core_v1 import Container, Namespace, Node, Pod
+from .core_v1 import RUN_DURATION_ANNOTATION, Container, Namespace, Node, Pod
 from .resource_helpers import (
     HUGEPAGES_PREFIX,
     is_supported_pod_level_resource,
@@ -200,6 +201,7 @@ def _pod(pod: Pod) -> list[str]:
         if toleration.effect and toleration.effect not in TAINT_EFFECTS:
             out.append(f"{where}.effect: Unsupported value: {_q(toleration.effect)}: supported values: "
                        '"NoSchedule", "PreferNoSchedule", "NoExecute"')
+    out += _run_duration(pod)
     if spec.priority is not None and not INT32[0] <= spec.priority <= INT32[1]:
         out.append(f"spec.priority: Invalid value: {spec.priority}: must be a 32-bit integer")
     affinity = spec.affinity.node_affinity if spec.affinity is not None else None
@@ -214,6 +216,20 @@ def _pod(pod: Pod) -> list[str]:
             for j, requirement in enumerate(term.match_expressions):
                 out += _requirement(f"{where}.matchExpressions[{j}]", requirement)
     return out
+
+
+def _run_duration(pod: Pod) -> list[str]:
+    """kubesched's ``kubesched.io/run-duration`` annotation must be a non-negative Go duration."""
+    text = pod.metadata.annotations.get(RUN_DURATION_ANNOTATION)
+    if text is None:
+        return []
+    try:
+        if go_duration(text) >= 0:
+            return []
+    except ValueError:
+        pass
+    return [f"metadata.annotations[{RUN_DURATION_ANNOTATION}]: Invalid value: {_q(text)}: must be a duration "
+            "such as 90s, 10m or 1h30m"]
 
 
 def _requirement(where: str, requirement: Any) -> list[str]:

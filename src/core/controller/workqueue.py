@@ -108,12 +108,13 @@ class WorkQueue:
             self._queue.append(item)
             self._cond.notify()
 
-    def add_after(self, item: Hashable, delay: float) -> None:
-        """Queue ``item`` after ``delay`` seconds (at once when ``delay <= 0``)."""
+    def add_after(self, item: Hashable, delay: float, background: bool = False) -> None:
+        """Queue ``item`` after ``delay`` seconds (at once when ``delay <= 0``); a ``background`` wait (a
+        CronJob's next time) does not by itself keep a simulation without an end time going."""
         if delay <= 0:
             self.add(item)
             return
-        self.clock.call_later(delay, lambda: self.add(item))
+        self.clock.call_later(delay, lambda: self.add(item), background=background)
 
     def add_rate_limited(self, item: Hashable) -> None:
         """Queue ``item`` after its rate-limited backoff (a failed try)."""

@@ -23,6 +23,7 @@ from ..api.convert import ManifestError, structure
 from ..api.core_v1 import is_extended_resource
 from ..api.manifests import MAX_CONFIG_BYTES, InvalidManifest, read_yaml
 from ..api.validation import qualified_name
+from ..clock import go_duration
 from .hookspecs import EXTENSION_POINTS
 
 log = logging.getLogger(__name__)
@@ -342,13 +343,10 @@ def parse_duration(text: Any, where: str) -> float:
     """A Go duration ("15s", "1m30s", "100ms", "1h") or a number of seconds -> seconds.
 
     Raises :class:`ConfigError` naming ``where``."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)", str(text))
-    if not parts or "".join(n + u for n, u in parts) != str(text).lstrip("+"):
-        raise ConfigError(f"{where}: invalid duration {text!r}")
-    return sum(float(n) * units[u] for n, u in parts)
+    try:
+        return go_duration(text)
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def load_config(

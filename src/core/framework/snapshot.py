@@ -18,8 +18,10 @@ from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo
 from .resources import PODS
 
-#: How many evictable columns (per label selector, say) a NodeTable keeps.
-MAX_EVICTABLE_COLUMNS = 64
+#: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
+#: per node) and, when asked for again, recomputing the rows changed since; more distinct live keys than this (say,
+#: more workloads' selectors interleaved) rebuild a whole column per miss.
+MAX_EVICTABLE_COLUMNS = 1024
 #: A merged dict (see :meth:`NodeTable.merged`) past this size is rebuilt from the rows.
 MAX_MERGED_ENTRIES = 4096
 
@@ -33,7 +35,10 @@ class NodeTable:
     scheduler units); :meth:`pod_count` the number of pods per node;
     :meth:`domain_ids` each node's topology domain for a label key.
     Columns asked for as ``evictable`` (one per label selector, say) are
-    dropped oldest first beyond :data:`MAX_EVICTABLE_COLUMNS`.  Columns asked
+    dropped least recently used first beyond :data:`MAX_EVICTABLE_COLUMNS`,
+    and brought up to date only when asked for (the rows changed since their
+    last use are recomputed then), so keeping many costs memory, not work on
+    every change.  Columns asked
     for as ``of_node`` read only the Node object (allocatable, labels, taints,
     images): a row whose pods changed but whose Node did not keeps them.
     """
@@ -47,7 +52,12 @@ class NodeTable:
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._of_node: set[str] = set()
-        self._evictable: dict[str, None] = {}
+        #: evictable column -> the position in ``_log`` up to which it is current, least recently used first
+        self._evictable: dict[str, int] = {}
+        #: the rows changed (and whether only their pods did) since the evictable columns' oldest position,
+        #: ``_log[0]`` being position ``_log_base``
+        self._log: list[tuple[int, bool]] = []
+        self._log_base = 0
         self._domains: dict[str, dict[str, int]] = {}
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
 
@@ -65,14 +75,31 @@ class NodeTable:
             if of_node:
                 self._of_node.add(key)
             if evictable:
-                self._evictable[key] = None
+                self._evictable[key] = self._log_base + len(self._log)
                 if len(self._evictable) > MAX_EVICTABLE_COLUMNS:
                     oldest = next(iter(self._evictable))
                     del self._evictable[oldest]
                     del self._columns[oldest]
                     self._of_node.discard(oldest)
             return values
+        current = self._evictable.pop(key, None)
+        if current is not None:  # the most recently used goes last; catch up with the rows changed since
+            self._catch_up(key, current)
+            self._evictable[key] = self._log_base + len(self._log)
         return entry[1]
+
+    def _catch_up(self, key: str, current: int) -> None:
+        """Recompute the rows of evictable column ``key`` that changed since log position ``current`` (all of them
+        when the log no longer reaches back that far)."""
+        extract, values = self._columns[key]
+        if current < self._log_base:
+            values[:] = np.fromiter((extract(info) for info in self.infos), dtype=values.dtype, count=len(self.infos))
+            return
+        keep_on_pod_change = key in self._of_node
+        changed = {row for row, pods_only in self._log[current - self._log_base:]
+                   if not (pods_only and keep_on_pod_change)}
+        for row in changed:
+            values[row] = extract(self.infos[row])
 
     def per_node(self, rows: np.ndarray, judge: Callable[[NodeInfo], Any], dtype: Any = bool) -> np.ndarray:
         """``judge`` of each row's NodeInfo, node by node (for a batch hook handed a
@@ -173,18 +200,25 @@ class NodeTable:
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with
         ``pods_only`` (only their pods changed, not their Node objects) the
-        ``of_node`` columns are kept."""
+        ``of_node`` columns are kept.  Evictable columns are recomputed when
+        next asked for (the rows are logged until then)."""
         rows = list(rows)
         if not rows:
             return
         for key, (extract, values) in self._columns.items():
-            if pods_only and key in self._of_node:
+            if (pods_only and key in self._of_node) or key in self._evictable:
                 continue
             for row in rows:
                 values[row] = extract(self.infos[row])
         for extract, union in self._merged.values():
             for row in rows:
                 union.update(extract(self.infos[row]))
+        self._log.extend((row, pods_only) for row in rows)
+        reach = max(len(self.infos), 1)
+        if len(self._log) > 2 * reach:  # a column further behind than a whole table is rebuilt instead
+            dropped = len(self._log) - reach
+            del self._log[:dropped]
+            self._log_base += dropped
 
 
 class Snapshot:
