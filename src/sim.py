@@ -21,16 +21,21 @@ scheduler and controllers run until nothing more can happen, jumping the
 simulated clock over every wait, as ``kubesched simulate`` does.
 
 Cost, stated honestly: a transaction, a fork and every :meth:`~Simulator.can_schedule`
-take a deep copy of the whole simulation (the API server's objects, the
-scheduler's cache, queue and allocated devices, the controllers, the clock)
-and rollback puts that copy back; both are proportional to the size of the
-cluster, not to what changed (issue 39's target, not met yet).
+take a deep copy of the whole simulation (the API server's store and watch
+log, the informers, the scheduler's cache, queue and allocated devices, the
+controllers, the clock) - the API objects themselves, frozen and never
+changed in place, are shared rather than copied - and rollback swaps that
+copy back in.  Entering a transaction is proportional to the size of the
+cluster, not to what changed (issue 39's target, not met); leaving it is
+constant.  ``benchmarks/sim_whatif.py`` measures it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
+import pkgutil
 import threading
 import types
 from pathlib import Path
@@ -38,6 +43,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
+import kubesched.core.api
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
 from kubesched.core.api.manifests import parse_document
@@ -232,7 +238,7 @@ class Simulator:
         on exit (also on an exception) unless ``tx.commit()`` was called.
         Nestable: an inner commit keeps its changes in the outer transaction,
         which may still roll them back.  Cost: a deep copy of the simulation on
-        entry; rollback swaps it back in (see the module's documentation)."""
+        entry (API objects shared); rollback swaps it back in (see the module's documentation)."""
         return Transaction(self)
 
     def fork(self) -> "Simulator":
@@ -399,7 +405,24 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+def _api_types() -> dict[type, Any]:
+    """Every frozen attrs class of :mod:`kubesched.core.api`: API objects are never changed in place (a change
+    is a new object, ``attrs.evolve``), so two copies of a simulation share them instead of copying them."""
+    found: dict[type, Any] = {}
+    for info in pkgutil.walk_packages(kubesched.core.api.__path__, "kubesched.core.api."):
+        for value in vars(importlib.import_module(info.name)).values():
+            if (isinstance(value, type) and attrs.has(value) and value.__module__.startswith("kubesched.core.api")
+                    and "frozen" in getattr(value.__setattr__, "__name__", "")):
+                found[value] = _shared
+    return found
+
+
+def _shared(obj: Any, memo: dict[int, Any]) -> Any:
+    return obj
+
+
 _COPIERS: dict[type, Any] = {
+    **_api_types(),
     types.FunctionType: _copy_function,
     types.BuiltinMethodType: _copy_builtin_method,
     type(threading.Lock()): lambda lock, memo: threading.Lock(),

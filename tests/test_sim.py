@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import collections
+import gc
 import json
 import re
 import subprocess
 import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -14,14 +18,14 @@ from typer.testing import CliRunner
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
 from kubesched.core.cluster.snapshot import take_snapshot
-from kubesched.sim import Simulator
+from kubesched.sim import _COPIERS, Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 #: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
 SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
-             "binding-conditions/cluster", "device-taints/cluster", "upgrade"]
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade", "apps"]
 #: The others, and why they are not one simulate input.
 NOT_SIMULATED = {
     "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
@@ -222,3 +226,28 @@ def test_a_pod_without_a_name_is_refused(cluster):
     unnamed["metadata"] = {"generateName": "web-", "namespace": "default"}
     with pytest.raises(ValueError, match="metadata.name: required"):
         cluster.can_schedule(unnamed)
+
+
+def reachable(root: object, stop: tuple[type, ...]) -> dict[int, object]:
+    """Every object reachable from ``root`` (closure cells included), not entering API objects, classes, modules."""
+    seen: dict[int, object] = {}
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, str, bytes, int, float, *stop)):
+            continue
+        seen[id(obj)] = obj
+        if isinstance(obj, types.FunctionType):
+            todo.extend(cell.cell_contents for cell in obj.__closure__ or () if cell != types.CellType())
+        elif not (isinstance(obj, dict) and "__builtins__" in obj):  # a module's globals
+            todo.extend(gc.get_referents(obj))
+    return seen
+
+
+def test_a_fork_shares_no_mutable_state_only_api_objects(cluster):
+    api = tuple(t for t in _COPIERS if t.__module__.startswith("kubesched.core.api"))
+    original = reachable(cluster.simulation, api)
+    forked = reachable(cluster.fork().simulation, api)
+    shared = [obj for key, obj in forked.items() if key in original
+              and isinstance(obj, (dict, list, set, collections.deque, threading.Lock().__class__))]
+    assert not shared, [type(obj).__name__ for obj in shared][:10]
