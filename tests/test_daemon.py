@@ -196,8 +196,13 @@ def test_kubesched_run_embedded_serves_metrics_and_exits_0_on_sigterm(tmp_path):
         assert get(f"https://127.0.0.1:{port}/healthz", ca=ca) == (200, "ok")
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
-        last = json.loads(process.stderr.readlines()[-1])
+        lines += [json.loads(line) for line in process.stderr.readlines()]
+        last = lines[-1]
         assert last["msg"] == "stopped" and last["v"] == 0 and "ts" in last
+        # at the default verbosity, one record per bound pod, with upstream's keys
+        binds = [line for line in lines if line["msg"] == "Successfully bound pod to node"]
+        assert len(binds) == 9 and len({b["pod"] for b in binds}) == 9, binds
+        assert all(b["v"] == 0 and b["node"] and 1 <= b["feasibleNodes"] <= b["evaluatedNodes"] for b in binds), binds
     finally:
         if process.poll() is None:
             process.kill()

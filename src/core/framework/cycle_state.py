@@ -42,9 +42,13 @@ class CycleState:
     not the decision).  ``record_plugin_metrics``: this cycle times each plugin
     call (scheduler_plugin_execution_duration_seconds), drawn for
     PLUGIN_METRICS_SAMPLE_PERCENT of the cycles as upstream's ScheduleOne draws it.
+    ``evaluated_nodes`` / ``feasible_nodes``: how many nodes the cycle's
+    Filter looked at and how many passed it and the extenders (upstream
+    ``ScheduleResult.EvaluatedNodes`` / ``FeasibleNodes``; 0 before Filter).
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics", "record")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics", "record",
+                 "evaluated_nodes", "feasible_nodes")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -52,6 +56,8 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = _SAMPLE() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
         self.record: Any = None
+        self.evaluated_nodes = 0
+        self.feasible_nodes = 0
 
     def write(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key``, replacing what was there (upstream ``CycleState.Write``)."""

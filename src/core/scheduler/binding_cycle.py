@@ -271,7 +271,9 @@ class BindingCycle:
         self.shared.cache.finish_binding(assumed)
         self.shared.stats.bound += 1
         self._record_binding(state, node_name, None)
-        log.debug("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name})
+        log.info("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name,
+                                                          "evaluatedNodes": state.evaluated_nodes,
+                                                          "feasibleNodes": state.feasible_nodes})
         started = self.shared.attempt_started.pop(assumed.metadata.uid, None)
         if started is not None:
             metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)

@@ -241,6 +241,7 @@ class SchedulingCycle:
                         if state.record is not None:
                             state.record.filtered(1, 1, [])
                         if len(self.pass_extenders(pod, np.array([row]), {}, state)):
+                            state.evaluated_nodes = state.feasible_nodes = 1
                             return np.array([row])
 
             if result is not None and result.node_names is not None:
@@ -264,6 +265,7 @@ class SchedulingCycle:
                 feasible = kept
         except FilterError as err:
             raise CycleError(err.status) from None
+        state.feasible_nodes = len(feasible)
         return feasible
 
     def pass_extenders(self, pod: Pod, rows: np.ndarray, statuses: dict[str, Status], state: CycleState) -> np.ndarray:
@@ -300,6 +302,7 @@ class SchedulingCycle:
             rows = np.concatenate((rows[start:], rows[:start]))
         feasible, processed = fwk.find_feasible_rows(state, pod, self.shared.snapshot, rows, to_find, nominated)
         self.next_start_node_index = (start + processed) % count
+        state.evaluated_nodes = processed
         if state.record is not None and len(feasible):
             record_feasible(state.record, fwk, state, pod, self.shared.snapshot, rows[:processed], feasible)
         return feasible
