@@ -91,6 +91,7 @@ def test_a_deadline_job_preempts_the_whole_pretrain_gang_and_takes_its_rack_and_
     table = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["simulate", "-f", EXAMPLE, "--at", URGENT]).output
     victims = [line for line in table.splitlines() if "llm-pretrain-worker" in line and "Preempted by podgroup" in line]
     assert len(victims) == 4 and all("podgroup/ml/urgent-pretrain" in line for line in victims)
+    assert all("Preempted by podgroup ml/urgent-pretrain (uid " in line and "on node" not in line for line in victims)
 
 
 def test_a_recorded_run_with_pod_groups_is_explained_and_reported_from_its_file(tmp_path):

@@ -70,7 +70,7 @@ def test_a_gang_preempts_single_pods_spread_over_several_nodes():
     assert {p.status.nominated_node_name for p in members.values()} == {"n0", "n1", "n2"}
     assert not any(p.spec.node_name for p in members.values())
     uid = sim.cluster.get("PodGroup", "train", "default").metadata.uid
-    assert preempted(sim) == {f"low-{i}": f"Preempted by podgroup {uid} on node cluster" for i in range(3)}
+    assert preempted(sim) == {f"low-{i}": f"Preempted by podgroup default/train (uid {uid})" for i in range(3)}
     sim.run()
     assert sorted(running(sim, "train-0", "train-1", "train-2").values()) == ["n0", "n1", "n2"]
     assert running(sim, "keep") == {"keep": "n3"}

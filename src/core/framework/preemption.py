@@ -417,8 +417,14 @@ class Executor:
         workers.submit(run)
 
     def _preempted_event(self, node_name: str, preemptor: Preemptor, victim: Pod) -> None:
-        self.handle.recorder.event(victim, "Normal", "Preempted", "Preempting",
-                                   f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}")
+        """Record upstream's ``Preempted`` event on ``victim``; a group
+        preemption (candidate ``CLUSTER``, victims anywhere) names the
+        preemptor instead of a node that does not exist."""
+        if node_name == CLUSTER:
+            message = f"Preempted by {preemptor.kind} {preemptor.key} (uid {preemptor.uid})"
+        else:
+            message = f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}"
+        self.handle.recorder.event(victim, "Normal", "Preempted", "Preempting", message)
 
     def clear_nominated_node_name(self, pods: list[Pod]) -> None:
         """End the nominations of ``pods``: in the nominator at once, and in
