@@ -36,6 +36,7 @@ import contextlib
 import copy
 import importlib
 import pkgutil
+import tempfile
 import threading
 import types
 from pathlib import Path
@@ -48,6 +49,7 @@ from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
 from kubesched.core.api.manifests import parse_document
 from kubesched.core.api.scheduling_v1beta1 import PodGroup
+from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.harness import ConfigSource
@@ -131,6 +133,28 @@ class Simulator:
         (bound pods stay on their nodes, Pending pods are scheduled);
         ``options`` as :meth:`from_manifests`.  Raises ``InvalidManifest``."""
         return cls.from_manifests([Path(directory)], **options)
+
+    @classmethod
+    def from_cluster(cls, kubeconfig: str | Path | None = None, context: str | None = None,
+                     **options: Any) -> "Simulator":
+        """A simulator of a live cluster, read once and never written: what
+        ``kubesched snapshot`` would write (same kinds, no Secrets or
+        ConfigMaps, containers without env/command/args), loaded as
+        :meth:`from_snapshot` does.  ``kubeconfig``: its path (None:
+        $KUBECONFIG or ~/.kube/config); ``context``: the kubeconfig context;
+        ``options`` as :meth:`from_manifests`.  Raises ``ImportError`` without
+        the Kubernetes client (``pip install 'kubesched[kube]'``), the client's
+        ``ConfigException`` for a bad kubeconfig, ``ApiError`` when the API
+        server refuses a list."""
+        try:
+            from kubesched.core.cluster.kube import KubernetesCluster
+        except ImportError as err:
+            raise ImportError("Simulator.from_cluster needs the Kubernetes client: "
+                              "pip install 'kubesched[kube]'") from err
+        live = KubernetesCluster.from_kubeconfig(str(kubeconfig) if kubeconfig else None, context)
+        with tempfile.TemporaryDirectory(prefix="kubesched-sim-") as directory:
+            take_snapshot(live, Path(directory))
+            return cls.from_snapshot(directory, **options)
 
     # --- reading -----------------------------------------------------------------------
 

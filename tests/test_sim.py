@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from fake_apiserver import FakeAPIServer
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest, dump_yaml
 from kubesched.core.cluster.snapshot import take_snapshot
@@ -140,6 +141,15 @@ def test_from_a_snapshot_it_holds_what_was_running(tmp_path):
     take_snapshot(source.simulation.cluster, tmp_path)
     again = Simulator.from_snapshot(tmp_path)
     assert again.placements() == source.placements()
+
+
+def test_from_a_live_cluster_read_once_and_left_alone(tmp_path):
+    live = Simulator.from_manifests([EXAMPLES / "cluster"])
+    with FakeAPIServer(live.simulation.cluster) as server:
+        sim = Simulator.from_cluster(server.kubeconfig(tmp_path / "kubeconfig"))
+    assert sim.placements() == live.placements()
+    sim.drain("worker-a1")
+    assert "worker-a1" in live.placements().values()
 
 
 def test_victims_only_when_preemption_is_allowed():

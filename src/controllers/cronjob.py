@@ -26,9 +26,7 @@ from kubesched.core.api.convert import format_time, parse_time
 from kubesched.core.api.meta import ObjectMeta
 from kubesched.core.cluster.client import AlreadyExists, NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.controller.workloads import controller_of, controller_ref
-
-from .job import finished
+from kubesched.core.controller.workloads import controller_of, controller_ref, job_finished
 
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
@@ -82,7 +80,7 @@ class CronJobController(Controller):
             return None
         now = self.clock.now()
         jobs = self._owned(cron_job)
-        active = [job for job in jobs if not finished(job)]
+        active = [job for job in jobs if not job_finished(job)]
         last = parse_time(cron_job.status.get("lastScheduleTime")) or cron_job.metadata.creation_timestamp or now
         due = schedule_times(cron_job, last, now)
         status = dict(cron_job.status)
@@ -131,6 +129,6 @@ class CronJobController(Controller):
     def _trim_history(self, cron_job: CronJob, jobs: list[Job]) -> None:
         for outcome, limit in (("Complete", cron_job.spec.successful_jobs_history_limit),
                                ("Failed", cron_job.spec.failed_jobs_history_limit)):
-            done = [job for job in jobs if finished(job) == outcome]
+            done = [job for job in jobs if job_finished(job) == outcome]
             for job in done[:max(0, len(done) - limit)]:
                 self._delete(job)

@@ -33,7 +33,7 @@ from kubesched.core.api.convert import format_time, parse_time
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.controller.workloads import OwnedPods, pod_active, pod_from_template, pod_ready
+from kubesched.core.controller.workloads import OwnedPods, job_finished, pod_active, pod_from_template, pod_ready
 
 #: upstream ``DefaultJobPodFailureBackOff`` and ``MaxJobPodFailureBackOff``, seconds
 BACKOFF_BASE, BACKOFF_MAX = 10.0, 360.0
@@ -54,14 +54,6 @@ def index_ranges(indexes: set[int]) -> str:
         else:
             ranges.append([index, index])
     return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
-
-
-def finished(job: Job) -> str:
-    """``Complete`` or ``Failed`` when the Job has that condition True, else ""."""
-    for condition in job.status.get("conditions", ()):
-        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
-            return condition["type"]
-    return ""
 
 
 class JobController(Controller):
@@ -100,7 +92,7 @@ class JobController(Controller):
         if job is None or job.metadata.deletion_timestamp is not None or not self.owned.satisfied(job):
             return None
         now = self.clock.now()
-        if finished(job):
+        if job_finished(job):
             return self._expire(job, now)
         pods = self.owned.pods(job)
         active = [pod for pod in pods if pod_active(pod)]
@@ -203,7 +195,7 @@ class JobController(Controller):
         if ttl is None:
             return None
         stamps = [parse_time(c.get("lastTransitionTime")) for c in job.status.get("conditions", ())
-                  if c.get("type") == finished(job)]
+                  if c.get("type") == job_finished(job)]
         due = (stamps[0] if stamps and stamps[0] is not None else now) + ttl
         if now < due:
             return due - now

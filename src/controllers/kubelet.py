@@ -31,6 +31,7 @@ import attrs
 from kubesched.core.api.core_v1 import RUN_DURATION_ANNOTATION, Pod, PodCondition
 from kubesched.core.clock import go_duration
 from kubesched.core.cluster.client import NotFound
+from kubesched.core.cluster.patch import patch_status
 from kubesched.core.controller.base import Controller, ControllerContext
 
 #: the conditions a started pod reports, in the kubelet's order
@@ -111,6 +112,6 @@ class KubeletController(Controller):
 
     def _write(self, pod: Pod, status: Any) -> None:
         try:
-            self.cluster.update_status(attrs.evolve(pod, status=status))
+            patch_status(self.cluster, pod, status)  # the kubelet's status manager patches, as upstream's
         except NotFound:
             pass

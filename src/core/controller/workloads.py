@@ -145,3 +145,12 @@ class OwnedPods:
         """The owner is gone: drop what was kept for it."""
         for table in (self._owned, self._expected_adds, self._expected_deletes):
             table.pop(uid, None)
+
+
+def job_finished(job: Any) -> str:
+    """``Complete`` or ``Failed`` when the batch/v1 Job has that condition True, else ""
+    (upstream's IsJobFinished, which the job and cronjob controllers share)."""
+    for condition in job.status.get("conditions", ()):
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return condition["type"]
+    return ""
