@@ -194,15 +194,23 @@ def test_kubesched_run_embedded_serves_metrics_and_exits_0_on_sigterm(tmp_path):
         status, text = get(f"https://127.0.0.1:{port}/metrics", ca=ca)
         assert status == 200 and "scheduler_schedule_attempts_total" in text
         assert get(f"https://127.0.0.1:{port}/healthz", ca=ca) == (200, "ok")
+        # at the default verbosity, one record per bound pod (9 of the examples fit), with upstream's keys
+        binds = [line for line in lines if line["msg"] == "Successfully bound pod to node"]
+        guard = threading.Timer(60, process.kill)  # a missing record ends the log instead of hanging the test
+        guard.start()
+        for line in process.stderr:
+            lines.append(json.loads(line))
+            if lines[-1]["msg"] == "Successfully bound pod to node":
+                binds.append(lines[-1])
+            if len(binds) == 9:
+                break
+        guard.cancel()
+        assert len({b["pod"] for b in binds}) == 9, binds
+        assert all(b["v"] == 0 and b["node"] and 1 <= b["feasibleNodes"] <= b["evaluatedNodes"] for b in binds), binds
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
-        lines += [json.loads(line) for line in process.stderr.readlines()]
-        last = lines[-1]
+        last = json.loads(process.stderr.readlines()[-1])
         assert last["msg"] == "stopped" and last["v"] == 0 and "ts" in last
-        # at the default verbosity, one record per bound pod, with upstream's keys
-        binds = [line for line in lines if line["msg"] == "Successfully bound pod to node"]
-        assert len(binds) == 9 and len({b["pod"] for b in binds}) == 9, binds
-        assert all(b["v"] == 0 and b["node"] and 1 <= b["feasibleNodes"] <= b["evaluatedNodes"] for b in binds), binds
     finally:
         if process.poll() is None:
             process.kill()
