@@ -44,28 +44,39 @@ def failing_selector(expressions: list[tuple[str, str]], view: DeviceView) -> st
     return ""
 
 
-def device_columns(slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass], claims: Iterable[ResourceClaim],
-                   node_index: dict[str, int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``devices/<class>`` -> (devices of the class per node, of which held by a claim), int64 arrays indexed
-    like ``node_index`` (node name -> row); classes selecting no device of any node are left out."""
-    holders = holders_of(claims)
+def class_devices(slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
+                  node_index: dict[str, int]) -> dict[str, dict[tuple[str, str, str], int]]:
+    """``devices/<class>`` -> {(driver, pool, device): node row} of the devices of nodes in ``node_index`` the
+    class selects, classes sorted by name; classes selecting no device of any node are left out."""
     per_node = [(s.spec.driver, s.spec.pool.name, node_index[s.spec.node_name], s.spec.devices)
                 for s in slices if s.spec.node_name in node_index]
     out = {}
     for device_class in sorted(classes, key=lambda c: c.metadata.name):
         expressions = [("class", s.cel.expression) for s in device_class.spec.selectors if s.cel]
-        total = np.zeros(len(node_index), dtype=np.int64)
-        held = np.zeros(len(node_index), dtype=np.int64)
+        selected: dict[tuple[str, str, str], int] = {}
         for driver, pool, row, devices in per_node:
             for device in devices:
                 try:
-                    selected = not failing_selector(expressions, DeviceView.from_device(driver, device))
+                    if not failing_selector(expressions, DeviceView.from_device(driver, device)):
+                        selected[(driver, pool, device.name)] = row
                 except CelRuntimeError:
-                    selected = False
-                if selected:
-                    total[row] += 1
-                    held[row] += (driver, pool, device.name) in holders
-        if total.any():
-            out[PREFIX + device_class.metadata.name] = (total, held)
+                    pass
+        if selected:
+            out[PREFIX + device_class.metadata.name] = selected
     return out
 
+
+def device_columns(slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass], claims: Iterable[ResourceClaim],
+                   node_index: dict[str, int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``devices/<class>`` -> (devices of the class per node, of which held by a claim), int64 arrays indexed
+    like ``node_index`` (node name -> row); classes selecting no device of any node are left out."""
+    holders = holders_of(claims)
+    out = {}
+    for column, selected in class_devices(slices, classes, node_index).items():
+        total = np.zeros(len(node_index), dtype=np.int64)
+        held = np.zeros(len(node_index), dtype=np.int64)
+        for device, row in selected.items():
+            total[row] += 1
+            held[row] += device in holders
+        out[column] = (total, held)
+    return out

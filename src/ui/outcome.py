@@ -25,7 +25,7 @@ from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.framework.resources import CPU, MEMORY
 
 from .device_columns import PREFIX as DEVICES
-from .device_columns import device_columns
+from .device_columns import class_devices, device_columns
 from .timeline import PlacementLog, Timeline
 
 #: Rows of a per-node table in the diff (the largest changes).
@@ -118,8 +118,8 @@ class Outcome:
                                     dtype=np.int64).reshape(len(infos), len(self.resources))
         self.requested = np.array([[info.requested.get(r, 0) for r in self.resources] for info in infos],
                                   dtype=np.int64).reshape(len(infos), len(self.resources))
-        devices = device_columns(sim.cluster.list("ResourceSlice").items, sim.cluster.list("DeviceClass").items,
-                                 sim.cluster.list("ResourceClaim").items, self.node_index)
+        slices, classes = sim.cluster.list("ResourceSlice").items, sim.cluster.list("DeviceClass").items
+        devices = device_columns(slices, classes, sim.cluster.list("ResourceClaim").items, self.node_index)
         if devices:
             self.resources += list(devices)
             self.allocatable = np.hstack([self.allocatable, np.stack([t for t, _ in devices.values()], axis=1)])
@@ -153,10 +153,11 @@ class Outcome:
         #: pod key -> its PodGroup's key, for every pod the run created (deleted ones too)
         self.member_of = log.groups
         self.preempted = set(self.preemptions)
-        # the timeline follows pods' requests: device columns have none (their claims hold the devices)
+        # the timeline follows pods' requests, and the claims' allocations for the device columns
         capacity = {r: int(self.allocatable[:, i].sum()) for i, r in enumerate(self.resources)
                     if not r.startswith(DEVICES)}
-        self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks)
+        self.timeline = Timeline(log, sim.start_time, sim.clock.now(), capacity, marks,
+                                 class_devices(slices, classes, self.node_index))
 
     def attempts(self, pod_key: str) -> list[dict[str, Any]]:
         """The scheduling attempts of a pod, oldest first (each with its binding line)."""

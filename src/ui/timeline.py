@@ -4,7 +4,8 @@
 events the scheduler sees, stamped with the fake clock) while it runs;
 :class:`Timeline` turns that log, the ``--at`` changes and the Preempted
 events into the series the Timeline page charts (pending pods, share of
-each resource allocated) and answers where every pod was at a time T.
+each resource allocated, share of each DeviceClass's devices claims hold)
+and answers where every pod was at a time T.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Any, Iterable
 import numpy as np
 
 from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.resource_v1 import ResourceClaim
 from kubesched.core.api.scheduling_v1beta1 import pod_group_key
 from kubesched.core.framework.resources import pod_requests
+
+from .device_columns import holders_of
 
 #: A log entry's kinds.
 CREATED, BOUND, DELETED = "created", "bound", "deleted"
@@ -25,7 +29,10 @@ CREATED, BOUND, DELETED = "created", "bound", "deleted"
 class PlacementLog:
     """(time, kind, pod key, node) for every pod created, bound or deleted, in
     the order the informers delivered them; ``requests``: each pod's
-    requests (scheduler units).  Attach before the simulation starts."""
+    requests (scheduler units); ``claims``: (time, claim key, the
+    (driver, pool, device) its allocation holds, empty once released) at
+    every change of a ResourceClaim's allocation.  Attach before the
+    simulation starts."""
 
     def __init__(self, informers: Any, clock: Any):
         self.clock = clock
@@ -33,7 +40,11 @@ class PlacementLog:
         self.requests: dict[str, dict[str, int]] = {}
         #: pod key -> the PodGroup key it named (kept after the pod is deleted: a preemption's victims)
         self.groups: dict[str, str] = {}
+        self.claims: list[tuple[float, str, frozenset[tuple[str, str, str]]]] = []
+        self._held: dict[str, frozenset[tuple[str, str, str]]] = {}
         informers.add_handlers("Pod", on_add=self._added, on_update=self._updated, on_delete=self._deleted)
+        informers.add_handlers("ResourceClaim", on_add=self._claimed, on_update=lambda _, new: self._claimed(new),
+                               on_delete=lambda claim: self._hold(claim.key, frozenset()))
 
     def _added(self, pod: Pod) -> None:
         self.requests[pod.key] = pod_requests(pod)
@@ -51,6 +62,14 @@ class PlacementLog:
     def _deleted(self, pod: Pod) -> None:
         self.entries.append((self.clock.now(), DELETED, pod.key, pod.spec.node_name))
 
+    def _claimed(self, claim: ResourceClaim) -> None:
+        self._hold(claim.key, frozenset(holders_of([claim])))
+
+    def _hold(self, claim: str, devices: frozenset[tuple[str, str, str]]) -> None:
+        if self._held.get(claim, frozenset()) != devices:
+            self._held[claim] = devices
+            self.claims.append((self.clock.now(), claim, devices))
+
 
 class Timeline:
     """The run from ``start`` to ``end`` (seconds since the epoch).
@@ -58,12 +77,17 @@ class Timeline:
     ``times`` (numpy, seconds since the start) with, at each, ``pending``
     (pods created and not bound) and ``allocated[resource]`` (% of the
     cluster's allocatable of cpu, memory and each extended resource, as the
-    final nodes have it); ``marks``: (seconds since the start, label) of
-    ``--at`` changes and preemptions.
+    final nodes have it, and of each ``devices/<class>`` column of
+    ``devices``: {(driver, pool, device): node row} of the devices the class
+    selects, as :func:`~kubesched.ui.device_columns.class_devices` gives
+    them - the share its claims hold, sampled at the pod events' times);
+    ``marks``: (seconds since the start, label) of ``--at`` changes and
+    preemptions.
     """
 
     def __init__(self, log: PlacementLog, start: float, end: float, capacity: dict[str, int],
-                 marks: Iterable[tuple[float, str]] = ()):
+                 marks: Iterable[tuple[float, str]] = (),
+                 devices: dict[str, dict[tuple[str, str, str], int]] | None = None):
         self.start, self.end = start, end
         self.entries = log.entries
         self.requests = log.requests
@@ -99,6 +123,23 @@ class Timeline:
         self.times = np.array(times, dtype=float)
         self.pending = table[:, 0]
         self.allocated = {r: table[:, 1 + i] for i, r in enumerate(self.resources)}
+        for column, selected in (devices or {}).items():
+            self.resources.append(column)
+            self.allocated[column] = self._held_share(log.claims, set(selected), start)
+
+    def _held_share(self, claims: list[tuple[float, str, frozenset[tuple[str, str, str]]]],
+                    selected: set[tuple[str, str, str]], start: float) -> np.ndarray:
+        """% of the ``selected`` devices that claims hold at each of :attr:`times`."""
+        held: dict[str, int] = {}
+        share = np.zeros(len(self.times))
+        changes = iter(claims)
+        change = next(changes, None)
+        for i, offset in enumerate(self.times):
+            while change is not None and change[0] - start <= offset:
+                held[change[1]] = len(change[2] & selected)
+                change = next(changes, None)
+            share[i] = 100.0 * sum(held.values()) / len(selected)
+        return share
 
     @property
     def duration(self) -> float:

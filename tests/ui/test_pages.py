@@ -77,6 +77,10 @@ def test_the_timeline_marks_timed_changes_and_shows_the_cluster_at_t():
     with serving([ROOT / "examples/device-taints/cluster"], changes=changes) as (runs, server):
         page = get(server, "/timeline")
         assert '"--at 60s=taint-gpu-b.yaml"' in page and '"--at 120s=train-0.yaml"' in page
+        # devices per DeviceClass beside cpu and memory: train-0's GPUs freed by the eviction, held again after
+        series = json.loads(re.search(r'id="timeline-data">(.*?)</script>', page).group(1))
+        assert series["times"] == [0.0, 60.0, 120.0]
+        assert series["allocated"]["devices/gpu.example.com"] == [50.0, 16.67, 50.0]
         start = text(get(server, "/timeline/state?t=0"))
         after_eviction = text(get(server, "/timeline/state?t=90"))
         assert "At T = +0.0s" in start and "At T = +90.0s" in after_eviction
