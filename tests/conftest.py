@@ -1,8 +1,6 @@
-"""Fixtures shared by every test folder: the fake API server, the root logger restored after each test."""
+"""Fixtures shared by every test folder: the fake API server."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
@@ -38,13 +36,3 @@ def kube(apiserver, tmp_path):
     yield cluster
     for stop in stops:
         stop()
-
-
-@pytest.fixture(autouse=True)
-def _root_logging_restored():
-    """A test running `kubesched run` in-process configures the root logger (INFO to its stderr): undone after
-    it, so that later in-process commands do not print the scheduler's INFO records into their output."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = handlers, level

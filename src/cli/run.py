@@ -30,6 +30,7 @@ class LogFormat(str, enum.Enum):
 
 
 def run(
+    ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", help="KubeSchedulerConfiguration file."),
     kubeconfig: Optional[Path] = typer.Option(None, "--kubeconfig", help="Talk to the API server of this kubeconfig."),
     in_cluster: bool = typer.Option(False, "--in-cluster", help="Talk to the API server with the pod's service account."),
@@ -70,7 +71,8 @@ def run(
     from kubesched.drivers.daemon import BINDING_WORKERS, TAKEOVER_GRACE_SECONDS, Daemon
     from kubesched.drivers.simulation import load_paths
 
-    configure_logging(log_format.value, verbosity)
+    ctx.call_on_close(  # an in-process run (tests) leaves the root logger as it found it
+        configure_logging(log_format.value, verbosity))
     sources = [name for name, on in (("--embedded", embedded), ("--in-cluster", in_cluster),
                                      ("--kubeconfig", kubeconfig is not None)) if on]
     if len(sources) > 1:

@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 #: The attributes every LogRecord has; anything else came from ``extra``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -65,14 +65,21 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-def configure_logging(fmt: str = "text", v: int = 0, stream: Any = None) -> None:
+def configure_logging(fmt: str = "text", v: int = 0, stream: Any = None) -> Callable[[], None]:
     """Send every log record to ``stream`` (stderr) as ``fmt`` ("text" or
     "json"); ``v`` is klog's verbosity: 0 logs INFO and above, 2 adds DEBUG.
-    Raises ValueError for another format."""
+    Returns what puts the root logger back as it was (for a command run in
+    process, whose stream closes after it).  Raises ValueError for another format."""
     if fmt not in ("text", "json"):
         raise ValueError(f"--log-format: unknown format {fmt!r} (text, json)")
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
+    saved = root.handlers[:], root.level
+
+    def restore() -> None:
+        root.handlers[:], root.level = saved
+
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if v >= 2 else logging.INFO)
+    return restore
