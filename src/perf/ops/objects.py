@@ -24,7 +24,7 @@ from ...core.cluster.client import ApiError
 from ..errors import PerfConfigError, Unsupported, WorkloadFailed
 from .base import PerfOp
 from .checks import check_kind, check_pod_group
-from .sources import ObjectSource
+from .sources import ObjectSource, require_template_path
 
 #: The subresources kubesched honours in an ``updateAny`` op (others make the workload unsupported).
 UPDATE_SUBRESOURCES = ("resize",)
@@ -79,11 +79,6 @@ def updated_object(current: Any, template: Any, subresources: tuple[str, ...] = 
     return attrs.evolve(current, metadata=meta, spec=spec)
 
 
-def _require_template_path(fields: dict[str, Any], where: str) -> None:
-    if not fields.get("templatePath"):
-        raise PerfConfigError(f"{where}: templatePath must be set")
-
-
 class CreateAny(PerfOp):
     """``count`` (default 1) objects of any kind kubesched models from
     ``templatePath`` (expanded with ``.Index``, ``.Count`` and
@@ -97,7 +92,7 @@ class CreateAny(PerfOp):
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
         """Refuses (PerfConfigError) a missing ``templatePath``."""
-        _require_template_path(fields, where)
+        require_template_path(fields, where)
 
     def source(self) -> ObjectSource:
         """The template at ``templatePath``, of any kind, expanded with ``templateParams``."""
@@ -194,7 +189,7 @@ class UpdateAny(PerfOp):
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
         """Refuses (PerfConfigError) a missing ``templatePath`` and ``subresources`` that is not a list of names."""
-        _require_template_path(fields, where)
+        require_template_path(fields, where)
         subresources = fields.get("subresources", [])
         if not isinstance(subresources, list) or not all(isinstance(s, str) for s in subresources):
             raise PerfConfigError(f"{where}: subresources: expected a list of names")

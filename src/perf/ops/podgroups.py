@@ -17,7 +17,7 @@ from ...core.cluster.client import ApiError
 from ..errors import PerfConfigError, Unsupported, WorkloadFailed
 from .base import Executor, PerfOp
 from .checks import check_kind, check_pod_group
-from .sources import ObjectSource
+from .sources import ObjectSource, require_template_path
 
 #: How long the PodGroups may take to reach the scheduler's informer cache (upstream: 10 s), seconds.
 CACHE_TIMEOUT = 10.0
@@ -65,8 +65,7 @@ class CreatePodGroups(PerfOp):
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
         """Refuses (PerfConfigError) a missing ``templatePath`` or ``namespace``."""
-        if not fields.get("templatePath"):
-            raise PerfConfigError(f"{where}: templatePath must be set")
+        require_template_path(fields, where)
         if not fields.get("namespace"):
             raise PerfConfigError(f"{where}: namespace must be set (PodGroups are namespaced)")
 
@@ -136,8 +135,7 @@ class CreateCompositePodGroups(PerfOp):
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
         """Refuses a missing ``templatePath``, ``namespace`` or ``depth`` below 2."""
-        if not fields.get("templatePath"):
-            raise PerfConfigError(f"{where}: templatePath must be set")
+        require_template_path(fields, where)
         if not fields.get("namespace"):
             raise PerfConfigError(f"{where}: namespace must be set (CompositePodGroups are namespaced)")
         depth = fields.get("depth")

@@ -17,6 +17,12 @@ from ..errors import PerfConfigError
 from ..template import load_template
 
 
+def require_template_path(fields: dict[str, Any], where: str) -> None:
+    """Refuses (:class:`PerfConfigError`) an op that takes its objects from a template but names none."""
+    if not fields.get("templatePath"):
+        raise PerfConfigError(f"{where}: templatePath must be set")
+
+
 def default_node_manifest(prefix: str) -> dict[str, Any]:
     """Upstream's base node: 4 CPU, 32Gi, 110 pods, Ready, named ``<prefix><random>``."""
     capacity = {"pods": "110", "cpu": "4", "memory": "32Gi"}
