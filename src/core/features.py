@@ -139,7 +139,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
           switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources; "
                    "NodeResourcesFit requeues on a placed pod's scale-down"),
-    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA)),
+    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA),
+          switches="a bound pod whose resize is Deferred is queued; its cycle preempts on its own node for it"),
     _gate("InterPodAffinityHostnameFastPath", ("1.37", False, ALPHA)),
     _gate("MatchLabelKeysInPodTopologySpread", ("1.27", True, BETA)),
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
