@@ -169,6 +169,10 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("WorkloadAwarePreemption", ("1.36", False, ALPHA), depends=("GangScheduling",), removed="1.37",
           merged_into="GenericWorkload",
           switches="DefaultPreemption's PodGroupPostFilter (a PodGroup preempting as one); from 1.37 GenericWorkload"),
+    _gate("WorkloadWithJob", ("1.36", False, ALPHA), depends=("GenericWorkload",),
+          switches="the job-controller creates a Job's Workload and PodGroup before its pods and puts them in it "
+                   "(1.36: Indexed Jobs with completions = parallelism > 1, as a gang; 1.37: a Job's "
+                   "spec.scheduling, Basic when omitted)"),
 )}
 
 
