@@ -115,7 +115,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("DRADeviceTaints", ("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA), depends=_DRA,
           switches="a ResourceSlice device's taints (dropped when off): DynamicResources passes tainted devices over"),
     _gate("DRAExtendedResource", ("1.34", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
-          depends=_DRA),
+          depends=_DRA, switches="an extended resource a DeviceClass maps to devices: NodeResourcesFit and "
+                                 "BalancedAllocation leave it to DynamicResources, DeviceClass events requeue"),
     _gate("DRAFractionalCapacityRange", ("1.37", False, BETA), depends=_DRA),
     _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA,
           switches="list-typed device attributes (dropped when off); matchAttribute/distinctAttribute over "
@@ -140,7 +141,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("InPlacePodLevelResourcesVerticalScaling", ("1.35", False, ALPHA), ("1.36", True, BETA),
           depends=("InPlacePodVerticalScaling", "PodLevelResources", "NodeDeclaredFeatures")),
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
-          switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources"),
+          switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources; "
+                   "NodeResourcesFit requeues on a placed pod's scale-down"),
     _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA)),
     _gate("InterPodAffinityHostnameFastPath", ("1.37", False, ALPHA)),
     _gate("MatchLabelKeysInPodTopologySpread", ("1.27", True, BETA)),
