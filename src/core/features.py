@@ -107,7 +107,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
           depends=("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus"),
           switches="a device's bindingConditions/bindingFailureConditions/bindsToNode (dropped when off): "
                    "PreBind waits for them"),
-    _gate("DRADeviceCompatibilityGroups", ("1.37", False, ALPHA), depends=("DRAPartitionableDevices",)),
+    _gate("DRADeviceCompatibilityGroups", ("1.37", False, ALPHA), depends=("DRAPartitionableDevices",),
+          switches="a counter consumption's compatibilityGroups (dropped when off): devices sharing a counter set "
+                   "must share a group; allocations record them"),
     _gate("DRADeviceTaintRules", ("1.35", False, ALPHA), ("1.36", False, BETA), ("1.37", True, GA),
           depends=("DRADeviceTaints",), switches="DeviceTaintRule objects (API)"),
     _gate("DRADeviceTaints", ("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA), depends=_DRA,
@@ -116,7 +118,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
           depends=_DRA, switches="an extended resource a DeviceClass maps to devices: NodeResourcesFit and "
                                  "BalancedAllocation leave it to DynamicResources, DeviceClass events requeue"),
     _gate("DRAFractionalCapacityRange", ("1.37", False, BETA), depends=_DRA),
-    _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA),
+    _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA,
+          switches="list-typed device attributes (dropped when off); matchAttribute/distinctAttribute over "
+                   "value sets (intersection, pairwise disjoint)"),
     _gate("DRANodeAllocatableResources", ("1.36", False, ALPHA), depends=_DRA),
     _gate("DRAOptionalNodeOperations", ("1.37", False, ALPHA), depends=_DRA),
     _gate("DRAPartitionableDevices", ("1.33", False, ALPHA), ("1.36", True, BETA), depends=_DRA,

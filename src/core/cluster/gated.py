@@ -84,17 +84,26 @@ def _release(text: str) -> tuple[int, ...]:
 
 
 def _drop_device_fields(slice_: ResourceSlice, features: FeatureGates) -> ResourceSlice:
-    """``slice_`` without the device fields (and ``sharedCounters``) whose gate is off, each dropped field
-    noted once per slice, as the API server's dropDisabledFields does (silently, upstream)."""
+    """``slice_`` without the device fields (and ``sharedCounters``) whose gate is off - list-typed
+    attributes without DRAListTypeAttributes, counter consumptions' ``compatibilityGroups`` without
+    DRADeviceCompatibilityGroups among them - each dropped field noted once per slice, as the API
+    server's dropDisabledFields does (silently, upstream)."""
     spec = slice_.spec
     dropped: dict[str, str] = {}
     devices = []
     for device in spec.devices:
-        changes = {}
+        changes: dict[str, Any] = {}
         for attr, gate, empty in DEVICE_FIELD_GATES:
             if getattr(device, attr) not in ((), None, False) and not features.enabled(gate):
                 changes[attr] = empty
                 dropped[f"spec.devices[].{_camel(attr)}"] = gate
+        if not features.enabled("DRAListTypeAttributes") and any(a.is_list for a in device.attributes.values()):
+            changes["attributes"] = {k: a for k, a in device.attributes.items() if not a.is_list}
+            dropped["spec.devices[].attributes (list-typed values)"] = "DRAListTypeAttributes"
+        consumptions = changes.get("consumes_counters", device.consumes_counters)
+        if not features.enabled("DRADeviceCompatibilityGroups") and any(c.compatibility_groups for c in consumptions):
+            changes["consumes_counters"] = tuple(evolve(c, compatibility_groups=()) for c in consumptions)
+            dropped["spec.devices[].consumesCounters[].compatibilityGroups"] = "DRADeviceCompatibilityGroups"
         devices.append(evolve(device, **changes) if changes else device)
     shared = spec.shared_counters
     if shared and not features.enabled("DRAPartitionableDevices"):
