@@ -32,7 +32,7 @@ EXAMPLES = ROOT / "examples"
 
 #: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
 SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
-             "binding-conditions/cluster", "device-taints/cluster", "upgrade", "apps"]
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade", "apps", "job-gangs"]
 #: The others, and why they are not one simulate input.
 NOT_SIMULATED = {
     "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
