@@ -39,6 +39,7 @@ from kubesched import (
     Status,
     hookimpl,
     pod_requests,
+    resources_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import is_extended_resource
@@ -160,6 +161,12 @@ class NodeResourcesFit:
         extended = [name for name in requests if name not in NATIVE_RESOURCES]
         dra = dra_manager(self.handle) if extended else None
         return _PreFilterState(requests, frozenset(dra.device_backed(extended)) if dra is not None else frozenset())
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read what the pod requests."""
+        fragment = resources_fragment(pod, self.handle.features)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
