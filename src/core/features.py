@@ -143,7 +143,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
           switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources; "
                    "NodeResourcesFit requeues on a placed pod's scale-down"),
-    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA)),
+    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA),
+          switches="a bound pod whose resize is Deferred is queued; its cycle preempts on its own node for it"),
     _gate("InterPodAffinityHostnameFastPath", ("1.37", False, ALPHA)),
     _gate("MatchLabelKeysInPodTopologySpread", ("1.27", True, BETA)),
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
@@ -291,6 +292,15 @@ class FeatureGates:
                 elif off:
                     raise FeatureGateError(f"{name} is enabled, but depends on features that are disabled: "
                                            f"[{' '.join(off)}]")
+
+    def copy(self) -> "FeatureGates":
+        """An independent set with the same release, values and notes (a copy of a simulation switches gates on
+        for itself alone)."""
+        with self._lock:
+            twin = FeatureGates(self.emulated_version, self.overrides)
+            twin._values = dict(self._values)
+            twin.notes = list(self.notes)
+        return twin
 
     def note(self, text: str) -> None:
         """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped;
