@@ -22,6 +22,7 @@ import attrs
 
 from ..clock import go_duration
 from ..quantity import format_quantity
+from .batch_v1 import CronJob, Job, JobSpec
 from .convert import printable
 from .core_v1 import RUN_DURATION_ANNOTATION, Container, Namespace, Node, Pod
 from .resource_helpers import (
@@ -93,7 +94,35 @@ def problems(obj: Any) -> list[str]:
         found += _workload(obj)
     else:
         found += workload_problems(obj, _pod_template_rules)
+        if isinstance(obj, Job):
+            found += _job_scheduling("spec", obj.spec)
+        elif isinstance(obj, CronJob):
+            found += _job_scheduling("spec.jobTemplate.spec", obj.spec.job_template.spec)
     return found
+
+
+def _job_scheduling(path: str, spec: JobSpec) -> list[str]:
+    """A Job's ``spec.scheduling`` (KEP-5547, 1.37): the Workload building blocks as a PodGroup template's, a
+    policy union when given (omitted: Basic), ``gang.minCount`` at least 1 and at most ``parallelism``."""
+    config = spec.scheduling
+    if config is None:
+        return []
+    where = f"{path}.scheduling"
+    out: list[str] = []
+    policy = config.scheduling_policy
+    basic = policy is None or policy.gang is None
+    if policy is not None:
+        out += _union(f"{where}.schedulingPolicy", {"basic": policy.basic, "gang": policy.gang})
+        count = policy.gang.min_count if policy.gang is not None else None
+        if count is not None:
+            if count < 1:
+                out.append(f"{where}.schedulingPolicy.gang.minCount: Invalid value: {count}: must be greater than "
+                           "or equal to 1")
+            elif spec.parallelism is not None and count > spec.parallelism:
+                out.append(f"{where}.schedulingPolicy.gang.minCount: Invalid value: {count}: must be less than or "
+                           f"equal to spec.parallelism ({spec.parallelism})")
+    return (out + _constraints(where, config.scheduling_constraints)
+            + _disruption(where, config.disruption_mode, basic) + _claims(where, config.resource_claims))
 
 
 def _pod_template_rules(pod: Pod) -> list[str]:

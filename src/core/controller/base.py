@@ -25,6 +25,7 @@ from kubesched.core.clock import Clock
 from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.workqueue import WorkQueue
+from kubesched.core.features import FeatureGates
 from kubesched.core.observability.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,9 @@ class ControllerContext:
 
     ``embedded`` is True on the in-memory cluster (helpers that stand in for
     kubelets and kube-controller-manager only run there); ``options`` holds
-    per-controller settings keyed by controller name.
+    per-controller settings keyed by controller name; ``features``: the
+    controller manager's feature gates (default: the cluster's, else the
+    newest release's defaults).
     """
 
     cluster: ClusterClient
@@ -44,6 +47,11 @@ class ControllerContext:
     clock: Clock
     embedded: bool = True
     options: dict[str, Any] = field(factory=dict)
+    features: FeatureGates = field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if self.features is None:
+            self.features = getattr(self.cluster, "features", None) or FeatureGates()
 
 
 class Controller:

@@ -63,8 +63,14 @@ def template_hash(template: Any, collision_count: int = 0) -> str:
     text = json.dumps(unstructure(template), sort_keys=True, separators=(",", ":"))
     if collision_count:
         text += str(collision_count)
+    return safe_hash(text.encode())
+
+
+def safe_hash(data: bytes) -> str:
+    """FNV-32a of ``data`` as decimal text, each digit mapped into :data:`SAFE_ALPHABET` (upstream's
+    ``rand.SafeEncodeString(fmt.Sprint(hasher.Sum32()))``, the suffix of generated names)."""
     value = 0x811C9DC5
-    for byte in text.encode():
+    for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return "".join(SAFE_ALPHABET[ord(digit) % len(SAFE_ALPHABET)] for digit in str(value))
 

@@ -81,6 +81,7 @@ from kubesched.core.dra.allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    gate_options,
     within_deadline,
 )
 from kubesched.core.dra.claims import (
@@ -252,7 +253,8 @@ class DynamicResources:
         now = self.handle.clock.now()
         if self._allocator is None:
             self._allocator = Allocator(self.dra.slices(), self.dra.device_classes(), self.allocated,
-                                        self.selectors, self.dra.taint_rules(), now=now)
+                                        self.selectors, self.dra.taint_rules(), now=now,
+                                        **gate_options(self.handle.features))
         return self._allocator.with_allocated(self.allocated, now)
 
     # --- events --------------------------------------------------------------------------
