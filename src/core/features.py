@@ -292,6 +292,15 @@ class FeatureGates:
                     raise FeatureGateError(f"{name} is enabled, but depends on features that are disabled: "
                                            f"[{' '.join(off)}]")
 
+    def copy(self) -> "FeatureGates":
+        """An independent set with the same release, values and notes (a copy of a simulation switches gates on
+        for itself alone)."""
+        with self._lock:
+            twin = FeatureGates(self.emulated_version, self.overrides)
+            twin._values = dict(self._values)
+            twin.notes = list(self.notes)
+        return twin
+
     def note(self, text: str) -> None:
         """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped;
         a note already there is not repeated."""

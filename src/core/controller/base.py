@@ -27,6 +27,7 @@ from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.workqueue import WorkQueue
 from kubesched.core.features import FeatureGates
 from kubesched.core.observability.events import EventRecorder
+from kubesched.core.undo import Restore, restoring_all, saved_fields
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,14 @@ class Controller:
         finally:
             self.queue.done(item)
 
+    def savepoint(self) -> Restore:
+        """This controller's bookkeeping as it is now - its own fields (expectations, what it saw), its work queue
+        and rate limiter, its event recorder, the owned-pods index of a workload controller - for
+        ``kubesched.sim``'s rollback; the returned callable puts it back."""
+        parts = [self, self.queue, self.queue.rate_limiter, self.recorder]
+        owned = getattr(self, "owned", None)
+        return restoring_all([saved_fields(part) for part in (*parts, *([owned] if owned is not None else []))])
+
     def step(self) -> bool:
         """Process one ready item on this thread; False when none was ready."""
         item = self.queue.get()
@@ -162,6 +171,10 @@ class ControllerManager:
             while controller.step():
                 busy = True
         return busy
+
+    def savepoint(self) -> Restore:
+        """Every controller's :meth:`Controller.savepoint`, as one."""
+        return restoring_all([controller.savepoint() for controller in self.controllers])
 
     def run_workers(self, stop: threading.Event) -> None:
         """Start ``controller.workers`` threads per controller (until ``stop``)."""

@@ -41,6 +41,7 @@ from ..framework.registry import Registry
 from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
+from ..undo import Restore, restoring_all, saved_fields
 from .binding_cycle import BindingCycle
 from .cache import Cache
 from .composite_cycle import CompositePodGroupCycle
@@ -323,6 +324,29 @@ class Scheduler:
             raise ScoreError(status)
         _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes)
         return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
+
+    def savepoint(self) -> Restore:
+        """What the scheduler keeps of its history, as it is now: the queue (:meth:`SchedulingQueue.savepoint`),
+        the counters, the tie-break random source and the rotating start node, pods waiting on Permit or
+        binding, PodGroups' waiting times, the profiles' event recorders, the decision records; the returned
+        callable puts it back.  What it derives from the cluster's objects (the cache, the snapshot, the
+        PodGroup members, allocated devices) is not saved: ``kubesched.sim``'s rollback delivers the inverse
+        of the cluster's changes to the informers, which bring it back.  Cost: what is pending, not the cluster."""
+        state, decisions, rng = self.state, self.state.decisions, self.pods.rng.getstate()
+        records = len(decisions.records) if decisions is not None else 0
+        restores = [self.queue.savepoint(), saved_fields(state.stats), saved_fields(self.pods, ("next_start_node_index",)),
+                    saved_fields(state, ("waiting_pods", "attempt_started")), saved_fields(state.pod_groups, ("waiting",)),
+                    saved_fields(self.binding, ("waits", "results", "in_flight"))]
+        restores += [saved_fields(fw.handle.recorder) for fw in self.profiles.values()]
+        if state.dra is not None:
+            restores.append(saved_fields(state.dra, ("_in_flight",)))
+
+        def restore() -> None:
+            restoring_all(restores)()
+            self.pods.rng.setstate(rng)
+            if decisions is not None:
+                del decisions.records[records:]
+        return restore
 
     # --- the loop ------------------------------------------------------------------------
 
