@@ -5,5 +5,5 @@
 - :mod:`.scale_up`: which nodes to add so every pending pod and gang fits (greedy, or a rollout search);
 - :mod:`.scale_down`: which nodes can go with every pod still fitting (PodDisruptionBudgets respected).
 
-Everything is asked of :mod:`kubesched.sim` (transactions, the scheduler's own decisions).
+Everything is asked of :mod:`kubesched.sim` (forks of the simulation, the scheduler's own decisions).
 """

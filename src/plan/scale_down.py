@@ -15,7 +15,7 @@ are tried from the least used; one is kept when a pod on it cannot move:
 - a PodDisruptionBudget of the pod allows fewer disruptions than the nodes
   removed so far and this one would take (``status.disruptionsAllowed``);
 - the scheduler does not place every moved pod on the remaining nodes without
-  preempting anything (the node is drained in a transaction: controllers
+  preempting anything (the node is drained in a fork of the simulation: controllers
   recreate their pods, bare ones are created again, and kube-scheduler decides).
 
 DaemonSet and mirror pods go with their node.  A removed node stays cordoned and
@@ -64,8 +64,8 @@ class ScaleDown:
 
 def plan_scale_down(sim: Simulator, threshold: float = 0.5) -> ScaleDown:
     """Find the nodes to remove (see the module's documentation); ``sim`` is left
-    with them cordoned and drained (run it in a transaction to keep it as it was).
-    ``threshold``: utilization below which a node is a candidate (0-1)."""
+    as it was (the drains happen in forks of it).  ``threshold``: utilization
+    below which a node is a candidate (0-1)."""
     nodes = sim.nodes()
     pods = [pod for pod in sim.pods() if not pod.terminal]
     on_node: dict[str, list[Pod]] = {}
@@ -80,11 +80,11 @@ def plan_scale_down(sim: Simulator, threshold: float = 0.5) -> ScaleDown:
         name = node.metadata.name
         movable = [pod for pod in on_node.get(name, []) if not _goes_with_node(pod)]
         reason = _blocked(node, used[name], threshold, movable, budgets)
-        if not reason:
-            reason, destinations = _drain(sim, name, movable)
-        if reason:
+        drained, destinations, reason = (None, {}, reason) if reason else _drain(sim, name, movable)
+        if drained is None:
             kept[name] = reason
             continue
+        sim = drained
         for key, (pdb, allowed) in budgets.items():
             budgets[key] = (pdb, allowed - sum(1 for pod in movable if _covers(pdb, pod)))
         removed.append(Removal(name, used[name], tuple(p.key for p in movable), destinations))
@@ -139,22 +139,22 @@ def _covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
             and selector.matches(pod.metadata.labels))
 
 
-def _drain(sim: Simulator, node: str, movable: list[Pod]) -> tuple[str, dict[str, str]]:
-    """Drain ``node`` in a transaction, kept when every pod finds a place: (why not or "", pods newly bound -> node)."""
+def _drain(sim: Simulator, node: str, movable: list[Pod]) -> tuple[Simulator | None, dict[str, str], str]:
+    """Drain ``node`` in a fork of ``sim``: (the fork, pods newly bound -> their node, "") when every pod found
+    a place without preempting, else (None, {}, why not)."""
     before = sim.placements()
     bound = sum(1 for n in before.values() if n)
-    with sim.transaction() as tx:
-        sim.drain(node)
-        controlled = {pod.key for pod in movable if any(ref.controller for ref in pod.metadata.owner_references)}
-        sim.create([_again(pod) for pod in movable if pod.key not in controlled])
-        after = sim.placements()
-        waiting = sorted(key for key, n in after.items() if not n and before.get(key, "x"))
-        if waiting:
-            return f"pod {waiting[0]} would not fit elsewhere", {}
-        if sum(1 for n in after.values() if n) < bound:
-            return "its pods would fit only by preempting others", {}
-        tx.commit()
-    return "", {key: n for key, n in after.items() if n and before.get(key) != n}
+    trial = sim.fork()
+    trial.drain(node)
+    controlled = {pod.key for pod in movable if any(ref.controller for ref in pod.metadata.owner_references)}
+    trial.create([_again(pod) for pod in movable if pod.key not in controlled])
+    after = trial.placements()
+    waiting = sorted(key for key, n in after.items() if not n and before.get(key, "x"))
+    if waiting:
+        return None, {}, f"pod {waiting[0]} would not fit elsewhere"
+    if sum(1 for n in after.values() if n) < bound:
+        return None, {}, "its pods would fit only by preempting others"
+    return trial, {key: n for key, n in after.items() if n and before.get(key) != n}, ""
 
 
 def _again(pod: Pod) -> Pod:

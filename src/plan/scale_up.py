@@ -1,7 +1,7 @@
 """Which nodes to add so that every pending pod and gang fits: cluster-autoscaler's scale-up, on kube-scheduler's decisions.
 
 **Estimating one template** (cluster-autoscaler's ``estimator/binpacking_estimator.go``,
-first fit): inside a transaction, nodes of the template are added one at a
+first fit): in a fork of the simulator, nodes of the template are added one at a
 time and the scheduler runs to quiescence after each, so every pending pod and
 gang goes where kube-scheduler would put it - resources, affinity, spreading,
 DRA devices, a gang's topology constraint all decide, not a hand-written check.
@@ -18,7 +18,7 @@ template, the expander (:mod:`.expanders`) picks one, its nodes are added for
 good, and rounds go on until nothing is pending or no template places a pod.
 
 **Search mode** (a rollout search): each round tries every template's
-estimate in a transaction, completes the plan from there greedily with the
+estimate in a fork, completes the plan from there greedily with the
 price expander, and keeps the first step of the complete plan that leaves the
 fewest pods pending at the lowest cost per hour (then fewest nodes); a rollout
 stops as soon as its cost passes the best complete plan's with no fewer pods
@@ -28,7 +28,8 @@ about templates x rounds greedy plans.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+import contextlib
+from typing import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
@@ -131,16 +132,26 @@ class _Planner:
                       cpu=sum(r.get("cpu", 0) for r in requests), memory=sum(r.get("memory", 0) for r in requests))
 
     def options(self) -> list[Option]:
-        """Every template's estimate, each in a transaction rolled back."""
+        """Every template's estimate, each in a fork of the simulator (left as it was)."""
         found = []
         for template in self.templates:
             if self.budget(template) <= 0:
                 continue
-            with self.sim.transaction():
+            with self.trying():
                 option = self.estimate(template)
             if option.pods:
                 found.append(option)
         return found
+
+    @contextlib.contextmanager
+    def trying(self) -> Iterator[None]:
+        """Work on a fork of the simulator while the block lasts; then the simulator and indices as they were."""
+        saved = self.sim, dict(self.next_index), dict(self.added)
+        self.sim = saved[0].fork()
+        try:
+            yield
+        finally:
+            self.sim, self.next_index, self.added = saved
 
     def take(self, option: Option) -> Option:
         """Add ``option``'s nodes for good (the same estimate again, now kept)."""
@@ -191,13 +202,11 @@ def _search(planner: _Planner) -> list[Option]:
         best: tuple[int, float, int] | None = None
         chosen = options[0]
         for option in options:
-            with sim.transaction():
-                saved = dict(planner.next_index), dict(planner.added)
+            with planner.trying():
                 first = planner.take(option)
                 rest = planner.greedy(price, bound=best[1] if best else None)
-                score = (len(pending(sim)), sum(s.cost_per_hour for s in [first, *rest]),
+                score = (len(pending(planner.sim)), sum(s.cost_per_hour for s in [first, *rest]),
                          sum(s.count for s in [first, *rest]))
-                planner.next_index, planner.added = saved
             if best is None or score < best:
                 best, chosen = score, option
         steps.append(planner.take(chosen))
@@ -217,19 +226,19 @@ def _groups(pods: Iterable[Pod]) -> dict[str, list[Pod]]:
 def _explain(planner: _Planner, pods: list[Pod]) -> list[Unplaced]:
     """Why each pod in ``pods`` is still pending.  A PodGroup's pod: its FailedScheduling message.  For one pod
     of each shape (same namespace and spec) a copy outside any gang is asked about: its FailedScheduling
-    message on the planned cluster (a pod alone), then on a fresh node of every template (in a transaction)."""
+    message on the planned cluster (a pod alone), then on a fresh node of every template (in a fork)."""
     sim = planner.sim
     current = {pod.key: pod for pod in sim.pods()}
     shapes = {f"{pod.metadata.namespace}\0{pod.spec!r}": pod for pod in pods}
     messages = {shape: next(iter(sim.can_schedule(_alone(pod)).messages.values()), "")
                 for shape, pod in shapes.items()}
-    with sim.transaction():
-        probes = {}
-        for template in planner.templates:
-            objects = template.instance(planner.next_index[template.name])
-            sim.create(objects)
-            probes[template.name] = objects[0].metadata.name
-        reasons = {shape: _template_reasons(sim, pod, probes) for shape, pod in shapes.items()}
+    probe = sim.fork()
+    probes = {}
+    for template in planner.templates:
+        objects = template.instance(planner.next_index[template.name])
+        probe.create(objects)
+        probes[template.name] = objects[0].metadata.name
+    reasons = {shape: _template_reasons(probe, pod, probes) for shape, pod in shapes.items()}
     out = []
     for pod in pods:
         shape = f"{pod.metadata.namespace}\0{pod.spec!r}"
