@@ -228,6 +228,18 @@ class MemoryCluster(ClusterClient):
         """See :meth:`ClusterClient.update_status`: only ``status`` changes.  The fail hook sees ``update_status``."""
         return self._replace(obj, status_only=True)
 
+    def update_resize(self, obj: Pod) -> Pod:
+        """PUT a Pod's ``resize`` subresource (in-place resize, served while
+        InPlacePodVerticalScaling is on): of ``obj`` only its containers' and
+        pod-level cpu and memory are taken, under the API server's rules
+        (:func:`~kubesched.core.api.validation.resize_problems`; Invalid with
+        its messages).  The fail hook sees ``update_resize``."""
+        if not isinstance(obj, Pod) or not self.features.enabled("InPlacePodVerticalScaling"):
+            raise NotFound(f"the server could not find the requested resource ({resource_of(obj).kind} resize)")
+        self._check_fail("update_resize", "Pod", obj)
+        with self._lock:
+            return self._write("Pod", obj, "resize")
+
     def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
               patch_type: str = STRATEGIC_MERGE_PATCH, uid: str | None = None,
               resource_version: str | None = None) -> Any:
@@ -501,7 +513,8 @@ class MemoryCluster(ClusterClient):
                 obj = evolve(current, status=obj.status)
                 found = status_update_problems(current, obj) + update_problems(current, obj)
             elif subresource == "resize":
-                found = resize_problems(current, obj)
+                found = resize_problems(current, obj,
+                                        self.features.enabled("InPlacePodLevelResourcesVerticalScaling"))
                 obj = evolve(current, spec=obj.spec)
             if subresource:
                 if found:

@@ -50,6 +50,7 @@ from .failure import FailureHandler
 from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .recording import record_held
+from .resize_cycle import ResizeCycle
 from .scheduling_cycle import SchedulingCycle
 from .state import SchedulerState
 from .stats import SchedulingStats
@@ -132,6 +133,7 @@ class Scheduler:
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
         self.pods = SchedulingCycle(state, self.failures, rng, node_rank)
+        self.resizes = ResizeCycle(state)
         self.groups = PodGroupCycle(state, self.pods, self.binding, self.failures)
         self.trees = CompositePodGroupCycle(state, self.groups, self.failures)
         self.handlers = EventHandlers(state, workload_aware)
@@ -390,6 +392,9 @@ class Scheduler:
             self.queue.done(pod)
             return
         state = self.pods.new_cycle_state(fwk, info)
+        if pod.spec.node_name:  # a bound pod queued for its deferred resize
+            self.resizes.resize_cycle(fwk, state, info)
+            return
         result = self.pods.scheduling_cycle(fwk, state, info)
         if result is not None:
             self.binding.start_binding(fwk, state, info, result)
