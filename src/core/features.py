@@ -153,7 +153,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA),
           switches="the binding cycle writes status.nominatedNodeName before PreBind work (PreBindPreFlight) "
                    "or a Permit wait"),
-    _gate("OpportunisticBatching", ("1.35", True, BETA)),
+    _gate("OpportunisticBatching", ("1.35", True, BETA),
+          switches="a pod signed like the pod scheduled just before it takes the next node of that pod's "
+                   "sorted feasible nodes (SignPlugin, core/scheduler/opportunistic_batch.py)"),
     _gate("PodGroupPreemptionPolicy", ("1.37", False, ALPHA), depends=("GenericWorkload",)),
     _gate("PodLevelResources", ("1.32", False, ALPHA), ("1.34", True, BETA),
           switches="a pod's spec.resources (API), counted as its requests"),

@@ -99,7 +99,7 @@ class Simulator:
                        seed: int = 0, start: float = DEFAULT_START) -> "Simulator":
         """A simulator holding every object of ``sources``: manifest files or
         directories (as ``kubesched simulate -f``), manifest dicts or typed
-        objects, created in ``kubesched simulate``'s order (Namespaces first,
+        objects (or ``(source, object)`` pairs, whose source errors name), created in ``kubesched simulate``'s order (Namespaces first,
         pods and pod groups last) and scheduled to quiescence.
 
         ``config``: a KubeSchedulerConfiguration path, dict or loaded object
@@ -117,7 +117,7 @@ class Simulator:
         objects = [s for s in sources if not isinstance(s, (str, Path))]
         if paths:
             load_paths(simulation.cluster, paths)
-        create_sourced(simulation.cluster, [("<python>", _typed(obj)) for obj in objects])
+        create_sourced(simulation.cluster, [_sourced(obj) for obj in objects])
         return cls(simulation)
 
     @classmethod
@@ -340,6 +340,13 @@ def _listed(objects: Any) -> list[Any]:
     if isinstance(objects, (dict, Pod, PodGroup)) or attrs.has(type(objects)):
         return [objects]
     return list(objects)
+
+
+def _sourced(item: Any) -> tuple[str, Any]:
+    """``(source, typed object)`` of a ``(source, object)`` pair or of an object alone (source ``<python>``)."""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        return item[0], _typed(item[1])
+    return "<python>", _typed(item)
 
 
 def _typed(obj: Any) -> Any:

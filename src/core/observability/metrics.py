@@ -243,6 +243,10 @@ EVENT_HANDLING_DURATION = BufferedHistogram(
     "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
     ["event"], exponential_buckets(0.0001, 2, 12))
 PLUGIN_EVALUATIONS = PluginEvaluations()
+BATCH_ATTEMPTS = Counter(
+    "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.", ["profile", "result"])
+BATCH_CACHE_FLUSHED = Counter(
+    "scheduler_batch_cache_flushed_total", "Counts of cache flushes by reason.", ["profile", "reason"])
 QUEUE_INCOMING_PODS = Counter(
     "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"])
