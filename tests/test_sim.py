@@ -41,6 +41,7 @@ NOT_SIMULATED = {
     "extender": "needs its extender server running",
     "invalid": "refused on purpose",
     "kubesched-fgd": "a plugin package, not a cluster",
+    "plan": "kubesched plan's input: its template Nodes are not to be created",
 }
 
 

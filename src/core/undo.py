@@ -97,25 +97,30 @@ class StoreWrite:
 #: what a :class:`StoreWrite` holds for a key that was not there
 ABSENT: Any = object()
 
-_CONTAINERS = (dict, list, set, collections.deque, collections.defaultdict, collections.OrderedDict)
+_CONTAINER_TYPES = frozenset({dict, list, set, collections.deque, collections.defaultdict, collections.OrderedDict})
 
 
 def copied(value: Any) -> Any:
     """``value`` with its builtin containers copied, nested ones too; anything else (objects, frozen API objects)
     is shared."""
     kind = type(value)
-    if kind not in _CONTAINERS:
+    if kind not in _CONTAINER_TYPES:
         return value
     out = value.copy()
     if kind is list:
-        if any(type(item) in _CONTAINERS for item in value):
+        if _holds_containers(value):
             out[:] = [copied(item) for item in value]
     elif kind in (set, collections.deque):
         pass  # members are hashable (sets) or treated as leaves (deques of keys or events)
-    elif any(type(item) in _CONTAINERS for item in value.values()):
+    elif _holds_containers(value.values()):
         for key, item in value.items():
             out[key] = copied(item)
     return out
+
+
+def _holds_containers(items: Any) -> bool:
+    """Whether any of ``items`` is a builtin container (the loop runs in C: a store of 10,000 entries is cheap)."""
+    return any(map(_CONTAINER_TYPES.__contains__, map(type, items)))
 
 
 def saved_fields(obj: Any, names: tuple[str, ...] | None = None) -> Restore:
@@ -126,11 +131,14 @@ def saved_fields(obj: Any, names: tuple[str, ...] | None = None) -> Restore:
     fields = _field_names(obj) if names is None else names
     saved = [(name, getattr(obj, name)) for name in fields]
     contents = [copied(value) for _, value in saved]
+    # a container holding containers is copied again on each restore (its inner ones would be shared otherwise)
+    nested = [type(value) in _CONTAINER_TYPES and _holds_containers(
+        value.values() if isinstance(value, dict) else value) for value in contents]
 
     def restore() -> None:
-        for (name, original), content in zip(saved, contents):
-            if type(original) in _CONTAINERS:
-                _refill(original, copied(content))
+        for (name, original), content, deep in zip(saved, contents, nested):
+            if type(original) in _CONTAINER_TYPES:
+                _refill(original, copied(content) if deep else content)
             setattr(obj, name, original)
     return restore
 

@@ -31,6 +31,7 @@ same objects.  ``benchmarks/sim_whatif.py`` measures them.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -41,6 +42,7 @@ from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
 from kubesched.core.api.manifests import parse_document
 from kubesched.core.api.scheduling_v1beta1 import PodGroup
+from kubesched.core.cluster.client import NotFound
 from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
@@ -99,7 +101,7 @@ class Simulator:
                        seed: int = 0, start: float = DEFAULT_START) -> "Simulator":
         """A simulator holding every object of ``sources``: manifest files or
         directories (as ``kubesched simulate -f``), manifest dicts or typed
-        objects, created in ``kubesched simulate``'s order (Namespaces first,
+        objects (or ``(source, object)`` pairs, whose source errors name), created in ``kubesched simulate``'s order (Namespaces first,
         pods and pod groups last) and scheduled to quiescence.
 
         ``config``: a KubeSchedulerConfiguration path, dict or loaded object
@@ -117,7 +119,7 @@ class Simulator:
         objects = [s for s in sources if not isinstance(s, (str, Path))]
         if paths:
             load_paths(simulation.cluster, paths)
-        create_sourced(simulation.cluster, [("<python>", _typed(obj)) for obj in objects])
+        create_sourced(simulation.cluster, [_sourced(obj) for obj in objects])
         return cls(simulation)
 
     @classmethod
@@ -294,8 +296,7 @@ class Simulator:
         self._sim.run()
         groups = {f"podgroup/{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed
                   if isinstance(obj, PodGroup)}
-        placements = self._sim.placements()
-        ours = {key: placements.get(key, "") for key in keys}
+        ours = {key: self._node_of(key) for key in keys}
         reasons: dict[str, dict[str, str]] = {}
         messages: dict[str, str] = {}
         for key, node in ours.items():
@@ -305,9 +306,31 @@ class Simulator:
                 reasons[key] = {name: group.get("reason", "")
                                 for group in record.get("filter", {}).get("rejected", [])
                                 for name in group.get("nodes", [])}
-        asking = set(keys) | groups
-        victims = tuple(p.victim for p in self._sim.preemptions() if p.preemptor in asking)
+        victims = self._victims(keys, groups) if preempt else ()
         return Verdict(all(ours.values()), ours, reasons, messages, victims)
+
+    def _node_of(self, key: str) -> str:
+        """The node of pod ``namespace/name`` ("" while Pending or when it is gone)."""
+        namespace, _, name = key.partition("/")
+        try:
+            return self._sim.cluster.get("Pod", name, namespace).spec.node_name
+        except NotFound:
+            return ""
+
+    def _victims(self, pods: list[str], groups: set[str]) -> tuple[str, ...]:
+        """The pods preempted for ``pods`` or PodGroups ``groups`` (``podgroup/NS/NAME``), in time order, from the
+        ``Preempted`` Events (which name the preemptor by uid)."""
+        cluster = self._sim.cluster
+        uids = set()
+        for kind, keys in (("Pod", pods), ("PodGroup", [g.removeprefix("podgroup/") for g in groups])):
+            for key in keys:
+                namespace, _, name = key.partition("/")
+                with contextlib.suppress(NotFound):
+                    uids.add(cluster.get(kind, name, namespace).metadata.uid)
+        preempted = sorted((e for e in cluster.list("Event").items if e.reason == "Preempted"),
+                           key=lambda e: (e.last_timestamp or 0, e.metadata.name))
+        return tuple(f"{e.involved_object.namespace}/{e.involved_object.name}" for e in preempted
+                     if any(uid in e.message for uid in uids if uid))
 
     def _asked(self) -> "_Asked | None":
         decisions = self._sim.scheduler.decisions
@@ -340,6 +363,13 @@ def _listed(objects: Any) -> list[Any]:
     if isinstance(objects, (dict, Pod, PodGroup)) or attrs.has(type(objects)):
         return [objects]
     return list(objects)
+
+
+def _sourced(item: Any) -> tuple[str, Any]:
+    """``(source, typed object)`` of a ``(source, object)`` pair or of an object alone (source ``<python>``)."""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        return item[0], _typed(item[1])
+    return "<python>", _typed(item)
 
 
 def _typed(obj: Any) -> Any:
