@@ -85,6 +85,17 @@ from .core.framework.resources import (
     non_zero_requests,
     pod_requests,
 )
+from .core.framework.signature import (
+    FEATURES_SIGNER,
+    IMAGE_NAMES_SIGNER,
+    NODE_NAME_SIGNER,
+    host_ports_fragment,
+    labels_fragment,
+    node_affinity_fragments,
+    resources_fragment,
+    tolerations_fragment,
+    volumes_fragment,
+)
 from .core.framework.snapshot import NodeTable, Snapshot
 from .core.framework.status import Code, Status
 from .core.framework.types import (
@@ -131,6 +142,16 @@ __all__ = [
     "hookimpl",
     "selector_tag",
     "term_tag",
+    # pod signatures (SignPlugin, opportunistic batching)
+    "FEATURES_SIGNER",
+    "IMAGE_NAMES_SIGNER",
+    "NODE_NAME_SIGNER",
+    "host_ports_fragment",
+    "labels_fragment",
+    "node_affinity_fragments",
+    "resources_fragment",
+    "tolerations_fragment",
+    "volumes_fragment",
     # cluster events and queueing hints
     "ASSIGNED_POD",
     "ActionType",

@@ -14,6 +14,9 @@ reports), and scaling down deletes from the highest ordinal one at a time;
 ``Parallel`` creates and deletes them all at once.  A failed pod is deleted
 and made again.  Claims are kept when pods go (the default ``Retain``
 policy); the set's deletion deletes its pods, as the garbage collector would.
+A pod without a controller that the selector matches and whose name is one
+of the set's (``<set>-<ordinal>``, upstream ``isMemberOf``) is adopted; one it
+controls that no longer matches is released.
 """
 
 from __future__ import annotations
@@ -103,7 +106,8 @@ class StatefulSetController(Controller):
             return
         start, parallel = sts.spec.start_ordinal, sts.spec.pod_management_policy == "Parallel"
         wanted = range(start, start + sts.spec.replicas)
-        pods = {ordinal_of(sts, pod): pod for pod in self.owned.pods(sts)}
+        claimed = self.owned.claim(self.cluster, sts, sts.spec.selector, member=lambda p: ordinal_of(sts, p) is not None)
+        pods = {ordinal_of(sts, pod): pod for pod in claimed}
         for ordinal in wanted:
             pod = pods.get(ordinal)
             if pod is not None and pod.status.phase == "Failed" and pod.metadata.deletion_timestamp is None:

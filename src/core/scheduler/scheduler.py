@@ -41,6 +41,7 @@ from ..framework.registry import Registry
 from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
+from ..undo import Restore, restoring_all, saved_fields
 from .binding_cycle import BindingCycle
 from .cache import Cache
 from .composite_cycle import CompositePodGroupCycle
@@ -49,6 +50,7 @@ from .failure import FailureHandler
 from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .recording import record_held
+from .resize_cycle import ResizeCycle
 from .scheduling_cycle import SchedulingCycle
 from .state import SchedulerState
 from .stats import SchedulingStats
@@ -131,6 +133,7 @@ class Scheduler:
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
         self.pods = SchedulingCycle(state, self.failures, rng, node_rank)
+        self.resizes = ResizeCycle(state)
         self.groups = PodGroupCycle(state, self.pods, self.binding, self.failures)
         self.trees = CompositePodGroupCycle(state, self.groups, self.failures)
         self.handlers = EventHandlers(state, workload_aware)
@@ -324,6 +327,29 @@ class Scheduler:
         _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes)
         return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
 
+    def savepoint(self) -> Restore:
+        """What the scheduler keeps of its history, as it is now: the queue (:meth:`SchedulingQueue.savepoint`),
+        the counters, the tie-break random source and the rotating start node, pods waiting on Permit or
+        binding, PodGroups' waiting times, the profiles' event recorders, the decision records; the returned
+        callable puts it back.  What it derives from the cluster's objects (the cache, the snapshot, the
+        PodGroup members, allocated devices) is not saved: ``kubesched.sim``'s rollback delivers the inverse
+        of the cluster's changes to the informers, which bring it back.  Cost: what is pending, not the cluster."""
+        state, decisions, rng = self.state, self.state.decisions, self.pods.rng.getstate()
+        records = len(decisions.records) if decisions is not None else 0
+        restores = [self.queue.savepoint(), saved_fields(state.stats), saved_fields(self.pods, ("next_start_node_index",)),
+                    saved_fields(state, ("waiting_pods", "attempt_started")), saved_fields(state.pod_groups, ("waiting",)),
+                    saved_fields(self.binding, ("waits", "results", "in_flight"))]
+        restores += [saved_fields(fw.handle.recorder) for fw in self.profiles.values()]
+        if state.dra is not None:
+            restores.append(saved_fields(state.dra, ("_in_flight",)))
+
+        def restore() -> None:
+            restoring_all(restores)()
+            self.pods.rng.setstate(rng)
+            if decisions is not None:
+                del decisions.records[records:]
+        return restore
+
     # --- the loop ------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -366,6 +392,9 @@ class Scheduler:
             self.queue.done(pod)
             return
         state = self.pods.new_cycle_state(fwk, info)
+        if pod.spec.node_name:  # a bound pod queued for its deferred resize
+            self.resizes.resize_cycle(fwk, state, info)
+            return
         result = self.pods.scheduling_cycle(fwk, state, info)
         if result is not None:
             self.binding.start_binding(fwk, state, info, result)

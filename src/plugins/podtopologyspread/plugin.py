@@ -270,6 +270,17 @@ class PodTopologySpread:
     # --- PreFilter / Filter -----------------------------------------------------------------
 
     @hookimpl
+    def sign_pod(self, pod):
+        """Spreading counts other pods: a pod with constraints, its own or defaulted, is unsignable (upstream's
+        messages).  Upstream refuses every pod while default constraints are configured; kubesched only the
+        pods the defaults select (their workloads'), so a bare pod under the System defaults is signed."""
+        if pod.spec.topology_spread_constraints:
+            return Status.unschedulable("pods with topology constraints are not signable")
+        if self.defaults and self._all_constraints(pod):
+            return Status.unschedulable("pods with default topology constraints are not signable")
+        return None
+
+    @hookimpl
     def pre_filter(self, state, pod, nodes):
         constraints = self._constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
