@@ -31,13 +31,13 @@ from ..framework.extender import (
 )
 from ..framework.nodeinfo import PodInfo
 from ..framework.runtime import FilterError, Framework, ScoreError
-from ..framework.signature import PodSigner, Signature
+from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import ScheduleResult
 from .failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, FailureHandler
-from .opportunistic_batch import OpportunisticBatch
+from .opportunistic_batch import OpportunisticBatch, PodToSign
 from .queue import QueuedPodInfo
 from .recording import record_feasible, record_unschedulable, write_attempt
 from .state import SchedulerState
@@ -186,7 +186,7 @@ class SchedulingCycle:
         num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        attempt = BatchAttempt(batch, batch.signer.sign(pod)) if batch is not None else None
+        attempt = BatchAttempt(batch, PodToSign(pod, batch.signer)) if batch is not None else None
         feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
         if len(feasible) == 1:
             name = snapshot.nodes[feasible[0]].name
@@ -218,7 +218,7 @@ class SchedulingCycle:
         total scores (None: none were scored)."""
         shared = self.shared
         hinted = shared.snapshot.nodes[attempt.hint].name if attempt.hint is not None else None
-        attempt.batch.store_results(attempt.signature, hinted, chosen, shared.stats.cycles, shared.clock.now(),
+        attempt.batch.store_results(attempt.signed, hinted, chosen, shared.stats.cycles, shared.clock.now(),
                                     rest, shared.snapshot)
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
@@ -269,7 +269,7 @@ class SchedulingCycle:
                                  nominated):
                 return np.array([snapshot.index[pod.status.nominated_node_name]])
             if attempt is not None:
-                attempt.hint = attempt.batch.node_hint(state, pod, attempt.signature, self.shared.stats.cycles,
+                attempt.hint = attempt.batch.node_hint(state, attempt.signed, self.shared.stats.cycles,
                                                        self.shared.clock.now(), snapshot, self.select_host)
                 if self.passes_alone(fwk, state, pod, attempt.hint, within, nominated):
                     return np.array([attempt.hint])
@@ -356,14 +356,14 @@ class SchedulingCycle:
 
 
 class BatchAttempt:
-    """One pod's use of its profile's opportunistic ``batch``: its ``signature`` (None: unsignable) and the
-    snapshot row the batch hinted (``hint``, None: no hint)."""
+    """One pod's use of its profile's opportunistic ``batch``: the pod to sign (``signed``, signed only when
+    the batch needs its signature) and the snapshot row the batch hinted (``hint``, None: no hint)."""
 
-    __slots__ = ("batch", "signature", "hint")
+    __slots__ = ("batch", "signed", "hint")
 
-    def __init__(self, batch: OpportunisticBatch, signature: Signature | None):
+    def __init__(self, batch: OpportunisticBatch, signed: PodToSign):
         self.batch = batch
-        self.signature = signature
+        self.signed = signed
         self.hint: int | None = None
 
 
