@@ -20,27 +20,16 @@ saying so, and is run as if unpaused.
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import attrs
 
 from kubesched.core.api.apps_v1 import Deployment, PodTemplateSpec, ReplicaSet, ReplicaSetSpec
 from kubesched.core.api.meta import LabelSelector, ObjectMeta, evolve
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.controller.workloads import controller_of, controller_ref, template_hash
+from kubesched.core.controller.workloads import controller_of, controller_ref, resolve, template_hash
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
-
-
-def resolve(value: Any, total: int, round_up: bool) -> int:
-    """An IntOrString of ``total`` (``25%``), rounded as upstream's ``GetScaledValueFromIntOrPercent``."""
-    if isinstance(value, int):
-        return value
-    share = int(str(value).rstrip("%")) * total / 100
-    return math.ceil(share) if round_up else math.floor(share)
 
 
 def surge_and_unavailable(deployment: Deployment) -> tuple[int, int]:

@@ -9,7 +9,10 @@ template's labels (the API server added ``batch.kubernetes.io/job-name`` and
 ``batch.kubernetes.io/controller-uid``) and are controlled by the Job; an
 Indexed Job's pod ``i`` carries the ``batch.kubernetes.io/job-completion-index``
 annotation and label ``i`` and the hostname ``<job>-<i>``, and every index is
-run until it succeeds, lowest first.
+run until it succeeds, lowest first.  Pods without a controller that the
+Job's selector matches are adopted, running or finished (upstream
+``getPodsForJob``'s ``ClaimPods``); pods it controls that no longer match are
+released.
 
 A failed pod counts in ``status.failed``; its replacement waits upstream's
 backoff (10 s doubling per failure, at most 6 minutes), and past
@@ -213,7 +216,7 @@ class JobController(Controller):
         now = self.clock.now()
         if job_finished(job):
             return self._expire(job, now)
-        pods = self.owned.pods(job)
+        pods = self.owned.claim(self.cluster, job, job.spec.selector)
         active = [pod for pod in pods if pod_active(pod)]
         succeeded = [pod for pod in pods if pod.status.phase == "Succeeded"]
         failed = sum(1 for pod in pods if pod.status.phase == "Failed")
