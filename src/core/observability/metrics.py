@@ -46,6 +46,8 @@ a scheduling cycle pays an append, not a lock.
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -141,6 +143,10 @@ SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 
+#: how many observations a :class:`_BufferedChild` keeps before counting them into its buckets
+_FLUSH_AT = 4096
+
+
 class _BufferedChild:
     """One labelled series of a :class:`BufferedHistogram`: observations wait in a deque (appends are
     thread-safe) and are counted into buckets with numpy every :data:`BufferedHistogram.FLUSH_AT` of them
@@ -157,15 +163,17 @@ class _BufferedChild:
 
     def observe(self, seconds: float) -> None:
         """Add one observation (seconds)."""
-        self.pending.append(seconds)
-        if len(self.pending) >= BufferedHistogram.FLUSH_AT:
+        pending = self.pending
+        pending.append(seconds)
+        if len(pending) >= _FLUSH_AT:
             self.flush()
 
     def flush(self) -> None:
         """Count the pending observations into the buckets."""
         with self.lock:
             pending = self.pending
-            taken = [pending.popleft() for _ in range(len(pending))]
+            # exactly the observations there now, each taken off once (appends may go on meanwhile)
+            taken = list(map(operator.call, itertools.repeat(pending.popleft, len(pending))))
             if taken:
                 values = np.asarray(taken)
                 # a bucket's upper bound is inclusive (le): searchsorted's left side puts v == bound in it
@@ -179,7 +187,7 @@ class BufferedHistogram:
     :meth:`labels` children take observations for the price of an append (see :class:`_BufferedChild`);
     registered in the default registry as a collector."""
 
-    FLUSH_AT = 4096
+    FLUSH_AT = _FLUSH_AT
 
     def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: list[float]):
         self.name, self.documentation, self.labelnames = name, documentation, labelnames
