@@ -53,6 +53,7 @@ from .core.cluster.informer import Informers
 from .core.cluster.lookup import resolve
 from .core.cluster.memory import MemoryCluster
 from .core.dra.manager import DRAManager
+from .core.features import FeatureGates
 from .core.framework.handle import profile_handle
 from .core.framework.nodeinfo import NodeInfo
 from .core.framework.podgroups import PodGroupManager
@@ -456,7 +457,9 @@ class PluginBench:
     once the plugin is built, so the kinds it asked for and the kinds of its
     ``events_to_register`` are listed and watched, as a Scheduler does), the DRA
     manager, a PodGroupManager following the cluster's pods (nothing is ever
-    assumed: there is no scheduler cache), a Nominator and ``random.Random(seed)``.
+    assumed: there is no scheduler cache), a Nominator, ``random.Random(seed)``
+    and ``features`` (a :class:`~kubesched.core.features.FeatureGates`,
+    default: the newest release's defaults) for the cluster and the handle.
 
     The handle's snapshot belongs to the test: empty until :meth:`use_nodes`
     sets it, as the scheduler cache sets it when a cycle starts.  Objects
@@ -465,9 +468,10 @@ class PluginBench:
     """
 
     def __init__(self, cls: type, args: Mapping[str, Any] | None = None, objects: Iterable[Any] = (),
-                 clock: FakeClock | None = None, profile_name: str = "default-scheduler", seed: int = 0):
+                 clock: FakeClock | None = None, profile_name: str = "default-scheduler", seed: int = 0,
+                 features: FeatureGates | None = None):
         self.clock = clock if clock is not None else FakeClock()
-        self.cluster = MemoryCluster(self.clock)
+        self.cluster = MemoryCluster(self.clock, features=features)
         for obj in objects:
             self.cluster.create(obj)
         self.informers = Informers(self.cluster)
@@ -478,7 +482,7 @@ class PluginBench:
                                     self.pod_groups.delete_pod)
         self.handle = profile_handle(self.cluster, self.informers, self.clock, profile_name, lambda: self.snapshot,
                                      dra=lambda: dra, pod_groups=self.pod_groups, rng=random.Random(seed),
-                                     nominator=Nominator())
+                                     nominator=Nominator(), features=self.cluster.features)
         self.plugin = cls(build_args(cls, dict(args) if args is not None else None), self.handle)
         if "events_to_register" in implemented_hooks(cls):
             for registered in self.plugin.events_to_register():

@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/core/api/fields.json"
 #: the client names a few models apart from the pattern V<version><Kind>
 RENAMED = {("v1", "Event"): "CoreV1Event", ("resource.k8s.io/v1", "ResourceClaim"): "ResourceV1ResourceClaim"}
+#: fields the API has that the client's models do not carry yet (model -> json key -> child reference):
+#: written by kubesched itself, so a snapshot of its objects must read back (upstream 1.37 alpha fields)
+NEWER_THAN_CLIENT = {"V1DeviceRequestAllocationResult": {"compatibilityGroups": None}}
 CONTAINER = re.compile(r"^(List|Dict)\[(?:str, )?(.+)\]$")
 
 
@@ -62,6 +65,8 @@ def main() -> None:
             if hasattr(client, name):
                 walk(name, models)
                 kinds[f"{api_version}/{kind}"] = name
+    for name, extra in NEWER_THAN_CLIENT.items():
+        models[name] = dict(sorted({**models[name], **extra}.items()))
     OUT.write_text(json.dumps({"source": f"kubernetes Python client {kubernetes.__version__}", "kinds": kinds,
                                "models": dict(sorted(models.items()))}, separators=(",", ":"), sort_keys=False)
                    + "\n")

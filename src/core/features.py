@@ -107,15 +107,20 @@ GATES: dict[str, Gate] = {g.name: g for g in (
           depends=("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus"),
           switches="a device's bindingConditions/bindingFailureConditions/bindsToNode (dropped when off): "
                    "PreBind waits for them"),
-    _gate("DRADeviceCompatibilityGroups", ("1.37", False, ALPHA), depends=("DRAPartitionableDevices",)),
+    _gate("DRADeviceCompatibilityGroups", ("1.37", False, ALPHA), depends=("DRAPartitionableDevices",),
+          switches="a counter consumption's compatibilityGroups (dropped when off): devices sharing a counter set "
+                   "must share a group; allocations record them"),
     _gate("DRADeviceTaintRules", ("1.35", False, ALPHA), ("1.36", False, BETA), ("1.37", True, GA),
           depends=("DRADeviceTaints",), switches="DeviceTaintRule objects (API)"),
     _gate("DRADeviceTaints", ("1.33", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA), depends=_DRA,
           switches="a ResourceSlice device's taints (dropped when off): DynamicResources passes tainted devices over"),
     _gate("DRAExtendedResource", ("1.34", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
-          depends=_DRA),
+          depends=_DRA, switches="an extended resource a DeviceClass maps to devices: NodeResourcesFit and "
+                                 "BalancedAllocation leave it to DynamicResources, DeviceClass events requeue"),
     _gate("DRAFractionalCapacityRange", ("1.37", False, BETA), depends=_DRA),
-    _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA),
+    _gate("DRAListTypeAttributes", ("1.36", False, ALPHA), depends=_DRA,
+          switches="list-typed device attributes (dropped when off); matchAttribute/distinctAttribute over "
+                   "value sets (intersection, pairwise disjoint)"),
     _gate("DRANodeAllocatableResources", ("1.36", False, ALPHA), depends=_DRA),
     _gate("DRAOptionalNodeOperations", ("1.37", False, ALPHA), depends=_DRA),
     _gate("DRAPartitionableDevices", ("1.33", False, ALPHA), ("1.36", True, BETA), depends=_DRA,
@@ -136,8 +141,10 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("InPlacePodLevelResourcesVerticalScaling", ("1.35", False, ALPHA), ("1.36", True, BETA),
           depends=("InPlacePodVerticalScaling", "PodLevelResources", "NodeDeclaredFeatures")),
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
-          switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources"),
-    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA)),
+          switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources; "
+                   "NodeResourcesFit requeues on a placed pod's scale-down"),
+    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA),
+          switches="a bound pod whose resize is Deferred is queued; its cycle preempts on its own node for it"),
     _gate("InterPodAffinityHostnameFastPath", ("1.37", False, ALPHA)),
     _gate("MatchLabelKeysInPodTopologySpread", ("1.27", True, BETA)),
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
@@ -146,7 +153,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA),
           switches="the binding cycle writes status.nominatedNodeName before PreBind work (PreBindPreFlight) "
                    "or a Permit wait"),
-    _gate("OpportunisticBatching", ("1.35", True, BETA)),
+    _gate("OpportunisticBatching", ("1.35", True, BETA),
+          switches="a pod signed like the pod scheduled just before it takes the next node of that pod's "
+                   "sorted feasible nodes (SignPlugin, core/scheduler/opportunistic_batch.py)"),
     _gate("PodGroupPreemptionPolicy", ("1.37", False, ALPHA), depends=("GenericWorkload",)),
     _gate("PodLevelResources", ("1.32", False, ALPHA), ("1.34", True, BETA),
           switches="a pod's spec.resources (API), counted as its requests"),
@@ -169,6 +178,10 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("WorkloadAwarePreemption", ("1.36", False, ALPHA), depends=("GangScheduling",), removed="1.37",
           merged_into="GenericWorkload",
           switches="DefaultPreemption's PodGroupPostFilter (a PodGroup preempting as one); from 1.37 GenericWorkload"),
+    _gate("WorkloadWithJob", ("1.36", False, ALPHA), depends=("GenericWorkload",),
+          switches="the job-controller creates a Job's Workload and PodGroup before its pods and puts them in it "
+                   "(1.36: Indexed Jobs with completions = parallelism > 1, as a gang; 1.37: a Job's "
+                   "spec.scheduling, Basic when omitted)"),
 )}
 
 
@@ -294,6 +307,15 @@ class FeatureGates:
                     raise FeatureGateError(f"{name} is enabled, but depends on features that are disabled: "
                                            f"[{' '.join(off)}]")
 
+    def copy(self) -> "FeatureGates":
+        """An independent set with the same release, values and notes (a copy of a simulation switches gates on
+        for itself alone)."""
+        with self._lock:
+            twin = FeatureGates(self.emulated_version, self.overrides)
+            twin._values = dict(self._values)
+            twin.notes = list(self.notes)
+        return twin
+
     def note(self, text: str) -> None:
         """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped;
         a note already there is not repeated."""
@@ -315,6 +337,18 @@ class FeatureGates:
         gate = GATES.get(name)
         stage = gate.stage(self.emulated_version) if gate is not None and name in self._values else None
         return stage.default if stage is not None and stage.locked else None
+
+    def settable_release(self, gates: Mapping[str, bool]) -> str | None:
+        """The newest release, not newer than the emulated one, that accepts
+        every gate of ``gates`` at its value (none unknown, none locked to the
+        other value, no dependency left off); None when there is none."""
+        for release in reversed(RELEASES[:RELEASES.index(self.emulated_version) + 1]):
+            try:
+                FeatureGates(release, gates)
+            except FeatureGateError:
+                continue
+            return release
+        return None
 
     def exists(self, name: str) -> bool:
         """Gate ``name`` exists in the emulated release (introduced, not removed)."""

@@ -135,6 +135,23 @@ def is_pod_resize_deferred(pod: Pod) -> bool:
     return _resize_pending_reason(pod) == RESIZE_DEFERRED
 
 
+#: the pod condition by which a kubelet (the node's ``podPreemptionPolicy``) turns preemption for a resize off
+POD_RESIZE_PREEMPTION_DISABLED = "PodResizePreemptionDisabled"
+
+
+def wants_resize_preemption(pod: Pod) -> bool:
+    """Whether bound ``pod`` waits for room for a deferred resize that the
+    scheduler may preempt for (InPlacePodVerticalScalingSchedulerPreemption,
+    KEP-5836): its resize is Deferred and no ``PodResizePreemptionDisabled=True``
+    condition says otherwise; a member of a PodGroup is left out (its group is
+    queued as one)."""
+    if not pod.spec.node_name or pod.terminal or pod.spec.scheduling_group is not None:
+        return False
+    if not is_pod_resize_deferred(pod):
+        return False
+    return not any(c.type == POD_RESIZE_PREEMPTION_DISABLED and c.status == "True" for c in pod.status.conditions)
+
+
 def _resize_pending_reason(pod: Pod) -> str | None:
     for condition in pod.status.conditions:
         if condition.type == POD_RESIZE_PENDING:

@@ -51,6 +51,9 @@ DEVICE_TOLERATIONS_MAX_LENGTH = 16
 DEVICE_TAINTS_MAX_LENGTH = 16
 RESERVED_FOR_MAX_SIZE = 256
 RESOURCE_SLICE_MAX_DEVICES = 128
+#: compatibilityGroups of one consumesCounters entry (DRADeviceCompatibilityGroups)
+COMPATIBILITY_GROUPS_MAX_SIZE = 8
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: Upper bound for the estimated/actual cost of one CEL selector evaluation upstream.
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 
@@ -470,7 +473,10 @@ class DeviceRequestAllocationResult:
     """One allocated device: ``request`` is ``req`` or ``req/sub``; ``driver``,
     ``pool``, ``device`` identify the device; ``tolerations`` are the request's
     tolerations at allocation time; ``share_id`` is set when the device allows
-    multiple allocations; ``consumed_capacity`` is exact base units per capacity name."""
+    multiple allocations; ``consumed_capacity`` is exact base units per capacity name;
+    ``compatibility_groups`` (DRADeviceCompatibilityGroups) is the scheduler's snapshot,
+    per counter set, of the groups the device declared there when it was allocated
+    (only counter sets with groups; empty when none)."""
 
     request: str = ""
     driver: str = ""
@@ -482,6 +488,7 @@ class DeviceRequestAllocationResult:
     binding_failure_conditions: tuple[str, ...] = ()
     share_id: str | None = field(default=None, metadata={"key": "shareID"})
     consumed_capacity: dict[str, Fraction] = field(factory=dict)
+    compatibility_groups: dict[str, tuple[str, ...]] = field(factory=dict)
     extra: dict[str, Any] = _extra()
 
     @property
@@ -631,10 +638,29 @@ class CounterSet:
 
 @frozen
 class DeviceCounterConsumption:
-    """``devices[].consumesCounters[]``: amounts taken from ``counter_set`` when the device is allocated."""
+    """``devices[].consumesCounters[]``: amounts taken from ``counter_set`` when the device is allocated.
+
+    ``compatibility_groups`` (DRADeviceCompatibilityGroups, 1.37 alpha): the groups
+    of devices this one may share ``counter_set`` with - two devices on one counter
+    set are allocated together only if they name a common group or both name none.
+    At most 8 distinct names, each a DNS label (lower case, at most 63 characters)."""
 
     counter_set: str = ""
     counters: dict[str, Counter] = field(factory=dict)
+    compatibility_groups: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self):
+        _check_max(self.compatibility_groups, COMPATIBILITY_GROUPS_MAX_SIZE, "compatibilityGroups")
+        seen: set[str] = set()
+        for index, name in enumerate(self.compatibility_groups):
+            where = f"compatibilityGroups[{index}]"
+            if name in seen:
+                raise ManifestError(where, f"Duplicate value: {name!r}")
+            seen.add(name)
+            if len(name) > 63 or not _DNS_LABEL.match(name):
+                raise ManifestError(where, f"Invalid value: {name!r}: a lowercase RFC 1123 label must consist of "
+                                           "lower case alphanumeric characters or '-', start and end with an "
+                                           "alphanumeric character, and be at most 63 characters")
 
 
 @frozen
@@ -730,6 +756,12 @@ class DeviceAttribute:
             if getattr(self, name) is not None:
                 return key
         return ""
+
+    @property
+    def is_list(self) -> bool:
+        """Whether the value is list-typed (``ints``, ``bools``, ``strings``, ``versions``: DRAListTypeAttributes)."""
+        return (self.int_values is not None or self.bool_values is not None or self.string_values is not None
+                or self.version_values is not None)
 
     @property
     def value(self) -> Any:

@@ -5,7 +5,8 @@ on and ``compositepodgroups`` only with CompositePodGroup on, and drops a
 gated field of a new object when its gate is off (a pod's
 ``spec.schedulingGroup``, its pod-level ``spec.resources`` without
 PodLevelResources, a Node's ``status.declaredFeatures`` without
-NodeDeclaredFeatures, a PodGroup's gated fields).  The embedded cluster does
+NodeDeclaredFeatures, a PodGroup's gated fields, a Job's ``spec.scheduling``
+without WorkloadWithJob).  The embedded cluster does
 the same against its :class:`~kubesched.core.features.FeatureGates`, with one
 convenience: a gate that is off only by default (the user did not turn it off)
 is switched on with a note (:meth:`FeatureGates.require`), so manifests that use
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..api.batch_v1 import CronJob, Job
 from ..api.core_v1 import Node, Pod
 from ..api.meta import evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
@@ -60,6 +62,10 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     for gate, field, present, drop in _gated_fields(obj):
         if not present:
             continue
+        since = FIELD_SINCE.get(field)
+        if since is not None and _release(features.emulated_version) < _release(since):
+            raise BadRequest(f'{kind} "{obj.metadata.name}": strict decoding error: unknown field "{field}" '
+                             f"(a {since} field, emulated version {features.emulated_version})")
         refused = features.require(gate, f"{name} ({field})")
         if refused is None:
             continue
@@ -71,18 +77,35 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     return obj
 
 
+#: gated fields added to a kind after their gate existed: the release that has them (before: an unknown field)
+FIELD_SINCE = {"spec.scheduling": "1.37", "spec.jobTemplate.spec.scheduling": "1.37"}
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
 def _drop_device_fields(slice_: ResourceSlice, features: FeatureGates) -> ResourceSlice:
-    """``slice_`` without the device fields (and ``sharedCounters``) whose gate is off, each dropped field
-    noted once per slice, as the API server's dropDisabledFields does (silently, upstream)."""
+    """``slice_`` without the device fields (and ``sharedCounters``) whose gate is off - list-typed
+    attributes without DRAListTypeAttributes, counter consumptions' ``compatibilityGroups`` without
+    DRADeviceCompatibilityGroups among them - each dropped field noted once per slice, as the API
+    server's dropDisabledFields does (silently, upstream)."""
     spec = slice_.spec
     dropped: dict[str, str] = {}
     devices = []
     for device in spec.devices:
-        changes = {}
+        changes: dict[str, Any] = {}
         for attr, gate, empty in DEVICE_FIELD_GATES:
             if getattr(device, attr) not in ((), None, False) and not features.enabled(gate):
                 changes[attr] = empty
                 dropped[f"spec.devices[].{_camel(attr)}"] = gate
+        if not features.enabled("DRAListTypeAttributes") and any(a.is_list for a in device.attributes.values()):
+            changes["attributes"] = {k: a for k, a in device.attributes.items() if not a.is_list}
+            dropped["spec.devices[].attributes (list-typed values)"] = "DRAListTypeAttributes"
+        consumptions = changes.get("consumes_counters", device.consumes_counters)
+        if not features.enabled("DRADeviceCompatibilityGroups") and any(c.compatibility_groups for c in consumptions):
+            changes["consumes_counters"] = tuple(evolve(c, compatibility_groups=()) for c in consumptions)
+            dropped["spec.devices[].consumesCounters[].compatibilityGroups"] = "DRADeviceCompatibilityGroups"
         devices.append(evolve(device, **changes) if changes else device)
     shared = spec.shared_counters
     if shared and not features.enabled("DRAPartitionableDevices"):
@@ -158,6 +181,13 @@ def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
             ("PodGroupPreemptionPolicy", "spec.preemptionPolicy", spec.preemption_policy is not None,
              without(preemption_policy=None)),
         ]
+    if isinstance(obj, Job):
+        return [("WorkloadWithJob", "spec.scheduling", obj.spec.scheduling is not None,
+                 lambda o: evolve(o, spec=evolve(o.spec, scheduling=None)))]
+    if isinstance(obj, CronJob):
+        return [("WorkloadWithJob", "spec.jobTemplate.spec.scheduling", obj.spec.job_template.spec.scheduling
+                 is not None, lambda o: evolve(o, spec=evolve(o.spec, job_template=evolve(
+                     o.spec.job_template, spec=evolve(o.spec.job_template.spec, scheduling=None)))))]
     if isinstance(obj, Workload):
         return [("CompositePodGroup", "spec.compositePodGroupTemplates",
                  bool(obj.spec.composite_pod_group_templates),

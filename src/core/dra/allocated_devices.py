@@ -90,6 +90,9 @@ class AllocatedState:
     without a share ID); ``shared``: ``(device, shareID)`` of the allocations of
     devices that allow multiple allocations; ``consumed_capacity``: per shared
     device, the capacity consumed by all its allocations (exact base units).
+    ``compatibility_groups``: per allocated device, the compatibility groups its
+    allocation result recorded per counter set (DRADeviceCompatibilityGroups;
+    upstream ``AllocatedCompatibilityGroups``), devices that recorded none left out.
     Admin-access results are not counted: they never block other claims.
     Counters consumed by partitionable devices are not stored here; the
     allocator derives them from the slices of the devices that are in use.
@@ -98,6 +101,7 @@ class AllocatedState:
     devices: set[DeviceID] = field(factory=set)
     shared: set[tuple[DeviceID, str]] = field(factory=set)
     consumed_capacity: dict[DeviceID, dict[str, Fraction]] = field(factory=dict)
+    compatibility_groups: dict[DeviceID, Mapping[str, tuple[str, ...]]] = field(factory=dict)
     _shares: dict[DeviceID, int] = field(init=False, factory=dict, repr=False, eq=False)
     #: how many allocations hold each exclusive device: more than one only after a late write of a deposed
     #: leader (:func:`conflicting_claims`), and the device stays in use until the last one goes
@@ -120,13 +124,16 @@ class AllocatedState:
     def copy(self) -> AllocatedState:
         """An independent copy (a preemption dry run changes it)."""
         copied = AllocatedState(set(self.devices), set(self.shared),
-                                {device: dict(used) for device, used in self.consumed_capacity.items()})
+                                {device: dict(used) for device, used in self.consumed_capacity.items()},
+                                dict(self.compatibility_groups))
         copied._holders = dict(self._holders)
         return copied
 
     def add(self, allocation: AllocationResult) -> None:
         """Count the devices of ``allocation`` as in use (an in-flight or newly allocated claim)."""
         for device, result in occupying(allocation):
+            if result.compatibility_groups:
+                self.compatibility_groups[device] = result.compatibility_groups
             if result.share_id is None:
                 self.devices.add(device)
                 self._holders[device] = self._holders.get(device, 0) + 1
@@ -146,12 +153,14 @@ class AllocatedState:
                     self._holders[device] = holders
                 else:
                     self.devices.discard(device)
+                    self.compatibility_groups.pop(device, None)
                 continue
             if (device, result.share_id) in self.shared:
                 self.shared.discard((device, result.share_id))
                 self._shares[device] -= 1
                 if not self._shares[device]:
                     del self._shares[device]
+                    self.compatibility_groups.pop(device, None)
             used = self.consumed_capacity.get(device)
             if used is not None and result.consumed_capacity:
                 subtract_amounts(used, result.consumed_capacity)

@@ -14,7 +14,7 @@ them.  ``kubesched run`` serves the registry on ``/metrics``.
   ``scheduler_pod_scheduling_sli_duration_seconds{attempts}``: per pod, at its
   binding (the SLI is measured on the scheduler's clock from the first attempt);
 - ``scheduler_pending_pods{queue}`` (``active``, ``backoff``,
-  ``unschedulable``, ``gated``), ``scheduler_scheduler_cache_size{type}``
+  ``unschedulable``, ``gated``), ``scheduler_cache_size{type}`` (upstream renamed ``scheduler_scheduler_cache_size``, deprecated in 1.33)
   (``nodes``, ``pods``, ``assumed_pods``) and
   ``scheduler_unschedulable_pods{plugin,profile}``: gauges set by
   :func:`refresh` from the scheduler's loop thread;
@@ -179,7 +179,7 @@ PERMIT_WAIT_DURATION = Histogram(
     "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
     ["result"], buckets=exponential_buckets(0.001, 2, 15))
 CACHE_SIZE = Gauge(
-    "scheduler_scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    "scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
     ["type"])
 UNSCHEDULABLE_PODS = Gauge(
     "scheduler_unschedulable_pods",
@@ -258,6 +258,10 @@ EVENT_HANDLING_DURATION = BufferedHistogram(
     "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
     ["event"], exponential_buckets(0.0001, 2, 12))
 PLUGIN_EVALUATIONS = PluginEvaluations()
+BATCH_ATTEMPTS = Counter(
+    "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.", ["profile", "result"])
+BATCH_CACHE_FLUSHED = Counter(
+    "scheduler_batch_cache_flushed_total", "Counts of cache flushes by reason.", ["profile", "reason"])
 QUEUE_INCOMING_PODS = Counter(
     "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"])

@@ -11,7 +11,7 @@ from ...core.api import from_manifest
 from ...core.api.meta import Condition
 from ...core.api.resource_v1 import AllocatedDeviceStatus
 from ...core.cluster.client import Conflict
-from ...core.dra.allocator import AllocatedState, Allocator
+from ...core.dra.allocator import AllocatedState, Allocator, gate_options
 from ...core.dra.claims import allocated_results
 from ...core.dra.selectors import SelectorCache
 from ..errors import PerfConfigError, WorkloadFailed
@@ -125,7 +125,7 @@ class AllocResourceClaims(PerfOp):
         allocator = Allocator(cluster.list("ResourceSlice").items,
                               {c.metadata.name: c for c in cluster.list("DeviceClass").items},
                               allocated, SelectorCache(), cluster.list("DeviceTaintRule").items,
-                              now=executor.clock.now())
+                              now=executor.clock.now(), **gate_options(cluster.features))
         for claim in claims:
             if claim.status.allocation is not None:
                 continue
@@ -137,6 +137,8 @@ class AllocResourceClaims(PerfOp):
                     cluster.update_status(attrs.evolve(claim, status=attrs.evolve(claim.status,
                                                                                   allocation=allocation)))
                     allocated.add(allocation)
+                    # counters and compatibility groups the allocator derived from the old state
+                    allocator = allocator.with_allocated(allocated)
                     break
             else:
                 raise WorkloadFailed(f"could not allocate claim {claim.key}")

@@ -81,6 +81,7 @@ from kubesched.core.dra.allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    gate_options,
     within_deadline,
 )
 from kubesched.core.dra.claims import (
@@ -252,10 +253,19 @@ class DynamicResources:
         now = self.handle.clock.now()
         if self._allocator is None:
             self._allocator = Allocator(self.dra.slices(), self.dra.device_classes(), self.allocated,
-                                        self.selectors, self.dra.taint_rules(), now=now)
+                                        self.selectors, self.dra.taint_rules(), now=now,
+                                        **gate_options(self.handle.features))
         return self._allocator.with_allocated(self.allocated, now)
 
     # --- events --------------------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """A pod with resource claims is unsignable (upstream: whether its claims are node-local is not
+        simple to tell)."""
+        if pod.spec.resource_claims:
+            return Status.unschedulable("pods with dra resource claims are not signable")
+        return None
 
     @hookimpl
     def events_to_register(self):

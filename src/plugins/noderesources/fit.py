@@ -39,9 +39,11 @@ from kubesched import (
     Status,
     hookimpl,
     pod_requests,
+    resources_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import is_extended_resource
+from kubesched.core.api.resource_v1 import IMPLICIT_EXTENDED_RESOURCE_PREFIX
 from kubesched.core.plugin_helpers.shape import (
     MAX_UTILIZATION,
     BrokenLinear,
@@ -157,9 +159,13 @@ class NodeResourcesFit:
 
     def _pre_filter_state(self, pod) -> _PreFilterState:
         requests = self._checked_requests(pod_requests(pod))
-        extended = [name for name in requests if name not in NATIVE_RESOURCES]
-        dra = dra_manager(self.handle) if extended else None
-        return _PreFilterState(requests, frozenset(dra.device_backed(extended)) if dra is not None else frozenset())
+        return _PreFilterState(requests, self._device_backed(requests))
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read what the pod requests."""
+        fragment = resources_fragment(pod, self.handle.features)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
@@ -300,21 +306,37 @@ class NodeResourcesFit:
 
     @hookimpl
     def events_to_register(self):
-        return [
-            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-                                 self._after_pod_change),
+        """Upstream's: a placed pod deleted (or, with InPlacePodVerticalScaling,
+        scaled down), a node added or grown; with DRAExtendedResource a
+        DeviceClass added or updated (it may map the pod's extended resource
+        to devices)."""
+        features = self.handle.features
+        pod_actions = ActionType.DELETE
+        if features.enabled("InPlacePodVerticalScaling"):
+            pod_actions |= ActionType.UPDATE_POD_SCALE_DOWN
+        events = [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, pod_actions), self._after_pod_change),
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
                                  self._after_node_change),
         ]
+        if features.enabled("DRAExtendedResource"):
+            events.append(ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE),
+                                               self._after_device_class_change))
+        return events
 
     def _after_pod_change(self, pod, old, new):
-        """A placed pod that leaves may help; one that stays helps only when it
-        now counts less (its spec, or what the kubelet allocated after an
-        in-place resize) of a resource ``pod`` asks for (upstream
+        """A placed (or nominated) pod that leaves may help; an update helps only
+        while InPlacePodVerticalScaling is on, for ``pod`` itself or a placed
+        pod, when it now counts less (its spec, or what the kubelet allocated
+        after an in-place resize) of a resource ``pod`` asks for (upstream
         ``isSchedulableAfterPodEvent`` / ``isResourceScaleDown``)."""
         if new is None:
+            if not old.spec.node_name and not old.status.nominated_node_name:
+                return QueueingHint.QUEUE_SKIP
             return QueueingHint.QUEUE
-        if not new.spec.node_name:
+        if not self.handle.features.enabled("InPlacePodVerticalScaling"):
+            return QueueingHint.QUEUE_SKIP
+        if new.metadata.uid != pod.metadata.uid and not new.spec.node_name:
             return QueueingHint.QUEUE_SKIP
         wanted = self._checked_requests(pod_requests(pod))
         before, after = pod_requests(old), pod_requests(new)
@@ -323,14 +345,69 @@ class NodeResourcesFit:
         return QueueingHint.QUEUE_SKIP
 
     def _after_node_change(self, pod, old, new):
-        """A new or grown node helps only if its allocatable could hold the pod."""
-        allocatable = new.allocatable
-        for name, amount in self._checked_requests(pod_requests(pod)).items():
-            if amount > allocatable.get(name, 0):
-                return QueueingHint.QUEUE_SKIP
-        if old is not None and old.allocatable == allocatable:
+        """A node the pod fits on (allocatable alone) helps when it is new, or
+        when it now offers more of something the pod asks for (upstream
+        ``isSchedulableAfterNodeChange``: ``isFit``, then
+        ``haveAnyRequestedResourcesIncreased``)."""
+        requests = pod_requests(pod)
+        if not is_fit(self._checked_requests(requests), new.allocatable, self._device_backed(requests)):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if not have_any_requested_resources_increased(requests, old.allocatable, new.allocatable,
+                                                      self.handle.features.enabled("DRAExtendedResource")):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+    def _device_backed(self, requests: dict[str, int]) -> frozenset[str]:
+        extended = [name for name in requests if name not in NATIVE_RESOURCES]
+        dra = dra_manager(self.handle) if extended else None
+        return frozenset(dra.device_backed(extended)) if dra is not None else frozenset()
+
+    def _after_device_class_change(self, pod, old, new):
+        """A DeviceClass helps when it newly maps an extended resource the pod
+        asks for: by ``spec.extendedResourceName`` (added or changed), or, for
+        a new class, by its implicit ``deviceclass.resource.kubernetes.io/<name>``
+        (upstream ``isSchedulableAfterDeviceClassEvent``)."""
+        name = new.spec.extended_resource_name
+        if old is not None and old.spec.extended_resource_name == name:
+            return QueueingHint.QUEUE_SKIP
+        for resource, amount in pod_requests(pod).items():
+            if amount and ((name and resource == name)
+                           or (old is None and resource == IMPLICIT_EXTENDED_RESOURCE_PREFIX + new.metadata.name)):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def is_fit(requests: dict[str, int], allocatable: dict[str, int], device_backed: frozenset[str] = frozenset()) -> bool:
+    """Whether a pod asking ``requests`` (scheduler units, the ignored
+    resources left out) fits an empty node of ``allocatable``: one pod slot
+    and every request within allocatable, a device-backed extended resource
+    the node does not advertise left to DynamicResources (upstream ``isFit``)."""
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    return all(amount <= allocatable.get(name, 0) or (name in device_backed and not allocatable.get(name, 0))
+               for name, amount in requests.items())
+
+
+def have_any_requested_resources_increased(requests: dict[str, int], before: dict[str, int], after: dict[str, int],
+                                           dra_extended_resource: bool) -> bool:
+    """Whether a node's allocatable grew from ``before`` to ``after`` in
+    something a pod asking ``requests`` needs: pod slots always; cpu, memory,
+    ephemeral storage and scalar resources the pod asks a non-zero amount of;
+    with DRAExtendedResource, an extended resource the node does not
+    advertise (devices may serve it) counts as grown (upstream
+    ``haveAnyRequestedResourcesIncreased``)."""
+    if after.get(PODS, 0) > before.get(PODS, 0):
+        return True
+    for name, amount in requests.items():
+        if amount == 0 or name == PODS:
+            continue
+        if after.get(name, 0) > before.get(name, 0):
+            return True
+        if dra_extended_resource and name not in NATIVE_RESOURCES and not after.get(name, 0):
+            return True
+    return False
 
 
 def _ordered(requests: dict[str, int]) -> list[str]:

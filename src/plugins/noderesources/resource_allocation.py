@@ -94,8 +94,11 @@ def allocatable_and_requested(
 
 def dra_manager(handle) -> Any:
     """The handle's DRA manager, or None in a profile whose Filter does not
-    run DynamicResources: then no extended resource is device-backed, and a
-    node must advertise it (nothing else would give the pod its devices)."""
+    run DynamicResources or while DRAExtendedResource is off: then no extended
+    resource is device-backed, and a node must advertise it (nothing else
+    would give the pod its devices)."""
+    if not handle.features.enabled("DRAExtendedResource"):
+        return None
     framework = handle.framework
     if framework is not None and not any(name == "DynamicResources" for name, _ in framework.filter_plugins):
         return None

@@ -38,6 +38,7 @@ from kubesched import (
     QueueingHint,
     Status,
     hookimpl,
+    volumes_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
@@ -137,6 +138,11 @@ class VolumeBinding:
         self.shape = BrokenLinear(shape) if shape else None
 
     # --- PreFilter / Filter ----------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read the pod's volumes (not its ConfigMaps and Secrets)."""
+        return [volumes_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

@@ -240,10 +240,11 @@ def without_share_ids(allocations):
 
 def allocator(slices: Iterable, classes_: dict | None = None, allocated: Iterable[DeviceID] = (),
               state: AllocatedState | None = None, rules: Iterable = (), cache: SelectorCache | None = None,
-              now: float | None = None) -> Allocator:
+              now: float | None = None, **gates: bool) -> Allocator:
+    """``gates``: the Allocator's gate options (``list_type_attributes``, ``compatibility_groups``)."""
     state = state if state is not None else AllocatedState(devices=set(allocated))
     return Allocator(list(slices), classes_ if classes_ is not None else classes(), state,
-                     cache or SelectorCache(), rules, now)
+                     cache or SelectorCache(), rules, now, **gates)
 
 
 def allocate(slices: Iterable, claims: Iterable, classes_: dict | None = None, on=None, **kwargs):

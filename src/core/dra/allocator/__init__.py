@@ -4,7 +4,8 @@
 keyed by :class:`DeviceID`), the errors it raises (:class:`AllocationError` and its
 :class:`MissingDeviceClass`, :class:`AllocationTimeout`), :data:`INVALID_POOLS`, the
 per-node reason of a node whose pools are invalid, and :func:`within_deadline` (selector
-evaluations outside ``allocate`` that stop at a deadline with AllocationTimeout).
+evaluations outside ``allocate`` that stop at a deadline with AllocationTimeout) and
+:func:`gate_options` (the Allocator arguments feature gates decide).
 
 Inside: the search over devices for a node (``allocator``), the requests and candidate
 devices it searches with (``requests``), the pools it sees from that node (``pools``),
@@ -13,7 +14,13 @@ consumable capacity (``capacity``) and constraints across a claim's devices
 """
 
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
-from kubesched.core.dra.allocator.allocator import INVALID_POOLS, AllocationTimeout, Allocator, within_deadline
+from kubesched.core.dra.allocator.allocator import (
+    INVALID_POOLS,
+    AllocationTimeout,
+    Allocator,
+    gate_options,
+    within_deadline,
+)
 from kubesched.core.dra.allocator.requests import AllocationError, MissingDeviceClass
 
 __all__ = [
@@ -24,5 +31,6 @@ __all__ = [
     "Allocator",
     "DeviceID",
     "MissingDeviceClass",
+    "gate_options",
     "within_deadline",
 ]

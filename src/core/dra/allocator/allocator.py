@@ -9,7 +9,12 @@ prioritized lists (``firstAvailable``), admin access, device taints and
 tolerations (also from DeviceTaintRules), partitionable devices (shared
 counters, per-device node selection), consumable capacity
 (``allowMultipleAllocations``, capacity requests, ``distinctAttribute``) and
-binding conditions.
+binding conditions; and two alpha features of upstream's "experimental"
+variant, each only when its gate is on (the caller says so):
+DRAListTypeAttributes (list-typed attributes in ``matchAttribute`` and
+``distinctAttribute`` as sets, :mod:`.constraints`) and
+DRADeviceCompatibilityGroups (devices sharing a counter set must share a
+compatibility group, :mod:`.compatibility`).
 
 The search is depth-first with backtracking, first solution wins: claims in
 order, their requests in order, a ``firstAvailable`` request's subrequests in
@@ -62,7 +67,7 @@ from kubesched.core.cel import (
     abort_when,
 )
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
-from kubesched.core.dra.allocator import capacity
+from kubesched.core.dra.allocator import capacity, compatibility
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
 from kubesched.core.dra.allocator.pools import Pool, SliceIndex, node_matches
 from kubesched.core.dra.allocator.requests import (
@@ -74,12 +79,14 @@ from kubesched.core.dra.allocator.requests import (
 )
 from kubesched.core.dra.devicetaints import affects_scheduling, rule_taints, untolerated
 from kubesched.core.dra.selectors import SelectorCache
+from kubesched.core.features import FeatureGates
 
 __all__ = [
     "AllocatedState",
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "gate_options",
     "within_deadline",
     "DeviceID",
 ]
@@ -97,6 +104,13 @@ SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
 #: Why allocation failed on a node where some pool is invalid (upstream's ErrFailedAllocationOnNode):
 #: per node, Unschedulable there.
 INVALID_POOLS = "invalid resource pools were encountered"
+
+
+def gate_options(features: FeatureGates) -> dict[str, bool]:
+    """The :class:`Allocator` keyword arguments the feature gates decide
+    (DRAListTypeAttributes, DRADeviceCompatibilityGroups)."""
+    return {"list_type_attributes": features.enabled("DRAListTypeAttributes"),
+            "compatibility_groups": features.enabled("DRADeviceCompatibilityGroups")}
 
 
 class AllocationTimeout(TimeoutError):
@@ -166,6 +180,8 @@ class Allocator:
     select (:mod:`kubesched.core.dra.devicetaints`); ``now``: seconds, stamped as
     ``allocationTimestamp`` into results with binding conditions (None: left
     unset, as upstream's allocator does; its plugin stamps it in PreBind).
+    ``list_type_attributes`` / ``compatibility_groups``: the DRAListTypeAttributes /
+    DRADeviceCompatibilityGroups feature gates are on.
 
     Build one per scheduling cycle: it indexes the slices once and remembers
     per node and per claim what does not depend on the other.  :meth:`allocate`
@@ -181,8 +197,12 @@ class Allocator:
         selectors: SelectorCache,
         taint_rules: Sequence[DeviceTaintRule] = (),
         now: float | None = None,
+        list_type_attributes: bool = False,
+        compatibility_groups: bool = False,
     ):
         self.classes = classes
+        self.list_type_attributes = list_type_attributes
+        self.compatibility_groups = compatibility_groups
         self.allocated = allocated
         self.selectors = selectors
         self.taint_rules = tuple(taint_rules)
@@ -192,6 +212,7 @@ class Allocator:
         self._nodes: dict[str, NodeView] = {}
         self._claims: dict[int, ClaimSpec] = {}
         self._available_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+        self._group_baselines: dict[tuple[str, str], dict[str, object]] = {}
         self._taints: dict[DeviceID, tuple] = {}
         #: (device, capacity requests) -> what allocating it for them consumes (see :meth:`consumption`)
         self._consumption: dict[tuple, dict[str, Fraction] | None] = {}
@@ -207,6 +228,7 @@ class Allocator:
         other.search_steps = 0
         other._claims = {}
         other._available_counters = {}
+        other._group_baselines = {}
         return other
 
     def allocate(
@@ -346,6 +368,27 @@ class Allocator:
             self._available_counters[pool.id] = available
         return available
 
+    def group_baseline(self, pool: Pool) -> dict[str, object]:
+        """Per counter set of ``pool``, the compatibility-group state its allocated
+        devices leave (:func:`compatibility.baseline`, once per pool and cycle)."""
+        states = self._group_baselines.get(pool.id)
+        if states is None:
+            states = compatibility.baseline(pool.driver, pool.name, pool.slices + pool.other_slices, self.allocated)
+            self._group_baselines[pool.id] = states
+        return states
+
+    def skip_for_disabled_groups(self, pool: Pool, device) -> bool:
+        """With DRADeviceCompatibilityGroups off: whether ``device`` names groups, or
+        would join a counter set where an allocated device named some (such a device
+        is passed over: this scheduler cannot check the groups)."""
+        if compatibility.names_groups(device):
+            return True
+        if not self.allocated.compatibility_groups:
+            return False
+        states = self.group_baseline(pool)
+        return compatibility.grouped({consumption.counter_set: states.get(consumption.counter_set)
+                                      for consumption in device.consumes_counters})
+
 
 class _Search:
     """One :meth:`Allocator.allocate` call: the depth-first search and its state."""
@@ -369,6 +412,8 @@ class _Search:
         self.shared_picks: dict[DeviceID, int] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.consumed_counters: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+        #: per pool, the compatibility-group state of each counter set the attempt touched
+        self.group_states: dict[tuple[str, str], dict[str, object]] = {}
 
     # --- setup -----------------------------------------------------------------------
 
@@ -393,7 +438,8 @@ class _Search:
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
             self.requests.append(requests)
-            self.constraints.append([AttributeConstraint(c) for c in spec.constraints])
+            list_semantics = self.allocator.list_type_attributes
+            self.constraints.append([AttributeConstraint(c, list_semantics) for c in spec.constraints])
 
     def _request(self, spec: RequestSpec) -> _Request:
         request = _Request(spec)
@@ -466,6 +512,29 @@ class _Search:
             for name, counter in consumption.counters.items():
                 used[(consumption.counter_set, name)] -= counter.value
 
+    def _join_groups(self, candidate: Candidate) -> list[tuple[str, object]] | None:
+        """Fold the device's compatibility groups into the state of each counter set it
+        consumes from: the previous states (to restore in :meth:`_leave_groups`), or None
+        (and nothing changed) when some counter set does not admit it."""
+        pool = self.view.pool_of[candidate.id.driver, candidate.id.pool]
+        states = self.group_states.get(pool.id)
+        if states is None:
+            states = self.group_states[pool.id] = dict(self.allocator.group_baseline(pool))
+        saved: list[tuple[str, object]] = []
+        for counter_set, groups in compatibility.declared(candidate.device).items():
+            state = states.get(counter_set)
+            if not compatibility.admits(state, groups):
+                self._leave_groups(candidate, saved)
+                return None
+            saved.append((counter_set, state))
+            states[counter_set] = compatibility.joined(state, groups)
+        return saved
+
+    def _leave_groups(self, candidate: Candidate, saved: list[tuple[str, object]]) -> None:
+        states = self.group_states[candidate.id.driver, candidate.id.pool]
+        for counter_set, state in reversed(saved):
+            states[counter_set] = state
+
     # --- picking one device ----------------------------------------------------------
 
     def _allocate_device(self, claim_index: int, spec: RequestSpec, candidate: Candidate, must: bool):
@@ -478,12 +547,28 @@ class _Search:
         counters = bool(device.consumes_counters) and not (
             candidate.multi and (self.state.is_allocated(device_id) or device_id in self.shared_picks)
         )
+        groups_on = self.allocator.compatibility_groups
+        if counters and not groups_on and self.allocator.skip_for_disabled_groups(
+                self.view.pool_of[device_id.driver, device_id.pool], device):
+            return None
         if counters and not self._take_counters(candidate):
             return None
-        taints = self.allocator.taints(candidate)
-        if taints and untolerated(taints, spec.tolerations):
+        saved_groups = None
+        if counters and groups_on:
+            saved_groups = self._join_groups(candidate)
+            if saved_groups is None:
+                self._release_counters(candidate)
+                return None
+
+        def release() -> None:
+            if saved_groups is not None:
+                self._leave_groups(candidate, saved_groups)
             if counters:
                 self._release_counters(candidate)
+
+        taints = self.allocator.taints(candidate)
+        if taints and untolerated(taints, spec.tolerations):
+            release()
             return None
         constraints = self.constraints[claim_index]
         for position, constraint in enumerate(constraints):
@@ -495,15 +580,13 @@ class _Search:
                     )
                 for added in reversed(constraints[:position]):
                     added.remove(spec.base, spec.subrequest)
-                if counters:
-                    self._release_counters(candidate)
+                release()
                 return None
         consumed = self._capacity(spec, candidate)
         if consumed is None:
             for added in reversed(constraints):
                 added.remove(spec.base, spec.subrequest)
-            if counters:
-                self._release_counters(candidate)
+            release()
             return None
 
         share_id = None
@@ -528,8 +611,7 @@ class _Search:
                 self.allocating[device_id].discard(claim_index)
             for added in reversed(constraints):
                 added.remove(spec.base, spec.subrequest)
-            if counters:
-                self._release_counters(candidate)
+            release()
 
         return undo
 
@@ -672,6 +754,8 @@ class _Search:
                 binding_failure_conditions=pick.candidate.device.binding_failure_conditions,
                 share_id=pick.share_id,
                 consumed_capacity=dict(pick.consumed) if pick.consumed else {},
+                compatibility_groups=(compatibility.snapshot(pick.candidate.device)
+                                      if self.allocator.compatibility_groups else {}),
             )
             for pick in picks
         )
