@@ -328,6 +328,18 @@ class FeatureGates:
         stage = gate.stage(self.emulated_version) if gate is not None and name in self._values else None
         return stage.default if stage is not None and stage.locked else None
 
+    def settable_release(self, gates: Mapping[str, bool]) -> str | None:
+        """The newest release, not newer than the emulated one, that accepts
+        every gate of ``gates`` at its value (none unknown, none locked to the
+        other value, no dependency left off); None when there is none."""
+        for release in reversed(RELEASES[:RELEASES.index(self.emulated_version) + 1]):
+            try:
+                FeatureGates(release, gates)
+            except FeatureGateError:
+                continue
+            return release
+        return None
+
     def exists(self, name: str) -> bool:
         """Gate ``name`` exists in the emulated release (introduced, not removed)."""
         return name in self._values

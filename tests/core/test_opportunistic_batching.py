@@ -82,13 +82,21 @@ def test_the_same_holds_over_seeds_with_ties_between_equal_nodes():
 def test_an_unsignable_pod_is_never_batched_and_breaks_the_batch():
     affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    pods = [pod(f"p{i:02d}", cpu="3", labels={"app": "db"}, affinity=affinity) for i in range(6)]
-    on, sim_on = run(nodes(8) + pods, batching=True)
-    off, _ = run(nodes(8) + pods, batching=False)
+    unsignable = [pod(f"db{i}", cpu="3", labels={"app": "db"}, affinity=affinity) for i in range(6)]
+    before = flushes("pod_not_batchable")
+    on, sim_on = run(nodes(8) + unsignable, batching=True)
+    off, _ = run(nodes(8) + unsignable, batching=False)
     assert on == off
     assert batched(sim_on) == 0
-    batch = sim_on.scheduler.pods.batches["default-scheduler"]
-    assert batch.signer.enabled and batch.state is None
+    assert flushes("pod_not_batchable") == before + 5  # each next pod finds the last one's batch unusable
+
+    # signable pods, one unsignable pod in their midst, signable pods again
+    mixed = [pod(f"a{i}", cpu="3") for i in range(4)] + unsignable[:1] + [pod(f"b{i}", cpu="3") for i in range(4)]
+    four_cpu = [node(f"m{i}", cpu="4") for i in range(10)]  # every 3-CPU pod fills its node
+    on, sim_on = run(four_cpu + mixed, batching=True)
+    off, _ = run(four_cpu + mixed, batching=False)
+    assert on == off
+    assert batched(sim_on) == 6  # a1-a3, then b1-b3: b0 ran the full cycle after db0
 
 
 class Unsigned:

@@ -134,7 +134,32 @@ def _stateful_set(sts: StatefulSet, pod_rules: PodRules) -> list[str]:
         if not claim.metadata.name:
             out.append(f"spec.volumeClaimTemplates[{i}].metadata.name: Required value: name or generateName is "
                        "required")
-    return out + _apps_template(spec, "statefulset", pod_rules)
+    return out + _update_strategy(spec.update_strategy) + _apps_template(spec, "statefulset", pod_rules)
+
+
+def _update_strategy(strategy: Any) -> list[str]:
+    """Upstream ``ValidateStatefulSetSpec``'s updateStrategy: ``RollingUpdate`` (a non-negative partition, a
+    positive maxUnavailable) or ``OnDelete`` (without ``rollingUpdate``)."""
+    path, rolling = "spec.updateStrategy", strategy.rolling_update
+    if not strategy.type:
+        return [f"{path}: Required value"]
+    if strategy.type == "OnDelete":
+        if rolling is None:
+            return []
+        shown = {"partition": rolling.partition, **({"maxUnavailable": rolling.max_unavailable}
+                                                    if rolling.max_unavailable is not None else {})}
+        return [f"{path}.rollingUpdate: Invalid value: {_json(shown)}: only allowed for updateStrategy "
+                "'RollingUpdate'"]
+    if strategy.type != "RollingUpdate":
+        return [f"{path}: Invalid value: {_json({'type': strategy.type})}: must be 'RollingUpdate' or 'OnDelete'"]
+    out = _nonnegative(f"{path}.rollingUpdate.partition", rolling.partition)
+    if rolling.max_unavailable is not None:
+        problems, value = _int_or_percent(f"{path}.rollingUpdate.maxUnavailable", rolling.max_unavailable)
+        out += problems
+        if not problems and value == 0:
+            out.append(f"{path}.rollingUpdate.maxUnavailable: Invalid value: {_json(rolling.max_unavailable)}: "
+                       "must be greater than 0")
+    return out
 
 
 def _job_spec(spec: JobSpec, path: str, pod_rules: PodRules) -> list[str]:

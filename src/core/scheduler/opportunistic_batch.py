@@ -10,16 +10,18 @@ holds, else flushes the state with upstream's reason (``scheduler_batch_cache_fl
 scheduling cycle then checks the hinted node with the Filter plugins (as a nominated node) and falls back
 to the full cycle when it fails.  :meth:`OpportunisticBatch.store_results` records each cycle's outcome.
 
-Upstream's conditions, in its order: a previous cycle to reuse (``empty``), the very next cycle of this
-profile (``pod_skipped``: another profile's pod, a PodGroup or a failed pod came between), an equal signature (``pod_incompatible``), younger than 500 ms on the scheduler's
+Upstream's conditions: a previous cycle to reuse, the very next cycle of this profile (``pod_skipped``:
+another profile's pod, a PodGroup or a failed pod came between), younger than 500 ms on the scheduler's
 clock (``expired``), the last chosen node still there (``node_missing``) and full for this pod
-(``node_not_full``).  kubesched adds one, so that a batched pod lands where the full cycle would put it:
-no node came or went and none of the nodes left in the list changed since (``node_changed``).  The next
-node among equally scored ones is drawn as the full cycle's host selection draws (same random source,
-nodes in the same order), so on a cluster small enough to be filtered whole the placements are the
-unbatched ones.  A pod with a nominated node tries that node first and asks for a hint only when it
-fails (upstream's nnn_hint_fallback; upstream's older ``pod_nominated`` flush is not kept).  Not done: upstream's newest rescoring of a last node that still fits (it flushes here,
-as 1.35's does).
+(``node_not_full``), both pods signable (``pod_not_batchable``) with equal signatures (``pod_incompatible``)
+- the signatures last, as signing costs more than the rest (upstream compares them before the age, and
+counts ``pod_not_batchable`` when it stores).  kubesched adds one, so that a batched pod lands where the
+full cycle would put it: no node came or went and none of the nodes left in the list changed since
+(``node_changed``).  The next node among equally scored ones is drawn as the full cycle's host selection
+draws (same random source, nodes in the same order), so on a cluster small enough to be filtered whole the
+placements are the unbatched ones.  A pod with a nominated node tries that node first and asks for a hint
+only when it fails (upstream's nnn_hint_fallback; upstream's older ``pod_nominated`` flush is not kept).
+Not done: upstream's newest rescoring of a last node that still fits (it flushes here, as 1.35's does).
 """
 
 from __future__ import annotations
@@ -53,16 +55,35 @@ POD_NOT_BATCHABLE, EMPTY_LIST = "pod_not_batchable", "empty_list"
 SelectHost = Callable[[np.ndarray, np.ndarray], int]
 
 
+class PodToSign:
+    """A pod and its profile's :class:`PodSigner`; :meth:`signature` signs it on first use only (most batches
+    end on a cheaper condition: a pod that does not fill its node is never signed)."""
+
+    __slots__ = ("pod", "signer", "_signature", "_signed")
+
+    def __init__(self, pod: Any, signer: PodSigner):
+        self.pod = pod
+        self.signer = signer
+        self._signature: Signature | None = None
+        self._signed = False
+
+    def signature(self) -> Signature | None:
+        """The pod's signature (None: unsignable)."""
+        if not self._signed:
+            self._signature, self._signed = self.signer.sign(self.pod), True
+        return self._signature
+
+
 class BatchState:
-    """The reusable rest of one full cycle: ``signature``, the feasible snapshot ``rows`` not chosen (in the
-    order the cycle scored them) with their ``totals`` (int64), the snapshot ``table`` they index and the
-    nodes' ``generations`` then, and ``created`` (seconds on the scheduler's clock)."""
+    """The reusable rest of one full cycle: the pod that ran it (``source``), the feasible snapshot ``rows``
+    not chosen (in the order the cycle scored them) with their ``totals`` (int64), the snapshot ``table`` they
+    index and the nodes' ``generations`` then, and ``created`` (seconds on the scheduler's clock)."""
 
-    __slots__ = ("signature", "rows", "totals", "table", "generations", "created")
+    __slots__ = ("source", "rows", "totals", "table", "generations", "created")
 
-    def __init__(self, signature: Signature, rows: np.ndarray, totals: np.ndarray, snapshot: Snapshot,
+    def __init__(self, source: PodToSign, rows: np.ndarray, totals: np.ndarray, snapshot: Snapshot,
                  created: float):
-        self.signature = signature
+        self.source = source
         self.rows = rows
         self.totals = totals
         self.table = snapshot.table
@@ -93,17 +114,17 @@ class OpportunisticBatch:
         log.debug("OpportunisticBatch found unusable state: profile %s, reason %s", self.fwk.profile_name, reason)
         self.state = None
 
-    def node_hint(self, state: CycleState, pod: Any, signature: Signature | None, cycle: int, now: float,
-                  snapshot: Snapshot, select_host: SelectHost) -> int | None:
-        """Upstream ``GetNodeHint``: the snapshot row of the node ``pod`` (signed ``signature``, in cycle
-        number ``cycle``) should try first, taken out of the batch, or None (the state flushed when it
+    def node_hint(self, state: CycleState, pod: PodToSign, cycle: int, now: float, snapshot: Snapshot,
+                  select_host: SelectHost) -> int | None:
+        """Upstream ``GetNodeHint``: the snapshot row of the node ``pod`` (in cycle number ``cycle``) should
+        try first, taken out of the batch, or None (the state flushed when it
         cannot serve this pod).  Runs the Filter plugins on the last chosen node (``state``: the pod's
         CycleState after PreFilter); ``select_host`` draws the next node as the full cycle would."""
         batch = self.state
         if batch is None or not len(batch.rows):  # nothing left to hand out (upstream's stateEmpty)
             self._attempts[NO_HINT].inc()
             return None
-        reason = self._unusable(batch, state, pod, signature, cycle, now, snapshot)
+        reason = self._unusable(batch, state, pod, cycle, now, snapshot)
         if reason is not None:
             self._flush(reason)
             self._attempts[NO_HINT].inc()
@@ -115,13 +136,11 @@ class OpportunisticBatch:
         del batch.generations[chosen]
         return row
 
-    def _unusable(self, batch: BatchState, state: CycleState, pod: Any, signature: Signature | None, cycle: int,
-                  now: float, snapshot: Snapshot) -> str | None:
+    def _unusable(self, batch: BatchState, state: CycleState, pod: PodToSign, cycle: int, now: float,
+                  snapshot: Snapshot) -> str | None:
         """Why ``batch`` cannot serve ``pod`` (a flush reason), or None when it can."""
         if cycle != self.last_cycle + 1:
             return POD_SKIPPED
-        if signature is None or signature != batch.signature:
-            return POD_INCOMPATIBLE
         if now > batch.created + MAX_BATCH_AGE:
             return EXPIRED
         last = snapshot.get(self.last_chosen)
@@ -131,16 +150,21 @@ class OpportunisticBatch:
         if batch.table is not snapshot.table or any(generations[row] != seen for row, seen in
                                                     zip(batch.rows.tolist(), batch.generations)):
             return NODE_CHANGED
-        status = self.fwk.run_filter(state, pod, last)
+        status = self.fwk.run_filter(state, pod.pod, last)
         if status is None or not status.is_rejected():
             return NODE_NOT_FULL
+        stored = batch.source.signature()
+        if stored is None:
+            return POD_NOT_BATCHABLE
+        if pod.signature() != stored:
+            return POD_INCOMPATIBLE
         return None
 
-    def store_results(self, signature: Signature | None, hinted: str | None, chosen: str, cycle: int, now: float,
+    def store_results(self, pod: PodToSign, hinted: str | None, chosen: str, cycle: int, now: float,
                       rest: tuple[np.ndarray, np.ndarray] | None, snapshot: Snapshot) -> None:
-        """Upstream ``StoreScheduleResults``: ``chosen`` won cycle ``cycle`` (``hinted``: the node hinted to it,
-        or None).  A hint taken keeps the batch; otherwise the batch becomes ``rest`` - the feasible rows not
-        chosen and their total scores - when the pod is signed and any are left, else it is flushed."""
+        """Upstream ``StoreScheduleResults``: ``chosen`` won cycle ``cycle`` for ``pod`` (``hinted``: the node
+        hinted to it, or None).  A hint taken keeps the batch; otherwise the batch becomes ``rest`` - the
+        feasible rows not chosen and their total scores - when any are left, else it is flushed."""
         self.last_cycle, self.last_chosen = cycle, chosen
         if hinted is not None and hinted == chosen:
             self._attempts[HINT_USED].inc()
@@ -148,7 +172,7 @@ class OpportunisticBatch:
             return
         if hinted is not None:
             self._attempts[HINT_NOT_USED].inc()
-        if signature is not None and rest is not None and len(rest[0]):
-            self.state = BatchState(signature, rest[0], rest[1], snapshot, now)
+        if rest is not None and len(rest[0]):
+            self.state = BatchState(pod, rest[0], rest[1], snapshot, now)
         else:
-            self._flush(POD_NOT_BATCHABLE if signature is None else EMPTY_LIST)
+            self._flush(EMPTY_LIST)

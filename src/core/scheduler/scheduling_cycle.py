@@ -31,13 +31,13 @@ from ..framework.extender import (
 )
 from ..framework.nodeinfo import PodInfo
 from ..framework.runtime import FilterError, Framework, ScoreError
-from ..framework.signature import PodSigner, Signature
+from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import ScheduleResult
 from .failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, FailureHandler
-from .opportunistic_batch import OpportunisticBatch
+from .opportunistic_batch import OpportunisticBatch, PodToSign
 from .queue import QueuedPodInfo
 from .recording import record_feasible, record_unschedulable, write_attempt
 from .state import SchedulerState
@@ -142,13 +142,22 @@ class SchedulingCycle:
 
     def handle_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
                          post_filter: bool, nominated: str | None = None, requeue: bool = True) -> None:
-        """No node fits ``info``'s pod: PostFilter (when ``post_filter`` and the
-        profile has any) may nominate a node; then the failure is recorded and
-        the pod handed back with upstream's FitError message.  ``nominated``:
-        the nomination to keep when PostFilter does not run (None: as it is);
+        """No node fits ``info``'s pod: :meth:`explain_fit_error`, then the pod
+        handed back with upstream's FitError message.  ``nominated``: the
+        nomination to keep when PostFilter does not run (None: as it is);
         ``requeue``: False for a PodGroup's member (its group is requeued once)."""
+        message, nominated = self.explain_fit_error(fwk, state, info, fit, post_filter, nominated)
+        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
+        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+
+    def explain_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
+                          post_filter: bool, nominated: str | None = None) -> tuple[str, str | None]:
+        """What a failed attempt says, before the pod is handed back: PostFilter
+        (when ``post_filter`` and the profile has any) may nominate a node; the
+        attempt is counted and recorded.  Returns upstream's FitError message and
+        the nomination (None: left as it is; a string, even "", replaces it)."""
         pod = info.pod
-        # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
         if fit.num_all_nodes == 0:
             nominated = ""
         elif post_filter and fwk.post_filter_plugins:
@@ -158,14 +167,12 @@ class SchedulingCycle:
             if isinstance(result, PostFilterResult):
                 nominated = result.nominated_node_name
         self.shared.stats.unschedulable += 1
-        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
-        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
         message = fit.message()
         if state.record is not None:
             if fit.num_all_nodes:
                 record_unschedulable(state.record, fwk, state, pod, self.shared.snapshot, fit.diagnosis.node_status)
             write_attempt(self.shared.decisions, state, REASON_UNSCHEDULABLE, message, nominated=nominated)
-        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+        return message, nominated
 
     def handle_cycle_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, status: Status) -> None:
         """An Error status aborted the attempt: recorded, and the pod back to backoff with SchedulerError."""
@@ -186,7 +193,7 @@ class SchedulingCycle:
         num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        attempt = BatchAttempt(batch, batch.signer.sign(pod)) if batch is not None else None
+        attempt = BatchAttempt(batch, PodToSign(pod, batch.signer)) if batch is not None else None
         feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
         if len(feasible) == 1:
             name = snapshot.nodes[feasible[0]].name
@@ -218,7 +225,7 @@ class SchedulingCycle:
         total scores (None: none were scored)."""
         shared = self.shared
         hinted = shared.snapshot.nodes[attempt.hint].name if attempt.hint is not None else None
-        attempt.batch.store_results(attempt.signature, hinted, chosen, shared.stats.cycles, shared.clock.now(),
+        attempt.batch.store_results(attempt.signed, hinted, chosen, shared.stats.cycles, shared.clock.now(),
                                     rest, shared.snapshot)
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
@@ -269,7 +276,7 @@ class SchedulingCycle:
                                  nominated):
                 return np.array([snapshot.index[pod.status.nominated_node_name]])
             if attempt is not None:
-                attempt.hint = attempt.batch.node_hint(state, pod, attempt.signature, self.shared.stats.cycles,
+                attempt.hint = attempt.batch.node_hint(state, attempt.signed, self.shared.stats.cycles,
                                                        self.shared.clock.now(), snapshot, self.select_host)
                 if self.passes_alone(fwk, state, pod, attempt.hint, within, nominated):
                     return np.array([attempt.hint])
@@ -356,14 +363,14 @@ class SchedulingCycle:
 
 
 class BatchAttempt:
-    """One pod's use of its profile's opportunistic ``batch``: its ``signature`` (None: unsignable) and the
-    snapshot row the batch hinted (``hint``, None: no hint)."""
+    """One pod's use of its profile's opportunistic ``batch``: the pod to sign (``signed``, signed only when
+    the batch needs its signature) and the snapshot row the batch hinted (``hint``, None: no hint)."""
 
-    __slots__ = ("batch", "signature", "hint")
+    __slots__ = ("batch", "signed", "hint")
 
-    def __init__(self, batch: OpportunisticBatch, signature: Signature | None):
+    def __init__(self, batch: OpportunisticBatch, signed: PodToSign):
         self.batch = batch
-        self.signature = signature
+        self.signed = signed
         self.hint: int | None = None
 
 
