@@ -24,7 +24,9 @@ Cost: a transaction records the API server's writes in an undo log and
 saves what is pending (queue, timers, counters); rolling back undoes the
 writes and hands the informers the changes back, so both are proportional to
 what changed, not to the cluster (:mod:`kubesched.sim.transaction`).
-:meth:`~Simulator.can_schedule` is a transaction rolled back.
+:meth:`~Simulator.can_schedule` of one plain pod is one scheduling cycle on
+the state as it is (nothing written); of anything else, a transaction rolled
+back.
 :meth:`~Simulator.fork` is a full copy, O(cluster): a new simulation over the
 same objects.  ``benchmarks/sim_whatif.py`` measures them.
 """
@@ -270,7 +272,7 @@ class Simulator:
 
     def transaction(self) -> "Transaction":
         """``with sim.transaction() as tx:`` - every change inside is rolled back
-        on exit (also on an exception) unless ``tx.commit()`` was called.
+        on exit unless ``tx.commit()`` was called, and on an exception in any case.
         Nestable: an inner commit keeps its changes in the outer transaction,
         which may still roll them back.  Cost: proportional to what changed and
         to what is pending, not to the cluster (:mod:`kubesched.sim.transaction`)."""
