@@ -141,7 +141,7 @@ def follow_served(obj: Any, features: FeatureGates) -> None:
 
 
 #: the kinds that are gated or may hold a gated field (Pod and Node: see :func:`_may_be_gated`)
-GATED_KINDS = frozenset({*KIND_GATES, ResourceSlice, PodGroup, Workload})
+GATED_KINDS = frozenset({*KIND_GATES, ResourceSlice, PodGroup, Workload, Job, CronJob})
 
 
 def _may_be_gated(obj: Any) -> bool:
