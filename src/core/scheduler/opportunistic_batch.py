@@ -27,6 +27,7 @@ Not done: upstream's newest rescoring of a last node that still fits (it flushes
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -79,7 +80,7 @@ class BatchState:
     not chosen (in the order the cycle scored them) with their ``totals`` (int64), the snapshot ``table`` they
     index and the nodes' ``generations`` then, and ``created`` (seconds on the scheduler's clock)."""
 
-    __slots__ = ("source", "rows", "totals", "table", "generations", "created")
+    __slots__ = ("source", "rows", "totals", "table", "generations", "created", "_of_rows")
 
     def __init__(self, source: PodToSign, rows: np.ndarray, totals: np.ndarray, snapshot: Snapshot,
                  created: float):
@@ -87,8 +88,32 @@ class BatchState:
         self.rows = rows
         self.totals = totals
         self.table = snapshot.table
-        self.generations = [snapshot.generations[row] for row in rows.tolist()]
         self.created = created
+        self._of_rows = _getter(rows)
+        self.generations = self._of_rows(snapshot.generations)
+
+    def changed(self, snapshot: Snapshot) -> bool:
+        """Did a node come or go, or one of :attr:`rows` change, since the batch was made?  (C-level
+        look-ups: this runs for every batched pod.)"""
+        return self.table is not snapshot.table or self._of_rows(snapshot.generations) != self.generations
+
+    def take(self, index: int) -> int:
+        """Remove the ``index``-th row from the batch; returns its snapshot row."""
+        row = int(self.rows[index])
+        keep = np.arange(len(self.rows)) != index
+        self.rows, self.totals = self.rows[keep], self.totals[keep]
+        self.generations = self.generations[:index] + self.generations[index + 1:]
+        self._of_rows = _getter(self.rows)
+        return row
+
+
+def _getter(rows: np.ndarray) -> Callable[[list[int]], tuple[int, ...]]:
+    """A function picking ``rows``' items of a list, as a tuple (one C call)."""
+    picks = rows.tolist()
+    if len(picks) == 1:
+        only = picks[0]
+        return lambda items: (items[only],)
+    return operator.itemgetter(*picks) if picks else lambda items: ()
 
 
 class OpportunisticBatch:
@@ -129,12 +154,7 @@ class OpportunisticBatch:
             self._flush(reason)
             self._attempts[NO_HINT].inc()
             return None
-        chosen = select_host(batch.totals, batch.rows)
-        row = int(batch.rows[chosen])
-        keep = np.arange(len(batch.rows)) != chosen
-        batch.rows, batch.totals = batch.rows[keep], batch.totals[keep]
-        del batch.generations[chosen]
-        return row
+        return batch.take(select_host(batch.totals, batch.rows))
 
     def _unusable(self, batch: BatchState, state: CycleState, pod: PodToSign, cycle: int, now: float,
                   snapshot: Snapshot) -> str | None:
@@ -146,13 +166,11 @@ class OpportunisticBatch:
         last = snapshot.get(self.last_chosen)
         if last is None:
             return NODE_MISSING
-        generations = snapshot.generations
-        if batch.table is not snapshot.table or any(generations[row] != seen for row, seen in
-                                                    zip(batch.rows.tolist(), batch.generations)):
-            return NODE_CHANGED
         status = self.fwk.run_filter(state, pod.pod, last)
         if status is None or not status.is_rejected():
             return NODE_NOT_FULL
+        if batch.changed(snapshot):
+            return NODE_CHANGED
         stored = batch.source.signature()
         if stored is None:
             return POD_NOT_BATCHABLE
