@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 import kubesched.core.api
 from fake_apiserver import FakeAPIServer
 from kubesched.cli import app
-from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml, parse_document
 from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
@@ -93,6 +94,38 @@ def test_can_schedule_answers_with_a_node_and_changes_nothing(cluster):
     assert verdict.fits and verdict.node in {n.metadata.name for n in cluster.nodes()}
     assert state(cluster) == before
     assert "default/probe" not in cluster.placements()
+
+
+def never_preempting(sim: Simulator, pod: dict) -> Pod:
+    """``pod`` as can_schedule asks about it: the priority the API server gives, without its class, never
+    preempting."""
+    admitted = sim.simulation.cluster.with_admitted_priority(parse_document(pod, "<test>"))
+    return attrs.evolve(admitted, spec=attrs.evolve(admitted.spec, priority_class_name="", preemption_policy="Never"))
+
+
+def spread(name: str) -> dict:
+    pod = probe(name, cpu="1")
+    pod["metadata"]["labels"] = {"app": "web"}
+    pod["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                 "whenUnsatisfiable": "DoNotSchedule",
+                                                 "labelSelector": {"matchLabels": {"app": "web"}}}]
+    return pod
+
+
+@pytest.mark.parametrize("folder", SIMULATED)
+def test_one_cycle_answers_as_creating_the_pod_and_running_to_quiescence(folder):
+    """can_schedule of one plain pod runs one cycle on the state as it is; created and scheduled (in a
+    transaction), the same pod gets the same node, or the same message and reasons."""
+    sim = Simulator.from_manifests([EXAMPLES / folder])
+    for asked in (probe("small"), probe("big", cpu="31"), probe("huge", cpu="500"), spread("spread")):
+        key = f"default/{asked['metadata']['name']}"
+        before = state(sim)
+        answer = sim.can_schedule(asked)
+        assert state(sim) == before
+        with sim.transaction():
+            created = sim.schedule(never_preempting(sim, asked))
+        assert (answer.node, answer.messages.get(key, ""), answer.reasons.get(key, {})) == \
+            (created.node, created.messages.get(key, ""), created.reasons.get(key, {})), (folder, key)
 
 
 def test_can_schedule_names_each_nodes_reason_in_kube_schedulers_words(cluster):

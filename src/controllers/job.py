@@ -9,7 +9,14 @@ template's labels (the API server added ``batch.kubernetes.io/job-name`` and
 ``batch.kubernetes.io/controller-uid``) and are controlled by the Job; an
 Indexed Job's pod ``i`` carries the ``batch.kubernetes.io/job-completion-index``
 annotation and label ``i`` and the hostname ``<job>-<i>``, and every index is
-run until it succeeds, lowest first.  Pods without a controller that the
+run until it succeeds, lowest first.  ``podFailurePolicy``: the first rule
+matching a failed pod (a container's non-zero exit code ``In``/``NotIn`` a
+set, or a pod condition such as ``DisruptionTarget``) decides: ``FailJob``
+fails the Job at once (reason ``PodFailurePolicy``), ``Ignore`` neither
+counts the failure nor delays the replacement, ``Count`` (and no match)
+counts it.  ``successPolicy`` (Indexed Jobs): the Job succeeds (reason
+``SuccessPolicy``, its running pods deleted) once a rule's
+``succeededIndexes``/``succeededCount`` are met.  Pods without a controller that the
 Job's selector matches are adopted, running or finished (upstream
 ``getPodsForJob``'s ``ClaimPods``); pods it controls that no longer match are
 released.
@@ -64,6 +71,7 @@ from kubesched.core.api.scheduling_v1beta1 import (
     WorkloadReference,
     WorkloadSpec,
 )
+from kubesched.core.api.workload_validation import parse_indexes
 from kubesched.core.cluster.client import AlreadyExists, NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
 from kubesched.core.controller.workloads import (
@@ -96,6 +104,45 @@ def index_ranges(indexes: set[int]) -> str:
         else:
             ranges.append([index, index])
     return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def failure_action(job: Job, pod: Pod) -> tuple[str, str]:
+    """What the failed ``pod``'s failure does under ``job``'s ``podFailurePolicy`` (upstream
+    ``matchPodFailurePolicy``): the first matching rule's action (FailJob, Ignore, Count) and upstream's
+    message for it; ``("Count", "")`` when no rule matches or there is no policy."""
+    policy = job.spec.pod_failure_policy
+    for index, rule in enumerate(policy.rules if policy is not None else ()):
+        codes = rule.on_exit_codes
+        if codes is not None:
+            for status in (*pod.status.container_statuses, *pod.status.init_container_statuses):
+                code = (status.extra.get("state") or {}).get("terminated", {}).get("exitCode")
+                if not isinstance(code, int) or code == 0:
+                    continue
+                if codes.container_name not in (None, status.name):
+                    continue
+                if (code in codes.values) == (codes.operator == "In"):
+                    return rule.action, (f"Container {status.name} for pod {pod.key} failed with exit code {code} "
+                                         f"matching {rule.action} rule at index {index}")
+        for pattern in rule.on_pod_conditions:
+            if any(c.type == pattern.type and c.status == pattern.status for c in pod.status.conditions):
+                return rule.action, (f"Pod {pod.key} has condition {pattern.type} matching {rule.action} rule at "
+                                     f"index {index}")
+    return "Count", ""
+
+
+def matched_success_rule(job: Job, done: set[int]) -> int | None:
+    """The index of the first ``successPolicy`` rule the succeeded indexes ``done`` meet (upstream
+    ``matchSuccessPolicy``), None when none does (or there is no policy)."""
+    policy = job.spec.success_policy
+    for index, rule in enumerate(policy.rules if policy is not None and job.spec.indexed else ()):
+        wanted = (parse_indexes(rule.succeeded_indexes, job.spec.completions or 0)
+                  if rule.succeeded_indexes is not None else None)
+        met = done if wanted is None else done & wanted
+        if rule.succeeded_count is not None and len(met) >= rule.succeeded_count:
+            return index
+        if rule.succeeded_count is None and wanted is not None and wanted <= done:
+            return index
+    return None
 
 
 #: the longest object name (a DNS-1123 subdomain)
@@ -219,33 +266,24 @@ class JobController(Controller):
         pods = self.owned.claim(self.cluster, job, job.spec.selector)
         active = [pod for pod in pods if pod_active(pod)]
         succeeded = [pod for pod in pods if pod.status.phase == "Succeeded"]
-        failed = sum(1 for pod in pods if pod.status.phase == "Failed")
+        verdicts = [failure_action(job, pod) for pod in pods if pod.status.phase == "Failed"]
+        failed = sum(1 for action, _ in verdicts if action != "Ignore")  # an ignored failure is not counted
         status: dict[str, Any] = {"startTime": job.status.get("startTime") or format_time(now)}
         again: float | None = None
         spec = job.spec
         done = {i for i in map(completion_index, succeeded) if i is not None} if spec.indexed else set()
         if spec.indexed:
             status["completedIndexes"] = index_ranges(done)
-        complete = (len(done) >= (spec.completions or 0) if spec.indexed
-                    else len(succeeded) >= spec.completions if spec.completions is not None
-                    else bool(succeeded) and not active)
         deadline = (parse_time(status["startTime"]) or now) + spec.active_deadline_seconds \
             if spec.active_deadline_seconds is not None else None
-        if complete:
+        finished = self._finished(job, verdicts, failed, succeeded, active, done, deadline, now)
+        if finished is not None:
             for pod in active:
                 self._delete_pod(job, pod)
             active = []
-            status["conditions"] = self._finish("Complete", "SuccessCriteriaMet", "CompletionsReached",
-                                                "Reached expected number of succeeded pods", now)
-            status["completionTime"] = format_time(now)
-        elif failed > spec.backoff_limit or (deadline is not None and now >= deadline):
-            for pod in active:
-                self._delete_pod(job, pod)
-            active = []
-            reason, message = (("BackoffLimitExceeded", "Job has reached the specified backoff limit")
-                               if failed > spec.backoff_limit else
-                               ("DeadlineExceeded", "Job was active longer than specified deadline"))
-            status["conditions"] = self._finish("Failed", "FailureTarget", reason, message, now)
+            status["conditions"] = self._finish(*finished, now)
+            if finished[0] == "Complete":
+                status["completionTime"] = format_time(now)
         elif spec.suspend:
             for pod in active:
                 self._delete_pod(job, pod)
@@ -264,6 +302,30 @@ class JobController(Controller):
         if status != job.status:
             self.cluster.update_status(attrs.evolve(job, status=status))
         return again
+
+    @staticmethod
+    def _finished(job: Job, verdicts: list[tuple[str, str]], failed: int, succeeded: list[Pod], active: list[Pod],
+                  done: set[int], deadline: float | None, now: float) -> tuple[str, str, str, str] | None:
+        """How ``job`` finishes now, as (final condition, interim condition, reason, message), or None: a pod
+        failure policy's FailJob rule, the backoff limit, the deadline, then the success policy or the
+        completions (upstream ``syncJob``'s order)."""
+        spec = job.spec
+        fail_job = next((message for action, message in verdicts if action == "FailJob"), None)
+        if fail_job is not None:
+            return "Failed", "FailureTarget", "PodFailurePolicy", fail_job
+        if failed > spec.backoff_limit:
+            return "Failed", "FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        if deadline is not None and now >= deadline:
+            return "Failed", "FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline"
+        rule = matched_success_rule(job, done)
+        if rule is not None:
+            return "Complete", "SuccessCriteriaMet", "SuccessPolicy", f"Matched rules at index {rule}"
+        complete = (len(done) >= (spec.completions or 0) if spec.indexed
+                    else len(succeeded) >= spec.completions if spec.completions is not None
+                    else bool(succeeded) and not active)
+        if complete:
+            return "Complete", "SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"
+        return None
 
     def _scheduling_group(self, job: Job, pods: list[Pod]) -> str | None:
         """The PodGroup ``job``'s new pods join (upstream ``ensureWorkloadAndPodGroup``): found, or - for a new

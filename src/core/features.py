@@ -256,6 +256,18 @@ class FeatureGates:
         for name, value in (overrides or {}).items():
             self._set(name, bool(value))
         self._check_dependencies()
+        self._resolve()
+
+    def _resolve(self) -> None:
+        """Recompute what :meth:`enabled` answers for every gate (after any change of a value): a gate merged
+        into another reads that one's value while the emulated release does not know it."""
+        answers: dict[str, bool] = {}
+        for name in GATES:
+            gate = GATES[name]
+            while gate.merged_into is not None and not gate.known(self.emulated_version):
+                gate = GATES[gate.merged_into]
+            answers[name] = self._values.get(gate.name, False)
+        self._enabled = answers  # one assignment: a reader on another thread sees the old or the new table
 
     def _set(self, name: str, value: bool) -> None:
         gate = GATES.get(name)
@@ -315,18 +327,28 @@ class FeatureGates:
         """Whether gate ``name`` is on.  A gate the emulated release does not know
         is off, unless it was merged into another (GangScheduling into GenericWorkload in 1.37):
         then that gate's value; raises ``KeyError`` for a name no release knows (a typo in code)."""
-        gate = GATES.get(name)
-        if gate is None:
-            raise KeyError(f"unknown feature gate {name!r}")
-        if gate.merged_into is not None and not gate.known(self.emulated_version):
-            return self.enabled(gate.merged_into)
-        return self._values.get(name, False)
+        try:
+            return self._enabled[name]
+        except KeyError:
+            raise KeyError(f"unknown feature gate {name!r}") from None
 
     def locked_to(self, name: str) -> bool | None:
         """The value gate ``name`` is locked to in the emulated release (None: not locked, or unknown)."""
         gate = GATES.get(name)
         stage = gate.stage(self.emulated_version) if gate is not None and name in self._values else None
         return stage.default if stage is not None and stage.locked else None
+
+    def settable_release(self, gates: Mapping[str, bool]) -> str | None:
+        """The newest release, not newer than the emulated one, that accepts
+        every gate of ``gates`` at its value (none unknown, none locked to the
+        other value, no dependency left off); None when there is none."""
+        for release in reversed(RELEASES[:RELEASES.index(self.emulated_version) + 1]):
+            try:
+                FeatureGates(release, gates)
+            except FeatureGateError:
+                continue
+            return release
+        return None
 
     def exists(self, name: str) -> bool:
         """Gate ``name`` exists in the emulated release (introduced, not removed)."""
@@ -350,6 +372,7 @@ class FeatureGates:
                 self._values[gate_name] = True
                 self.note(f"feature gate {gate_name} turned on: {what} needs it "
                                   f"(off by default in {self.emulated_version})")
+            self._resolve()
             return None
 
     def with_overrides(self, overrides: Mapping[str, bool]) -> "FeatureGates":

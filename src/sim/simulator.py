@@ -24,7 +24,9 @@ Cost: a transaction records the API server's writes in an undo log and
 saves what is pending (queue, timers, counters); rolling back undoes the
 writes and hands the informers the changes back, so both are proportional to
 what changed, not to the cluster (:mod:`kubesched.sim.transaction`).
-:meth:`~Simulator.can_schedule` is a transaction rolled back.
+:meth:`~Simulator.can_schedule` of one plain pod is one scheduling cycle on
+the state as it is (nothing written); of anything else, a transaction rolled
+back.
 :meth:`~Simulator.fork` is a full copy, O(cluster): a new simulation over the
 same objects.  ``benchmarks/sim_whatif.py`` measures them.
 """
@@ -40,14 +42,21 @@ import attrs
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
-from kubesched.core.api.manifests import parse_document
+from kubesched.core.api.manifests import InvalidManifest, parse_document
 from kubesched.core.api.scheduling_v1beta1 import PodGroup
-from kubesched.core.cluster.client import NotFound
+from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.harness import ConfigSource
-from kubesched.drivers.simulation import DEFAULT_START, Simulation, create_sourced, load_paths
+from kubesched.drivers.simulation import (
+    DEFAULT_START,
+    Simulation,
+    check_namespace,
+    create_sourced,
+    known_namespaces,
+    load_paths,
+)
 from kubesched.sim.transaction import Transaction
 
 __all__ = ["Simulator", "Verdict"]
@@ -174,23 +183,32 @@ class Simulator:
 
     def can_schedule(self, objects: Pod | PodGroup | dict | Iterable[Any], preempt: bool = False) -> Verdict:
         """Would ``objects`` fit: a pod, a list of pods, or a PodGroup with its
-        member pods (typed objects or manifest dicts).  They are created and
-        scheduled to quiescence in a transaction that is rolled back: this
-        simulator's objects, queue and allocated devices are left as they were.
+        member pods (typed objects or manifest dicts).  This simulator's
+        objects, queue and allocated devices are left as they were.
+
+        One pod that the scheduler alone decides (no ResourceClaims, volumes
+        from claims, PodGroup, scheduling gates or ``nodeName``), without
+        preemption, is answered by one scheduling cycle on the state as it is,
+        nothing assumed or written (:meth:`Scheduler.dry_run`): the node a pod
+        created now would get.  Anything else is created and scheduled to
+        quiescence in a transaction that is rolled back.
 
         ``preempt``: whether lower-priority pods may be preempted (False: the
         pods are asked about with ``preemptionPolicy: Never``, so that
         PostFilter preempts nothing, as upstream's DefaultPreemption does for
         such pods).  Raises ``InvalidManifest`` when the API server refuses an object."""
+        typed = self._asked(objects, preempt)
+        if not preempt and len(typed) == 1 and self._one_cycle_decides(typed[0]):
+            return self._dry_run(typed[0])
         with self.transaction():
-            return self._submit(objects, preempt)
+            return self._submit(typed, preempt)
 
     def schedule(self, objects: Pod | PodGroup | dict | Iterable[Any]) -> Verdict:
         """Create ``objects`` (as :meth:`can_schedule`) in this simulator and
         schedule to quiescence, preempting as kube-scheduler would (their
         PriorityClass's policy); the verdict says where they went.  Raises
         ``InvalidManifest`` when the API server refuses an object."""
-        return self._submit(objects, preempt=True)
+        return self._submit(self._asked(objects, preempt=True), preempt=True)
 
     # --- changes -----------------------------------------------------------------------
 
@@ -254,7 +272,7 @@ class Simulator:
 
     def transaction(self) -> "Transaction":
         """``with sim.transaction() as tx:`` - every change inside is rolled back
-        on exit (also on an exception) unless ``tx.commit()`` was called.
+        on exit unless ``tx.commit()`` was called, and on an exception in any case.
         Nestable: an inner commit keeps its changes in the outer transaction,
         which may still roll them back.  Cost: proportional to what changed and
         to what is pending, not to the cluster (:mod:`kubesched.sim.transaction`)."""
@@ -277,7 +295,9 @@ class Simulator:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _submit(self, objects: Any, preempt: bool) -> Verdict:
+    def _asked(self, objects: Any, preempt: bool) -> list[Any]:
+        """The typed objects asked about, with their names checked; without ``preempt`` the pods and groups carry
+        the priority the API server would give, without their class, and ``preemptionPolicy: Never``."""
         typed = [_typed(obj) for obj in _listed(objects)]
         unnamed = next((obj for obj in typed if isinstance(obj, (Pod, PodGroup)) and not obj.metadata.name), None)
         if unnamed is not None:
@@ -289,9 +309,37 @@ class Simulator:
                      if isinstance(obj, (Pod, PodGroup)) and (admitted := self._sim.cluster.with_admitted_priority(obj))
                      else obj for obj in typed]
         keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
-        asked = self._asked()
-        if asked is not None:
-            asked.keys.update(keys)
+        recorded = self._recorded()
+        if recorded is not None:
+            recorded.keys.update(keys)
+        return typed
+
+    def _one_cycle_decides(self, obj: Any) -> bool:
+        """Whether one scheduling cycle decides where pod ``obj`` goes: nothing a controller or a later binding
+        step makes for it (claims, volumes from claims), no gate, no group, no ``nodeName``, a profile of ours."""
+        if not isinstance(obj, Pod):
+            return False
+        spec = obj.spec
+        return (not spec.resource_claims and not spec.scheduling_gates and not spec.node_name
+                and spec.scheduling_group is None and spec.scheduler_name in self._sim.scheduler.profiles
+                and not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in spec.volumes))
+
+    def _dry_run(self, pod: Pod) -> Verdict:
+        """The verdict of one scheduling cycle for ``pod`` on the state as it is (see :meth:`can_schedule`)."""
+        cluster = self._sim.cluster
+        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        check_namespace("<python>", pod, known_namespaces(cluster))
+        try:
+            stored = cluster.dry_run_create(pod)
+        except ApiError as err:
+            raise InvalidManifest("<python>", f"Pod/{pod.metadata.name}", "", err.message) from None
+        node, message, record = self._sim.scheduler.dry_run(stored)
+        if node:
+            return Verdict(True, {key: node})
+        return Verdict(False, {key: ""}, {key: _rejections(record or {})}, {key: message})
+
+    def _submit(self, typed: list[Any], preempt: bool) -> Verdict:
+        keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
         create_sourced(self._sim.cluster, [("<python>", obj) for obj in typed])
         self._sim.run()
         groups = {f"podgroup/{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed
@@ -303,9 +351,7 @@ class Simulator:
             if not node:
                 record = self._last_attempt(key)
                 messages[key] = _scheduled_condition_message(self._sim.pod(key)) or record.get("message", "")
-                reasons[key] = {name: group.get("reason", "")
-                                for group in record.get("filter", {}).get("rejected", [])
-                                for name in group.get("nodes", [])}
+                reasons[key] = _rejections(record)
         victims = self._victims(keys, groups) if preempt else ()
         return Verdict(all(ours.values()), ours, reasons, messages, victims)
 
@@ -332,7 +378,7 @@ class Simulator:
         return tuple(f"{e.involved_object.namespace}/{e.involved_object.name}" for e in preempted
                      if any(uid in e.message for uid in uids if uid))
 
-    def _asked(self) -> "_Asked | None":
+    def _recorded(self) -> "_Asked | None":
         decisions = self._sim.scheduler.decisions
         keep = decisions.keep if decisions is not None else None
         return keep if isinstance(keep, _Asked) else None
@@ -352,6 +398,12 @@ class _Asked:
 
     def __call__(self, pod_key: str) -> bool:
         return pod_key in self.keys
+
+
+def _rejections(record: Mapping[str, Any]) -> dict[str, str]:
+    """Node name -> why Filter rejected it, from an attempt's decision record."""
+    return {name: group.get("reason", "") for group in record.get("filter", {}).get("rejected", [])
+            for name in group.get("nodes", [])}
 
 
 def _scheduled_condition_message(pod: Pod) -> str:

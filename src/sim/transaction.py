@@ -43,8 +43,9 @@ class Simulated(Protocol):
 class Transaction:
     """What :meth:`Simulator.transaction` returns: a context manager; call :meth:`commit` to keep the changes.
 
-    Entering takes a :class:`Savepoint`; leaving without :meth:`commit` (or
-    on an exception) rolls back to it.  Nested transactions roll back only
+    Entering takes a :class:`Savepoint`; leaving without :meth:`commit`, or
+    on an exception (committed or not, as scheduler-library's transactions
+    do), rolls back to it.  Nested transactions roll back only
     their own changes; an inner commit keeps its changes in the outer one."""
 
     def __init__(self, simulator: Simulated):
@@ -67,12 +68,12 @@ class Transaction:
             raise RuntimeError("rollback outside the transaction's with-block")
         self._savepoint.rollback()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         savepoint, self._savepoint = self._savepoint, None
         if savepoint is None:
             return
         try:
-            if not self.committed:
+            if kind is not None or not self.committed:
                 savepoint.rollback()
         finally:
             savepoint.release()

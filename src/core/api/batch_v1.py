@@ -57,6 +57,57 @@ class JobSchedulingConfiguration:
 
 
 @frozen
+class PodFailurePolicyOnExitCodesRequirement:
+    """``onExitCodes``: a container (``container_name``, None: any) terminated with a non-zero exit code
+    ``In`` / ``NotIn`` ``values``."""
+
+    operator: str = ""
+    values: tuple[int, ...] = ()
+    container_name: str | None = None
+
+
+@frozen
+class PodFailurePolicyOnPodConditionsPattern:
+    """``onPodConditions[]``: the failed pod has condition ``type`` with ``status`` (default True)."""
+
+    type: str = ""
+    status: str = "True"
+
+
+@frozen
+class PodFailurePolicyRule:
+    """``podFailurePolicy.rules[]``: ``action`` (FailJob, Ignore, Count, FailIndex) when exactly one of
+    ``on_exit_codes`` and ``on_pod_conditions`` matches a failed pod."""
+
+    action: str = ""
+    on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
+    on_pod_conditions: tuple[PodFailurePolicyOnPodConditionsPattern, ...] = ()
+
+
+@frozen
+class PodFailurePolicy:
+    """``spec.podFailurePolicy``: the first rule matching a failed pod decides what its failure does."""
+
+    rules: tuple[PodFailurePolicyRule, ...] = ()
+
+
+@frozen
+class SuccessPolicyRule:
+    """``successPolicy.rules[]``: the Job succeeds once ``succeeded_count`` of ``succeeded_indexes``
+    (``"0-3,5"``; None: any index) succeeded - all of them when the count is None."""
+
+    succeeded_indexes: str | None = None
+    succeeded_count: int | None = None
+
+
+@frozen
+class SuccessPolicy:
+    """``spec.successPolicy`` (Indexed Jobs): the Job succeeds when any rule is met."""
+
+    rules: tuple[SuccessPolicyRule, ...] = ()
+
+
+@frozen
 class JobSpec:
     """batch/v1 JobSpec.  ``parallelism`` and ``completions`` are defaulted after decoding (see the module);
     ``completions`` None means "until one pod succeeds and the rest finish" (a work queue)."""
@@ -72,6 +123,8 @@ class JobSpec:
     selector: LabelSelector | None = None
     manual_selector: bool | None = None
     scheduling: JobSchedulingConfiguration | None = None
+    pod_failure_policy: PodFailurePolicy | None = None
+    success_policy: SuccessPolicy | None = None
     extra: dict[str, Any] = field(factory=dict, eq=False)
 
     def __attrs_post_init__(self):

@@ -49,6 +49,8 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     field) for a field the emulated release does not have; returns ``obj``
     without the gated fields whose gate the user turned off, noting each drop in
     ``features.notes``."""
+    if not _may_be_gated(obj):
+        return obj
     kind = type(obj).__name__
     name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     for gate in KIND_GATES.get(type(obj), ()):
@@ -126,6 +128,8 @@ def follow_served(obj: Any, features: FeatureGates) -> None:
     """An API server served ``obj`` (a scheduler's informer delivered it): the gates its kind and its set
     fields need are on there, so they are switched on here too (with a note) unless the user turned them
     off - a scheduler pointed at a cluster that serves PodGroups schedules them as groups without flags."""
+    if not _may_be_gated(obj):
+        return
     kind = type(obj).__name__
     name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     for gate in KIND_GATES.get(type(obj), ()):
@@ -134,6 +138,21 @@ def follow_served(obj: Any, features: FeatureGates) -> None:
     for gate, field, present, _ in _gated_fields(obj):
         if present and not features.enabled(gate):
             features.require(gate, f"{name} ({field})")
+
+
+#: the kinds that are gated or may hold a gated field (Pod and Node: see :func:`_may_be_gated`)
+GATED_KINDS = frozenset({*KIND_GATES, ResourceSlice, PodGroup, Workload, Job, CronJob})
+
+
+def _may_be_gated(obj: Any) -> bool:
+    """False when ``obj`` is certainly neither of a gated kind nor holding a gated field (an Event, a common
+    Pod or Node), judged without building :func:`_gated_fields`: every write and every delivered object asks."""
+    kind = type(obj)
+    if kind is Pod:
+        return obj.spec.scheduling_group is not None or obj.spec.resources is not None
+    if kind is Node:
+        return bool(obj.status.declared_features)
+    return kind in GATED_KINDS
 
 
 def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:

@@ -10,6 +10,7 @@ concurrently.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, TypeVar
@@ -171,6 +172,23 @@ class Informers:
             self.deliver(event)
             delivered += 1
         return delivered
+
+    @contextlib.contextmanager
+    def showing(self, kind: str, obj: Any) -> Iterator[None]:
+        """``obj`` in the ``kind`` store for the block, as if delivered but with no handler called, then taken out
+        again (what was under its key comes back): a dry run's lookups find the object it asks about.
+        """
+        store = self.store(kind)
+        key = object_key(obj)
+        previous = store.get(key)
+        store._set(key, obj)
+        try:
+            yield
+        finally:
+            if previous is None:
+                store._delete(key)
+            else:
+                store._set(key, previous)
 
     def deliver(self, event: WatchEvent) -> None:
         """Hand ``event`` to the store and the handlers now, as :meth:`pump` does with a queued one (an update

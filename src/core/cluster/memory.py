@@ -170,54 +170,70 @@ class MemoryCluster(ClusterClient):
         """See :meth:`ClusterClient.create`, with the API server's defaulting (uid, creationTimestamp, namespace
         ``default``, generateName), validation (Invalid) and admission (pod priority, a claim's default
         StorageClass, PodGroup priority and protection finalizer).  The fail hook sees ``create``."""
-        resource = resource_of(obj)
-        kind = resource.kind
+        kind = resource_of(obj).kind
         self._check_fail("create", kind, obj)
         with self._lock:
-            obj = admit_gated(obj, self.features)
-            meta = obj.metadata
-            if not meta.name:
-                if not meta.generate_name:
-                    raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
-                meta = evolve(meta, name=self._generate_name(kind, meta))
-            if resource.namespaced and not meta.namespace:
-                meta = evolve(meta, namespace="default")
-            elif not resource.namespaced and meta.namespace:
-                meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
-            key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-            bucket = self._bucket(kind)
-            if key in bucket:
-                raise AlreadyExists(f'{kind} "{meta.name}" already exists')
+            key, obj = self._admitted(obj)
             self._rv += 1
-            generation = _generation(obj, None)
-            meta = evolve(
-                meta,
-                uid=meta.uid or _uuid4(self._rng.getrandbits(128)),
-                resource_version=str(self._rv),
-                creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
-                generation=meta.generation if generation is None else generation,
-            )
-            obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
-            if isinstance(obj, Job):
-                obj = with_generated_selector(obj)
-            found = problems(obj)
-            if found:
-                raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
-            if isinstance(obj, Pod):
-                obj = self._admit_pod(obj)
-            elif isinstance(obj, PriorityClass):
-                self._validate_priority_class(obj, creating=True)
-            elif isinstance(obj, PersistentVolumeClaim):
-                obj = self._admit_claim(obj)
-            elif isinstance(obj, (PodGroup, CompositePodGroup)):
-                obj = self._admit_priority(obj, "pod group")
-                if isinstance(obj, PodGroup) and POD_GROUP_PROTECTION_FINALIZER not in obj.metadata.finalizers:
-                    # the PodGroupProtection admission plugin: kept until no active pod names the group
-                    obj = evolve(obj, metadata=evolve(obj.metadata, finalizers=(*obj.metadata.finalizers,
-                                                                                POD_GROUP_PROTECTION_FINALIZER)))
             self._put(kind, key, obj)
             self._emit(ADDED, kind, obj)
             return obj
+
+    def dry_run_create(self, obj: Any) -> Any:
+        """What :meth:`create` would store (defaulted, validated, admitted; the next resourceVersion and a uid),
+        stored nowhere and seen by no watch, as kube-apiserver's ``dryRun=All``; the name generator is left as
+        it was.  Raises as :meth:`create` does (not the fail hook)."""
+        with self._lock:
+            rng = self._rng.getstate()
+            try:
+                return self._admitted(obj)[1]
+            finally:
+                self._rng.setstate(rng)
+
+    def _admitted(self, obj: Any) -> tuple[str, Any]:
+        """``obj`` as :meth:`create` stores it, with its store key, at the next resourceVersion."""
+        resource = resource_of(obj)
+        kind = resource.kind
+        obj = admit_gated(obj, self.features)
+        meta = obj.metadata
+        if not meta.name:
+            if not meta.generate_name:
+                raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
+            meta = evolve(meta, name=self._generate_name(kind, meta))
+        if resource.namespaced and not meta.namespace:
+            meta = evolve(meta, namespace="default")
+        elif not resource.namespaced and meta.namespace:
+            meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
+        key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+        if key in self._bucket(kind):
+            raise AlreadyExists(f'{kind} "{meta.name}" already exists')
+        generation = _generation(obj, None)
+        meta = evolve(
+            meta,
+            uid=meta.uid or _uuid4(self._rng.getrandbits(128)),
+            resource_version=str(self._rv + 1),
+            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
+            generation=meta.generation if generation is None else generation,
+        )
+        obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
+        if isinstance(obj, Job):
+            obj = with_generated_selector(obj)
+        found = problems(obj)
+        if found:
+            raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
+        if isinstance(obj, Pod):
+            obj = self._admit_pod(obj)
+        elif isinstance(obj, PriorityClass):
+            self._validate_priority_class(obj, creating=True)
+        elif isinstance(obj, PersistentVolumeClaim):
+            obj = self._admit_claim(obj)
+        elif isinstance(obj, (PodGroup, CompositePodGroup)):
+            obj = self._admit_priority(obj, "pod group")
+            if isinstance(obj, PodGroup) and POD_GROUP_PROTECTION_FINALIZER not in obj.metadata.finalizers:
+                # the PodGroupProtection admission plugin: kept until no active pod names the group
+                obj = evolve(obj, metadata=evolve(obj.metadata, finalizers=(*obj.metadata.finalizers,
+                                                                            POD_GROUP_PROTECTION_FINALIZER)))
+        return key, obj
 
     def update(self, obj: Any) -> Any:
         """See :meth:`ClusterClient.update`; uid, creationTimestamp and deletionTimestamp are kept from the stored

@@ -18,6 +18,7 @@ owned pod it no longer matches is released, each by a patch of the pod's
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -77,6 +78,14 @@ def safe_hash(data: bytes) -> str:
     for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return "".join(SAFE_ALPHABET[ord(digit) % len(SAFE_ALPHABET)] for digit in str(value))
+
+
+def resolve(value: Any, total: int, round_up: bool) -> int:
+    """An IntOrString of ``total`` (``25%``), rounded as upstream's ``GetScaledValueFromIntOrPercent``."""
+    if isinstance(value, int):
+        return value
+    share = int(str(value).rstrip("%")) * total / 100
+    return math.ceil(share) if round_up else math.floor(share)
 
 
 def pod_ready(pod: Pod) -> bool:

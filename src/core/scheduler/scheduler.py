@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from concurrent.futures import Executor
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .recording import record_held
 from .resize_cycle import ResizeCycle
-from .scheduling_cycle import SchedulingCycle
+from .scheduling_cycle import CycleError, SchedulingCycle
 from .state import SchedulerState
 from .stats import SchedulingStats
 
@@ -334,21 +334,59 @@ class Scheduler:
         callable puts it back.  What it derives from the cluster's objects (the cache, the snapshot, the
         PodGroup members, allocated devices) is not saved: ``kubesched.sim``'s rollback delivers the inverse
         of the cluster's changes to the informers, which bring it back.  Cost: what is pending, not the cluster."""
-        state, decisions, rng = self.state, self.state.decisions, self.pods.rng.getstate()
-        records = len(decisions.records) if decisions is not None else 0
-        restores = [self.queue.savepoint(), saved_fields(state.stats), saved_fields(self.pods, ("next_start_node_index",)),
+        state = self.state
+        restores = [self.queue.savepoint(), self._attempt_savepoint(),
                     saved_fields(state, ("waiting_pods", "attempt_started")), saved_fields(state.pod_groups, ("waiting",)),
                     saved_fields(self.binding, ("waits", "results", "in_flight"))]
         restores += [saved_fields(fw.handle.recorder) for fw in self.profiles.values()]
         if state.dra is not None:
             restores.append(saved_fields(state.dra, ("_in_flight",)))
+        return restoring_all(restores)
+
+    def _attempt_savepoint(self) -> Restore:
+        """What a scheduling attempt moves besides the cache and the queue: the tie-break random state, the
+        rotating start node, the opportunistic batches, the counters, the decision records."""
+        decisions, rng, pods = self.state.decisions, self.pods.rng.getstate(), self.pods
+        records = len(decisions.records) if decisions is not None else 0
+        restores = [saved_fields(self.state.stats), saved_fields(pods, ("next_start_node_index", "batches"))]
+        restores += [saved_fields(batch) for batch in pods.batches.values()]
+        if decisions is not None:
+            restores.append(saved_fields(decisions, ("written",)))
 
         def restore() -> None:
             restoring_all(restores)()
-            self.pods.rng.setstate(rng)
+            pods.rng.setstate(rng)
             if decisions is not None:
                 del decisions.records[records:]
         return restore
+
+    def dry_run(self, pod: Pod) -> tuple[str, str, dict[str, Any] | None]:
+        """Upstream's scheduling cycle for ``pod`` (not in the cluster: as the API server would store it) on the
+        current state, up to the choice of a node - PreFilter, Filter, PostFilter when no node fits, PreScore,
+        Score, the tie-break - with nothing assumed, reserved or written; what the attempt moves (the tie-break
+        random state, the rotating start node, the opportunistic batch, the counters, the decision records) is
+        put back.  A pod popped from the queue now would get this node.  Returns the node ("" when none fits),
+        upstream's FitError (or Error) message ("" when a node fits) and the attempt's decision record (None
+        when the pod's attempts are not recorded or a node fits).  Raises ValueError for a ``schedulerName``
+        no profile has."""
+        fwk = self.profiles.get(pod.spec.scheduler_name)
+        if fwk is None:
+            raise ValueError(f"spec.schedulerName: no profile {pod.spec.scheduler_name!r}")
+        restore = self._attempt_savepoint()
+        try:
+            with self.state.informers.showing("Pod", pod):
+                info = QueuedPodInfo(pod, self.state.clock.now())
+                info.attempts = 1  # popped once, as the queue counts
+                state = self.pods.new_cycle_state(fwk, info)
+                try:
+                    return self.pods.schedule_pod(fwk, state, info, batch=self.pods.batch_for(fwk)), "", None
+                except FitError as fit:
+                    message, _ = self.pods.explain_fit_error(fwk, state, info, fit, post_filter=True)
+                except CycleError as err:
+                    message = err.status.message()
+                return "", message, state.record.to_json() if state.record is not None else None
+        finally:
+            restore()
 
     # --- the loop ------------------------------------------------------------------------
 

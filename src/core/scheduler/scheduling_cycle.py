@@ -142,13 +142,22 @@ class SchedulingCycle:
 
     def handle_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
                          post_filter: bool, nominated: str | None = None, requeue: bool = True) -> None:
-        """No node fits ``info``'s pod: PostFilter (when ``post_filter`` and the
-        profile has any) may nominate a node; then the failure is recorded and
-        the pod handed back with upstream's FitError message.  ``nominated``:
-        the nomination to keep when PostFilter does not run (None: as it is);
+        """No node fits ``info``'s pod: :meth:`explain_fit_error`, then the pod
+        handed back with upstream's FitError message.  ``nominated``: the
+        nomination to keep when PostFilter does not run (None: as it is);
         ``requeue``: False for a PodGroup's member (its group is requeued once)."""
+        message, nominated = self.explain_fit_error(fwk, state, info, fit, post_filter, nominated)
+        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
+        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+
+    def explain_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
+                          post_filter: bool, nominated: str | None = None) -> tuple[str, str | None]:
+        """What a failed attempt says, before the pod is handed back: PostFilter
+        (when ``post_filter`` and the profile has any) may nominate a node; the
+        attempt is counted and recorded.  Returns upstream's FitError message and
+        the nomination (None: left as it is; a string, even "", replaces it)."""
         pod = info.pod
-        # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
         if fit.num_all_nodes == 0:
             nominated = ""
         elif post_filter and fwk.post_filter_plugins:
@@ -158,14 +167,12 @@ class SchedulingCycle:
             if isinstance(result, PostFilterResult):
                 nominated = result.nominated_node_name
         self.shared.stats.unschedulable += 1
-        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
-        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
         message = fit.message()
         if state.record is not None:
             if fit.num_all_nodes:
                 record_unschedulable(state.record, fwk, state, pod, self.shared.snapshot, fit.diagnosis.node_status)
             write_attempt(self.shared.decisions, state, REASON_UNSCHEDULABLE, message, nominated=nominated)
-        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+        return message, nominated
 
     def handle_cycle_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, status: Status) -> None:
         """An Error status aborted the attempt: recorded, and the pod back to backoff with SchedulerError."""
