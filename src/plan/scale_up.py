@@ -13,6 +13,11 @@ pending gang has members may be added before it fits (a 4-node gang places
 nothing until the 4th node).  Empty nodes are then removed; the estimate is the
 nodes that hold pods and the pods placed.
 
+The plan is made in a copy of the cluster as it is now in which the pending
+pods (and PodGroups with no pod bound) do not preempt: cluster-autoscaler's
+estimator never preempts, and so a pod that fits nowhere does not try
+preemption again on every node added.
+
 **Greedy mode** (cluster-autoscaler's loop): each round estimates every
 template, the expander (:mod:`.expanders`) picks one, its nodes are added for
 good, and rounds go on until nothing is pending or no template places a pod.
@@ -33,8 +38,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
-from kubesched.core.api.core_v1 import ObjectMeta, Pod, PodStatus
+from kubesched.core.api.core_v1 import Event, ObjectMeta, Pod, PodStatus
 from kubesched.core.api.resource_helpers import pod_requests
+from kubesched.core.api.scheduling_v1beta1 import PodGroup
 from kubesched.sim import Simulator
 
 from .expanders import EXPANDERS, Option, price
@@ -99,6 +105,8 @@ class _Planner:
         self.next_index = {t.name: 1 for t in self.templates}
         self.added = {t.name: 0 for t in self.templates}
         self.tried = 0  # how many node indices the last estimate used
+        #: template name -> (its last option, the fork holding it, indices used): taken without estimating again
+        self.estimated: dict[str, tuple[Option, Simulator, int]] = {}
 
     def budget(self, template: NodeTemplate) -> int:
         return template.max_count - self.added[template.name]
@@ -134,30 +142,40 @@ class _Planner:
     def options(self) -> list[Option]:
         """Every template's estimate, each in a fork of the simulator (left as it was)."""
         found = []
+        estimated = {}
         for template in self.templates:
             if self.budget(template) <= 0:
                 continue
             with self.trying():
                 option = self.estimate(template)
+                estimated[template.name] = (option, self.sim, self.tried)
             if option.pods:
                 found.append(option)
+        self.estimated = estimated
         return found
 
     @contextlib.contextmanager
     def trying(self) -> Iterator[None]:
         """Work on a fork of the simulator while the block lasts; then the simulator and indices as they were."""
-        saved = self.sim, dict(self.next_index), dict(self.added)
-        self.sim = saved[0].fork()
+        saved = self.sim, dict(self.next_index), dict(self.added), self.estimated
+        self.sim, self.estimated = saved[0].fork(), {}
         try:
             yield
         finally:
-            self.sim, self.next_index, self.added = saved
+            self.sim, self.next_index, self.added, self.estimated = saved
 
     def take(self, option: Option) -> Option:
-        """Add ``option``'s nodes for good (the same estimate again, now kept)."""
-        taken = self.estimate(option.template)
-        self.next_index[option.template.name] += self.tried
-        self.added[option.template.name] += taken.count
+        """Add ``option``'s nodes for good: the fork :meth:`options` made it in becomes the simulator (once),
+        or the same estimate is made again and kept."""
+        name = option.template.name
+        made = self.estimated.pop(name, None)
+        if made is not None and made[0] is option:
+            taken, self.sim, self.tried = made
+        else:
+            taken = self.estimate(option.template)
+        self.estimated = {}
+        self.next_index[name] += self.tried
+        self.added[name] += taken.count
         return taken
 
     def greedy(self, expander: Callable[[Sequence[Option]], Option], bound: float | None = None) -> list[Option]:
@@ -175,15 +193,16 @@ class _Planner:
 
 def plan_scale_up(sim: Simulator, templates: Sequence[NodeTemplate], expander: str = "least-waste",
                   search: bool = False) -> ScaleUp:
-    """Plan the nodes to add (see the module's documentation) and add them to
-    ``sim`` (run it in a transaction to keep ``sim`` as it was).  ``expander``: a
+    """Plan the nodes to add (see the module's documentation) in forks of ``sim``,
+    which is left as it was.  ``expander``: a
     key of :data:`~.expanders.EXPANDERS`; ``search``: the rollout search instead
     of the greedy rounds.  Raises ``KeyError`` for an unknown expander."""
     choose = EXPANDERS[expander]
+    sim = _not_preempting(sim)
     before = pending(sim)
     planner = _Planner(sim, templates)
     steps = _search(planner) if search else planner.greedy(choose)
-    placements = sim.placements()
+    placements = planner.sim.placements()
     after = {pod.key: placements.get(pod.key, "") for pod in before}
     groups = _groups(before)
     owners = {pod.key: next((f"{ref.kind}/{ref.name}" for ref in pod.metadata.owner_references if ref.controller), "")
@@ -192,10 +211,35 @@ def plan_scale_up(sim: Simulator, templates: Sequence[NodeTemplate], expander: s
                    tuple(_explain(planner, [pod for pod in before if not after[pod.key]])))
 
 
+def _not_preempting(sim: Simulator) -> Simulator:
+    """A simulator of what ``sim`` holds now (its configuration, feature gates and time) in which the pending
+    pods - and the PodGroups none of whose pods is bound, with their pods - have ``preemptionPolicy: Never``:
+    cluster-autoscaler's estimator never preempts, and a pod that cannot fit would otherwise try preemption
+    again on every node added (most of the work)."""
+    simulation = sim.simulation
+    stored = [obj for obj in simulation.cluster.objects() if not isinstance(obj, Event)]
+    bound_groups = {_group_of(obj) for obj in stored if isinstance(obj, Pod) and obj.spec.node_name} - {None}
+    objects = []
+    for obj in stored:  # the admitted priority is kept without its class, whose policy may differ
+        if isinstance(obj, PodGroup) and f"{obj.metadata.namespace}/{obj.metadata.name}" not in bound_groups:
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption_policy="Never", priority_class_name=""))
+        elif isinstance(obj, Pod) and not obj.spec.node_name and not obj.terminal and _group_of(obj) not in bound_groups:
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption_policy="Never", priority_class_name=""))
+        objects.append(obj)
+    features = simulation.features
+    return Simulator.from_manifests(objects, config=simulation.config, feature_gates=features.overrides,
+                                    emulated_version=features.emulated_version, start=simulation.clock.now())
+
+
+def _group_of(pod: Pod) -> str | None:
+    """The ``namespace/name`` of ``pod``'s PodGroup (None alone)."""
+    group = pod.spec.scheduling_group
+    return f"{pod.metadata.namespace}/{group.pod_group_name}" if group is not None and group.pod_group_name else None
+
+
 def _search(planner: _Planner) -> list[Option]:
     steps: list[Option] = []
-    sim = planner.sim
-    while pending(sim):
+    while pending(planner.sim):
         options = planner.options()
         if not options:
             break

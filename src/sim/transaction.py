@@ -95,7 +95,7 @@ class Savepoint:
         self._restore = restoring_all([
             simulation.cluster.savepoint(), simulation.clock.savepoint(), simulation.scheduler.savepoint(),
             simulation.controllers.savepoint(), saved_fields(simulation, ("changes", "_pending_changes")),
-            saved_fields(simulation.features, ("_values", "notes")),
+            saved_fields(simulation.features, ("_values", "_enabled", "notes")),
         ])
 
     def rollback(self) -> None:
