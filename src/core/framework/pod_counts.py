@@ -19,7 +19,7 @@ see :func:`selector_tag`, :func:`term_tag`); a pod's own tags
 weighs every pod.
 
 Bounds: :data:`MAX_POD_COUNTS` counts per table, the least recently used
-dropped first.  A count costs ``8 bytes x nodes`` for ``per_node`` plus as
+dropped first.  A count costs ``4 bytes x nodes`` for ``per_node`` plus as
 much per topology key asked for (hostname: one domain per node); a miss
 (a count not kept) weighs every pod on every node once (O(existing pods))
 plus one ``np.bincount`` per topology key.
@@ -45,8 +45,8 @@ class Table(Protocol):
 
     def domain_count(self, key: str) -> int: ...
 
-#: How many counts a table keeps (least recently used dropped first): at 5,000 nodes a count with one zone and one
-#: hostname key costs about 80 KB, so the bound costs at most ~170 MB there.
+#: How many counts a table keeps (least recently used dropped first): at 5,000 nodes a count read per zone costs
+#: about 20 KB, one read per hostname too about 40 KB, so the bound costs at most ~80 MB there.
 MAX_POD_COUNTS = 2048
 
 #: the tag of a pod carrying an affinity term with a given key (see :func:`term_tag`)
@@ -88,7 +88,7 @@ def pod_tags(info: PodInfo) -> set[Hashable]:
 
 
 class PodCount:
-    """One count: ``weight(pod_info)`` summed over the pods of each node (``per_node``, int64 per NodeTable row), and
+    """One count: ``weight(pod_info)`` summed over the pods of each node (``per_node``, int32 per NodeTable row), and
     per domain of a topology key (:meth:`per_domain`); kept current by :class:`PodCounts`."""
 
     __slots__ = ("weight", "tag", "per_node", "_table", "_per_domain")
@@ -98,19 +98,25 @@ class PodCount:
         self.weight = weight
         self.tag = tag
         self._table = table
-        self.per_node = np.fromiter((sum(weight(p) for p in row) for row in pods), dtype=np.int64, count=len(pods))
+        self.per_node = np.zeros(len(pods), dtype=np.int32)
+        for row, held in enumerate(pods):
+            if held:
+                total = 0
+                for info in held:
+                    total += weight(info)
+                self.per_node[row] = total
         #: topology key -> (the table's domain ids of that key, counts per domain id)
         self._per_domain: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def per_domain(self, topology_key: str) -> np.ndarray:
-        """The count per domain id of ``topology_key`` (int64, indexed by the table's ``domain_ids``; nodes without
+        """The count per domain id of ``topology_key`` (int32, indexed by the table's ``domain_ids``; nodes without
         the label not counted).  Read-only: copy it to change it."""
         entry = self._per_domain.get(topology_key)
         if entry is None:
             ids = self._table.domain_ids(topology_key)
             keyed = ids >= 0
             sums = np.bincount(ids[keyed], weights=self.per_node[keyed],
-                               minlength=self._table.domain_count(topology_key)).astype(np.int64)
+                               minlength=self._table.domain_count(topology_key)).astype(np.int32)
             entry = self._per_domain[topology_key] = (ids, sums)
         return entry[1]
 

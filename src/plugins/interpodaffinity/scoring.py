@@ -77,7 +77,7 @@ class TopologyScores:
             return
         self.touched = True
         current = self.per_key.get(key)
-        weighted = sums * weight
+        weighted = sums.astype(np.int64) * weight
         self.per_key[key] = weighted if current is None else current + weighted
 
     def pairs(self) -> dict[str, dict[str, int]]:

@@ -241,11 +241,10 @@ class PodTopologySpread:
 
     @staticmethod
     def _keyed(table: NodeTable, constraints: list[Constraint]) -> np.ndarray:
-        """Rows whose node has every constraint's topology key."""
-        keyed = np.ones(len(table), dtype=bool)
-        for constraint in constraints:
-            keyed &= table.domain_ids(constraint.topology_key) >= 0
-        return keyed
+        """Rows whose node has every constraint's topology key (a column kept per set of keys: read-only)."""
+        keys = tuple(sorted({constraint.topology_key for constraint in constraints}))
+        return table.column(f"{NAME}/keyed/{keys!r}", lambda info: all(key in info.labels for key in keys), dtype=bool,
+                            of_node=True)
 
     @staticmethod
     def _included(table: NodeTable, pod, constraints: list[Constraint], required: RequiredNodeAffinity,
