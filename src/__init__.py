@@ -28,7 +28,9 @@ are ``kubesched.core.framework.hookspecs``'s.
   :class:`CycleState` (and the keys the framework writes into it:
   :data:`FEASIBLE_ROWS_KEY`, :data:`REMOVED_PODS_KEY`), :class:`Pod`,
   :class:`NodeInfo`/:class:`PodInfo`, the cycle's :class:`Snapshot`
-  (``handle.snapshot``: NodeInfos by name, rows of its columnar :class:`NodeTable`), a queued pod (:class:`QueuedPodInfo`, QueueSort),
+  (``handle.snapshot``: NodeInfos by name, rows of its columnar :class:`NodeTable`, whose
+  ``matching_pods`` keeps a :class:`PodCount` per selector or term, tagged by :func:`selector_tag` /
+  :func:`term_tag`), a queued pod (:class:`QueuedPodInfo`, QueueSort),
   :class:`Status` and :class:`Code`, MIN/MAX_NODE_SCORE (0/100),
   PreFilter/PostFilter results, :class:`PreBindWait`;
 - cluster events and queueing hints (:class:`ClusterEvent` of a resource -
@@ -70,6 +72,7 @@ from .core.framework.cycle_state import FEASIBLE_ROWS_KEY, REMOVED_PODS_KEY, Cyc
 from .core.framework.handle import Handle
 from .core.framework.hookspecs import hookimpl
 from .core.framework.nodeinfo import NodeInfo, PodInfo, host_ports, ports_conflict
+from .core.framework.pod_counts import PodCount, selector_tag, term_tag
 from .core.framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from .core.framework.resources import (
     CPU,
@@ -81,6 +84,17 @@ from .core.framework.resources import (
     container_requests,
     non_zero_requests,
     pod_requests,
+)
+from .core.framework.signature import (
+    FEATURES_SIGNER,
+    IMAGE_NAMES_SIGNER,
+    NODE_NAME_SIGNER,
+    host_ports_fragment,
+    labels_fragment,
+    node_affinity_fragments,
+    resources_fragment,
+    tolerations_fragment,
+    volumes_fragment,
 )
 from .core.framework.snapshot import NodeTable, Snapshot
 from .core.framework.status import Code, Status
@@ -115,6 +129,7 @@ __all__ = [
     "NodeInfo",
     "NodeTable",
     "Pod",
+    "PodCount",
     "PodInfo",
     "PostFilterResult",
     "PreBindWait",
@@ -125,6 +140,18 @@ __all__ = [
     "StateNotFound",
     "Status",
     "hookimpl",
+    "selector_tag",
+    "term_tag",
+    # pod signatures (SignPlugin, opportunistic batching)
+    "FEATURES_SIGNER",
+    "IMAGE_NAMES_SIGNER",
+    "NODE_NAME_SIGNER",
+    "host_ports_fragment",
+    "labels_fragment",
+    "node_affinity_fragments",
+    "resources_fragment",
+    "tolerations_fragment",
+    "volumes_fragment",
     # cluster events and queueing hints
     "ASSIGNED_POD",
     "ActionType",

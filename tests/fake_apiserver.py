@@ -5,6 +5,7 @@ uses, with the real ``kubernetes`` client on the other end: list, watch
 (chunked JSON lines, ``resourceVersion``, bookmarks, 410 as an ERROR event),
 get, create, update and ``/status`` with resourceVersion conflicts,
 strategic-merge and JSON merge PATCH (of an object or its ``/status``),
+a pod's ``/resize`` (GET, PUT, PATCH: in-place resize, the API server's rules),
 ``pods/binding``, delete with a UID precondition, ``events.k8s.io/v1`` events
 (kept as sent, and checked as the real server checks them) and leases.
 Objects live in a :class:`MemoryCluster`, whose semantics it serves, with
@@ -528,6 +529,9 @@ class _Handler(BaseHTTPRequestHandler):
                     if "status" in attrs.fields_dict(r.cls):
                         resources.append({"name": f"{r.plural}/status", "namespaced": r.namespaced, "kind": r.kind,
                                           "verbs": ["get", "patch", "update"]})
+                    if r.kind == "Pod":
+                        resources.append({"name": "pods/resize", "namespaced": True, "kind": "Pod",
+                                          "verbs": ["get", "patch", "update"]})
                 return self._reply(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": version,
                                          "resources": resources})
         raise _not_found(path)
@@ -568,11 +572,14 @@ class _Handler(BaseHTTPRequestHandler):
                 obj = attrs.evolve(obj, status=type(obj.status)(**({"phase": "Pending"} if resource.kind == "Pod"
                                                                    else {})))
             return self._reply(201, manifest(cluster.create(obj)))
-        if self.command == "PUT" and sub in ("", "status"):
+        if self.command == "GET" and sub == "resize" and resource.kind == "Pod":
+            return self._reply(200, manifest(cluster.get(resource.kind, name, namespace or "")))
+        if self.command == "PUT" and (sub in ("", "status") or (sub == "resize" and resource.kind == "Pod")):
             obj = self._object(body, resource.kind)
-            stored = cluster.update_status(obj) if sub == "status" else cluster.update(obj)
+            stored = (cluster.update_status(obj) if sub == "status" else cluster.update_resize(obj) if sub == "resize"
+                      else cluster.update(obj))
             return self._reply(200, manifest(stored))
-        if self.command == "PATCH" and name and sub in ("", "status"):
+        if self.command == "PATCH" and name and (sub in ("", "status") or (sub == "resize" and resource.kind == "Pod")):
             patch_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if patch_type not in PATCH_TYPES:
                 raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '

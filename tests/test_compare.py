@@ -74,3 +74,22 @@ def test_two_configurations_on_a_converted_trace(tmp_path):
     assert table.exit_code == 0, table.output
     assert (f"at {answer['gpuUtilisationAt']} % arrival, the last sample of a replay to {answer['arrivedPercent']} %"
             in " ".join(table.output.split()))
+
+
+def test_the_manifests_are_read_and_parsed_once_for_both_sides(monkeypatch):
+    import importlib
+
+    from kubesched.core.api import manifests
+
+    command = importlib.import_module("kubesched.cli.compare")  # the package's name `compare` is the command
+
+    reads = []
+
+    def counted(paths, *args, **kwargs):
+        reads.append(list(paths))
+        return manifests.load_sourced_objects(paths, *args, **kwargs)
+
+    monkeypatch.setattr(command, "load_sourced_objects", counted)
+    answer = _compare("-f", str(CLUSTER))
+    assert len(reads) == 1 and [str(p) for p in reads[0]] == [str(CLUSTER)], reads
+    assert answer["sides"]["a"]["bound"] == answer["sides"]["b"]["bound"] == 9

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import collections
 import gc
+import importlib
 import json
+import pkgutil
 import re
 import subprocess
 import sys
@@ -12,21 +14,26 @@ import threading
 import types
 from pathlib import Path
 
+import attrs
 import pytest
 from typer.testing import CliRunner
 
+import kubesched.core.api
 from fake_apiserver import FakeAPIServer
 from kubesched.cli import app
-from kubesched.core.api.manifests import InvalidManifest, dump_yaml
+from kubesched.core.api.core_v1 import Pod
+from kubesched.core.api.manifests import InvalidManifest, dump_yaml, parse_document
 from kubesched.core.cluster.snapshot import take_snapshot
-from kubesched.sim import _COPIERS, Simulator
+from kubesched.core.framework.config import KubeSchedulerConfiguration
+from kubesched.core.framework.registry import Registry
+from kubesched.sim import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 #: Every example folder ``kubesched simulate -f FOLDER`` runs as it is.
 SIMULATED = ["cluster", "dra", "gangs", "pod-level-resources", "preemption", "stateful",
-             "binding-conditions/cluster", "device-taints/cluster", "upgrade", "apps"]
+             "binding-conditions/cluster", "device-taints/cluster", "upgrade", "apps", "job-gangs"]
 #: The others, and why they are not one simulate input.
 NOT_SIMULATED = {
     "binding-conditions": "its cluster/ folder is the input; the other files are --at changes",
@@ -35,6 +42,7 @@ NOT_SIMULATED = {
     "extender": "needs its extender server running",
     "invalid": "refused on purpose",
     "kubesched-fgd": "a plugin package, not a cluster",
+    "plan": "kubesched plan's input: its template Nodes are not to be created",
 }
 
 
@@ -48,11 +56,15 @@ def probe(name: str, cpu: str = "100m", namespace: str = "default", priority_cla
 def state(sim: Simulator) -> tuple:
     """What a rollback must restore: every object, the devices allocated, the scheduling queue."""
     s = sim.simulation
-    queue = sorted((info.pod.key, info.attempts) for info in s.scheduler.pending_pods())
+    queue = sorted((info.pod.key, info.attempts, info.timestamp, sorted(info.unschedulable_plugins))
+                   for info in s.scheduler.pending_pods())
+    cache = [(info.name, sorted(p.pod.key for p in info.pods), {k: v for k, v in info.requested.items() if v}, info.node)
+             for info in s.scheduler.node_infos()]
+    informers = {kind: dict(s.harness.informers.store(kind).items()) for kind in ("Pod", "Node", "ResourceClaim")}
     return (dump_yaml(sorted(s.cluster.objects(), key=lambda o: (type(o).__name__, o.metadata.namespace,
                                                                  o.metadata.name))),
             sorted(map(str, s.scheduler.dra_manager().allocated.allocated_ids())),
-            queue, s.scheduler.pending_counts(), s.clock.now())
+            queue, s.scheduler.pending_counts(), s.clock.now(), cache, informers, s.cluster.resource_version())
 
 
 def test_every_example_folder_is_classified():
@@ -82,6 +94,38 @@ def test_can_schedule_answers_with_a_node_and_changes_nothing(cluster):
     assert verdict.fits and verdict.node in {n.metadata.name for n in cluster.nodes()}
     assert state(cluster) == before
     assert "default/probe" not in cluster.placements()
+
+
+def never_preempting(sim: Simulator, pod: dict) -> Pod:
+    """``pod`` as can_schedule asks about it: the priority the API server gives, without its class, never
+    preempting."""
+    admitted = sim.simulation.cluster.with_admitted_priority(parse_document(pod, "<test>"))
+    return attrs.evolve(admitted, spec=attrs.evolve(admitted.spec, priority_class_name="", preemption_policy="Never"))
+
+
+def spread(name: str) -> dict:
+    pod = probe(name, cpu="1")
+    pod["metadata"]["labels"] = {"app": "web"}
+    pod["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                 "whenUnsatisfiable": "DoNotSchedule",
+                                                 "labelSelector": {"matchLabels": {"app": "web"}}}]
+    return pod
+
+
+@pytest.mark.parametrize("folder", SIMULATED)
+def test_one_cycle_answers_as_creating_the_pod_and_running_to_quiescence(folder):
+    """can_schedule of one plain pod runs one cycle on the state as it is; created and scheduled (in a
+    transaction), the same pod gets the same node, or the same message and reasons."""
+    sim = Simulator.from_manifests([EXAMPLES / folder])
+    for asked in (probe("small"), probe("big", cpu="31"), probe("huge", cpu="500"), spread("spread")):
+        key = f"default/{asked['metadata']['name']}"
+        before = state(sim)
+        answer = sim.can_schedule(asked)
+        assert state(sim) == before
+        with sim.transaction():
+            created = sim.schedule(never_preempting(sim, asked))
+        assert (answer.node, answer.messages.get(key, ""), answer.reasons.get(key, {})) == \
+            (created.node, created.messages.get(key, ""), created.reasons.get(key, {})), (folder, key)
 
 
 def test_can_schedule_names_each_nodes_reason_in_kube_schedulers_words(cluster):
@@ -179,6 +223,57 @@ def test_a_transaction_rolls_back_objects_devices_and_queue():
     assert state(sim) == before
 
 
+def running_pod(sim: Simulator) -> str:
+    return next(key for key, node in sim.placements().items() if node)
+
+
+#: (example, change): every kind of change, rolled back, leaves objects, allocated devices, the queue, the
+#: scheduler's cache and the informers as they were (scheduler-library's transaction tests: a change inside a
+#: transaction is invisible after its rollback, and the snapshot answers as before)
+CHANGES = {
+    "schedule": ("cluster", lambda sim: sim.schedule([probe(f"extra-{i}") for i in range(5)])),
+    "delete": ("cluster", lambda sim: sim.delete("Pod", running_pod(sim))),
+    "drain": ("stateful", lambda sim: sim.drain(sim.placements()[running_pod(sim)])),
+    "add_nodes": ("gangs", lambda sim: sim.add_nodes(sim.nodes()[0], 3)),
+    "cordon": ("cluster", lambda sim: sim.cordon("worker-a1")),
+    "preemption": ("preemption", lambda sim: sim.schedule(probe(
+        "urgent", cpu="4", priority_class=max(sim.simulation.cluster.list("PriorityClass").items,
+                                              key=lambda c: c.value).metadata.name))),
+    "gang": ("gangs", lambda sim: sim.schedule(gang("small", 2, "4"))),
+    "devices": ("dra", lambda sim: sim.drain(sim.placements()[running_pod(sim)])),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_rollback_leaves_the_state_as_before(change):
+    folder, apply = CHANGES[change]
+    sim = Simulator.from_manifests([EXAMPLES / folder])
+    before, placements = state(sim), sim.placements()
+    with sim.transaction():
+        apply(sim)
+        assert state(sim) != before
+    assert state(sim) == before
+    # and it decides as before: the same question, the same answer as a simulator that never changed
+    fresh = Simulator.from_manifests([EXAMPLES / folder])
+    assert sim.can_schedule(probe("asked", cpu="2")) == fresh.can_schedule(probe("asked", cpu="2"))
+    assert sim.placements() == placements
+
+
+def test_a_rollback_mid_transaction_goes_back_and_goes_on(cluster):
+    sim = cluster.fork()
+    before = state(sim)
+    with sim.transaction() as tx:
+        sim.cordon("worker-a1")
+        tx.rollback()
+        assert state(sim) == before
+        sim.cordon("worker-a2")
+        tx.rollback()
+        sim.schedule(probe("kept"))
+        tx.commit()
+    assert sim.placements()["default/kept"]
+    assert not any(n.spec.unschedulable for n in sim.nodes() if n.metadata.name in ("worker-a1", "worker-a2"))
+
+
 def test_commit_keeps_and_nesting_rolls_back_the_inner_only(cluster):
     sim = cluster.fork()
     with sim.transaction() as outer:
@@ -254,10 +349,23 @@ def reachable(root: object, stop: tuple[type, ...]) -> dict[int, object]:
     return seen
 
 
-def test_a_fork_shares_no_mutable_state_only_api_objects(cluster):
-    api = tuple(t for t in _COPIERS if t.__module__.startswith("kubesched.core.api"))
+def frozen_api_types() -> tuple[type, ...]:
+    """Every frozen attrs class of kubesched.core.api (API objects never change in place: a fork shares them)."""
+    found = []
+    for info in pkgutil.walk_packages(kubesched.core.api.__path__, "kubesched.core.api."):
+        for value in vars(importlib.import_module(info.name)).values():
+            if (isinstance(value, type) and attrs.has(value) and value.__module__.startswith("kubesched.core.api")
+                    and "frozen" in getattr(value.__setattr__, "__name__", "")):
+                found.append(value)
+    return tuple(found)
+
+
+def test_a_fork_shares_no_mutable_state_only_api_objects_and_the_configuration(cluster):
+    api = (*frozen_api_types(), Registry, KubeSchedulerConfiguration)  # read-only: shared
+    mutable = (dict, list, set, collections.deque, threading.Lock().__class__)
     original = reachable(cluster.simulation, api)
+    process_wide = reachable(Simulator.from_manifests([EXAMPLES / "cluster"]).simulation, api)  # metrics
     forked = reachable(cluster.fork().simulation, api)
-    shared = [obj for key, obj in forked.items() if key in original
-              and isinstance(obj, (dict, list, set, collections.deque, threading.Lock().__class__))]
+    shared = [obj for key, obj in forked.items()
+              if key in original and key not in process_wide and isinstance(obj, mutable)]
     assert not shared, [type(obj).__name__ for obj in shared][:10]

@@ -34,7 +34,7 @@ from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.nodeinfo import NodeInfo
 from kubesched.core.framework.resources import CPU, MEMORY
-from kubesched.drivers.simulation import Simulation
+from kubesched.drivers.simulation import Simulation, create_sourced
 from kubesched.perf.config import load_test_cases
 from kubesched.perf.executor import WorkloadExecutor
 from kubesched.trace.replay import ReplayResult, replay
@@ -113,13 +113,16 @@ def split_side(side: str) -> tuple[Path, str | None]:
     return Path(side), None
 
 
-def run_manifests(paths: list[Path], side: str | None, seed: int = 0, features: FeatureGates | None = None,
-                  label: str | None = None) -> RunSummary:
-    """Simulate the manifests ``paths`` with the configuration ``side`` (None: the default profile) and
-    ``features`` (None: the newest release's defaults) until nothing more can happen; ``label`` names the
+def run_manifests(sourced: list[tuple[str, Any]], side: str | None, seed: int = 0,
+                  features: FeatureGates | None = None, label: str | None = None) -> RunSummary:
+    """Simulate the parsed manifests ``sourced`` ((file, object) pairs, as
+    :func:`~kubesched.core.api.manifests.load_sourced_objects` reads them once for both sides: the objects are
+    frozen, each side's API server stores its own) with the configuration ``side`` (None: the default profile)
+    and ``features`` (None: the newest release's defaults) until nothing more can happen; ``label`` names the
     side (default ``side``).  Raises ``ConfigError``/``InvalidManifest``."""
     with tempfile.TemporaryDirectory() as scratch:
-        sim = Simulation.from_paths(paths, config=_side_config(side, Path(scratch)), seed=seed, features=features)
+        sim = Simulation(config=_side_config(side, Path(scratch)), seed=seed, features=features)
+        create_sourced(sim.cluster, sourced)
         sim.run()
     summary = summarize(label or side or "default", sim.pods(), sim.cluster.list("Node").items)
     summary.features = sim.features.values()

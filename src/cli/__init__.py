@@ -10,6 +10,7 @@
 - ``kubesched report RESULTS...``: plots of replays and sweeps, the HTML page of decisions (:mod:`.report`);
 - ``kubesched trace ...``: convert a production trace and replay it (:mod:`.trace`);
 - ``kubesched ui -f DIR``: the simulator in a browser, on loopback (:mod:`.ui`; the extra ``kubesched[ui]``);
+- ``kubesched plan -f DIR [--scale-down]``: the nodes to add (or remove) so every pod fits (:mod:`.plan`);
 - ``kubesched plugins`` and ``kubesched config validate FILE`` (:mod:`.config`).
 
 Invalid input exits with status 2 and one line ``FILE: KIND/NAME: FIELD: problem`` (:mod:`.common`).
@@ -24,6 +25,7 @@ from .compare import compare
 from .config import config_app, plugins
 from .explain import explain
 from .perf import perf
+from .plan import plan
 from .report import report
 from .run import run
 from .simulate import simulate
@@ -34,7 +36,7 @@ from .ui import ui
 
 app = typer.Typer(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
                   add_completion=False)
-for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report, ui):
+for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report, ui, plan):
     app.command()(command)
 app.add_typer(config_app, name="config")
 app.add_typer(trace_app, name="trace")

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from kubesched.analysis.compare import MAX_DIFFERENCES_SHOWN, compare_replays, run_manifests, run_trace, run_workload
 from kubesched.analysis.compare import compare as compare_runs
-from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.perf.errors import PerfConfigError, Unsupported, WorkloadFailed
@@ -68,7 +68,8 @@ def compare(
             sides = [run_workload(Path(file), test, workload, side, seed, gates_, label)
                      for side, gates_, label in zip(configs, features, labels)]
         else:
-            sides = [run_manifests(filename, side, seed, gates_, label)
+            sourced = load_sourced_objects(filename)  # read and parsed once, for both sides
+            sides = [run_manifests(sourced, side, seed, gates_, label)
                      for side, gates_, label in zip(configs, features, labels)]
     except (InvalidManifest, ConfigError, PluginError, PerfConfigError, Unsupported, WorkloadFailed,
             ValueError) as err:

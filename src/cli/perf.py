@@ -98,9 +98,9 @@ def _render_table(results: list[WorkloadResult], out: TextIO) -> None:
             lines.append(("red", f"Average {_fmt(result.average)} pods/s is below the threshold "
                                  f"{_fmt(result.threshold)}"))
         lines += [("dim", note) for note in result.notes]
-        if result.feature_gates:
+        if result.feature_gates and result.ran:
             gates = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(result.feature_gates.items()))
-            lines.append(("dim", f"featureGates {gates} (applied, but for those a note says are locked)"))
+            lines.append(("dim", f"featureGates {gates} (applied)"))
         for style, text in lines:
             console.print(f"[{style}]{_escape(result.name)}: {_escape(text)}[/{style}]", highlight=False)
 

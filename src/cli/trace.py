@@ -6,9 +6,10 @@
   math/rand exactly as the FGD paper's simulator does, so a seed gives the
   paper's run of that seed; with ``--replay`` it is replayed right away
   (``--config``, ``--format``);
-- ``kubesched trace replay DIR --config FILE [-o table|json|csv]`` replays a
-  converted trace (:mod:`kubesched.trace.replay`) with the generator it was
-  converted with.
+- ``kubesched trace replay DIR --config FILE [-o table|json|csv] [--durations [--interval 60s]]``
+  replays a converted trace (:mod:`kubesched.trace.replay`) with the generator
+  it was converted with; ``--durations`` lets pods end after their run time
+  (the simulated kubelet's path).
 
 Invalid input exits with status 2 and one line naming the file and the problem.
 """
@@ -26,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubesched.core.api.manifests import InvalidManifest
+from kubesched.core.clock import go_duration
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.trace.openb import TraceError, convert
@@ -108,17 +110,28 @@ def replay_command(
         TieBreak.ranked, "--tie-break",
         help="Equally scored nodes: 'ranked' (a seeded node priority, as the paper's simulator) or 'random' (upstream)."),
     save: Optional[Path] = typer.Option(None, "--save", help="Also write the JSON result to this file."),
+    durations: bool = typer.Option(
+        False, "--durations",
+        help="Pods leave: they arrive --interval apart and the simulated kubelet ends each after its "
+             "kubesched.io/run-duration (the trace's run time). Default: the paper's protocol, no pod leaves."),
+    interval: str = typer.Option("60s", "--interval", help="With --durations: simulated time between arrivals "
+                                                           "(a Go duration)."),
 ) -> None:
     """Replay a converted trace: pods arrive one at a time, each is tried once;
     GPU allocation and fragmentation are recorded as arrival grows."""
-    _replay_and_print(trace, config, output, limit, tie_break, save)
+    try:
+        seconds = go_duration(interval)
+    except ValueError as err:
+        _refuse(f"--interval: {err}")
+    _replay_and_print(trace, config, output, limit, tie_break, save, seconds if durations else None)
 
 
 def _replay_and_print(trace: Path, config: Path | None, output: Format, limit: int | None, tie_break: TieBreak,
-                      save: Path | None) -> None:
+                      save: Path | None, interval: float | None = None) -> None:
     try:
         with Reporter("trace replay", unit="pods") as progress:
-            result = replay(trace, config, limit=limit, tie_break=tie_break.value, progress=progress.update)
+            result = replay(trace, config, limit=limit, tie_break=tie_break.value, progress=progress.update,
+                            durations=interval is not None, interval=interval or 60.0)
     except (InvalidManifest, ConfigError, PluginError, ValueError) as err:
         _refuse(str(err) if config is None or str(err).startswith(str(config)) or isinstance(err, InvalidManifest)
                 else f"{config}: {err}")
@@ -152,5 +165,9 @@ def _print_table(result: ReplayResult) -> None:
     console.print(table)
     console.print(
         f"seed {result.seed} ({result.rng} rng), arrival {result.arrival:g}: {result.pods} pod(s) arrived, {result.bound} scheduled, "
-        f"{result.failed} failed; GPU allocation {result.gpu_allocation_ratio:.2f} % of {result.gpus} GPUs; "
+        f"{result.failed} failed{_departures(result)}; GPU allocation {result.gpu_allocation_ratio:.2f} % of {result.gpus} GPUs; "
         f"{result.wall_seconds:g}s", soft_wrap=True)
+
+
+def _departures(result: ReplayResult) -> str:
+    return "" if result.interval is None else f", {result.finished} ended (arrivals {result.interval:g}s apart)"

@@ -11,8 +11,10 @@ pods upstream's ``getPodsToDelete`` ranks first: unscheduled before scheduled,
 pending before running, not ready before ready, the newest first.  The status
 counts ``replicas``, ``readyReplicas`` and ``availableReplicas``
 (``minReadySeconds`` is read as 0).  When the ReplicaSet is deleted its pods
-are deleted, as the garbage collector would.  Orphan pods matching the
-selector are not adopted.
+are deleted, as the garbage collector would.  Active pods without a
+controller that the selector matches are adopted (a controller reference
+patched in) and counted; a pod it controls whose labels no longer match is
+released (upstream ``ClaimPods``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.meta import evolve
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.controller.base import Controller, ControllerContext
-from kubesched.core.controller.workloads import OwnedPods, pod_active, pod_from_template, pod_ready
+from kubesched.core.controller.workloads import OwnedPods, pod_from_template, pod_ready
 
 #: upstream ``podPhaseToOrdinal``: Pending < Unknown < Running
 _PHASE_RANK = {"Pending": 0, "": 0, "Unknown": 1, "Running": 2}
@@ -76,7 +78,7 @@ class ReplicaSetController(Controller):
         rs = self.informers.get("ReplicaSet", item)
         if rs is None or rs.metadata.deletion_timestamp is not None or not self.owned.satisfied(rs):
             return
-        pods = [pod for pod in self.owned.pods(rs) if pod_active(pod)]
+        pods = self.owned.claim(self.cluster, rs, rs.spec.selector, active_only=True)
         diff = len(pods) - rs.spec.replicas
         if diff < 0:
             for _ in range(-diff):

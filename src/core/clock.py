@@ -99,6 +99,22 @@ class Clock:
         """Block until ``timeout`` seconds pass or ``wakeup`` is set."""
         raise NotImplementedError
 
+    def savepoint(self) -> Callable[[], None]:
+        """The timers as they are now (which are live); the returned callable puts them back: timers added since
+        are dropped, timers fired or cancelled since are live again.  Cost: the number of timers."""
+        with self._lock:
+            timers = list(self._timers)
+            live = [entry[2] for entry in timers if not entry[2].cancelled]
+
+        def restore() -> None:
+            with self._lock:
+                for _, _, timer in self._timers:
+                    timer.cancelled = True
+                for timer in live:
+                    timer.cancelled = False
+                self._timers = list(timers)
+        return restore
+
 
 class RealClock(Clock):
     """Wall-clock time (``time.time()``)."""
@@ -141,6 +157,16 @@ class FakeClock(Clock):
     def advance(self, seconds: float) -> None:
         """Move forward by ``seconds``."""
         self.advance_to(self._now + seconds)
+
+    def savepoint(self) -> Callable[[], None]:
+        """The time and the timers as they are now; the returned callable puts both back (see
+        :meth:`Clock.savepoint`)."""
+        timers, now = super().savepoint(), self._now
+
+        def restore() -> None:
+            timers()
+            self._now = now
+        return restore
 
     def wait(self, timeout: float, wakeup: threading.Event) -> None:
         """Never blocks: unless ``wakeup`` is already set, advance the clock by ``timeout`` seconds (firing due

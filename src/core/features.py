@@ -143,7 +143,8 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("InPlacePodVerticalScaling", ("1.33", True, BETA), ("1.35", True, GA, True),
           switches="the pods/resize subresource (API); a placed pod counted by its allocated/applied resources; "
                    "NodeResourcesFit requeues on a placed pod's scale-down"),
-    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA)),
+    _gate("InPlacePodVerticalScalingSchedulerPreemption", ("1.37", False, ALPHA),
+          switches="a bound pod whose resize is Deferred is queued; its cycle preempts on its own node for it"),
     _gate("InterPodAffinityHostnameFastPath", ("1.37", False, ALPHA)),
     _gate("MatchLabelKeysInPodTopologySpread", ("1.27", True, BETA)),
     _gate("NodeDeclaredFeatures", ("1.35", False, ALPHA), ("1.36", True, BETA), ("1.37", True, GA, True),
@@ -152,7 +153,9 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("NominatedNodeNameForExpectation", ("1.34", False, ALPHA), ("1.35", True, BETA),
           switches="the binding cycle writes status.nominatedNodeName before PreBind work (PreBindPreFlight) "
                    "or a Permit wait"),
-    _gate("OpportunisticBatching", ("1.35", True, BETA)),
+    _gate("OpportunisticBatching", ("1.35", True, BETA),
+          switches="a pod signed like the pod scheduled just before it takes the next node of that pod's "
+                   "sorted feasible nodes (SignPlugin, core/scheduler/opportunistic_batch.py)"),
     _gate("PodGroupPreemptionPolicy", ("1.37", False, ALPHA), depends=("GenericWorkload",)),
     _gate("PodLevelResources", ("1.32", False, ALPHA), ("1.34", True, BETA),
           switches="a pod's spec.resources (API), counted as its requests"),
@@ -175,6 +178,10 @@ GATES: dict[str, Gate] = {g.name: g for g in (
     _gate("WorkloadAwarePreemption", ("1.36", False, ALPHA), depends=("GangScheduling",), removed="1.37",
           merged_into="GenericWorkload",
           switches="DefaultPreemption's PodGroupPostFilter (a PodGroup preempting as one); from 1.37 GenericWorkload"),
+    _gate("WorkloadWithJob", ("1.36", False, ALPHA), depends=("GenericWorkload",),
+          switches="the job-controller creates a Job's Workload and PodGroup before its pods and puts them in it "
+                   "(1.36: Indexed Jobs with completions = parallelism > 1, as a gang; 1.37: a Job's "
+                   "spec.scheduling, Basic when omitted)"),
 )}
 
 
@@ -249,6 +256,18 @@ class FeatureGates:
         for name, value in (overrides or {}).items():
             self._set(name, bool(value))
         self._check_dependencies()
+        self._resolve()
+
+    def _resolve(self) -> None:
+        """Recompute what :meth:`enabled` answers for every gate (after any change of a value): a gate merged
+        into another reads that one's value while the emulated release does not know it."""
+        answers: dict[str, bool] = {}
+        for name in GATES:
+            gate = GATES[name]
+            while gate.merged_into is not None and not gate.known(self.emulated_version):
+                gate = GATES[gate.merged_into]
+            answers[name] = self._values.get(gate.name, False)
+        self._enabled = answers  # one assignment: a reader on another thread sees the old or the new table
 
     def _set(self, name: str, value: bool) -> None:
         gate = GATES.get(name)
@@ -288,6 +307,16 @@ class FeatureGates:
                     raise FeatureGateError(f"{name} is enabled, but depends on features that are disabled: "
                                            f"[{' '.join(off)}]")
 
+    def copy(self) -> "FeatureGates":
+        """An independent set with the same release, values and notes (a copy of a simulation switches gates on
+        for itself alone)."""
+        with self._lock:
+            twin = FeatureGates(self.emulated_version, self.overrides)
+            twin._values = dict(self._values)
+            twin.notes = list(self.notes)
+            twin._resolve()  # the gates switched on since this set was made answer on in the copy too
+        return twin
+
     def note(self, text: str) -> None:
         """Keep ``text`` in :attr:`notes` (the commands print them): a gate switched on, a field dropped;
         a note already there is not repeated."""
@@ -299,18 +328,28 @@ class FeatureGates:
         """Whether gate ``name`` is on.  A gate the emulated release does not know
         is off, unless it was merged into another (GangScheduling into GenericWorkload in 1.37):
         then that gate's value; raises ``KeyError`` for a name no release knows (a typo in code)."""
-        gate = GATES.get(name)
-        if gate is None:
-            raise KeyError(f"unknown feature gate {name!r}")
-        if gate.merged_into is not None and not gate.known(self.emulated_version):
-            return self.enabled(gate.merged_into)
-        return self._values.get(name, False)
+        try:
+            return self._enabled[name]
+        except KeyError:
+            raise KeyError(f"unknown feature gate {name!r}") from None
 
     def locked_to(self, name: str) -> bool | None:
         """The value gate ``name`` is locked to in the emulated release (None: not locked, or unknown)."""
         gate = GATES.get(name)
         stage = gate.stage(self.emulated_version) if gate is not None and name in self._values else None
         return stage.default if stage is not None and stage.locked else None
+
+    def settable_release(self, gates: Mapping[str, bool]) -> str | None:
+        """The newest release, not newer than the emulated one, that accepts
+        every gate of ``gates`` at its value (none unknown, none locked to the
+        other value, no dependency left off); None when there is none."""
+        for release in reversed(RELEASES[:RELEASES.index(self.emulated_version) + 1]):
+            try:
+                FeatureGates(release, gates)
+            except FeatureGateError:
+                continue
+            return release
+        return None
 
     def exists(self, name: str) -> bool:
         """Gate ``name`` exists in the emulated release (introduced, not removed)."""
@@ -334,6 +373,7 @@ class FeatureGates:
                 self._values[gate_name] = True
                 self.note(f"feature gate {gate_name} turned on: {what} needs it "
                                   f"(off by default in {self.emulated_version})")
+            self._resolve()
             return None
 
     def with_overrides(self, overrides: Mapping[str, bool]) -> "FeatureGates":

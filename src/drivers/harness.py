@@ -118,7 +118,8 @@ class Harness:
                 raise type(err)(f"{config}: {err}") from None
             raise
         self.controllers = build_controller_manager(
-            ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {}),
+            ControllerContext(cluster, self.informers, clock, embedded=embedded, options=controller_options or {},
+                              features=self.features),
             None if controllers is None else list(controllers))
         self._started = False
 

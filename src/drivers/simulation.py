@@ -222,21 +222,33 @@ def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],
     cluster refuses (``namespaces "shop" not found``)."""
     ordered = sorted(sourced, key=lambda item: (not isinstance(item[1], Namespace),
                                                 isinstance(item[1], _NAMES_A_CLASS)))
-    namespaces = set(SYSTEM_NAMESPACES) | {ns.metadata.name for ns in cluster.list("Namespace").items}
+    namespaces = known_namespaces(cluster)
     for done, (file, obj) in enumerate(ordered):
         if progress is not None and done % PROGRESS_STEPS == 0:
             progress("creating", done, len(ordered))
         resource = resource_of(obj)
-        namespace = obj.metadata.namespace or "default"
-        if resource.namespaced and namespace not in namespaces:
-            raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "metadata.namespace",
-                                  f'namespaces "{namespace}" not found')
+        check_namespace(file, obj, namespaces)
         try:
             cluster.create(obj)
         except ApiError as err:
             raise InvalidManifest(file, f"{resource.kind}/{obj.metadata.name}", "", err.message) from None
         if isinstance(obj, Namespace):
             namespaces.add(obj.metadata.name)
+
+
+def known_namespaces(cluster: ClusterClient) -> set[str]:
+    """The namespaces an object may name in ``cluster``: :data:`~kubesched.core.api.core_v1.SYSTEM_NAMESPACES`
+    and its Namespaces."""
+    return set(SYSTEM_NAMESPACES) | {ns.metadata.name for ns in cluster.list("Namespace").items}
+
+
+def check_namespace(file: str, obj: Any, namespaces: set[str]) -> None:
+    """kube-apiserver's NamespaceLifecycle admission: a namespaced ``obj`` names one of ``namespaces``.  Raises
+    :class:`InvalidManifest` naming ``file`` and the object (``namespaces "shop" not found``)."""
+    namespace = obj.metadata.namespace or "default"
+    if resource_of(obj).namespaced and namespace not in namespaces:
+        raise InvalidManifest(file, f"{resource_of(obj).kind}/{obj.metadata.name}", "metadata.namespace",
+                              f'namespaces "{namespace}" not found')
 
 
 def parse_start_time(text: str) -> float:

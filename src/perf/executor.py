@@ -30,7 +30,7 @@ from ..core.cluster.informer import Informers
 from ..core.cluster.kube import TokenBucketRateLimiter
 from ..core.cluster.memory import MemoryCluster
 from ..core.cluster.throttled import ThrottledClient
-from ..core.features import FeatureGateError, FeatureGates
+from ..core.features import RELEASES, FeatureGateError, FeatureGates
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
 from ..core.scheduler.scheduler import Scheduler
@@ -81,10 +81,11 @@ class WorkloadExecutor:
     and ``notes``, and raises :class:`~kubesched.perf.errors.WorkloadFailed`.
     ``features``: the command line's feature gates (default: the newest release's defaults); the
     workload runs with its test case's and its own ``featureGates`` applied over that release's
-    defaults, the command line's on top (:attr:`features`).  A workload gate locked to the other value
-    in that release (``SchedulerQueueingHints: false`` in a file older than 1.34) stays at its locked
-    value, said in ``notes``; any other gate upstream would refuse makes :meth:`check` raise
-    ``Unsupported`` with upstream's message.
+    defaults, the command line's on top (:attr:`features`).  A workload gate locked to the other value in
+    that release (``NodeDeclaredFeatures: false`` in 1.37), which component-base and upstream's runner
+    refuse, is honoured: the workload runs as the newest older release where it can be set, said in
+    ``notes``; when no release can (``SchedulerQueueingHints: false``, locked since 1.34) :meth:`check`
+    raises ``Unsupported`` with upstream's message - never run with the gate left on.
 
     The methods below :meth:`run` are what ops use (the
     :class:`~kubesched.perf.ops.base.Executor` protocol)."""
@@ -111,17 +112,24 @@ class WorkloadExecutor:
         self._never = threading.Event()  # an idle wait has nothing to be woken by but time
         given = features if features is not None else FeatureGates()
         self._features_refused: FeatureGateError | None = None
-        applied = dict(self.feature_gates)
-        for name, value in self.feature_gates.items():
-            if given.locked_to(name) not in (None, value):
-                del applied[name]
-                self.notes.append(f"featureGates: {name}={str(value).lower()} not applied: the gate is locked to "
-                                  f"{str(not value).lower()} in {given.emulated_version}")
+        gates = {**self.feature_gates, **given.overrides}
+        release = given.emulated_version
+        locked = sorted(name for name, value in self.feature_gates.items()
+                        if name not in given.overrides and given.locked_to(name) not in (None, value))
+        if locked:  # honoured in the newest release where it can be set, else refused as component-base refuses it
+            release = given.settable_release(gates) or release
+            if release != given.emulated_version:
+                self.notes.append(f"featureGates: {', '.join(f'{n}={str(gates[n]).lower()}' for n in locked)} "
+                                  f"is locked in {given.emulated_version}: this workload runs as {release}, the "
+                                  "newest release where it can be set")
         try:
             #: the gates this workload runs with (the cluster's and the scheduler's)
-            self.features = FeatureGates(given.emulated_version, {**applied, **given.overrides})
+            self.features = FeatureGates(release, gates)
         except FeatureGateError as err:
             self._features_refused, self.features = err, given
+            if locked:
+                self._features_refused = FeatureGateError(
+                    f"{err} (in every release kubesched emulates, {RELEASES[0]}-{given.emulated_version})")
         self.cluster = MemoryCluster(self.clock, seed=seed, features=self.features)
         self._harness: Harness | None = None
         self._tracker: PodTracker | None = None

@@ -48,7 +48,7 @@ class WorkloadResult:
     ``samples`` the per-second throughput samples; ``measured_pods`` the pods
     scheduled while measuring; ``duration`` the wall seconds the workload took;
     ``feature_gates`` the gates the config sets (applied over the emulated
-    release's defaults; a gate locked there is not, and ``notes`` says so);
+    release's defaults; a gate locked there to the other value makes the workload unsupported);
     ``labels`` the test case's and workload's."""
 
     test: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE, NodeInfo, Status, hookimpl
+from kubesched import IMAGE_NAMES_SIGNER, MAX_NODE_SCORE, NodeInfo, Status, hookimpl
 
 MB = 1024 * 1024
 #: Below this sum a node scores 0 (bytes).
@@ -56,6 +56,11 @@ class ImageLocality:
     @staticmethod
     def _images(pod) -> list[str]:
         return [normalized_image_name(c.image) for c in (*pod.spec.init_containers, *pod.spec.containers)]
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Score reads the pod's images, by their normalized names."""
+        return [(IMAGE_NAMES_SIGNER, tuple(sorted(self._images(pod))))]
 
     @hookimpl
     def pre_score(self, state, pod, nodes):

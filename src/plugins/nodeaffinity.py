@@ -24,6 +24,7 @@ from kubesched import (
     QueueingHint,
     Status,
     hookimpl,
+    node_affinity_fragments,
 )
 from kubesched.core.api.core_v1 import NodeAffinity as NodeAffinitySpec
 from kubesched.core.api.nodeaffinity import (
@@ -75,6 +76,11 @@ class NodeAffinity:
         affinity = pod.spec.affinity
         node_affinity = affinity.node_affinity if affinity else None
         return node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read the pod's node affinity and nodeSelector (addedAffinity is the profile's)."""
+        return node_affinity_fragments(pod)
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

@@ -13,7 +13,16 @@ needs is handled as any pod update.
 
 from __future__ import annotations
 
-from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
+from kubesched import (
+    FEATURES_SIGNER,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Status,
+    hookimpl,
+)
 from kubesched.core.api.node_features import Version, default_registry, parse_version
 
 REASON = "node(s) didn't match Pod's required features"
@@ -38,6 +47,11 @@ class NodeDeclaredFeatures:
         if not self.features.enabled(GATE):
             return frozenset()
         return self.registry.infer_for_pod_scheduling(pod.spec, self.version)
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the features the pod needs."""
+        return [(FEATURES_SIGNER, tuple(sorted(self.required(pod))))]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

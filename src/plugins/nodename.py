@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import Status, hookimpl
+from kubesched import NODE_NAME_SIGNER, Status, hookimpl
 
 REASON = "node(s) didn't match the requested node name"
 
@@ -17,6 +17,11 @@ class NodeName:
 
     def __init__(self, args, handle):
         pass
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads spec.nodeName."""
+        return [(NODE_NAME_SIGNER, pod.spec.node_name)]
 
     @hookimpl
     def filter(self, state, pod, node_info):

@@ -12,6 +12,7 @@ from kubesched import (
     Status,
     hookimpl,
     host_ports,
+    host_ports_fragment,
     ports_conflict,
 )
 
@@ -28,6 +29,11 @@ class NodePorts:
 
     def __init__(self, args, handle):
         pass
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the pod's host ports."""
+        return [host_ports_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

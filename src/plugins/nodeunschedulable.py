@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
+from kubesched import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Status,
+    hookimpl,
+    tolerations_fragment,
+)
 from kubesched.core.api.taints import UNSCHEDULABLE_TAINT, tolerates
 
 REASON = "node(s) were unschedulable"
@@ -18,6 +27,11 @@ class NodeUnschedulable:
 
     def __init__(self, args, handle):
         pass
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the pod's tolerations of the unschedulable taint (upstream: the Tolerations signer)."""
+        return [tolerations_fragment(pod)]
 
     @hookimpl
     def filter(self, state, pod, node_info):

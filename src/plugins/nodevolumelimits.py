@@ -23,7 +23,17 @@ from __future__ import annotations
 import numpy as np
 from attrs import define, field
 
-from kubesched import POD, ActionType, ClusterEvent, ClusterEventWithHint, NodeInfo, QueueingHint, Status, hookimpl
+from kubesched import (
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    NodeInfo,
+    QueueingHint,
+    Status,
+    hookimpl,
+    volumes_fragment,
+)
 from kubesched.core.api.core_v1 import PersistentVolumeClaim, Pod
 from kubesched.core.api.storage_v1 import CSINode
 from kubesched.core.volume.claims import (
@@ -230,6 +240,11 @@ class NodeVolumeLimits:
         return np.where(column >= 0, column, allocatable)
 
     # --- extension points --------------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the pod's volumes (not its ConfigMaps and Secrets)."""
+        return [volumes_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

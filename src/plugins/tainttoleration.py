@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
+from kubesched import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Status,
+    hookimpl,
+    tolerations_fragment,
+)
 from kubesched.core.api.taints import find_untolerated_taint, is_hard, tolerates
 from kubesched.core.plugin_helpers.normalize import default_normalize_score
 
@@ -37,6 +46,11 @@ class TaintToleration:
 
     def __init__(self, args, handle):
         pass
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read the pod's tolerations."""
+        return [tolerations_fragment(pod)]
 
     @hookimpl
     def filter(self, state, pod, node_info):

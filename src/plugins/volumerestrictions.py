@@ -18,7 +18,18 @@ from typing import Iterable
 
 from attrs import define
 
-from kubesched import NODE, POD, ActionType, ClusterEvent, ClusterEventWithHint, PodInfo, QueueingHint, Status, hookimpl
+from kubesched import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    PodInfo,
+    QueueingHint,
+    Status,
+    hookimpl,
+    volumes_fragment,
+)
 from kubesched.core.api.core_v1 import Pod, Volume
 from kubesched.core.volume.claims import READ_WRITE_ONCE_POD, claim_key, is_pvc_of_pod
 
@@ -92,6 +103,11 @@ class VolumeRestrictions:
 
     def __init__(self, args, handle):
         self.claims = handle.informers.store("PersistentVolumeClaim")
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the pod's volumes (not its ConfigMaps and Secrets)."""
+        return [volumes_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

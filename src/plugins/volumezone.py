@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from kubesched import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Status, hookimpl
+from kubesched import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Status,
+    hookimpl,
+    volumes_fragment,
+)
 from kubesched.core.api.storage_v1 import WAIT_FOR_FIRST_CONSUMER
 from kubesched.core.volume.claims import (
     REGION_BETA,
@@ -84,6 +93,11 @@ class VolumeZone:
                 if value is not None:
                     topologies.append(PVTopology(pv_name, key, frozenset(zones_of_label(value))))
         return topologies, None
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter reads the pod's volumes (not its ConfigMaps and Secrets)."""
+        return [volumes_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

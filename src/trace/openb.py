@@ -6,7 +6,9 @@ USENIX ATC'23):
 
 - nodes: ``sn, cpu_milli, memory_mib, gpu, model``;
 - pods: ``name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec, ...``
-  (``gpu_milli`` per GPU; ``gpu_spec`` like ``V100M16|V100M32`` = any of).
+  (``gpu_milli`` per GPU; ``gpu_spec`` like ``V100M16|V100M32`` = any of;
+  ``scheduled_time`` and ``deletion_time``, seconds, when present: how long
+  the pod ran).
 
 Output (:func:`convert`): a directory of manifests kubesched replays with
 ``kubesched trace replay``:
@@ -20,7 +22,11 @@ Output (:func:`convert`): a directory of manifests kubesched replays with
 - ``pods.json``: the pods in arrival order, each GPU pod preceded by its
   ResourceClaim: whole GPUs by count (each consumes all of its GPU's
   compute), a fraction of one GPU as a ``compute`` capacity request, and
-  ``gpu_spec`` as a CEL selector on the model.
+  ``gpu_spec`` as a CEL selector on the model; a pod that ran for a known
+  time carries it as ``kubesched.io/run-duration`` (``deletion_time -
+  scheduled_time``, e.g. ``577s``), the annotation the simulated kubelet ends
+  pods by (the paper's replay never ends a pod and ignores it; ``kubesched
+  trace replay --durations`` uses it).
 
 The arrival order follows the paper's protocol (its simulator's
 ``SortClusterPods`` and ``TunePodsByNodeTotalResource``): pods sorted by name,
@@ -53,6 +59,7 @@ from typing import Iterable
 
 from attrs import evolve, frozen
 
+from ..core.api.core_v1 import RUN_DURATION_ANNOTATION
 from ..core.gpu.fragmentation import (
     DEFAULT_MILLI_CPU,
     NAMESPACE,
@@ -103,6 +110,8 @@ class TracePod:
     gpu_count: int = 0
     milli_gpu: int = 0
     models: tuple[str, ...] = ()
+    #: seconds the pod ran in the trace (None: unknown - never scheduled, or still running at the trace's end)
+    duration: int | None = None
 
     @property
     def total_milli_gpu(self) -> int:
@@ -165,8 +174,21 @@ def read_pods(path: str | Path) -> list[TracePod]:
             raise TraceError(f"{path}: line {number}: gpu_milli: must be positive when num_gpu is {count}")
         models = tuple(m for m in (row.get("gpu_spec") or "").strip().split("|") if m) if count else ()
         pods.append(TracePod(row["name"].strip(), _int(path, number, row, "cpu_milli"),
-                             _int(path, number, row, "memory_mib"), count, milli, models))
+                             _int(path, number, row, "memory_mib"), count, milli, models,
+                             _duration(path, number, row)))
     return pods
+
+
+def _duration(path: Path, number: int, row: dict) -> int | None:
+    """``deletion_time - scheduled_time`` (seconds) when the row has both (0 or empty: not known)."""
+    if not (row.get("scheduled_time") or "").strip() or not (row.get("deletion_time") or "").strip():
+        return None
+    scheduled, deleted = _int(path, number, row, "scheduled_time"), _int(path, number, row, "deletion_time")
+    if not scheduled or not deleted:
+        return None
+    if deleted < scheduled:
+        raise TraceError(f"{path}: line {number}: deletion_time: {deleted} is before scheduled_time {scheduled}")
+    return deleted - scheduled
 
 
 def arrival_generator(seed: int, rng: str = "python") -> random.Random:
@@ -259,7 +281,7 @@ def claim_manifest(pod: TracePod) -> dict:
 
 def pod_manifest(pod: TracePod) -> dict:
     """The trace pod as a core/v1 Pod manifest: one pause container requesting (and limited to) its milli-CPU and
-    memory (MiB), with the ResourceClaim ``<pod>-gpu`` when it asks for GPUs."""
+    memory (MiB), with the ResourceClaim ``<pod>-gpu`` when it asks for GPUs and its run duration when known."""
     requests = {"cpu": f"{pod.milli_cpu}m", "memory": f"{pod.memory_mib}Mi"}
     container: dict = {"name": "main", "image": "registry.k8s.io/pause:3.10.1",
                        "resources": {"requests": requests, "limits": dict(requests)}}
@@ -267,7 +289,10 @@ def pod_manifest(pod: TracePod) -> dict:
     if pod.gpu_count:
         container["resources"]["claims"] = [{"name": "gpu"}]
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{pod.name}-gpu"}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod.name, "namespace": NAMESPACE}, "spec": spec}
+    metadata: dict = {"name": pod.name, "namespace": NAMESPACE}
+    if pod.duration is not None:
+        metadata["annotations"] = {RUN_DURATION_ANNOTATION: f"{pod.duration}s"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def convert(nodes_csv: str | Path, pods_csv: str | Path, out: str | Path, seed: int = 42,

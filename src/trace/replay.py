@@ -30,6 +30,15 @@ nodes sorted by name (:func:`go_node_ranks`).  With "go", the scheduler's own
 draws (ties under "random", a plugin's ``handle.rng``, such as the Random
 policy's) continue on that Go source.
 
+With ``durations`` the pods also leave: they arrive ``interval`` seconds
+apart (simulated time, the same order), the simulated kubelet (the
+``kubelet`` controller, the path ``kubesched simulate`` uses) starts each
+bound pod and ends it when its ``kubesched.io/run-duration`` (the trace's
+``deletion_time - scheduled_time``) is over, and the ResourceClaim
+controller releases its GPUs, which later arrivals can take; the curves
+then show allocation under churn.  Without it (the default) no controller
+runs and no pod leaves: the published runs' protocol, numbers unchanged.
+
 Curves are reported like the paper's analysis scripts: for each whole
 percent of arrived GPU demand (relative to the cluster's GPUs), the mean of
 the values recorded at arrivals that round to it (or, when none does, to it
@@ -77,6 +86,9 @@ TIE_BREAKS = ("ranked", "random")
 #: Go values the simulator's informers take between the conversion's draws and the node ranking
 #: (one ``rand.Float64()`` per client-go Reflector, for its watch timeout).
 INFORMER_DRAWS = 10
+#: The controllers a replay with ``durations`` runs: the simulated kubelet ends pods, the claim controller
+#: releases their GPUs.
+DURATION_CONTROLLERS = ("kubelet", "resourceclaim-controller")
 
 
 @define
@@ -88,7 +100,9 @@ class ReplayResult:
     demand; ``fragmentation``: ``[arrived %, fragmented idle GPU compute as % of
     all GPU compute]``; ``gpu_allocation_ratio``: allocated GPU compute at the
     end, % of all; ``heatmap``: per node (``nodes``, ``models``) its GPU
-    utilisation in % at each arrival in ``heatmap_arrived``.
+    utilisation in % at each arrival in ``heatmap_arrived``; ``interval``:
+    seconds between arrivals when pods ran their durations (None: the
+    paper's protocol, no pod leaves), ``finished``: pods that ended.
     """
 
     trace: str
@@ -108,10 +122,14 @@ class ReplayResult:
     heatmap_arrived: list[int] = field(factory=list)
     heatmap: list[list[int]] = field(factory=list)
     rng: str = "python"
+    interval: float | None = None
+    finished: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``kubesched trace replay -o json`` prints."""
         data = asdict(self)
+        if self.interval is None:  # the paper's protocol: the published runs' keys only
+            del data["interval"], data["finished"]
         first = ("seed", "rng", "arrival", "gpu_allocation_ratio", "curve", "wall_seconds")
         return {**{key: data[key] for key in first}, **{k: v for k, v in data.items() if k not in first}}
 
@@ -223,37 +241,49 @@ def replay(
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     tie_break: str = "ranked",
+    durations: bool = False,
+    interval: float = 60.0,
 ) -> ReplayResult:
     """Replay the converted trace in ``trace_dir`` with the scheduler
     configuration ``config`` (default profile when None), at most ``limit``
     pods, breaking ties between nodes as ``tie_break`` says ("ranked" or
-    "random", module docstring).  ``progress(done, total)`` is called every
-    100 pods.  Raises :class:`InvalidManifest` for a bad trace, ``ConfigError``
-    for a bad configuration and ValueError for an unknown ``tie_break``."""
+    "random", module docstring).  ``durations``: pods arrive ``interval``
+    seconds apart and end after their run duration (module docstring).
+    ``progress(done, total)`` is called every 100 pods.  Raises
+    :class:`InvalidManifest` for a bad trace, ``ConfigError`` for a bad
+    configuration and ValueError for an unknown ``tie_break`` or an
+    ``interval`` that is not positive."""
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break: {tie_break!r} is not one of {', '.join(TIE_BREAKS)}")
+    if durations and not interval > 0:
+        raise ValueError(f"interval: {interval!r} seconds: must be positive")
     with batch_collection():
-        return _replay(trace_dir, config, registry, limit, progress, tie_break)
+        return _replay(trace_dir, config, registry, limit, progress, tie_break, interval if durations else None)
 
 
 def _replay(trace_dir: str | Path, config: str | Path | dict | KubeSchedulerConfiguration | None,
             registry: Registry | None, limit: int | None, progress: Callable[[int, int], None] | None,
-            tie_break: str) -> ReplayResult:
+            tie_break: str, interval: float | None) -> ReplayResult:
     started = time.perf_counter()
     objects, info, pods_file = load_trace(trace_dir)
-    harness, clock = _started_harness(objects, info, config, registry, tie_break)
+    harness, clock = _started_harness(objects, info, config, registry, tie_break, interval is not None)
     gpus = _GpuState(harness.scheduler, info, str(trace_dir))
     arrivals = _parsed(pods_file, lambda: [parse_document(doc, str(pods_file)) for doc in read_documents(pods_file)])
     total_pods = sum(1 for obj in arrivals if isinstance(obj, Pod))
     if limit is not None:
         total_pods = min(total_pods, limit)
-    series = _place_arrivals(harness, clock, gpus, arrivals, total_pods, info.driver, progress)
+    departures = None if interval is None else _Departures(harness, clock, gpus, interval)
+    series = _place_arrivals(harness, clock, gpus, arrivals, total_pods, info.driver, progress, departures)
     _settle(harness, clock)
-    return _result(str(trace_dir), config, info, gpus, series, time.perf_counter() - started)
+    result = _result(str(trace_dir), config, info, gpus, series, time.perf_counter() - started)
+    if departures is not None:
+        result.interval, result.finished = interval, departures.finished
+    return result
 
 
 def _started_harness(objects: list, info: TraceInfo, config: str | Path | dict | KubeSchedulerConfiguration | None,
-                     registry: Registry | None, tie_break: str) -> tuple[Harness, FakeClock]:
+                     registry: Registry | None, tie_break: str,
+                     durations: bool = False) -> tuple[Harness, FakeClock]:
     """The trace's cluster with its nodes and classes on a fake clock, the scheduler started and settled, ties
     between nodes broken as the trace's simulator did (module docstring)."""
     node_names = [o.metadata.name for o in objects if isinstance(o, Node)]
@@ -268,8 +298,10 @@ def _started_harness(objects: list, info: TraceInfo, config: str | Path | dict |
         ranks = node_ranks(node_names, info.seed)
     clock = FakeClock(DEFAULT_START)
     cluster = MemoryCluster(clock, seed=info.seed)
-    # the paper's protocol: pods are placed once each, nothing else acts on the cluster (no controllers)
-    harness = Harness(cluster, clock, config, registry, seed=info.seed, controllers=(), rng=generator,
+    # the paper's protocol: pods are placed once each, nothing else acts on the cluster (no controllers);
+    # with durations the kubelet ends them and the claim controller frees their GPUs
+    harness = Harness(cluster, clock, config, registry, seed=info.seed,
+                      controllers=DURATION_CONTROLLERS if durations else (), rng=generator,
                       node_rank=ranks if tie_break == "ranked" else None)
     for obj in objects:
         cluster.create(obj)
@@ -304,7 +336,7 @@ class _GpuState:
         self.fragmented = 100 * float(self.frag.sum()) / self.capacity
 
     def placed_on(self, node_name: str) -> None:
-        """A pod was bound to ``node_name``: its row and the totals follow."""
+        """A pod was bound to (or ended on) ``node_name``: its row and the totals follow."""
         row = self.row_of[node_name]
         self.gpus.sync(self.table)
         self.cpu_left[row] = _cpu_left(self.scheduler, node_name)
@@ -343,16 +375,44 @@ class _Series:
             self.next_sample += HEATMAP_STEP
 
 
+class _Departures:
+    """A replay with durations: ``interval`` seconds pass before each arrival, and the nodes whose pods ended
+    meanwhile (the kubelet made them Succeeded) are measured again."""
+
+    def __init__(self, harness: Harness, clock: FakeClock, gpus: _GpuState, interval: float):
+        self.harness, self.clock, self.gpus, self.interval = harness, clock, gpus, interval
+        self.finished = 0
+        self._ended: set[str] = set()
+        harness.informers.add_handlers("Pod", None, self._updated, None)
+
+    def _updated(self, old: Pod, new: Pod) -> None:
+        if new.status.phase == "Succeeded" and old.status.phase != "Succeeded" and new.spec.node_name:
+            self.finished += 1
+            self._ended.add(new.spec.node_name)
+
+    def next_arrival(self) -> None:
+        """Run until the next arrival is due: pods end, their claims are released, their nodes measured again."""
+        due = self.clock.now() + self.interval
+        self.harness.run_to_quiescence(due)
+        self.clock.advance_to(max(due, self.clock.now()))
+        ended, self._ended = self._ended, set()
+        for node_name in sorted(ended):
+            self.gpus.placed_on(node_name)
+
+
 def _place_arrivals(harness: Harness, clock: FakeClock, gpus: _GpuState, arrivals: list, total_pods: int, driver: str,
-                    progress: Callable[[int, int], None] | None) -> _Series:
+                    progress: Callable[[int, int], None] | None, departures: _Departures | None = None) -> _Series:
     """Create the trace's objects in order, each pod once: it is bound or, when no node takes it, deleted
-    with its claims (the paper's protocol); at most ``total_pods`` pods."""
+    with its claims (the paper's protocol); at most ``total_pods`` pods; with ``departures``, time passes
+    before each pod."""
     cluster, scheduler = harness.cluster, harness.scheduler
     series = _Series()
     claims: dict[str, ResourceClaim] = {}
     for obj in arrivals:
         if series.done >= total_pods:
             break
+        if departures is not None and isinstance(obj, Pod) and series.done:
+            departures.next_arrival()
         if isinstance(obj, ResourceClaim):
             claims[obj.key] = cluster.create(obj)
             continue

@@ -26,8 +26,10 @@ def test_pods_are_named_by_ordinal_with_identity_labels_hostname_and_owner():
     sim.run()
     assert names(sim) == ["db-0", "db-1", "db-2"]
     pod = sim.pod("db-1")
+    revision = sim.get("StatefulSet", "default/db").status["updateRevision"]
+    assert revision.startswith("db-")
     assert pod.metadata.labels == {"app": "db", "statefulset.kubernetes.io/pod-name": "db-1",
-                                   "apps.kubernetes.io/pod-index": "1"}
+                                   "apps.kubernetes.io/pod-index": "1", "controller-revision-hash": revision}
     assert (pod.spec.extra["hostname"], pod.spec.extra["subdomain"]) == ("db-1", "db")
     (ref,) = pod.metadata.owner_references
     assert (ref.kind, ref.name, ref.controller) == ("StatefulSet", "db", True)

@@ -35,7 +35,7 @@ def container(**resources) -> dict:
     (pod(containers=[container(requests={"cpu": "-1"})]),
      "spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"),
     (pod(containers=[container(requests={"cpu": "2"}, limits={"cpu": "1"})]),
-     "spec.containers[0].resources.requests: Invalid value: 2000: must be less than or equal to cpu limit of 1000"),
+     "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1"),
     (pod(containers=[{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]),
      'spec.containers[1].name: Duplicate value: "c"'),
     (pod(containers=[]), "spec.containers: Required value"),

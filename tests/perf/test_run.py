@@ -103,10 +103,10 @@ def test_workloads_with_preemption_churn_run(test, workload):
 
 def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     [result] = run(DATA / "dra/performance-config.yaml", test="SchedulingWithResourceClaimTemplate",
-                   workload="fast")
+                   workload="fast_QueueingHintsEnabled")
     assert result.status == "ok" and result.measured_pods == 10
     [steady] = run(DATA / "dra/performance-config.yaml", test="SteadyStateClusterResourceClaimTemplate",
-                   workload="fast")
+                   workload="fast_QueueingHintsEnabled")
     assert steady.status == "ok" and steady.measured_pods > 10
 
 
@@ -252,3 +252,12 @@ def test_perf_command_exit_codes(tmp_path, capsys):
     assert "no test case named 'NoSuchTest'" in capsys.readouterr().err
     assert perf_command(MISC, "SchedulingBasic", "NoSuchWorkload", "table") == 2
     assert perf_command(MISC, None, None, "yaml") == 2
+
+
+def test_a_gate_locked_in_the_release_runs_as_the_newest_release_that_sets_it():
+    """misc/'s SchedulingWithExtendedResource/fast turns DRAExtendedResource off, GA and locked on in 1.37: the
+    workload runs as 1.36 with the gate off (said in one note), never at 1.37 with the gate left on."""
+    executor = executor_for(MISC, "SchedulingWithExtendedResource", "fast")
+    assert executor.features.emulated_version == "1.36" and not executor.features.enabled("DRAExtendedResource")
+    assert ("featureGates: DRAExtendedResource=false is locked in 1.37: this workload runs as 1.36, the newest "
+            "release where it can be set") in executor.notes

@@ -26,7 +26,7 @@ from kubesched.testing import (
     storage_class,
 )
 
-from .helpers import condition, config, fit_reason, run_pre_filter, simulate
+from .helpers import condition, config, fit_reason, make, run_pre_filter, simulate
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -68,10 +68,18 @@ def test_a_pod_goes_where_its_bound_pv_is():
 
 
 def test_bound_pv_node_affinity_conflict():
-    sim = simulate([node("n1"), node("n2"), *bound_pair("pv1", "c1", node_affinity={HOST: ["elsewhere"]}),
+    sim = simulate([node("n1"), node("n2"), *bound_pair("pv1", "c1", node_affinity={"rack": ["elsewhere"]}),
                     claim_pod("p", "c1")])
     assert sim.pod("p").spec.node_name == ""
     assert fit_reason(sim) == "0/2 nodes are available: 2 node(s) had volume node affinity conflict."
+
+
+def test_a_bound_pv_pinned_by_hostname_narrows_the_nodes_at_pre_filter():
+    """Upstream's GetEligibleNodes: PreFilter names the PV's hostnames; no node of that name, no node to filter."""
+    sim = simulate([node("n1"), node("n2"), *bound_pair("pv1", "c1", node_affinity={HOST: ["elsewhere"]}),
+                    claim_pod("p", "c1")])
+    assert sim.pod("p").spec.node_name == ""
+    assert fit_reason(sim) == "0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [VolumeBinding]."
 
 
 def test_a_claim_bound_to_a_missing_pv():
@@ -352,8 +360,8 @@ def test_args_are_validated(args, message):
 
 
 def test_queueing_hints():
-    hints = {str(e.event.resource): e.hint for e in VolumeBinding.events_to_register(
-        VolumeBinding.__new__(VolumeBinding))}
+    plugin = make(VolumeBinding, objects=[claim("c1", storage_class="z")])
+    hints = {str(e.event.resource): e.hint for e in plugin.events_to_register()}
     p = claim_pod("p", "c1")
     claim_hint = hints["PersistentVolumeClaim"]
     assert claim_hint(p, None, claim("c1")) == QueueingHint.QUEUE
@@ -364,3 +372,4 @@ def test_queueing_hints():
     assert sc_hint(p, None, zonal) == QueueingHint.QUEUE
     assert sc_hint(p, zonal, storage_class("z", allowed_topologies={ZONE: ["a", "b"]})) == QueueingHint.QUEUE
     assert sc_hint(p, zonal, zonal) == QueueingHint.QUEUE_SKIP
+    assert sc_hint(p, None, storage_class("other")) == QueueingHint.QUEUE_SKIP  # no claim of the pod names it

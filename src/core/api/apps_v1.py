@@ -4,8 +4,8 @@ The scheduler reads their ``spec.selector`` (PodTopologySpread's system
 default constraints spread the pods a ReplicaSet or StatefulSet selects,
 upstream ``helper.DefaultSelector``); the workload controllers
 (:mod:`kubesched.controllers`) read the rest: replicas, the pod template,
-the StatefulSet's ``podManagementPolicy``, ``ordinals.start`` and
-``volumeClaimTemplates``, the rollout strategies.  Field defaults are those of
+the StatefulSet's ``podManagementPolicy``, ``ordinals.start``,
+``volumeClaimTemplates`` and ``updateStrategy``, the rollout strategies.  Field defaults are those of
 upstream ``pkg/apis/apps/v1/defaults.go`` (replicas 1, RollingUpdate with 25%
 surge and unavailability, OrderedReady, ...); what no controller reads is kept
 in ``extra``.  The API server's validation of these kinds is
@@ -108,6 +108,28 @@ class StatefulSetOrdinals:
 
 
 @frozen
+class RollingUpdateStatefulSetStrategy:
+    """``spec.updateStrategy.rollingUpdate``: pods with an ordinal below ``start + partition`` keep the current
+    revision; ``max_unavailable`` (an IntOrString, MaxUnavailableStatefulSet) None means one at a time."""
+
+    partition: int = 0
+    max_unavailable: Any = None
+
+
+@frozen
+class StatefulSetUpdateStrategy:
+    """``spec.updateStrategy``: ``RollingUpdate`` (default; its ``rollingUpdate`` defaulted to partition 0, as
+    upstream ``SetDefaults_StatefulSet``) or ``OnDelete``."""
+
+    type: str = "RollingUpdate"
+    rolling_update: RollingUpdateStatefulSetStrategy | None = None
+
+    def __attrs_post_init__(self):
+        if self.type == "RollingUpdate" and self.rolling_update is None:
+            object.__setattr__(self, "rolling_update", RollingUpdateStatefulSetStrategy())
+
+
+@frozen
 class StatefulSetSpec:
     """apps/v1 StatefulSetSpec.  ``pod_management_policy``: ``OrderedReady`` (default: pod N+1 is made once pod N
     is Running and Ready) or ``Parallel``; ``volume_claim_templates``: one PVC per pod and template, named
@@ -122,6 +144,7 @@ class StatefulSetSpec:
     ordinals: StatefulSetOrdinals | None = None
     min_ready_seconds: int = 0
     revision_history_limit: int = 10
+    update_strategy: StatefulSetUpdateStrategy = StatefulSetUpdateStrategy()
     extra: dict[str, Any] = _extra()
 
     @property

@@ -17,6 +17,7 @@ from attrs import field, frozen
 
 from .apps_v1 import PodTemplateSpec
 from .meta import LabelSelector, ObjectMeta, evolve
+from .scheduling_v1beta1 import BasicSchedulingPolicy, DisruptionMode, PodGroupResourceClaim, SchedulingConstraints
 
 #: The labels the API server puts on a Job's pod template and selector (upstream ``batch.ControllerUidLabel``,
 #: ``batch.JobNameLabel``, and the legacy unprefixed pair it still sets).
@@ -26,6 +27,84 @@ LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
 LEGACY_JOB_NAME_LABEL = "job-name"
 #: An Indexed Job's pod: its completion index (annotation and label, upstream ``batch.JobCompletionIndexAnnotation``).
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+@frozen
+class WorkloadPodGroupGangSchedulingPolicy:
+    """``spec.scheduling.schedulingPolicy.gang`` (scheduling.k8s.io/v1alpha3's building block): ``min_count``
+    pods at once; None: the job-controller uses the Job's ``parallelism``."""
+
+    min_count: int | None = None
+
+
+@frozen
+class WorkloadPodGroupSchedulingPolicy:
+    """``spec.scheduling.schedulingPolicy``: at most one of ``basic`` and ``gang`` (neither: Basic)."""
+
+    basic: BasicSchedulingPolicy | None = None
+    gang: WorkloadPodGroupGangSchedulingPolicy | None = None
+
+
+@frozen
+class JobSchedulingConfiguration:
+    """batch/v1 ``spec.scheduling`` (1.37, WorkloadWithJob, KEP-5547): what the job-controller compiles into the
+    Job's Workload and PodGroup - the policy, a topology constraint and the disruption mode."""
+
+    scheduling_policy: WorkloadPodGroupSchedulingPolicy | None = None
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None
+    resource_claims: tuple[PodGroupResourceClaim, ...] = ()
+
+
+@frozen
+class PodFailurePolicyOnExitCodesRequirement:
+    """``onExitCodes``: a container (``container_name``, None: any) terminated with a non-zero exit code
+    ``In`` / ``NotIn`` ``values``."""
+
+    operator: str = ""
+    values: tuple[int, ...] = ()
+    container_name: str | None = None
+
+
+@frozen
+class PodFailurePolicyOnPodConditionsPattern:
+    """``onPodConditions[]``: the failed pod has condition ``type`` with ``status`` (default True)."""
+
+    type: str = ""
+    status: str = "True"
+
+
+@frozen
+class PodFailurePolicyRule:
+    """``podFailurePolicy.rules[]``: ``action`` (FailJob, Ignore, Count, FailIndex) when exactly one of
+    ``on_exit_codes`` and ``on_pod_conditions`` matches a failed pod."""
+
+    action: str = ""
+    on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
+    on_pod_conditions: tuple[PodFailurePolicyOnPodConditionsPattern, ...] = ()
+
+
+@frozen
+class PodFailurePolicy:
+    """``spec.podFailurePolicy``: the first rule matching a failed pod decides what its failure does."""
+
+    rules: tuple[PodFailurePolicyRule, ...] = ()
+
+
+@frozen
+class SuccessPolicyRule:
+    """``successPolicy.rules[]``: the Job succeeds once ``succeeded_count`` of ``succeeded_indexes``
+    (``"0-3,5"``; None: any index) succeeded - all of them when the count is None."""
+
+    succeeded_indexes: str | None = None
+    succeeded_count: int | None = None
+
+
+@frozen
+class SuccessPolicy:
+    """``spec.successPolicy`` (Indexed Jobs): the Job succeeds when any rule is met."""
+
+    rules: tuple[SuccessPolicyRule, ...] = ()
 
 
 @frozen
@@ -43,6 +122,9 @@ class JobSpec:
     suspend: bool = False
     selector: LabelSelector | None = None
     manual_selector: bool | None = None
+    scheduling: JobSchedulingConfiguration | None = None
+    pod_failure_policy: PodFailurePolicy | None = None
+    success_policy: SuccessPolicy | None = None
     extra: dict[str, Any] = field(factory=dict, eq=False)
 
     def __attrs_post_init__(self):

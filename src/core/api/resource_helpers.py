@@ -135,6 +135,23 @@ def is_pod_resize_deferred(pod: Pod) -> bool:
     return _resize_pending_reason(pod) == RESIZE_DEFERRED
 
 
+#: the pod condition by which a kubelet (the node's ``podPreemptionPolicy``) turns preemption for a resize off
+POD_RESIZE_PREEMPTION_DISABLED = "PodResizePreemptionDisabled"
+
+
+def wants_resize_preemption(pod: Pod) -> bool:
+    """Whether bound ``pod`` waits for room for a deferred resize that the
+    scheduler may preempt for (InPlacePodVerticalScalingSchedulerPreemption,
+    KEP-5836): its resize is Deferred and no ``PodResizePreemptionDisabled=True``
+    condition says otherwise; a member of a PodGroup is left out (its group is
+    queued as one)."""
+    if not pod.spec.node_name or pod.terminal or pod.spec.scheduling_group is not None:
+        return False
+    if not is_pod_resize_deferred(pod):
+        return False
+    return not any(c.type == POD_RESIZE_PREEMPTION_DISABLED and c.status == "True" for c in pod.status.conditions)
+
+
 def _resize_pending_reason(pod: Pod) -> str | None:
     for condition in pod.status.conditions:
         if condition.type == POD_RESIZE_PENDING:
@@ -233,18 +250,48 @@ def pod_requests(pod: Pod, non_missing: dict[str, int] | None = None, *, use_sta
     return total
 
 
-def pod_limits(pod: Pod, *, pod_level: bool = True) -> dict[str, int]:
+def pod_limits(pod: Pod, *, pod_level: bool = True, use_status: bool = False, pod_level_status: bool = True,
+               exclude_overhead: bool = False) -> dict[str, int]:
     """The pod's limits in scheduler units, aggregated as requests are (app
     containers and sidecars add up, an init container's peak counts), the
     pod-level limits replacing the sum for the resources they set, and overhead
-    added to every non-zero limit (upstream ``PodLimits``)."""
+    added to every non-zero limit unless ``exclude_overhead`` (upstream
+    ``PodLimits``).  ``use_status`` (upstream's ``UseStatusResources``): per
+    resource the larger of the spec and what the statuses say the runtime
+    applied - the pod-level status (``pod_level_status``, where the kubelet
+    wrote ``status.allocatedResources`` and ``status.resources``) or else each
+    container's, a container without one counting its spec - and only the
+    applied limits while the resize is infeasible, as :func:`pod_requests`."""
+    status = pod.status
+    infeasible = use_status and is_pod_resize_infeasible(pod)
     total = _aggregate(pod, lambda container: container.resources.limits, None)
+    if use_status:
+        applied: dict[str, int] | None = None
+        if pod_level_status and status.allocated_resources and status.resources is not None \
+                and status.resources.limits:
+            applied = dict(status.resources.limits)
+        elif status.container_statuses or status.init_container_statuses:
+            statuses = _statuses(pod)
+
+            def applied_of(container: Container) -> dict[str, int] | None:
+                found = statuses.get(container.name)
+                if found is not None and found.resources is not None and found.resources.limits:
+                    return found.resources.limits
+                return None if infeasible else container.resources.limits
+
+            applied = _aggregate(pod, applied_of, None)
+        if applied is not None:
+            total = applied if infeasible else total
+            _max(total, applied)
     resources = pod.spec.resources
     if pod_level and resources is not None:
-        for name, amount in resources.limits.items():
-            if is_supported_pod_level_resource(name):
-                total[name] = amount
-    for name, amount in pod.spec.overhead.items():
-        if total.get(name):
-            total[name] += amount
+        effective = {name: amount for name, amount in resources.limits.items() if is_supported_pod_level_resource(name)}
+        if effective and use_status and pod_level_status and status.resources is not None:
+            effective = {} if infeasible else effective
+            _max(effective, _minus(status.resources.limits, pod.spec.overhead))
+        total.update(effective)
+    if not exclude_overhead:
+        for name, amount in pod.spec.overhead.items():
+            if total.get(name):
+                total[name] += amount
     return total

@@ -22,8 +22,9 @@ import attrs
 
 from ..clock import go_duration
 from ..quantity import format_quantity
+from .batch_v1 import CronJob, Job, JobSpec
 from .convert import printable
-from .core_v1 import RUN_DURATION_ANNOTATION, Container, Namespace, Node, Pod
+from .core_v1 import RUN_DURATION_ANNOTATION, Container, Namespace, Node, Pod, PodSpec, ResourceRequirements
 from .resource_helpers import (
     HUGEPAGES_PREFIX,
     is_supported_pod_level_resource,
@@ -93,7 +94,35 @@ def problems(obj: Any) -> list[str]:
         found += _workload(obj)
     else:
         found += workload_problems(obj, _pod_template_rules)
+        if isinstance(obj, Job):
+            found += _job_scheduling("spec", obj.spec)
+        elif isinstance(obj, CronJob):
+            found += _job_scheduling("spec.jobTemplate.spec", obj.spec.job_template.spec)
     return found
+
+
+def _job_scheduling(path: str, spec: JobSpec) -> list[str]:
+    """A Job's ``spec.scheduling`` (KEP-5547, 1.37): the Workload building blocks as a PodGroup template's, a
+    policy union when given (omitted: Basic), ``gang.minCount`` at least 1 and at most ``parallelism``."""
+    config = spec.scheduling
+    if config is None:
+        return []
+    where = f"{path}.scheduling"
+    out: list[str] = []
+    policy = config.scheduling_policy
+    basic = policy is None or policy.gang is None
+    if policy is not None:
+        out += _union(f"{where}.schedulingPolicy", {"basic": policy.basic, "gang": policy.gang})
+        count = policy.gang.min_count if policy.gang is not None else None
+        if count is not None:
+            if count < 1:
+                out.append(f"{where}.schedulingPolicy.gang.minCount: Invalid value: {count}: must be greater than "
+                           "or equal to 1")
+            elif spec.parallelism is not None and count > spec.parallelism:
+                out.append(f"{where}.schedulingPolicy.gang.minCount: Invalid value: {count}: must be less than or "
+                           f"equal to spec.parallelism ({spec.parallelism})")
+    return (out + _constraints(where, config.scheduling_constraints)
+            + _disruption(where, config.disruption_mode, basic) + _claims(where, config.resource_claims))
 
 
 def _pod_template_rules(pod: Pod) -> list[str]:
@@ -277,8 +306,8 @@ def _resources(where: str, container: Container) -> list[str]:
     for name, amount in requests.items():
         limit = limits.get(name)
         if limit is not None and amount > limit:
-            out.append(f"{where}.resources.requests: Invalid value: {amount}: must be less than or equal to "
-                       f"{name} limit of {limit}")
+            out.append(f"{where}.resources.requests: Invalid value: {_q(format_quantity(name, amount))}: "
+                       f"must be less than or equal to {name} limit of {format_quantity(name, limit)}")
     return out
 
 
@@ -747,11 +776,92 @@ def status_update_problems(old: Any, new: Any) -> list[str]:
     return out
 
 
-def resize_problems(old: Pod, new: Pod) -> list[str]:
-    """``field: message`` when a pod's ``resize`` subresource (in-place
-    resize) would change more than its containers' resources."""
-    unresized = attrs.evolve(new.spec, containers=tuple(
-        attrs.evolve(c, resources=b.resources) for c, b in zip(new.spec.containers, old.spec.containers)))
-    if len(new.spec.containers) != len(old.spec.containers) or unresized != old.spec:
-        return ["spec: Forbidden: only cpu and memory resources of containers are mutable through pods/resize"]
-    return []
+#: What pods/resize may change (upstream ``ValidatePodResize``): cpu and memory, nothing else.
+RESIZABLE = ("cpu", "memory")
+
+
+def resize_problems(old: Pod, new: Pod, pod_level: bool = True) -> list[str]:
+    """``field: message`` for every rule of the API server's pods/resize
+    subresource ``new`` breaks (upstream ``ValidatePodResize``): containers
+    neither renamed nor reordered; cpu and memory requests and limits neither
+    removed nor anything else changed, of the containers and sidecars (a
+    non-sidecar init container's resources are immutable) and, with
+    ``pod_level`` (InPlacePodLevelResourcesVerticalScaling), of the pod-level
+    ``spec.resources``; the QoS class kept; the new resources valid (requests
+    within limits, pod-level requests covering the containers')."""
+    out: list[str] = []
+    for group, path in (("containers", "spec.containers"), ("init_containers", "spec.initContainers")):
+        before, after = getattr(old.spec, group), getattr(new.spec, group)
+        if [c.name for c in before] != [c.name for c in after]:
+            out.append(f"{path}: Forbidden: containers may not be renamed or reordered on resize")
+            continue
+        for index, (was, now) in enumerate(zip(before, after)):
+            where = f"{path}[{index}].resources"
+            if group == "init_containers" and was.restart_policy != "Always":
+                if now.resources != was.resources:
+                    out.append(f"{where}: Forbidden: resources for non-sidecar init containers are immutable")
+                continue
+            out += _resize_removals(where, was.resources, now.resources)
+    if old.spec.resources is not None and pod_level:
+        out += _resize_removals("spec.resources", old.spec.resources,
+                                new.spec.resources or ResourceRequirements())
+    if out:
+        return out
+    if _spec_beyond_cpu_memory(new, pod_level) != _spec_beyond_cpu_memory(old, pod_level):
+        return ["spec: Forbidden: only cpu and memory resources are mutable"]
+    before_qos, after_qos = qos_class(old), qos_class(new)
+    if before_qos != after_qos:
+        return [f"spec: Invalid value: {_q(before_qos)}: Pod QOS Class may not change as a result of resizing"]
+    for group, path in (("containers", "spec.containers"), ("init_containers", "spec.initContainers")):
+        for index, container in enumerate(getattr(new.spec, group)):
+            out += _resources(f"{path}[{index}]", container)
+    if new.spec.resources is not None:
+        out += _pod_level_resources(new)
+    return out
+
+
+def _resize_removals(where: str, before: ResourceRequirements, after: ResourceRequirements) -> list[str]:
+    out = []
+    for kind in ("requests", "limits"):
+        removed = [name for name in RESIZABLE if name in getattr(before, kind) and name not in getattr(after, kind)]
+        if removed:
+            out.append(f"{where}.{kind}: Forbidden: resource {kind} cannot be removed")
+    return out
+
+
+def _spec_beyond_cpu_memory(pod: Pod, pod_level: bool) -> PodSpec:
+    """``pod``'s spec with the cpu and memory requests and limits that pods/resize may change taken out."""
+    def strip(resources: ResourceRequirements) -> ResourceRequirements:
+        return attrs.evolve(resources, requests={k: v for k, v in resources.requests.items() if k not in RESIZABLE},
+                            limits={k: v for k, v in resources.limits.items() if k not in RESIZABLE})
+
+    spec = pod.spec
+    containers = tuple(attrs.evolve(c, resources=strip(c.resources)) for c in spec.containers)
+    inits = tuple(attrs.evolve(c, resources=strip(c.resources)) if c.restart_policy == "Always" else c
+                  for c in spec.init_containers)
+    pod_resources = strip(spec.resources) if spec.resources is not None and pod_level else spec.resources
+    return attrs.evolve(spec, containers=containers, init_containers=inits, resources=pod_resources)
+
+
+def qos_class(pod: Pod) -> str:
+    """The pod's QoS class as upstream's ``ComputePodQOS`` computes it:
+    ``BestEffort`` without any non-zero cpu or memory request or limit,
+    ``Guaranteed`` when cpu and memory limits are set and every request
+    equals its limit (the pod-level ones when the pod sets them, else every
+    container's, a missing request defaulting to its limit), else ``Burstable``."""
+    if pod.spec.resources is not None and any(
+            name in RESIZABLE for name in (*pod.spec.resources.requests, *pod.spec.resources.limits)):
+        sets = [pod.spec.resources]
+    else:
+        sets = [c.resources for c in (*pod.spec.containers, *pod.spec.init_containers)]
+    requested = limited = False
+    guaranteed = True
+    for resources in sets:
+        requests = {k: v for k, v in resources.requests.items() if k in RESIZABLE and v}
+        limits = {k: v for k, v in resources.limits.items() if k in RESIZABLE and v}
+        requested, limited = requested or bool(requests), limited or bool(limits)
+        if set(limits) != set(RESIZABLE) or any(limits[k] != v for k, v in requests.items()):
+            guaranteed = False
+    if not requested and not limited:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed and limited else "Burstable"

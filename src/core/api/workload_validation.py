@@ -134,7 +134,32 @@ def _stateful_set(sts: StatefulSet, pod_rules: PodRules) -> list[str]:
         if not claim.metadata.name:
             out.append(f"spec.volumeClaimTemplates[{i}].metadata.name: Required value: name or generateName is "
                        "required")
-    return out + _apps_template(spec, "statefulset", pod_rules)
+    return out + _update_strategy(spec.update_strategy) + _apps_template(spec, "statefulset", pod_rules)
+
+
+def _update_strategy(strategy: Any) -> list[str]:
+    """Upstream ``ValidateStatefulSetSpec``'s updateStrategy: ``RollingUpdate`` (a non-negative partition, a
+    positive maxUnavailable) or ``OnDelete`` (without ``rollingUpdate``)."""
+    path, rolling = "spec.updateStrategy", strategy.rolling_update
+    if not strategy.type:
+        return [f"{path}: Required value"]
+    if strategy.type == "OnDelete":
+        if rolling is None:
+            return []
+        shown = {"partition": rolling.partition, **({"maxUnavailable": rolling.max_unavailable}
+                                                    if rolling.max_unavailable is not None else {})}
+        return [f"{path}.rollingUpdate: Invalid value: {_json(shown)}: only allowed for updateStrategy "
+                "'RollingUpdate'"]
+    if strategy.type != "RollingUpdate":
+        return [f"{path}: Invalid value: {_json({'type': strategy.type})}: must be 'RollingUpdate' or 'OnDelete'"]
+    out = _nonnegative(f"{path}.rollingUpdate.partition", rolling.partition)
+    if rolling.max_unavailable is not None:
+        problems, value = _int_or_percent(f"{path}.rollingUpdate.maxUnavailable", rolling.max_unavailable)
+        out += problems
+        if not problems and value == 0:
+            out.append(f"{path}.rollingUpdate.maxUnavailable: Invalid value: {_json(rolling.max_unavailable)}: "
+                       "must be greater than 0")
+    return out
 
 
 def _job_spec(spec: JobSpec, path: str, pod_rules: PodRules) -> list[str]:
@@ -156,6 +181,135 @@ def _job_spec(spec: JobSpec, path: str, pod_rules: PodRules) -> list[str]:
     policy = _restart_policy(spec.template)
     if policy not in ("OnFailure", "Never"):
         out += _not_supported(f"{path}.template.spec.restartPolicy", policy, ("OnFailure", "Never"))
+    elif spec.pod_failure_policy is not None and policy != "Never":
+        out += _not_supported(f"{path}.template.spec.restartPolicy", policy, ("Never",))
+    if spec.pod_failure_policy is not None:
+        out += _pod_failure_policy(spec, f"{path}.podFailurePolicy")
+    if spec.success_policy is not None:
+        out += _success_policy(spec, f"{path}.successPolicy")
+    return out
+
+
+#: upstream ``validPodFailurePolicyAction`` (sorted, as its messages list them)
+POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+
+
+def _pod_failure_policy(spec: JobSpec, path: str) -> list[str]:
+    """Upstream ``validatePodFailurePolicy``: at most 20 rules, each with a known action and exactly one of
+    ``onExitCodes`` (In/NotIn, 1-255 ordered unique values, no 0 for In, a template container) and
+    ``onPodConditions`` (at most 20, a condition type, status True/False/Unknown)."""
+    rules = spec.pod_failure_policy.rules if spec.pod_failure_policy is not None else ()
+    out = [f"{path}.rules: Too many: {len(rules)}: must have at most 20 items"] if len(rules) > 20 else []
+    containers = {c.name for c in (*spec.template.spec.containers, *spec.template.spec.init_containers)}
+    for i, rule in enumerate(rules):
+        where = f"{path}.rules[{i}]"
+        if not rule.action:
+            out.append(f"{where}.action: Required value: valid values: {_json(list(POD_FAILURE_ACTIONS))}")
+        elif rule.action == "FailIndex":
+            out.append(f"{where}.action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set "
+                       "(kubesched does not simulate backoffLimitPerIndex)")
+        elif rule.action not in POD_FAILURE_ACTIONS:
+            out += _not_supported(f"{where}.action", rule.action, POD_FAILURE_ACTIONS)
+        codes = rule.on_exit_codes
+        if codes is not None:
+            out += _exit_codes(codes, f"{where}.onExitCodes", containers)
+        if len(rule.on_pod_conditions) > 20:
+            out.append(f"{where}.onPodConditions: Too many: {len(rule.on_pod_conditions)}: must have at most 20 items")
+        for j, pattern in enumerate(rule.on_pod_conditions):
+            if not pattern.type:
+                out.append(f"{where}.onPodConditions[{j}].type: Required value")
+            if pattern.status not in ("True", "False", "Unknown"):
+                out += _not_supported(f"{where}.onPodConditions[{j}].status", pattern.status,
+                                      ("False", "True", "Unknown"))
+        if codes is not None and rule.on_pod_conditions:
+            out.append(f"{where}: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported")
+        elif codes is None and not rule.on_pod_conditions:
+            out.append(f"{where}: Invalid value: specifying one of OnExitCodes and OnPodConditions is required")
+    return out
+
+
+def _exit_codes(codes: Any, path: str, containers: set) -> list[str]:
+    out = []
+    if codes.container_name is not None and codes.container_name not in containers:
+        out.append(f"{path}.containerName: Invalid value: {_json(codes.container_name)}: must be one of the "
+                   "container or initContainer names in the pod template")
+    if not codes.operator:
+        out.append(f"{path}.operator: Required value: valid values: [\"In\",\"NotIn\"]")
+    elif codes.operator not in ("In", "NotIn"):
+        out += _not_supported(f"{path}.operator", codes.operator, ("In", "NotIn"))
+    if not codes.values:
+        out.append(f"{path}.values: Required value: at least one value is required")
+    elif len(codes.values) > 255:
+        out.append(f"{path}.values: Too many: {len(codes.values)}: must have at most 255 items")
+    seen: set[int] = set()
+    for k, value in enumerate(codes.values):
+        if value in seen:
+            out.append(f"{path}.values[{k}]: Duplicate value: {value}")
+        elif k and value < codes.values[k - 1]:
+            out.append(f"{path}.values[{k}]: Invalid value: {value}: must be ordered")
+        if codes.operator == "In" and value == 0:
+            out.append(f"{path}.values[{k}]: Invalid value: 0: must not be 0 for the In operator")
+        seen.add(value)
+    return out
+
+
+def parse_indexes(text: str, completions: int) -> set[int]:
+    """``"0-3,5"`` as a set of indexes (``completedIndexes``' syntax); raises ValueError with upstream's words
+    for a malformed, unordered or out-of-range interval."""
+    indexes: set[int] = set()
+    last = -1
+    for part in text.split(","):
+        first, _, end = part.partition("-")
+        try:
+            low, high = int(first), int(end) if end else int(first)
+        except ValueError:
+            raise ValueError(f"cannot convert string to integer for index: {part!r}") from None
+        if low > high or low <= last:
+            raise ValueError(f"non-increasing order, previous: {last}, current: {low}")
+        if high >= completions:
+            raise ValueError(f"too large index: {high}")
+        indexes.update(range(low, high + 1))
+        last = high
+    return indexes
+
+
+def _success_policy(spec: JobSpec, path: str) -> list[str]:
+    """Upstream ``validateSuccessPolicy``: Indexed Jobs only, 1-20 rules, each with ``succeededIndexes`` (within
+    the completions) or ``succeededCount`` (at most the completions and the indexes named)."""
+    policy = spec.success_policy
+    rules = policy.rules if policy is not None else ()
+    if not spec.indexed:
+        shown = {"rules": [{k: v for k, v in (("succeededIndexes", r.succeeded_indexes),
+                                              ("succeededCount", r.succeeded_count)) if v is not None}
+                           for r in rules]}
+        return [f"{path}: Invalid value: {_json(shown)}: requires indexed completion mode"]
+    if not rules:
+        return [f"{path}.rules: Required value: at least one rules must be specified when the successPolicy is "
+                "specified"]
+    out = [f"{path}.rules: Too many: {len(rules)}: must have at most 20 items"] if len(rules) > 20 else []
+    completions = spec.completions or 0
+    for i, rule in enumerate(rules):
+        where = f"{path}.rules[{i}]"
+        if rule.succeeded_indexes is None and rule.succeeded_count is None:
+            out.append(f"{where}: Required value: at least one of succeededCount or succeededIndexes must be "
+                       "specified")
+        named = None
+        if rule.succeeded_indexes is not None:
+            try:
+                named = len(parse_indexes(rule.succeeded_indexes, completions))
+            except ValueError as err:
+                out.append(f"{where}.succeededIndexes: Invalid value: {_json(rule.succeeded_indexes)}: error "
+                           f"parsing succeededIndexes: {err}")
+        count = rule.succeeded_count
+        if count is not None:
+            if count < 0:
+                out.append(f"{where}.succeededCount: Invalid value: {count}: must be greater than or equal to 0")
+            elif count > completions:
+                out.append(f"{where}.succeededCount: Invalid value: {count}: must be less than or equal to "
+                           f"{completions} (the number of specified completions)")
+            elif named is not None and count > named:
+                out.append(f"{where}.succeededCount: Invalid value: {count}: must be less than or equal to {named} "
+                           "(the number of indexes in the specified succeededIndexes field)")
     return out
 
 

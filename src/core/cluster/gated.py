@@ -5,7 +5,8 @@ on and ``compositepodgroups`` only with CompositePodGroup on, and drops a
 gated field of a new object when its gate is off (a pod's
 ``spec.schedulingGroup``, its pod-level ``spec.resources`` without
 PodLevelResources, a Node's ``status.declaredFeatures`` without
-NodeDeclaredFeatures, a PodGroup's gated fields).  The embedded cluster does
+NodeDeclaredFeatures, a PodGroup's gated fields, a Job's ``spec.scheduling``
+without WorkloadWithJob).  The embedded cluster does
 the same against its :class:`~kubesched.core.features.FeatureGates`, with one
 convenience: a gate that is off only by default (the user did not turn it off)
 is switched on with a note (:meth:`FeatureGates.require`), so manifests that use
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.core_v1 import Node, Pod
+from ..api.batch_v1 import CronJob, Job
+from ..api.core_v1 import Event, Node, Pod
 from ..api.meta import evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
@@ -47,8 +49,10 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     field) for a field the emulated release does not have; returns ``obj``
     without the gated fields whose gate the user turned off, noting each drop in
     ``features.notes``."""
+    if not _may_be_gated(obj):
+        return obj
     kind = type(obj).__name__
-    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    name = _name(obj)
     for gate in KIND_GATES.get(type(obj), ()):
         refused = features.require(gate, name)
         if refused is not None:
@@ -58,6 +62,10 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     for gate, field, present, drop in _gated_fields(obj):
         if not present:
             continue
+        since = FIELD_SINCE.get(field)
+        if since is not None and _release(features.emulated_version) < _release(since):
+            raise BadRequest(f'{kind} "{obj.metadata.name}": strict decoding error: unknown field "{field}" '
+                             f"(a {since} field, emulated version {features.emulated_version})")
         refused = features.require(gate, f"{name} ({field})")
         if refused is None:
             continue
@@ -67,6 +75,14 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
         features.note(f"{name}: {field} dropped by the API server: {refused}")
         obj = drop(obj)
     return obj
+
+
+#: gated fields added to a kind after their gate existed: the release that has them (before: an unknown field)
+FIELD_SINCE = {"spec.scheduling": "1.37", "spec.jobTemplate.spec.scheduling": "1.37"}
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
 def _drop_device_fields(slice_: ResourceSlice, features: FeatureGates) -> ResourceSlice:
@@ -112,14 +128,30 @@ def follow_served(obj: Any, features: FeatureGates) -> None:
     """An API server served ``obj`` (a scheduler's informer delivered it): the gates its kind and its set
     fields need are on there, so they are switched on here too (with a note) unless the user turned them
     off - a scheduler pointed at a cluster that serves PodGroups schedules them as groups without flags."""
-    kind = type(obj).__name__
-    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    if not _may_be_gated(obj):
+        return
     for gate in KIND_GATES.get(type(obj), ()):
         if not features.enabled(gate):
-            features.require(gate, name)
+            features.require(gate, _name(obj))
     for gate, field, present, _ in _gated_fields(obj):
         if present and not features.enabled(gate):
-            features.require(gate, f"{name} ({field})")
+            features.require(gate, f"{_name(obj)} ({field})")
+
+
+def _name(obj: Any) -> str:
+    return f"{type(obj).__name__} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+
+
+def _may_be_gated(obj: Any) -> bool:
+    """False when ``obj`` is certainly neither of a gated kind nor holding a gated field - an Event, a Pod or a
+    Node without one, the objects written and delivered most - judged without building :func:`_gated_fields`;
+    True for every other kind (the full check decides)."""
+    kind = type(obj)
+    if kind is Pod:
+        return obj.spec.scheduling_group is not None or obj.spec.resources is not None
+    if kind is Node:
+        return bool(obj.status.declared_features)
+    return kind is not Event
 
 
 def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
@@ -148,6 +180,13 @@ def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:
             ("PodGroupPreemptionPolicy", "spec.preemptionPolicy", spec.preemption_policy is not None,
              without(preemption_policy=None)),
         ]
+    if isinstance(obj, Job):
+        return [("WorkloadWithJob", "spec.scheduling", obj.spec.scheduling is not None,
+                 lambda o: evolve(o, spec=evolve(o.spec, scheduling=None)))]
+    if isinstance(obj, CronJob):
+        return [("WorkloadWithJob", "spec.jobTemplate.spec.scheduling", obj.spec.job_template.spec.scheduling
+                 is not None, lambda o: evolve(o, spec=evolve(o.spec, job_template=evolve(
+                     o.spec.job_template, spec=evolve(o.spec.job_template.spec, scheduling=None)))))]
     if isinstance(obj, Workload):
         return [("CompositePodGroup", "spec.compositePodGroupTemplates",
                  bool(obj.spec.composite_pod_group_templates),

@@ -10,6 +10,7 @@ concurrently.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable, TypeVar
@@ -168,11 +169,31 @@ class Informers:
         self.wakeup.clear()
         while self._queue and (limit is None or delivered < limit):
             event = self._queue.popleft()
-            self._deliver(event)
+            self.deliver(event)
             delivered += 1
         return delivered
 
-    def _deliver(self, event: WatchEvent) -> None:
+    @contextlib.contextmanager
+    def showing(self, kind: str, obj: Any) -> Iterator[None]:
+        """``obj`` in the ``kind`` store for the block, as if delivered but with no handler called, then taken out
+        again (what was under its key comes back): a dry run's lookups find the object it asks about.
+        """
+        store = self.store(kind)
+        key = object_key(obj)
+        previous = store.get(key)
+        store._set(key, obj)
+        try:
+            yield
+        finally:
+            if previous is None:
+                store._delete(key)
+            else:
+                store._set(key, previous)
+
+    def deliver(self, event: WatchEvent) -> None:
+        """Hand ``event`` to the store and the handlers now, as :meth:`pump` does with a queued one (an update
+        whose object has the stored resourceVersion is dropped).  ``kubesched.sim``'s rollback delivers the
+        inverse of a transaction's writes this way."""
         informer = self._kinds.get(event.kind)
         if informer is None:
             return
@@ -203,9 +224,9 @@ class Informers:
         as adds or updates (unchanged ones are dropped by resourceVersion)."""
         listed = {object_key(obj): obj for obj in items}
         for key in [key for key in informer.store.keys() if key not in listed]:
-            self._deliver(WatchEvent(DELETED, kind, informer.store[key]))
+            self.deliver(WatchEvent(DELETED, kind, informer.store[key]))
         for obj in listed.values():
-            self._deliver(WatchEvent(MODIFIED, kind, obj))
+            self.deliver(WatchEvent(MODIFIED, kind, obj))
 
 
 def changed_object(old: T | None, new: T | None) -> T:

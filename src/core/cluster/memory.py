@@ -49,6 +49,7 @@ from ..api.scheduling_v1beta1 import (
 from ..api.validation import problems, resize_problems, status_update_problems, update_problems
 from ..clock import Clock, FakeClock
 from ..features import FeatureGates
+from ..undo import ABSENT, Restore, StoreWrite, UndoLog
 from .client import (
     ADDED,
     DELETED,
@@ -106,6 +107,8 @@ class MemoryCluster(ClusterClient):
         self._lock = threading.RLock()
         #: Hook a test may set to make a write fail: called with (verb, kind, obj_or_name).
         self.fail_hook: Callable[[str, str, Any], None] | None = None
+        #: every write of the store is recorded here while a transaction is open (``kubesched.sim``)
+        self.journal = UndoLog()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -167,54 +170,70 @@ class MemoryCluster(ClusterClient):
         """See :meth:`ClusterClient.create`, with the API server's defaulting (uid, creationTimestamp, namespace
         ``default``, generateName), validation (Invalid) and admission (pod priority, a claim's default
         StorageClass, PodGroup priority and protection finalizer).  The fail hook sees ``create``."""
-        resource = resource_of(obj)
-        kind = resource.kind
+        kind = resource_of(obj).kind
         self._check_fail("create", kind, obj)
         with self._lock:
-            obj = admit_gated(obj, self.features)
-            meta = obj.metadata
-            if not meta.name:
-                if not meta.generate_name:
-                    raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
-                meta = evolve(meta, name=self._generate_name(kind, meta))
-            if resource.namespaced and not meta.namespace:
-                meta = evolve(meta, namespace="default")
-            elif not resource.namespaced and meta.namespace:
-                meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
-            key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-            bucket = self._bucket(kind)
-            if key in bucket:
-                raise AlreadyExists(f'{kind} "{meta.name}" already exists')
+            key, obj = self._admitted(obj)
             self._rv += 1
-            generation = _generation(obj, None)
-            meta = evolve(
-                meta,
-                uid=meta.uid or _uuid4(self._rng.getrandbits(128)),
-                resource_version=str(self._rv),
-                creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
-                generation=meta.generation if generation is None else generation,
-            )
-            obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
-            if isinstance(obj, Job):
-                obj = with_generated_selector(obj)
-            found = problems(obj)
-            if found:
-                raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
-            if isinstance(obj, Pod):
-                obj = self._admit_pod(obj)
-            elif isinstance(obj, PriorityClass):
-                self._validate_priority_class(obj, creating=True)
-            elif isinstance(obj, PersistentVolumeClaim):
-                obj = self._admit_claim(obj)
-            elif isinstance(obj, (PodGroup, CompositePodGroup)):
-                obj = self._admit_priority(obj, "pod group")
-                if isinstance(obj, PodGroup) and POD_GROUP_PROTECTION_FINALIZER not in obj.metadata.finalizers:
-                    # the PodGroupProtection admission plugin: kept until no active pod names the group
-                    obj = evolve(obj, metadata=evolve(obj.metadata, finalizers=(*obj.metadata.finalizers,
-                                                                                POD_GROUP_PROTECTION_FINALIZER)))
-            bucket[key] = obj
+            self._put(kind, key, obj)
             self._emit(ADDED, kind, obj)
             return obj
+
+    def dry_run_create(self, obj: Any) -> Any:
+        """What :meth:`create` would store (defaulted, validated, admitted; the next resourceVersion and a uid),
+        stored nowhere and seen by no watch, as kube-apiserver's ``dryRun=All``; the name generator is left as
+        it was.  Raises as :meth:`create` does (not the fail hook)."""
+        with self._lock:
+            rng = self._rng.getstate()
+            try:
+                return self._admitted(obj)[1]
+            finally:
+                self._rng.setstate(rng)
+
+    def _admitted(self, obj: Any) -> tuple[str, Any]:
+        """``obj`` as :meth:`create` stores it, with its store key, at the next resourceVersion."""
+        resource = resource_of(obj)
+        kind = resource.kind
+        obj = admit_gated(obj, self.features)
+        meta = obj.metadata
+        if not meta.name:
+            if not meta.generate_name:
+                raise Invalid(f"{kind}: metadata.name or metadata.generateName is required")
+            meta = evolve(meta, name=self._generate_name(kind, meta))
+        if resource.namespaced and not meta.namespace:
+            meta = evolve(meta, namespace="default")
+        elif not resource.namespaced and meta.namespace:
+            meta = evolve(meta, namespace="")  # the API server clears it on a cluster-scoped kind
+        key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+        if key in self._bucket(kind):
+            raise AlreadyExists(f'{kind} "{meta.name}" already exists')
+        generation = _generation(obj, None)
+        meta = evolve(
+            meta,
+            uid=meta.uid or _uuid4(self._rng.getrandbits(128)),
+            resource_version=str(self._rv + 1),
+            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.clock.now(),
+            generation=meta.generation if generation is None else generation,
+        )
+        obj = _default_groups(self._default_device_taints(evolve(obj, metadata=meta), None), None)
+        if isinstance(obj, Job):
+            obj = with_generated_selector(obj)
+        found = problems(obj)
+        if found:
+            raise Invalid(f'{kind} "{meta.name}" is invalid: ' + "; ".join(found))
+        if isinstance(obj, Pod):
+            obj = self._admit_pod(obj)
+        elif isinstance(obj, PriorityClass):
+            self._validate_priority_class(obj, creating=True)
+        elif isinstance(obj, PersistentVolumeClaim):
+            obj = self._admit_claim(obj)
+        elif isinstance(obj, (PodGroup, CompositePodGroup)):
+            obj = self._admit_priority(obj, "pod group")
+            if isinstance(obj, PodGroup) and POD_GROUP_PROTECTION_FINALIZER not in obj.metadata.finalizers:
+                # the PodGroupProtection admission plugin: kept until no active pod names the group
+                obj = evolve(obj, metadata=evolve(obj.metadata, finalizers=(*obj.metadata.finalizers,
+                                                                            POD_GROUP_PROTECTION_FINALIZER)))
+        return key, obj
 
     def update(self, obj: Any) -> Any:
         """See :meth:`ClusterClient.update`; uid, creationTimestamp and deletionTimestamp are kept from the stored
@@ -224,6 +243,18 @@ class MemoryCluster(ClusterClient):
     def update_status(self, obj: Any) -> Any:
         """See :meth:`ClusterClient.update_status`: only ``status`` changes.  The fail hook sees ``update_status``."""
         return self._replace(obj, status_only=True)
+
+    def update_resize(self, obj: Pod) -> Pod:
+        """PUT a Pod's ``resize`` subresource (in-place resize, served while
+        InPlacePodVerticalScaling is on): of ``obj`` only its containers' and
+        pod-level cpu and memory are taken, under the API server's rules
+        (:func:`~kubesched.core.api.validation.resize_problems`; Invalid with
+        its messages).  The fail hook sees ``update_resize``."""
+        if not isinstance(obj, Pod) or not self.features.enabled("InPlacePodVerticalScaling"):
+            raise NotFound(f"the server could not find the requested resource ({resource_of(obj).kind} resize)")
+        self._check_fail("update_resize", "Pod", obj)
+        with self._lock:
+            return self._write("Pod", obj, "resize")
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str = "", *, subresource: str = "",
               patch_type: str = STRATEGIC_MERGE_PATCH, uid: str | None = None,
@@ -498,7 +529,8 @@ class MemoryCluster(ClusterClient):
                 obj = evolve(current, status=obj.status)
                 found = status_update_problems(current, obj) + update_problems(current, obj)
             elif subresource == "resize":
-                found = resize_problems(current, obj)
+                found = resize_problems(current, obj,
+                                        self.features.enabled("InPlacePodLevelResourcesVerticalScaling"))
                 obj = evolve(current, spec=obj.spec)
             if subresource:
                 if found:
@@ -528,12 +560,50 @@ class MemoryCluster(ClusterClient):
             self._rv -= 1
             self._remove(kind, obj)
             return obj
-        self._bucket(kind)[object_key(obj)] = obj
+        self._put(kind, object_key(obj), obj)
         self._emit(MODIFIED, kind, obj)
         return obj
 
+    def _put(self, kind: str, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key`` (None: remove the key), recorded in :attr:`journal`."""
+        bucket = self._bucket(kind)
+        if self.journal.recording:
+            self.journal.record(StoreWrite(bucket, kind, key, bucket.get(key, ABSENT)))
+        if obj is None:
+            del bucket[key]
+        else:
+            bucket[key] = obj
+
+    def load_from(self, other: "MemoryCluster") -> None:
+        """Hold ``other``'s objects exactly as stored (uids, resourceVersions, timestamps; frozen, so shared, not
+        copied), its resourceVersion counter and its name generator's state: a copy of a simulation, made before
+        anything lists or watches this cluster.  No watch history comes along (a watch from an older
+        resourceVersion gets :class:`Gone`).  Cost: the number of objects."""
+        with other._lock:
+            store = {kind: dict(bucket) for kind, bucket in other._store.items()}
+            rv, rng = other._rv, other._rng.getstate()
+        with self._lock:
+            self._store, self._rv = store, rv
+            self._rng.setstate(rng)
+
+    def savepoint(self) -> Restore:
+        """What the store's writes do not record: the resourceVersion counter, the name and uid generator and
+        the watch history; the returned callable puts them back (the history is cut back to that
+        resourceVersion, not refilled: a watch resumed from before it gets :class:`Gone`, as after a
+        compaction).  The objects themselves go back through :attr:`journal`."""
+        with self._lock:
+            rv, rng = self._rv, self._rng.getstate()
+
+        def restore() -> None:
+            with self._lock:
+                self._rv = rv
+                self._rng.setstate(rng)
+                while self._log and self._log[-1][0] > rv:
+                    self._log.pop()
+        return restore
+
     def _remove(self, kind: str, obj: Any) -> None:
-        del self._bucket(kind)[object_key(obj)]
+        self._put(kind, object_key(obj), None)
         self._rv += 1
         # as the API server: the deleted object carries the deletion's resourceVersion
         self._emit(DELETED, kind, evolve(obj, metadata=evolve(obj.metadata, resource_version=str(self._rv))))

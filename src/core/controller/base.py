@@ -25,7 +25,9 @@ from kubesched.core.clock import Clock
 from kubesched.core.cluster.client import ApiError, ClusterClient
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.controller.workqueue import WorkQueue
+from kubesched.core.features import FeatureGates
 from kubesched.core.observability.events import EventRecorder
+from kubesched.core.undo import Restore, restoring_all, saved_fields
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,9 @@ class ControllerContext:
 
     ``embedded`` is True on the in-memory cluster (helpers that stand in for
     kubelets and kube-controller-manager only run there); ``options`` holds
-    per-controller settings keyed by controller name.
+    per-controller settings keyed by controller name; ``features``: the
+    controller manager's feature gates (default: the cluster's, else the
+    newest release's defaults).
     """
 
     cluster: ClusterClient
@@ -44,6 +48,11 @@ class ControllerContext:
     clock: Clock
     embedded: bool = True
     options: dict[str, Any] = field(factory=dict)
+    features: FeatureGates = field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if self.features is None:
+            self.features = getattr(self.cluster, "features", None) or FeatureGates()
 
 
 class Controller:
@@ -95,6 +104,14 @@ class Controller:
                 self.queue.add_after(item, again_after)
         finally:
             self.queue.done(item)
+
+    def savepoint(self) -> Restore:
+        """This controller's bookkeeping as it is now - its own fields (expectations, what it saw), its work queue
+        and rate limiter, its event recorder, the owned-pods index of a workload controller - for
+        ``kubesched.sim``'s rollback; the returned callable puts it back."""
+        parts = [self, self.queue, self.queue.rate_limiter, self.recorder]
+        owned = getattr(self, "owned", None)
+        return restoring_all([saved_fields(part) for part in (*parts, *([owned] if owned is not None else []))])
 
     def step(self) -> bool:
         """Process one ready item on this thread; False when none was ready."""
@@ -154,6 +171,10 @@ class ControllerManager:
             while controller.step():
                 busy = True
         return busy
+
+    def savepoint(self) -> Restore:
+        """Every controller's :meth:`Controller.savepoint`, as one."""
+        return restoring_all([controller.savepoint() for controller in self.controllers])
 
     def run_workers(self, stop: threading.Event) -> None:
         """Start ``controller.workers`` threads per controller (until ``stop``)."""

@@ -1,5 +1,5 @@
 """What the workload controllers share: pods made from a template, controller references, the pods each owner
-controls (an index kept from the Pod informer) and expectations.
+controls (an index kept from the Pod informer), claiming pods by selector and expectations.
 
 Upstream ``pkg/controller/controller_utils.go``: ``GetPodFromTemplate`` (the
 template's labels, annotations and spec, a controller reference with
@@ -9,12 +9,16 @@ again, so that it never creates twice) and ``ComputeHash``
 (``pod-template-hash``: FNV-32a of the template and the collision count, written
 in the "safe" alphabet of ``rand.SafeEncodeString``; here the template's
 canonical JSON is hashed, so the text differs from upstream's while keeping
-its shape and stability).
+its shape and stability); ``PodControllerRefManager.ClaimPods``
+(:meth:`OwnedPods.claim`: an orphan pod the selector matches is adopted, an
+owned pod it no longer matches is released, each by a patch of the pod's
+``ownerReferences``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -24,6 +28,7 @@ from kubesched.core.api import resource_of
 from kubesched.core.api.convert import unstructure
 from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.meta import ObjectMeta, OwnerReference
+from kubesched.core.cluster.client import ClusterClient, Conflict, NotFound
 from kubesched.core.cluster.informer import Informers
 
 #: upstream ``rand.SafeEncodeString``'s alphabet: no vowels, no confusable characters
@@ -63,10 +68,24 @@ def template_hash(template: Any, collision_count: int = 0) -> str:
     text = json.dumps(unstructure(template), sort_keys=True, separators=(",", ":"))
     if collision_count:
         text += str(collision_count)
+    return safe_hash(text.encode())
+
+
+def safe_hash(data: bytes) -> str:
+    """FNV-32a of ``data`` as decimal text, each digit mapped into :data:`SAFE_ALPHABET` (upstream's
+    ``rand.SafeEncodeString(fmt.Sprint(hasher.Sum32()))``, the suffix of generated names)."""
     value = 0x811C9DC5
-    for byte in text.encode():
+    for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return "".join(SAFE_ALPHABET[ord(digit) % len(SAFE_ALPHABET)] for digit in str(value))
+
+
+def resolve(value: Any, total: int, round_up: bool) -> int:
+    """An IntOrString of ``total`` (``25%``), rounded as upstream's ``GetScaledValueFromIntOrPercent``."""
+    if isinstance(value, int):
+        return value
+    share = int(str(value).rstrip("%")) * total / 100
+    return math.ceil(share) if round_up else math.floor(share)
 
 
 def pod_ready(pod: Pod) -> bool:
@@ -91,6 +110,8 @@ class OwnedPods:
         self._enqueue = enqueue
         self._pods = informers.store("Pod")
         self._owned: dict[str, set[str]] = defaultdict(set)
+        #: namespace -> pods without a controller (what a selector may adopt)
+        self._orphans: dict[str, set[str]] = defaultdict(set)
         self._expected_adds: dict[str, set[str]] = defaultdict(set)
         self._expected_deletes: dict[str, set[str]] = defaultdict(set)
         informers.add_handlers("Pod", self._added, self._updated, self._deleted)
@@ -100,7 +121,12 @@ class OwnedPods:
         return ref if ref is not None and ref.kind == self.kind else None
 
     def _added(self, pod: Pod) -> None:
-        ref = self._ref(pod)
+        controller = controller_of(pod)
+        if controller is None:
+            self._orphans[pod.metadata.namespace].add(pod.key)
+            return
+        self._orphans[pod.metadata.namespace].discard(pod.key)
+        ref = controller if controller.kind == self.kind else None
         if ref is not None:
             self._owned[ref.uid].add(pod.key)
             self._expected_adds[ref.uid].discard(pod.key)
@@ -109,11 +135,13 @@ class OwnedPods:
             self._enqueue(pod.metadata.namespace, ref.name)
 
     def _updated(self, old: Pod, new: Pod) -> None:
-        if old.metadata.uid != new.metadata.uid:
-            self._deleted(old)
+        before = self._ref(old)
+        if old.metadata.uid != new.metadata.uid or (before is not None and before != self._ref(new)):
+            self._deleted(old)  # replaced, or released (its controller reference went or changed)
         self._added(new)
 
     def _deleted(self, pod: Pod) -> None:
+        self._orphans[pod.metadata.namespace].discard(pod.key)
         ref = self._ref(pod)
         if ref is not None:
             self._owned[ref.uid].discard(pod.key)
@@ -124,6 +152,50 @@ class OwnedPods:
         """The pods ``owner`` controls (its uid in their controller reference), by name."""
         found = (self._pods.get(key) for key in self._owned.get(owner.metadata.uid, ()))
         return sorted((pod for pod in found if pod is not None), key=lambda pod: pod.metadata.name)
+
+    def claim(self, cluster: ClusterClient, owner: Any, selector: Any,
+              member: Callable[[Pod], bool] | None = None, active_only: bool = False) -> list[Pod]:
+        """The pods ``owner`` controls after claiming (upstream ``PodControllerRefManager.ClaimPods``), by name:
+        a pod of its namespace without a controller that ``selector`` (a LabelSelector) matches - and ``member``
+        accepts, when given - is adopted (a controller reference patched in) unless it or the owner is being
+        deleted; a pod it controls that no longer matches is released (the reference patched out) unless the
+        owner is being deleted.  ``active_only``: pods that finished or are being deleted are neither adopted
+        nor returned (a ReplicaSet's ``FilterActivePods`` before claiming)."""
+        uid, namespace = owner.metadata.uid, owner.metadata.namespace
+        deleting = owner.metadata.deletion_timestamp is not None
+        claimed = []
+        for key in sorted(self._owned.get(uid, set()) | self._orphans.get(namespace, set())):
+            pod = self._pods.get(key)
+            if pod is None or (active_only and not pod_active(pod)):
+                continue
+            matches = selector is not None and selector.matches(pod.metadata.labels) and (
+                member is None or member(pod))
+            ref = controller_of(pod)
+            if ref is not None:
+                if ref.uid != uid:
+                    continue
+                if matches or deleting:
+                    claimed.append(pod)
+                else:
+                    self._patch_refs(cluster, pod, [{"$patch": "delete", "uid": uid}])
+            elif matches and not deleting and pod.metadata.deletion_timestamp is None:
+                ours = controller_ref(owner)
+                adopted = self._patch_refs(cluster, pod, [{
+                    "apiVersion": ours.api_version, "kind": ours.kind, "name": ours.name, "uid": ours.uid,
+                    "controller": True, "blockOwnerDeletion": True}])
+                if adopted is not None:
+                    claimed.append(adopted)
+        return claimed
+
+    @staticmethod
+    def _patch_refs(cluster: ClusterClient, pod: Pod, refs: list[dict[str, Any]]) -> Pod | None:
+        """Strategic-merge ``refs`` into ``pod``'s ``ownerReferences`` (with its uid as precondition, as
+        upstream's adopt and release patches); None when the pod is gone or was replaced."""
+        try:
+            return cluster.patch("Pod", pod.metadata.name, {"metadata": {"ownerReferences": refs}},
+                                 pod.metadata.namespace, uid=pod.metadata.uid)
+        except (NotFound, Conflict):
+            return None
 
     def expect_create(self, owner: Any, pod: Pod) -> None:
         """``owner`` created ``pod`` (as stored): wait for the informer to show it."""

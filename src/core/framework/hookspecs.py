@@ -78,6 +78,20 @@ class ExtensionPoints:
         plugin rejected schedulable, as a list of :class:`ClusterEventWithHint`.
         Not implemented: every event may.  Empty list: none."""
 
+    # --- opportunistic batching (SignPlugin, KEP-5598) ------------------------------------------------
+
+    @hookspec
+    def sign_pod(self, pod: Pod) -> list[tuple[str, Any]] | Status | None:
+        """SignPlugin: what of ``pod`` this plugin's PreFilter, Filter, PreScore and Score read, as
+        signature fragments ``(signer name, value)`` (plain tuples, strings, ints; upstream's signer names,
+        see ``kubesched.TOLERATIONS_SIGNER`` and the fragment helpers).  Two pods with equal fragments from
+        every plugin must get the same feasibility and scores on any node in the same state.  None or []:
+        nothing to add.  A non-success Status: the pod is unsignable (its answers depend on more than the pod
+        and the node, e.g. on other pods), so it is never batched.  Not a configured point: every PreFilter,
+        Filter, PreScore and Score plugin of a profile must implement it, or the profile signs no pod
+        (batching off).  Called once per scheduling attempt: keep it cheap.
+        """
+
     # --- a pod's scheduling cycle: filtering (PreFilterPlugin, FilterPlugin, PostFilterPlugin) -------
 
     @hookspec

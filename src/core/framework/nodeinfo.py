@@ -184,6 +184,18 @@ class NodeInfo:
         self.generation = next_generation()
         return True
 
+    def restore(self, copy: "NodeInfo") -> None:
+        """Take back the pods and sums of ``copy`` (a :meth:`clone` of this
+        NodeInfo made earlier), as a change: a new generation."""
+        self.pods = copy.pods
+        self.requested = copy.requested
+        self.non_zero_cpu = copy.non_zero_cpu
+        self.non_zero_memory = copy.non_zero_memory
+        self.used_ports = copy.used_ports
+        self.pods_with_affinity = copy.pods_with_affinity
+        self.pods_with_required_anti_affinity = copy.pods_with_required_anti_affinity
+        self.generation = next_generation()
+
     def clone(self) -> "NodeInfo":
         """An independent copy (for dry runs); PodInfos are shared, not copied."""
         copy = NodeInfo.__new__(NodeInfo)

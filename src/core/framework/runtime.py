@@ -12,6 +12,7 @@ call those methods directly with kube-scheduler's semantics.
 from __future__ import annotations
 
 import functools
+from operator import itemgetter
 from time import perf_counter
 from typing import Any, Callable, Mapping
 
@@ -66,33 +67,33 @@ TIMED_POINTS = {
 }
 
 
-def _code_of(answer: Any) -> str:
-    """Upstream's status label of a plugin's or an extension point's answer (a Status, None, a tuple holding one,
-    or a value such as a score: Success)."""
-    if isinstance(answer, tuple):
-        answer = next((part for part in answer if isinstance(part, Status)), None)
-    return str(answer.code) if isinstance(answer, Status) else "Success"
-
-
 def _timed_plugin(plugin: str, point: str, method: Callable) -> Callable:
-    """``method`` observing each call into ``scheduler_plugin_execution_duration_seconds``."""
-    histogram = metrics.PLUGIN_EXECUTION_DURATION
+    """``method`` observing each call into ``scheduler_plugin_execution_duration_seconds`` (its status: the
+    answer, or the Status in a tuple answer; any other value, such as a score, is Success; a raise: Error)."""
+    series: dict[str, Callable[[float], None]] = {}  # status label -> the labelled series' observe
 
     def timed(*args: Any) -> Any:
-        started = perf_counter()
+        started, code = perf_counter(), "Error"
         try:
             answer = method(*args)
-        except Exception:
-            histogram.labels(plugin, point, "Error").observe(perf_counter() - started)
-            raise
-        histogram.labels(plugin, point, _code_of(answer)).observe(perf_counter() - started)
-        return answer
+            status = next((p for p in answer if isinstance(p, Status)), None) if isinstance(answer, tuple) else answer
+            code = str(status.code) if isinstance(status, Status) else "Success"
+            return answer
+        finally:
+            (series.get(code) or series.setdefault(
+                code, metrics.PLUGIN_EXECUTION_DURATION.labels(plugin, point, code).observe))(perf_counter() - started)
     return timed
 
 
-def _extension_point(point: str, status_of: Callable[[Any], Any] = lambda answer: answer) -> Callable:
+def _no_status(answer: Any) -> None:
+    """An extension point whose answer carries no status (Score, Unreserve, PostBind): Success."""
+    return None
+
+
+def _extension_point(point: str, status_of: Callable[[Any], Status | None] | None = None) -> Callable:
     """A ``run_*`` method observing each run into ``scheduler_framework_extension_point_duration_seconds``
-    with the status ``status_of(answer)`` (an exception: Error)."""
+    with the status ``status_of(answer)`` (None: the answer is the status; an exception: Error).  One
+    perf_counter pair and one append per run: the labelled series are looked up once per profile."""
     def wrap(run: Callable) -> Callable:
         @functools.wraps(run)
         def timed(self: Framework, *args: Any, **kwargs: Any) -> Any:
@@ -100,9 +101,12 @@ def _extension_point(point: str, status_of: Callable[[Any], Any] = lambda answer
             try:
                 answer = run(self, *args, **kwargs)
             except Exception:
-                self._observe_point(point, "Error", perf_counter() - started)
+                self._point_observer(point, "Error")(perf_counter() - started)
                 raise
-            self._observe_point(point, _code_of(status_of(answer)), perf_counter() - started)
+            status = answer if status_of is None else status_of(answer)
+            observe = self._point_success.get(point) if status is None else None
+            code = "Success" if status is None else str(status.code)
+            (observe or self._point_observer(point, code))(perf_counter() - started)
             return answer
         return timed
     return wrap
@@ -134,8 +138,10 @@ class Framework(PlacementExtensionPoints):
         self.placement_score_weights = self._score_weights("placementScore")
         self._bind_methods()
         self._check_required()
-        #: (extension point, status) -> this profile's series of scheduler_framework_extension_point_duration_seconds
-        self._point_series: dict[tuple[str, str], Any] = {}
+        #: (extension point, status) -> the observe of this profile's series of
+        #: scheduler_framework_extension_point_duration_seconds; extension point -> that of its Success series
+        self._point_series: dict[tuple[str, str], Callable[[float], None]] = {}
+        self._point_success: dict[str, Callable[[float], None]] = {}
         #: the method lists of TIMED_POINTS with each plugin call timed, for the sampled cycles
         self.sampled: dict[str, Any] = {}
         for attr, point in TIMED_POINTS.items():
@@ -143,23 +149,24 @@ class Framework(PlacementExtensionPoints):
             self.sampled[attr] = ({name: _timed_plugin(name, point, m) for name, m in methods.items()}
                                   if isinstance(methods, dict) else
                                   [(name, _timed_plugin(name, point, m)) for name, m in methods])
+        #: [cycle sampled? (CycleState.record_plugin_metrics)] -> the method lists of TIMED_POINTS: the plain ones, or
+        #: each plugin call timed
+        self._lists = ({attr: getattr(self, attr) for attr in TIMED_POINTS}, self.sampled)
         #: scheduler_plugin_evaluation_total's counts, and this profile's keys into them per point and plugin
         self._evaluations = metrics.PLUGIN_EVALUATIONS.counts
-        self._evaluation_key = {(point, name): (name, point, self.profile_name)
+        self._evaluation_key = {point: {name: (name, point, self.profile_name) for name, _ in getattr(self, attr)}
                                 for point, attr in (("PreFilter", "pre_filter_plugins"), ("Filter", "filter_plugins"),
-                                                    ("PreScore", "pre_score_plugins"), ("Score", "score_plugins"))
-                                for name, _ in getattr(self, attr)}
+                                                    ("PreScore", "pre_score_plugins"), ("Score", "score_plugins"))}
 
-    def _observe_point(self, point: str, code: str, seconds: float) -> None:
-        series = self._point_series.get((point, code))
-        if series is None:
-            series = self._point_series[(point, code)] = metrics.FRAMEWORK_EXTENSION_POINT_DURATION.labels(
-                point, code, self.profile_name)
-        series.observe(seconds)
-
-    def _methods_for(self, state: CycleState, attr: str) -> Any:
-        """The method list ``attr`` (see TIMED_POINTS), timed plugin by plugin when ``state``'s cycle is sampled."""
-        return self.sampled.get(attr) or getattr(self, attr) if state.record_plugin_metrics else getattr(self, attr)
+    def _point_observer(self, point: str, code: str) -> Callable[[float], None]:
+        """The observe of this profile's ``point``/``code`` series (created on first use)."""
+        observe = self._point_series.get((point, code))
+        if observe is None:
+            observe = self._point_series[(point, code)] = metrics.FRAMEWORK_EXTENSION_POINT_DURATION.labels(
+                point, code, self.profile_name).observe
+            if code == "Success":
+                self._point_success[point] = observe
+        return observe
 
     # --- construction --------------------------------------------------------------------
 
@@ -361,7 +368,7 @@ class Framework(PlacementExtensionPoints):
                 return status.with_plugin(name)
         return None
 
-    @_extension_point("PreFilter", lambda answer: answer[1])
+    @_extension_point("PreFilter", itemgetter(1))
     def run_pre_filter(
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -373,12 +380,12 @@ class Framework(PlacementExtensionPoints):
         rejectors: set[str] = set()
         narrowing: list[str] = []
         record = state.record
-        evaluations, keys = self._evaluations, self._evaluation_key
-        for name, method in self._methods_for(state, "pre_filter_plugins"):
+        evaluations, keys = self._evaluations, self._evaluation_key["PreFilter"]
+        for name, method in self._lists[state.record_plugin_metrics]["pre_filter_plugins"]:
             answer = method(state, pod, nodes)
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.code != Code.SKIP:
-                evaluations[keys[("PreFilter", name)]] += 1
+                evaluations[keys[name]] += 1
             if record is not None:
                 record.pre_filter_answer(name, status, None if plugin_result is None or plugin_result.node_names is None
                                          else len(plugin_result.node_names))
@@ -488,8 +495,8 @@ class Framework(PlacementExtensionPoints):
         count = len(rows)
         skip = state.skip_filter_plugins
         batches, per_node = [], []
-        filter_batch = self._methods_for(state, "filter_batch")
-        for name, method in self._methods_for(state, "filter_plugins"):
+        filter_batch = self._lists[state.record_plugin_metrics]["filter_batch"]
+        for name, method in self.filter_plugins:
             if name in skip:
                 continue
             batch = filter_batch.get(name)
@@ -520,14 +527,14 @@ class Framework(PlacementExtensionPoints):
         that declines (None) moves to ``per_node`` for the rest of the cycle."""
         count = len(rows)
         mask: np.ndarray | None = None  # the answers ANDed (never written into: an answer may be a plugin's array)
-        evaluations, keys = self._evaluations, self._evaluation_key
+        evaluations, keys = self._evaluations, self._evaluation_key["Filter"]
         for batch, method, name in list(batches):
             answer = batch(state, pod, snapshot.table, rows)
             if answer is None:
                 batches.remove((batch, method, name))
                 per_node.append((method, name))
             else:
-                evaluations[keys[("Filter", name)]] += count
+                evaluations[keys[name]] += count
                 answer = np.asarray(answer, dtype=bool)
                 mask = answer if mask is None else mask & answer
         if mask is None:
@@ -566,7 +573,7 @@ class Framework(PlacementExtensionPoints):
             return np.array(feasible, dtype=np.int64), count
         finally:
             for (_, name), judged in zip(per_node, calls):
-                evaluations[keys[("Filter", name)]] += judged
+                evaluations[keys[name]] += judged
 
     def _filter_with_nominated(self, state: CycleState, pod: Any, node_info: NodeInfo,
                                nominated: Mapping[str, list[PodInfo]]) -> Status | None:
@@ -670,7 +677,7 @@ class Framework(PlacementExtensionPoints):
                     undecided[row] = False
         return codes, distinct
 
-    @_extension_point("PostFilter", lambda answer: answer[1])
+    @_extension_point("PostFilter", itemgetter(1))
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
@@ -682,7 +689,7 @@ class Framework(PlacementExtensionPoints):
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
-        for name, method in self._methods_for(state, "post_filter_plugins"):
+        for name, method in self._lists[state.record_plugin_metrics]["post_filter_plugins"]:
             answer = method(state, pod, statuses)
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.is_success():
@@ -706,11 +713,11 @@ class Framework(PlacementExtensionPoints):
         any other failure is an Error status naming the plugin."""
         if rows is not None:
             state.write(FEASIBLE_ROWS_KEY, rows)
-        evaluations, keys = self._evaluations, self._evaluation_key
-        for name, method in self._methods_for(state, "pre_score_plugins"):
+        evaluations, keys = self._evaluations, self._evaluation_key["PreScore"]
+        for name, method in self._lists[state.record_plugin_metrics]["pre_score_plugins"]:
             status = method(state, pod, nodes)
             if status is None or status.code != Code.SKIP:
-                evaluations[keys[("PreScore", name)]] += 1
+                evaluations[keys[name]] += 1
             if status is None or status.is_success():
                 continue
             if status.code == Code.SKIP:
@@ -719,7 +726,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running PreScore plugin \"{name}\": {status.message()}",), name)
         return None
 
-    @_extension_point("Score", lambda answer: None)
+    @_extension_point("Score", _no_status)
     def run_score(
         self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo]
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -730,13 +737,13 @@ class Framework(PlacementExtensionPoints):
         total: np.ndarray | None = None
         per_plugin: dict[str, np.ndarray] = {}
         names: list[str] | None = None
-        evaluations, keys = self._evaluations, self._evaluation_key
-        score_batch = self._methods_for(state, "score_batch")
-        normalizers = self._methods_for(state, "normalize")
-        for name, method in self._methods_for(state, "score_plugins"):
+        evaluations, keys = self._evaluations, self._evaluation_key["Score"]
+        score_batch = self._lists[state.record_plugin_metrics]["score_batch"]
+        normalizers = self._lists[state.record_plugin_metrics]["normalize"]
+        for name, method in self.score_plugins:
             if name in state.skip_score_plugins:
                 continue
-            evaluations[keys[("Score", name)]] += len(rows)
+            evaluations[keys[name]] += len(rows)
             batch = score_batch.get(name)
             if batch is not None:
                 scores = np.asarray(batch(state, pod, table, rows), dtype=np.int64)
@@ -779,7 +786,7 @@ class Framework(PlacementExtensionPoints):
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Reserve plugins in order: None, the first rejection as is, or an Error naming the plugin (upstream
         ``RunReservePluginsReserve``)."""
-        for name, method in self._methods_for(state, "reserve_plugins"):
+        for name, method in self._lists[state.record_plugin_metrics]["reserve_plugins"]:
             status = method(state, pod, node_name)
             if status is not None and not status.is_success():
                 if status.is_rejected():
@@ -787,10 +794,10 @@ class Framework(PlacementExtensionPoints):
                 return Status(Code.ERROR, (f"running Reserve plugin \"{name}\": {status.message()}",), name, status.error)
         return None
 
-    @_extension_point("Unreserve", lambda answer: None)
+    @_extension_point("Unreserve", _no_status)
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every Reserve plugin's Unreserve, in reverse order."""
-        for _, method in reversed(self._methods_for(state, "unreserve_plugins")):
+        for _, method in reversed(self._lists[state.record_plugin_metrics]["unreserve_plugins"]):
             method(state, pod, node_name)
 
     @_extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))
@@ -798,7 +805,7 @@ class Framework(PlacementExtensionPoints):
         """Returns (status, waits): a rejection or error status; or None with
         ``waits`` = {plugin: timeout seconds} for the plugins that said Wait."""
         waits: dict[str, float] = {}
-        for name, method in self._methods_for(state, "permit_plugins"):
+        for name, method in self._lists[state.record_plugin_metrics]["permit_plugins"]:
             answer = method(state, pod, node_name)
             status, timeout = answer if isinstance(answer, tuple) else (answer, 0.0)
             if status is None or status.is_success():
@@ -811,7 +818,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Permit plugin \"{name}\": {status.message()}",), name, status.error), {}
         return None, waits
 
-    @_extension_point("PreBind", lambda answer: answer[0])
+    @_extension_point("PreBind", itemgetter(0))
     def run_pre_bind(
         self, state: CycleState, pod: Any, node_name: str, start: int = 0
     ) -> tuple[Status | None, PreBindWait | None, int]:
@@ -820,7 +827,7 @@ class Framework(PlacementExtensionPoints):
         :class:`PreBindWait` and that plugin's index, to resume after it with
         ``start=index + 1`` once the wait is over; or ``(None, None, n)``."""
         for index in range(start, len(self.pre_bind_plugins)):
-            name, method = self._methods_for(state, "pre_bind_plugins")[index]
+            name, method = self._lists[state.record_plugin_metrics]["pre_bind_plugins"][index]
             answer = method(state, pod, node_name)
             if isinstance(answer, PreBindWait):
                 return None, answer, index
@@ -842,7 +849,7 @@ class Framework(PlacementExtensionPoints):
             elif status.code != Code.SKIP:
                 return Status(Code.ERROR, (f"running PreBindPreFlight plugin \"{name}\": {status.message()}",), name,
                               status.error)
-        return Status(Code.SUCCESS) if acting else Status(Code.SKIP)
+        return Status(Code.SUCCESS) if acting else Status.skip()
 
     def pre_bind_status(self, index: int, status: Status | None) -> Status | None:
         """The binding outcome of PreBind plugin ``index`` answering ``status``:
@@ -859,7 +866,7 @@ class Framework(PlacementExtensionPoints):
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Bind plugins in order until one handles the pod: None on success, an Error naming the plugin, or Skip when
         every plugin skipped (upstream ``RunBindPlugins``)."""
-        for name, method in self._methods_for(state, "bind_plugins"):
+        for name, method in self._lists[state.record_plugin_metrics]["bind_plugins"]:
             status = method(state, pod, node_name)
             if status is not None and status.code == Code.SKIP:
                 continue
@@ -868,10 +875,10 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Bind plugin \"{name}\": {status.message()}",), name, status.error)
         return Status(Code.SKIP)
 
-    @_extension_point("PostBind", lambda answer: None)
+    @_extension_point("PostBind", _no_status)
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every PostBind plugin, for information only (upstream ``RunPostBindPlugins``)."""
-        for _, method in self._methods_for(state, "post_bind_plugins"):
+        for _, method in self._lists[state.record_plugin_metrics]["post_bind_plugins"]:
             method(state, pod, node_name)
 
 

@@ -8,14 +8,15 @@ batch Filter/Score forms can judge every node in one vectorised step.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 import numpy as np
 
 from ..api.core_v1 import Toleration
 from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
-from .nodeinfo import NodeInfo
+from .nodeinfo import NodeInfo, PodInfo
+from .pod_counts import PodCount, PodCounts
 from .resources import PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
@@ -59,6 +60,8 @@ class NodeTable:
         self._log: list[tuple[int, bool]] = []
         self._log_base = 0
         self._domains: dict[str, dict[str, int]] = {}
+        self._domain_nodes: dict[str, np.ndarray] = {}
+        self._pod_counts = PodCounts(self)
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
 
     def __len__(self) -> int:
@@ -155,6 +158,21 @@ class NodeTable:
 
         return self.column("domain/" + key, extract, dtype=np.int32, of_node=True)
 
+    def domain_nodes(self, key: str) -> np.ndarray:
+        """Per domain id of label ``key``, how many nodes are in it (int64; kept until nodes change)."""
+        sizes = self._domain_nodes.get(key)
+        if sizes is None:
+            ids = self.domain_ids(key)
+            sizes = self._domain_nodes[key] = np.bincount(ids[ids >= 0], minlength=self.domain_count(key))
+        return sizes
+
+    def matching_pods(self, key: str, weight: Callable[[PodInfo], int], tag: Hashable | None) -> PodCount:
+        """The count ``key``: ``weight`` of each pod summed per node and per topology domain, kept current as pods
+        come and go (see :mod:`.pod_counts`; ``tag``: one that every pod of positive weight carries, from
+        ``selector_tag`` or ``term_tag``, or None).  The table keeps the most recently used
+        :data:`~.pod_counts.MAX_POD_COUNTS`; making one weighs every pod once."""
+        return self._pod_counts.get(key, weight, tag)
+
     def domain_id(self, key: str, value: str) -> int:
         """The id of ``value`` of label ``key`` (-1 if no node had it)."""
         return self._domains.get(key, {}).get(value, -1)
@@ -213,6 +231,9 @@ class NodeTable:
         for extract, union in self._merged.values():
             for row in rows:
                 union.update(extract(self.infos[row]))
+        if not pods_only:
+            self._domain_nodes.clear()
+        self._pod_counts.refresh(rows, nodes_changed=not pods_only)
         self._log.extend((row, pods_only) for row in rows)
         reach = max(len(self.infos), 1)
         if len(self._log) > 2 * reach:  # a column further behind than a whole table is rebuilt instead

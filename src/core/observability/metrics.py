@@ -37,18 +37,22 @@ them.  ``kubesched run`` serves the registry on ``/metrics``.
 
 Upstream's ``scheduler_pod_scheduling_duration_seconds`` was deprecated in 1.29
 and is gone (``scheduler_pod_scheduling_sli_duration_seconds`` replaces it).
-The hot-path histograms and counters (:class:`BufferedHistogram`,
-:class:`PluginEvaluations`) keep plain Python numbers and are turned into
+The histograms observed for every pod (the attempt, algorithm, SLI and
+attempts-per-pod histograms, extension points, plugins, event handling:
+:class:`BufferedHistogram`) and the plugin evaluation counter
+(:class:`PluginEvaluations`) keep plain Python numbers and are turned into
 prometheus samples when the registry is collected (a ``/metrics`` scrape), so
-a scheduling cycle pays an append, not a lock.
+a scheduling cycle pays an append, not a lock and a walk over the buckets.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
@@ -61,18 +65,96 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
     return [start * factor ** i for i in range(count)]
 
 
+#: how many observations a :class:`_BufferedChild` keeps before counting them into its buckets
+_FLUSH_AT = 4096
+
+
+class _BufferedChild:
+    """One labelled series of a :class:`BufferedHistogram`: observations wait in a deque (appends are
+    thread-safe) and are counted into buckets with numpy every :data:`BufferedHistogram.FLUSH_AT` of them
+    and when collected."""
+
+    __slots__ = ("bounds", "pending", "counts", "total", "lock")
+
+    def __init__(self, bounds: np.ndarray):
+        self.bounds = bounds
+        self.pending: collections.deque[float] = collections.deque()
+        self.counts = np.zeros(len(bounds) + 1, dtype=np.int64)  # the last one: above every bound (+Inf)
+        self.total = 0.0
+        self.lock = threading.Lock()
+
+    def observe(self, seconds: float) -> None:
+        """Add one observation (seconds)."""
+        pending = self.pending
+        pending.append(seconds)
+        if len(pending) >= _FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Count the pending observations into the buckets."""
+        with self.lock:
+            pending = self.pending
+            # exactly the observations there now, each taken off once (appends may go on meanwhile)
+            taken = list(map(operator.call, itertools.repeat(pending.popleft, len(pending))))
+            if taken:
+                values = np.asarray(taken)
+                # a bucket's upper bound is inclusive (le): searchsorted's left side puts v == bound in it
+                self.counts += np.bincount(np.searchsorted(self.bounds, values, side="left"),
+                                           minlength=len(self.counts))
+                self.total += float(values.sum())
+
+
+class BufferedHistogram:
+    """A prometheus histogram with upstream's ``name``, ``documentation``, ``labelnames`` and ``buckets`` whose
+    :meth:`labels` children (without labels: its ``observe``) take observations for the price of an append
+    (see :class:`_BufferedChild`); registered in the default registry as a collector.  Exposed as
+    prometheus-client's Histogram is, without its ``_created`` series (Go's client, upstream's, has none)."""
+
+    observe: Callable[[float], None]  # without labels: the one series' observe (seconds, or the observed value)
+
+    FLUSH_AT = _FLUSH_AT
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: list[float]):
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.bounds = np.asarray(buckets, dtype=float)
+        self.children: dict[tuple[str, ...], _BufferedChild] = {}
+        if not labelnames:  # the one series, shown from the start (as prometheus-client's Histogram does)
+            self.observe = self.labels().observe
+        REGISTRY.register(self)
+
+    def labels(self, *values: str) -> _BufferedChild:
+        """The series of these label values (created on first use, then the same object)."""
+        child = self.children.get(values)
+        if child is None:
+            child = self.children.setdefault(values, _BufferedChild(self.bounds))
+        return child
+
+    def describe(self) -> list[HistogramMetricFamily]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for values, child in list(self.children.items()):
+            child.flush()
+            cumulative = np.cumsum(child.counts).tolist()
+            buckets = [(floatToGoString(b), c) for b, c in zip(self.bounds.tolist(), cumulative)]
+            buckets.append(("+Inf", cumulative[-1]))
+            family.add_metric(list(values), buckets, child.total)
+        yield family
+
+
 SCHEDULE_ATTEMPTS = Counter(
     "scheduler_schedule_attempts_total",
     "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, "
     "while 'error' means an internal scheduler problem.",
     ["result", "profile"])
-SCHEDULING_ATTEMPT_DURATION = Histogram(
+SCHEDULING_ATTEMPT_DURATION = BufferedHistogram(
     "scheduler_scheduling_attempt_duration_seconds",
     "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-    ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15))
-SCHEDULING_ALGORITHM_DURATION = Histogram(
+    ["result", "profile"], exponential_buckets(0.001, 2, 15))
+SCHEDULING_ALGORITHM_DURATION = BufferedHistogram(
     "scheduler_scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds",
-    buckets=exponential_buckets(0.001, 2, 15))
+    [], exponential_buckets(0.001, 2, 15))
 PREEMPTION_VICTIMS = Histogram(
     "scheduler_preemption_victims", "Number of selected preemption victims",
     buckets=exponential_buckets(1, 2, 7))
@@ -85,14 +167,14 @@ PENDING_PODS = Gauge(
     "to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to "
     "schedule because they are gated.",
     ["queue"])
-POD_SCHEDULING_SLI_DURATION = Histogram(
+POD_SCHEDULING_SLI_DURATION = BufferedHistogram(
     "scheduler_pod_scheduling_sli_duration_seconds",
     "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve "
     "multiple scheduling attempts.",
-    ["attempts"], buckets=exponential_buckets(0.01, 2, 20))
-POD_SCHEDULING_ATTEMPTS = Histogram(
+    ["attempts"], exponential_buckets(0.01, 2, 20))
+POD_SCHEDULING_ATTEMPTS = BufferedHistogram(
     "scheduler_pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
-    buckets=exponential_buckets(1, 2, 5))
+    [], exponential_buckets(1, 2, 5))
 PERMIT_WAIT_DURATION = Histogram(
     "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
     ["result"], buckets=exponential_buckets(0.001, 2, 15))
@@ -141,73 +223,6 @@ SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 
-class _BufferedChild:
-    """One labelled series of a :class:`BufferedHistogram`: observations wait in a deque (appends are
-    thread-safe) and are counted into buckets with numpy every :data:`BufferedHistogram.FLUSH_AT` of them
-    and when collected."""
-
-    __slots__ = ("bounds", "pending", "counts", "total", "lock")
-
-    def __init__(self, bounds: np.ndarray):
-        self.bounds = bounds
-        self.pending: collections.deque[float] = collections.deque()
-        self.counts = np.zeros(len(bounds) + 1, dtype=np.int64)  # the last one: above every bound (+Inf)
-        self.total = 0.0
-        self.lock = threading.Lock()
-
-    def observe(self, seconds: float) -> None:
-        """Add one observation (seconds)."""
-        self.pending.append(seconds)
-        if len(self.pending) >= BufferedHistogram.FLUSH_AT:
-            self.flush()
-
-    def flush(self) -> None:
-        """Count the pending observations into the buckets."""
-        with self.lock:
-            pending = self.pending
-            taken = [pending.popleft() for _ in range(len(pending))]
-            if taken:
-                values = np.asarray(taken)
-                # a bucket's upper bound is inclusive (le): searchsorted's left side puts v == bound in it
-                self.counts += np.bincount(np.searchsorted(self.bounds, values, side="left"),
-                                           minlength=len(self.counts))
-                self.total += float(values.sum())
-
-
-class BufferedHistogram:
-    """A prometheus histogram with upstream's ``name``, ``documentation``, ``labelnames`` and ``buckets`` whose
-    :meth:`labels` children take observations for the price of an append (see :class:`_BufferedChild`);
-    registered in the default registry as a collector."""
-
-    FLUSH_AT = 4096
-
-    def __init__(self, name: str, documentation: str, labelnames: list[str], buckets: list[float]):
-        self.name, self.documentation, self.labelnames = name, documentation, labelnames
-        self.bounds = np.asarray(buckets, dtype=float)
-        self.children: dict[tuple[str, ...], _BufferedChild] = {}
-        REGISTRY.register(self)
-
-    def labels(self, *values: str) -> _BufferedChild:
-        """The series of these label values (created on first use, then the same object)."""
-        child = self.children.get(values)
-        if child is None:
-            child = self.children.setdefault(values, _BufferedChild(self.bounds))
-        return child
-
-    def describe(self) -> list[HistogramMetricFamily]:
-        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
-
-    def collect(self) -> Iterator[HistogramMetricFamily]:
-        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for values, child in list(self.children.items()):
-            child.flush()
-            cumulative = np.cumsum(child.counts).tolist()
-            buckets = [(floatToGoString(b), c) for b, c in zip(self.bounds.tolist(), cumulative)]
-            buckets.append(("+Inf", cumulative[-1]))
-            family.add_metric(list(values), buckets, child.total)
-        yield family
-
-
 class PluginEvaluations:
     """``scheduler_plugin_evaluation_total``: ``counts[(plugin, extension_point, profile)]`` is a plain
     integer the framework adds to, read when the registry is collected."""
@@ -243,6 +258,10 @@ EVENT_HANDLING_DURATION = BufferedHistogram(
     "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
     ["event"], exponential_buckets(0.0001, 2, 12))
 PLUGIN_EVALUATIONS = PluginEvaluations()
+BATCH_ATTEMPTS = Counter(
+    "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.", ["profile", "result"])
+BATCH_CACHE_FLUSHED = Counter(
+    "scheduler_batch_cache_flushed_total", "Counts of cache flushes by reason.", ["profile", "reason"])
 QUEUE_INCOMING_PODS = Counter(
     "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"])

@@ -17,6 +17,7 @@ from kubesched.core.observability.metrics import EVENT_HANDLING_DURATION
 
 from ..api import RESOURCES
 from ..api.core_v1 import Node, Pod
+from ..api.resource_helpers import wants_resize_preemption
 from ..cluster.informer import AddHandler, DeleteHandler, UpdateHandler
 from ..framework.resources import pod_scaled_down
 from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
@@ -86,12 +87,19 @@ class EventHandlers:
     def _on_node_delete(self, node: Node) -> None:
         self.shared.cache.remove_node(node)
 
+    def resizes_preempt(self, pod: Pod) -> bool:
+        """Whether bound ``pod`` is queued for its deferred resize (InPlacePodVerticalScalingSchedulerPreemption)."""
+        return (self.shared.features.enabled("InPlacePodVerticalScalingSchedulerPreemption")
+                and self.responsible_for(pod) and wants_resize_preemption(pod))
+
     def _on_pod_add(self, pod: Pod) -> None:
         self.shared.pod_groups.add_pod(pod)
         if pod.spec.node_name:
             if not pod.terminal:
                 self.shared.cache.add_pod(pod)
                 self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.ADD), None, pod)
+                if self.resizes_preempt(pod):
+                    self.shared.queue.add(pod)
         elif self.responsible_for(pod) and not pod.terminal:
             self.shared.queue.add(pod)
 
@@ -102,10 +110,13 @@ class EventHandlers:
                 self.shared.queue.delete(old)
             if new.terminal:
                 self.shared.cache.remove_pod(new)
+                if new in self.shared.queue:  # queued for its deferred resize
+                    self.shared.queue.delete(new)
                 self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), new, None)
                 return
             if old.spec.node_name:
                 self.shared.cache.update_pod(old, new)
+                self._requeue_resize(old, new)
                 action = assigned_pod_update_action(old, new)
                 if action:
                     self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, action), old, new)
@@ -121,10 +132,24 @@ class EventHandlers:
             if new not in self.shared.queue and not self.shared.cache.is_assumed(new):
                 self.shared.queue.add(new)
 
+    def _requeue_resize(self, old: Pod, new: Pod) -> None:
+        """A bound pod whose resize is now deferred joins the queue; one queued
+        for it follows the update, and leaves once its resize is no longer deferred."""
+        queue = self.shared.queue
+        if self.resizes_preempt(new):
+            if new in queue:
+                queue.update(old, new)
+            else:
+                queue.add(new)
+        elif new in queue:
+            queue.delete(new)
+
     def _on_pod_delete(self, pod: Pod) -> None:
         self.shared.pod_groups.delete_pod(pod)
         if pod.spec.node_name:
             self.shared.cache.remove_pod(pod)
+            if pod in self.shared.queue:  # queued for its deferred resize
+                self.shared.queue.delete(pod)
             self.shared.queue.move_all(ClusterEvent(ASSIGNED_POD, ActionType.DELETE), pod, None)
             return
         self.shared.queue.delete(pod)
@@ -140,10 +165,14 @@ def _pod_label(pod: Pod, action: str) -> str:
 def timed(label: Callable[..., str], handler: Callable[..., None]) -> Callable[..., None]:
     """``handler`` observing each call into scheduler_event_handling_duration_seconds under the event label
     ``label(*args)`` gives (upstream's: NodeAdd, AssignedPodUpdate, UnscheduledPodDelete, PersistentVolumeAdd, ...)."""
+    observers: dict[str, Callable[[float], None]] = {}  # event label -> its series' observe
+
     def handle(*args: Any) -> None:
         started = perf_counter()
         handler(*args)
-        EVENT_HANDLING_DURATION.labels(label(*args)).observe(perf_counter() - started)
+        event = label(*args)
+        (observers.get(event) or observers.setdefault(event, EVENT_HANDLING_DURATION.labels(event).observe))(
+            perf_counter() - started)
     return handle
 
 

@@ -47,6 +47,7 @@ from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
 from ..framework.types import UNSCHEDULED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from ..undo import Restore, restoring_all, saved_fields
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -311,6 +312,22 @@ class SchedulingQueue:
         self.on_activate: Callable[[], None] = lambda: None
         #: Called when PreEnqueue starts holding a pod, or holds it for another reason (the decision record)
         self.on_held: Callable[[QueuedPodInfo], None] = lambda info: None
+
+    def savepoint(self) -> Restore:
+        """The queue as it is now - every pending pod and group with its attempts, backoff, rejecting plugins
+        and place, the nominations, the in-flight events - for ``kubesched.sim``'s rollback; the returned
+        callable puts it back.  Cost: the pending pods, not the cluster."""
+        infos: dict[int, QueuedPodInfo] = {}
+        for info in (*self._pods.values(), *self._in_flight.values(), *self._unschedulable.values(),
+                     *self._groups.values(), *self._member_of.values()):
+            infos[id(info)] = info
+            if isinstance(info, QueuedPodGroupInfo):
+                infos.update((id(member), member) for member in (*info.members.values(), *info.attempt))
+        entries = [*self._active, *self._backoff, *self._error_backoff]
+        infos.update((id(entry.info), entry.info) for entry in entries)
+        return restoring_all([saved_fields(self), saved_fields(self.nominator)]
+                             + [saved_fields(info) for info in infos.values()]
+                             + [saved_fields(entry, ("removed",)) for entry in entries])
 
     # --- counts --------------------------------------------------------------------------
 

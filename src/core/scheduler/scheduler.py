@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from concurrent.futures import Executor
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ..framework.registry import Registry
 from ..framework.runtime import Framework, ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
+from ..undo import Restore, restoring_all, saved_fields
 from .binding_cycle import BindingCycle
 from .cache import Cache
 from .composite_cycle import CompositePodGroupCycle
@@ -49,7 +50,8 @@ from .failure import FailureHandler
 from .podgroup_cycle import COMPOSITE, PodGroupCycle
 from .queue import Nominator, QueuedPodGroupInfo, QueuedPodInfo, SchedulingQueue
 from .recording import record_held
-from .scheduling_cycle import SchedulingCycle
+from .resize_cycle import ResizeCycle
+from .scheduling_cycle import CycleError, SchedulingCycle
 from .state import SchedulerState
 from .stats import SchedulingStats
 
@@ -131,6 +133,7 @@ class Scheduler:
         self.failures = FailureHandler(state)
         self.binding = BindingCycle(state, self.failures, bind_pool, bind_wakeup)
         self.pods = SchedulingCycle(state, self.failures, rng, node_rank)
+        self.resizes = ResizeCycle(state)
         self.groups = PodGroupCycle(state, self.pods, self.binding, self.failures)
         self.trees = CompositePodGroupCycle(state, self.groups, self.failures)
         self.handlers = EventHandlers(state, workload_aware)
@@ -324,6 +327,67 @@ class Scheduler:
         _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes)
         return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
 
+    def savepoint(self) -> Restore:
+        """What the scheduler keeps of its history, as it is now: the queue (:meth:`SchedulingQueue.savepoint`),
+        the counters, the tie-break random source and the rotating start node, pods waiting on Permit or
+        binding, PodGroups' waiting times, the profiles' event recorders, the decision records; the returned
+        callable puts it back.  What it derives from the cluster's objects (the cache, the snapshot, the
+        PodGroup members, allocated devices) is not saved: ``kubesched.sim``'s rollback delivers the inverse
+        of the cluster's changes to the informers, which bring it back.  Cost: what is pending, not the cluster."""
+        state = self.state
+        restores = [self.queue.savepoint(), self._attempt_savepoint(),
+                    saved_fields(state, ("waiting_pods", "attempt_started")), saved_fields(state.pod_groups, ("waiting",)),
+                    saved_fields(self.binding, ("waits", "results", "in_flight"))]
+        restores += [saved_fields(fw.handle.recorder) for fw in self.profiles.values()]
+        if state.dra is not None:
+            restores.append(saved_fields(state.dra, ("_in_flight",)))
+        return restoring_all(restores)
+
+    def _attempt_savepoint(self) -> Restore:
+        """What a scheduling attempt moves besides the cache and the queue: the tie-break random state, the
+        rotating start node, the opportunistic batches, the counters, the decision records."""
+        decisions, rng, pods = self.state.decisions, self.pods.rng.getstate(), self.pods
+        records = len(decisions.records) if decisions is not None else 0
+        restores = [saved_fields(self.state.stats), saved_fields(pods, ("next_start_node_index", "batches"))]
+        restores += [saved_fields(batch) for batch in pods.batches.values()]
+        if decisions is not None:
+            restores.append(saved_fields(decisions, ("written",)))
+
+        def restore() -> None:
+            restoring_all(restores)()
+            pods.rng.setstate(rng)
+            if decisions is not None:
+                del decisions.records[records:]
+        return restore
+
+    def dry_run(self, pod: Pod) -> tuple[str, str, dict[str, Any] | None]:
+        """Upstream's scheduling cycle for ``pod`` (not in the cluster: as the API server would store it) on the
+        current state, up to the choice of a node - PreFilter, Filter, PostFilter when no node fits, PreScore,
+        Score, the tie-break - with nothing assumed, reserved or written; what the attempt moves (the tie-break
+        random state, the rotating start node, the opportunistic batch, the counters, the decision records) is
+        put back.  A pod popped from the queue now would get this node.  Returns the node ("" when none fits),
+        upstream's FitError (or Error) message ("" when a node fits) and the attempt's decision record (None
+        when the pod's attempts are not recorded or a node fits).  Raises ValueError for a ``schedulerName``
+        no profile has."""
+        fwk = self.profiles.get(pod.spec.scheduler_name)
+        if fwk is None:
+            raise ValueError(f"spec.schedulerName: no profile {pod.spec.scheduler_name!r}")
+        restore = self._attempt_savepoint()
+        try:
+            with self.state.informers.showing("Pod", pod):
+                info = QueuedPodInfo(pod, self.state.clock.now())
+                info.attempts = 1  # popped once, as the queue counts
+                state = self.pods.new_cycle_state(fwk, info)
+                try:
+                    return self.pods.schedule_pod(fwk, state, info, batch=self.pods.batch_for(fwk)), "", None
+                except FitError as fit:
+                    message, _ = self.pods.explain_fit_error(fwk, state, info, fit, post_filter=True)
+                except CycleError as err:
+                    message = err.status.message()
+                return "", message, state.record.to_json() if state.record is not None else None
+        finally:
+            restore()
+
     # --- the loop ------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -366,6 +430,9 @@ class Scheduler:
             self.queue.done(pod)
             return
         state = self.pods.new_cycle_state(fwk, info)
+        if pod.spec.node_name:  # a bound pod queued for its deferred resize
+            self.resizes.resize_cycle(fwk, state, info)
+            return
         result = self.pods.scheduling_cycle(fwk, state, info)
         if result is not None:
             self.binding.start_binding(fwk, state, info, result)

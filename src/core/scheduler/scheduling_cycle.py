@@ -29,13 +29,15 @@ from ..framework.extender import (
     extender_scores,
     find_nodes_that_pass_extenders,
 )
-from ..framework.nodeinfo import PodInfo
+from ..framework.nodeinfo import PodInfo, next_generation
 from ..framework.runtime import FilterError, Framework, ScoreError
+from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import ScheduleResult
 from .failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, FailureHandler
+from .opportunistic_batch import OpportunisticBatch, PodToSign
 from .queue import QueuedPodInfo
 from .recording import record_feasible, record_unschedulable, write_attempt
 from .state import SchedulerState
@@ -68,8 +70,9 @@ class SchedulingCycle:
     attempt's pod goes back; ``rng``: the source of tie-breaks between
     equally scored nodes; ``node_rank``: node name -> rank, ties go to the
     lowest rank instead (not upstream: simulators replaying a paper's
-    protocol need it).  Its own field: ``next_start_node_index``, where the
-    next Filter pass starts (upstream's rotating start)."""
+    protocol need it).  Its own fields: ``next_start_node_index``, where the
+    next Filter pass starts (upstream's rotating start), and ``batches``, each
+    profile's :class:`OpportunisticBatch` (while OpportunisticBatching is on)."""
 
     def __init__(self, state: SchedulerState, failures: FailureHandler, rng: random.Random,
                  node_rank: dict[str, int] | None = None):
@@ -78,6 +81,20 @@ class SchedulingCycle:
         self.rng = rng
         self.node_rank = node_rank
         self.next_start_node_index = 0
+        self.batches: dict[str, OpportunisticBatch] = {}
+
+    def batch_for(self, fwk: Framework) -> OpportunisticBatch | None:
+        """``fwk``'s opportunistic batch, None when the OpportunisticBatching gate is off or the profile
+        signs no pod (a scheduling plugin without ``sign_pod``, or extenders)."""
+        if not self.shared.features.enabled("OpportunisticBatching"):
+            return None
+        batch = self.batches.get(fwk.profile_name)
+        if batch is None:
+            scheduling = [name for attr in ("pre_filter_plugins", "filter_plugins", "pre_score_plugins",
+                                            "score_plugins") for name, _ in getattr(fwk, attr)]
+            signer = PodSigner(fwk.plugins, scheduling, extenders=bool(self.shared.extenders))
+            batch = self.batches[fwk.profile_name] = OpportunisticBatch(fwk, signer)
+        return batch if batch.signer.enabled else None
 
     def new_cycle_state(self, fwk: Framework, info: QueuedPodInfo) -> CycleState:
         """A fresh CycleState for ``info``'s attempt, recording it when decisions are recorded."""
@@ -99,7 +116,7 @@ class SchedulingCycle:
         shared.stats.cycles += 1
         started = shared.attempt_started[pod.metadata.uid] = time.perf_counter()
         try:
-            node_name = self.schedule_pod(fwk, state, info)
+            node_name = self.schedule_pod(fwk, state, info, batch=self.batch_for(fwk))
             metrics.SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         except FitError as fit:
             self.handle_fit_error(fwk, state, info, fit, post_filter=True)
@@ -125,13 +142,22 @@ class SchedulingCycle:
 
     def handle_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
                          post_filter: bool, nominated: str | None = None, requeue: bool = True) -> None:
-        """No node fits ``info``'s pod: PostFilter (when ``post_filter`` and the
-        profile has any) may nominate a node; then the failure is recorded and
-        the pod handed back with upstream's FitError message.  ``nominated``:
-        the nomination to keep when PostFilter does not run (None: as it is);
+        """No node fits ``info``'s pod: :meth:`explain_fit_error`, then the pod
+        handed back with upstream's FitError message.  ``nominated``: the
+        nomination to keep when PostFilter does not run (None: as it is);
         ``requeue``: False for a PodGroup's member (its group is requeued once)."""
+        message, nominated = self.explain_fit_error(fwk, state, info, fit, post_filter, nominated)
+        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
+        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
+        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+
+    def explain_fit_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError,
+                          post_filter: bool, nominated: str | None = None) -> tuple[str, str | None]:
+        """What a failed attempt says, before the pod is handed back: PostFilter
+        (when ``post_filter`` and the profile has any) may nominate a node; the
+        attempt is counted and recorded.  Returns upstream's FitError message and
+        the nomination (None: left as it is; a string, even "", replaces it)."""
         pod = info.pod
-        # None leaves status.nominatedNodeName as it is; a string (even "") replaces it
         if fit.num_all_nodes == 0:
             nominated = ""
         elif post_filter and fwk.post_filter_plugins:
@@ -141,14 +167,12 @@ class SchedulingCycle:
             if isinstance(result, PostFilterResult):
                 nominated = result.nominated_node_name
         self.shared.stats.unschedulable += 1
-        rejectors = fit.diagnosis.unschedulable_plugins | fit.diagnosis.pending_plugins
-        pending = bool(fit.diagnosis.pending_plugins) and not fit.diagnosis.unschedulable_plugins
         message = fit.message()
         if state.record is not None:
             if fit.num_all_nodes:
                 record_unschedulable(state.record, fwk, state, pod, self.shared.snapshot, fit.diagnosis.node_status)
             write_attempt(self.shared.decisions, state, REASON_UNSCHEDULABLE, message, nominated=nominated)
-        self.failures.handle_failure(fwk, info, REASON_UNSCHEDULABLE, message, rejectors, nominated, pending, requeue)
+        return message, nominated
 
     def handle_cycle_error(self, fwk: Framework, state: CycleState, info: QueuedPodInfo, status: Status) -> None:
         """An Error status aborted the attempt: recorded, and the pod back to backoff with SchedulerError."""
@@ -158,19 +182,24 @@ class SchedulingCycle:
         self.failures.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
 
     def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                     within: np.ndarray | None = None) -> str:
+                     within: np.ndarray | None = None, batch: OpportunisticBatch | None = None) -> str:
         """Upstream ``SchedulePod``: the name of the chosen node, among the
-        snapshot rows ``within`` a placement when given (a PodGroup cycle).
+        snapshot rows ``within`` a placement when given (a PodGroup cycle);
+        ``batch``: the profile's opportunistic batch (a single pod's cycle).
         Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
         snapshot = self.shared.snapshot
+        attempt = BatchAttempt(batch, PodToSign(pod, batch.signer), next_generation()) if batch is not None else None
         self.shared.cache.update_snapshot(snapshot)
         num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        feasible = self.find_nodes_that_fit(fwk, state, info, within)
+        feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
         if len(feasible) == 1:
-            return snapshot.nodes[feasible[0]].name
+            name = snapshot.nodes[feasible[0]].name
+            if attempt is not None:
+                self.store_batch(attempt, name, None)
+            return name
         nodes = snapshot.table.info_array[feasible].tolist()
         status = fwk.run_pre_score(state, pod, nodes, feasible)
         if status is not None:
@@ -186,7 +215,18 @@ class SchedulingCycle:
         chosen = self.select_host(total, feasible)
         if state.record is not None:
             state.record.scored(snapshot.table.names[feasible], total, chosen)
+        if attempt is not None:
+            self.store_batch(attempt, nodes[chosen].name, (np.asarray(feasible), total, chosen))
         return nodes[chosen].name
+
+    def store_batch(self, attempt: BatchAttempt, chosen: str, scored: tuple[np.ndarray, np.ndarray, int] | None
+                    ) -> None:
+        """Hand the cycle's outcome to its batch: ``chosen`` node; ``scored`` the feasible rows, their total
+        scores and the index of the chosen one (None: none were scored)."""
+        shared = self.shared
+        hinted = shared.snapshot.nodes[attempt.hint].name if attempt.hint is not None else None
+        attempt.batch.store_results(attempt.signed, hinted, chosen, shared.stats.cycles, shared.clock.now(),
+                                    scored, shared.snapshot, attempt.since)
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
         """Index of the highest total score (``rows``: the snapshot rows
@@ -205,10 +245,10 @@ class SchedulingCycle:
         return self.shared.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                            within: np.ndarray | None = None) -> np.ndarray:
-        """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node first,
-        then Filter, over the snapshot or the rows ``within`` a placement.
-        Returns feasible snapshot rows; raises :class:`FitError`."""
+                            within: np.ndarray | None = None, attempt: BatchAttempt | None = None) -> np.ndarray:
+        """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node (or the
+        batch's hint, kept in ``attempt``) first, then Filter, over the snapshot or
+        the rows ``within`` a placement.  Returns feasible snapshot rows; raises :class:`FitError`."""
         pod = info.pod
         snapshot = self.shared.snapshot
         num_nodes = len(snapshot) if within is None else len(within)
@@ -231,18 +271,15 @@ class SchedulingCycle:
         nominator = self.shared.queue.nominator
         nominated = {name: pods for name in nominator.nodes() if (pods := nominator.pods_to_respect(pod, name))}
         try:
-            nominated_name = pod.status.nominated_node_name
-            if nominated_name:
-                row = snapshot.index.get(nominated_name)
-                if row is not None and (within is None or _holds(within, row)):
-                    node_info = snapshot.nodes[row]
-                    pods = nominated.get(nominated_name, [])
-                    if fwk.run_filter_with_nominated_pods(state, pod, node_info, pods) is None:
-                        if state.record is not None:
-                            state.record.filtered(1, 1, [])
-                        if len(self.pass_extenders(pod, np.array([row]), {}, state)):
-                            state.evaluated_nodes = state.feasible_nodes = 1
-                            return np.array([row])
+            # the nominated node first; when it fails (or there is none), the batch's hint (nnn_hint_fallback)
+            if self.passes_alone(fwk, state, pod, snapshot.index.get(pod.status.nominated_node_name), within,
+                                 nominated):
+                return np.array([snapshot.index[pod.status.nominated_node_name]])
+            if attempt is not None:
+                attempt.hint = attempt.batch.node_hint(state, attempt.signed, self.shared.stats.cycles,
+                                                       self.shared.clock.now(), snapshot, self.select_host)
+                if self.passes_alone(fwk, state, pod, attempt.hint, within, nominated):
+                    return np.array([attempt.hint])
 
             if result is not None and result.node_names is not None:
                 rows = np.array(sorted(snapshot.index[n] for n in result.node_names if n in snapshot.index),
@@ -267,6 +304,23 @@ class SchedulingCycle:
             raise CycleError(err.status) from None
         state.feasible_nodes = len(feasible)
         return feasible
+
+    def passes_alone(self, fwk: Framework, state: CycleState, pod: Pod, row: int | None, within: np.ndarray | None,
+                     nominated: dict[str, list[PodInfo]]) -> bool:
+        """Upstream ``evaluateNominatedNode``: does snapshot ``row`` (the nominated node or the batch's hint;
+        None: no such node) pass the Filter plugins (with the pods nominated there) and the extenders?  Then
+        it is the only feasible node."""
+        if row is None or (within is not None and not _holds(within, row)):
+            return False
+        node_info = self.shared.snapshot.nodes[row]
+        if fwk.run_filter_with_nominated_pods(state, pod, node_info, nominated.get(node_info.name, [])) is not None:
+            return False
+        if state.record is not None:
+            state.record.filtered(1, 1, [])
+        if not len(self.pass_extenders(pod, np.array([row]), {}, state)):
+            return False
+        state.evaluated_nodes = state.feasible_nodes = 1
+        return True
 
     def pass_extenders(self, pod: Pod, rows: np.ndarray, statuses: dict[str, Status], state: CycleState) -> np.ndarray:
         """Upstream ``findNodesThatPassExtenders`` over the feasible snapshot ``rows``: the rows the extenders
@@ -306,6 +360,20 @@ class SchedulingCycle:
         if state.record is not None and len(feasible):
             record_feasible(state.record, fwk, state, pod, self.shared.snapshot, rows[:processed], feasible)
         return feasible
+
+
+class BatchAttempt:
+    """One pod's use of its profile's opportunistic ``batch``: the pod to sign (``signed``, signed only when
+    the batch needs its signature), a node generation drawn before the cycle's snapshot (``since``) and the
+    snapshot row the batch hinted (``hint``, None: no hint)."""
+
+    __slots__ = ("batch", "signed", "since", "hint")
+
+    def __init__(self, batch: OpportunisticBatch, signed: PodToSign, since: int):
+        self.batch = batch
+        self.signed = signed
+        self.since = since
+        self.hint: int | None = None
 
 
 def _holds(rows: np.ndarray, row: int) -> bool:

@@ -129,6 +129,13 @@ class CreateAny(PerfOp):
                 raise WorkloadFailed(f"{source.where}: creating {resource.kind}: {err}") from None
 
 
+def has_status(template: Any) -> bool:
+    """Whether an object read from a template carries a status (one that differs from its kind's empty status)."""
+    if not attrs.has(type(template)) or "status" not in attrs.fields_dict(type(template)):
+        return False
+    return template.status != type(template.status)()
+
+
 def kubelet_resize_status(pod: Pod, node: Node | None, others: list[Pod]) -> Any:
     """The status a kubelet writes after ``pod`` (bound to ``node``) was
     resized through pods/resize, as upstream's allocation manager decides: a
@@ -235,7 +242,7 @@ class UpdateAny(PerfOp):
                             resized, cluster.get("Node", node), others)))
                 else:
                     cluster.update(spec_updated)
-                if attrs.has(type(template)) and "status" in attrs.fields_dict(type(template)):
+                if has_status(template):  # a template without one leaves the status (the kubelet's) alone
                     cluster.update_status(attrs.evolve(cluster.get(resource.kind, name, namespace),
                                                        status=template.status))
             except (ApiError, ValueError) as err:

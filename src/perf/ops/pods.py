@@ -8,7 +8,8 @@ import attrs
 
 from ...core.api.core_v1 import Pod
 from ...core.cluster.client import ApiError, NotFound
-from ..errors import PerfConfigError, Unsupported, WorkloadFailed
+from ...core.cluster.patch import MERGE_PATCH
+from ..errors import PerfConfigError, WorkloadFailed
 from ..tracker import labels_match
 from .base import Executor, PerfOp
 from .checks import check_pod
@@ -17,10 +18,15 @@ from .volumes import create_bound_volume, volume_sources
 
 
 def create_pods(executor: Executor, source: ObjectSource, namespace: str, count: int, offset: int = 0,
-                volumes: tuple[ObjectSource, ObjectSource] | None = None) -> None:
+                volumes: tuple[ObjectSource, ObjectSource] | None = None, signature_batch_size: int = 0,
+                nominated_node_name: str = "") -> None:
     """Create pods ``offset`` .. ``offset+count-1`` of ``source`` in ``namespace``
-    (each with its bound volume when ``volumes`` is given).  Raises
-    :class:`WorkloadFailed` for a pod the cluster refuses."""
+    (each with its bound volume when ``volumes`` is given).  ``signature_batch_size``
+    (upstream's signatureBatchSize, 0: none): each run of that many pods gets the
+    label ``signature: signature-label-<index / size>``, so that only they share
+    a scheduling signature.  ``nominated_node_name``: each pod gets
+    ``status.nominatedNodeName`` and then loses its scheduling gates (see
+    :func:`nominate`).  Raises :class:`WorkloadFailed` for a pod the cluster refuses."""
     create = executor.cluster.create
     fixed = None
     if source.static:
@@ -32,14 +38,30 @@ def create_pods(executor: Executor, source: ObjectSource, namespace: str, count:
         else:
             pod = source.object(index, count)
             pod = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, namespace=namespace))
+        if signature_batch_size:
+            labels = {**pod.metadata.labels, "signature": f"signature-label-{index // signature_batch_size}"}
+            pod = attrs.evolve(pod, metadata=attrs.evolve(pod.metadata, labels=labels))
         try:
             if volumes is not None:
                 pod = create_bound_volume(executor.cluster, pod, volumes, namespace, index)
-            create(pod)
+            created = create(pod)
+            if nominated_node_name:
+                nominate(executor, created, nominated_node_name)
         except ApiError as err:
             raise WorkloadFailed(f"creating pod {pod.metadata.name or pod.metadata.generate_name}: {err}") from None
         if index & 255 == 255:
             executor.tick()
+
+
+def nominate(executor: Executor, pod: Any, node_name: str) -> None:
+    """Write ``node_name`` into the created ``pod``'s ``status.nominatedNodeName``, then remove its scheduling
+    gates (the template gates it, so that the scheduler first sees it nominated: the nnn_hint_fallback
+    suite's pods nominated to a node that cannot take them)."""
+    cluster = executor.cluster
+    name, namespace = pod.metadata.name, pod.metadata.namespace
+    cluster.patch("Pod", name, {"status": {"nominatedNodeName": node_name}}, namespace, subresource="status")
+    if pod.spec.scheduling_gates:
+        cluster.patch("Pod", name, {"spec": {"schedulingGates": None}}, namespace, patch_type=MERGE_PATCH)
 
 
 class CreatePods(PerfOp):
@@ -48,7 +70,9 @@ class CreatePods(PerfOp):
     test case's ``defaultPodTemplatePath``, else a 100m / 500Mi pod) in
     ``namespace`` (default ``namespace-<opIndex>``); then waits until they are
     scheduled.  ``skipWaitToCompletion`` records them for a later ``barrier``
-    instead; ``steadyState`` keeps ``count`` pods pending for ``duration``,
+    instead; ``signatureBatchSize`` labels runs of that many pods alike (their
+    scheduling signatures differ from the next run's); ``nominatedNodeName`` nominates
+    each pod to that node before it is queued; ``steadyState`` keeps ``count`` pods pending for ``duration``,
     deleting each scheduled batch and creating the next.  ``collectMetrics``
     measures SchedulingThroughput of that namespace from the moment the pods
     exist until the last is scheduled.  With ``persistentVolumeTemplatePath``
@@ -58,7 +82,7 @@ class CreatePods(PerfOp):
     FIELDS = ("count", "countParam", "countMultiplierParam", "steadyState", "steadyStateParam", "duration",
               "durationParam", "collectMetrics", "namespace", "podTemplatePath", "skipWaitToCompletion",
               "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath", "templateParams",
-              "signatureBatchSize", "signatureBatchSizeParam")
+              "signatureBatchSize", "signatureBatchSizeParam", "nominatedNodeName")
     DEFAULT_COUNT = 0
 
     @classmethod
@@ -98,13 +122,11 @@ class CreatePods(PerfOp):
         return ObjectSource(None, "Pod", manifest=default_pod_manifest())
 
     def check(self) -> None:
-        """Unsupported for ``signatureBatchSize`` (opportunistic batching) and for pods kubesched's profiles cannot
-        schedule as upstream would; loads the volume templates now."""
+        """Unsupported for pods kubesched's profiles cannot schedule as upstream would; loads the volume
+        templates now."""
         volumes = volume_sources(self.executor, self.fields)
         if volumes is not None:
             volumes[0].object(), volumes[1].object()
-        if "signatureBatchSize" in self.fields:
-            raise Unsupported("unsupported op: createPods with signatureBatchSize (opportunistic batching)")
         source = self.source()
         count = max(self.fields["count"], 1)
         check_pod(self.executor, "createPods", source.document(0, count), source.object(0, count))
@@ -131,7 +153,9 @@ class CreatePods(PerfOp):
                 executor.start_collecting([namespace], None)
             executor.namespaces[namespace] += count
             return
-        create_pods(executor, source, namespace, count, volumes=volume_sources(executor, fields))
+        create_pods(executor, source, namespace, count, volumes=volume_sources(executor, fields),
+                    signature_batch_size=fields.get("signatureBatchSize", 0),
+                    nominated_node_name=fields.get("nominatedNodeName", ""))
         if collect:
             executor.start_collecting([namespace], None)
         if fields.get("skipWaitToCompletion"):

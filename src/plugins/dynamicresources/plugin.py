@@ -260,6 +260,14 @@ class DynamicResources:
     # --- events --------------------------------------------------------------------------
 
     @hookimpl
+    def sign_pod(self, pod):
+        """A pod with resource claims is unsignable (upstream: whether its claims are node-local is not
+        simple to tell)."""
+        if pod.spec.resource_claims:
+            return Status.unschedulable("pods with dra resource claims are not signable")
+        return None
+
+    @hookimpl
     def events_to_register(self):
         return [
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL

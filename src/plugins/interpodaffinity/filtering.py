@@ -11,10 +11,11 @@ indexed by the NodeTable's domain ids of that key (upstream keeps a map per
 - ``anti``: existing pods matching each of the incoming pod's required
   anti-affinity terms, per domain of that term's key.
 
-The per-node numbers come from NodeTable columns (pods matching a term, per
-node) that the snapshot keeps current, so PreFilter sums columns per domain
-instead of walking every pod, and the batch Filter judges every node with a
-few array lookups.
+The numbers come from NodeTable counts (pods matching a term, or carrying
+one, per node and per domain: ``matching_pods``) that the table keeps
+current as pods come and go, so PreFilter reads counts per domain instead of
+walking every pod, and the batch Filter judges every node with a few array
+lookups.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from kubesched import AffinityTerm, NodeInfo, NodeTable, PodInfo
+from kubesched import AffinityTerm, NodeInfo, NodeTable, PodCount, PodInfo, selector_tag, term_tag
 from kubesched.core.api.core_v1 import Node, Pod
 
 NAME = "InterPodAffinity"
@@ -42,10 +43,10 @@ def matches_all(terms: Iterable[AffinityTerm], pod: Pod) -> bool:
     return bool(terms) and all(term.matches(pod, None) for term in terms)
 
 
-def pods_matching(table: NodeTable, term: AffinityTerm) -> np.ndarray:
-    """Per row, the pods on the node that ``term`` (namespaces resolved) selects: a column kept current."""
-    return table.column(f"{NAME}/term/{term.key}", lambda info: sum(1 for p in info.pods if term.matches(p.pod, None)),
-                        evictable=True)
+def pods_matching(table: NodeTable, term: AffinityTerm) -> PodCount:
+    """The pods that ``term`` (namespaces resolved) selects, per node and per domain: a count kept current."""
+    return table.matching_pods(f"{NAME}/term/{term.key}", lambda info: term.matches(info.pod, None),
+                               selector_tag(term.selector))
 
 
 #: The NodeTable's merged dict of the existing pods' required anti-affinity terms (:func:`anti_terms`).
@@ -58,15 +59,10 @@ def anti_terms(node_info: NodeInfo) -> dict[str, AffinityTerm]:
             for term in info.affinity_terms.required_anti_affinity}
 
 
-def _sum_domains(counts: DomainCounts, table: NodeTable, key: str, per_row: np.ndarray) -> None:
-    """Add ``per_row`` (a count per NodeTable row) to ``counts[key]`` per domain of ``key``."""
-    ids = table.domain_ids(key)
-    keyed = ids >= 0
-    sums = np.bincount(ids[keyed], weights=per_row[keyed], minlength=table.domain_count(key)).astype(np.int64)
-    if key in counts:
-        counts[key] = counts[key] + sums
-    else:
-        counts[key] = sums
+def _sum_domains(counts: DomainCounts, key: str, count: PodCount) -> None:
+    """Add ``count`` per domain of ``key`` to ``counts[key]``."""
+    sums = count.per_domain(key)
+    counts[key] = counts[key] + sums if key in counts else sums.copy()
 
 
 def _positive(counts: DomainCounts, key: str, ids: np.ndarray) -> np.ndarray:
@@ -115,9 +111,9 @@ class PreFilterState:
         for key, term in distinct.items():
             if not term.matches(self.pod, self.namespace_labels):
                 continue
-            per_row = table.column(f"{NAME}/existing-anti/{key}", functools.partial(_anti_affinity_terms, key),
-                                   evictable=True)
-            _sum_domains(self.existing_anti, table, term.topology_key, per_row)
+            carrying = table.matching_pods(f"{NAME}/existing-anti/{key}", functools.partial(_anti_affinity_terms, key),
+                                           term_tag(term))
+            _sum_domains(self.existing_anti, term.topology_key, carrying)
 
     def count_incoming(self) -> None:
         """The incoming pod's required terms against every existing pod, from
@@ -125,13 +121,12 @@ class PreFilterState:
         table = self.table
         if self.required_affinity:
             terms = self.required_affinity
-            matching = table.column(f"{NAME}/all/" + repr(sorted(t.key for t in terms)),
-                                    lambda info: sum(1 for p in info.pods if matches_all(terms, p.pod)),
-                                    evictable=True)
+            matching = table.matching_pods(f"{NAME}/all/" + repr(sorted(t.key for t in terms)),
+                                           lambda info: matches_all(terms, info.pod), selector_tag(terms[0].selector))
             for key in {term.topology_key for term in terms}:
-                _sum_domains(self.affinity, table, key, matching)
+                _sum_domains(self.affinity, key, matching)
         for term in self.required_anti:
-            _sum_domains(self.anti, table, term.topology_key, pods_matching(table, term))
+            _sum_domains(self.anti, term.topology_key, pods_matching(table, term))
 
     def update(self, info: PodInfo, node: Node, delta: int) -> None:
         """``info``'s pod added to (1) or removed from (-1) ``node`` (AddPod/RemovePod)."""
@@ -222,7 +217,6 @@ def _any(counts: DomainCounts) -> bool:
     return any(bool((per_domain > 0).any()) for per_domain in counts.values())
 
 
-def _anti_affinity_terms(key: str, info: NodeInfo) -> int:
-    """How many required anti-affinity terms with ``key`` the pods on ``info`` carry."""
-    return sum(1 for pod_info in info.pods_with_required_anti_affinity
-               for term in pod_info.affinity_terms.required_anti_affinity if term.key == key)
+def _anti_affinity_terms(key: str, info: PodInfo) -> int:
+    """How many required anti-affinity terms with ``key`` the pod carries."""
+    return sum(1 for term in info.affinity_terms.required_anti_affinity if term.key == key)

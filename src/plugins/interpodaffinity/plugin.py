@@ -39,6 +39,7 @@ from kubesched import (
     Status,
     WeightedAffinityTerm,
     hookimpl,
+    labels_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
@@ -96,6 +97,17 @@ class InterPodAffinity:
                      for t in terms)
 
     # --- PreFilter / Filter ---------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """A pod with (anti-)affinity terms of its own depends on other pods: unsignable.  Otherwise existing
+        pods' terms may still select it by its labels: signed by them (also with
+        ignorePreferredTermsOfExistingPods, where upstream adds nothing: existing pods' required
+        anti-affinity still reads the labels)."""
+        affinity = pod.spec.affinity
+        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+            return Status.unschedulable("pods with pod affinity or anti-affinity are not signable")
+        return [labels_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

@@ -10,9 +10,9 @@ score is the sum over its domains; NormalizeScore maps the range min..max to
 
 As in Filter, the existing pods are not walked one by one: the distinct
 scoring terms of the existing pods are matched once against the incoming
-pod, and per-node columns count the pods carrying each term or matching each
-of the incoming pod's terms (upstream skips nodes without labels; so do the
-sums here).
+pod, and NodeTable counts kept per domain give the pods carrying each term or
+matching each of the incoming pod's terms (upstream skips nodes without
+labels; a node in a domain has the label).
 """
 
 from __future__ import annotations
@@ -21,7 +21,16 @@ import functools
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE, AffinityTerm, NodeInfo, NodeTable, PodInfo, WeightedAffinityTerm
+from kubesched import (
+    MAX_NODE_SCORE,
+    AffinityTerm,
+    NodeInfo,
+    NodeTable,
+    PodCount,
+    PodInfo,
+    WeightedAffinityTerm,
+    term_tag,
+)
 from kubesched.core.api.core_v1 import Pod
 
 from .filtering import NAME, pods_matching
@@ -61,18 +70,14 @@ class TopologyScores:
         self.per_key: dict[str, np.ndarray] = {}
         self.touched = False
 
-    def add(self, key: str, per_row: np.ndarray, weight: int) -> None:
-        """Add ``weight`` times ``per_row`` (a count per row) to the domains of ``key``."""
-        table = self.table
-        ids = table.domain_ids(key)
-        counted = (ids >= 0) & (per_row > 0) & table.column("labelled", lambda info: bool(info.labels),
-                                                             dtype=bool)
-        if not counted.any():
+    def add(self, key: str, count: PodCount, weight: int) -> None:
+        """Add ``weight`` times ``count`` (of pods, per domain) to the domains of ``key``."""
+        sums = count.per_domain(key)
+        if not sums.any():
             return
         self.touched = True
-        sums = np.bincount(ids[counted], weights=per_row[counted], minlength=table.domain_count(key))
         current = self.per_key.get(key)
-        weighted = (sums * weight).astype(np.int64)
+        weighted = sums.astype(np.int64) * weight
         self.per_key[key] = weighted if current is None else current + weighted
 
     def pairs(self) -> dict[str, dict[str, int]]:
@@ -118,8 +123,9 @@ def existing_terms_score(scores: TopologyScores, incoming: Pod, namespace_labels
             weight = hard_weight
         if not term.matches(incoming, namespace_labels):
             continue
-        per_row = table.column(f"{NAME}/scoring/{key}", functools.partial(_scoring_terms, key), evictable=True)
-        scores.add(term.topology_key, per_row, -weight if kind == PREFERRED_ANTI else weight)
+        carrying = table.matching_pods(f"{NAME}/scoring/{key}", functools.partial(_scoring_terms, key),
+                                       term_tag(term))
+        scores.add(term.topology_key, carrying, -weight if kind == PREFERRED_ANTI else weight)
 
 
 def incoming_terms_score(scores: TopologyScores, terms: tuple[WeightedAffinityTerm, ...], sign: int) -> None:
@@ -142,6 +148,6 @@ def normalize(scores: np.ndarray) -> None:
     scores[:] = (MAX_NODE_SCORE * ((scores - lowest) / spread)).astype(np.int64)
 
 
-def _scoring_terms(key: str, info: NodeInfo) -> int:
-    """How many scoring terms with ``key`` the pods on ``info`` carry."""
-    return sum(1 for pod_info in info.pods_with_affinity for entry in _pod_scoring_terms(pod_info) if entry[0] == key)
+def _scoring_terms(key: str, info: PodInfo) -> int:
+    """How many scoring terms with ``key`` the pod carries."""
+    return sum(1 for entry in _pod_scoring_terms(info) if entry[0] == key)

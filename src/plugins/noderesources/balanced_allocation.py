@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from attrs import field, frozen
 
-from kubesched import MAX_NODE_SCORE, NATIVE_RESOURCES, NodeTable, Status, hookimpl
+from kubesched import MAX_NODE_SCORE, NATIVE_RESOURCES, NodeTable, Status, hookimpl, resources_fragment
 from kubesched.core.api.convert import ManifestError
 
 from .resource_allocation import (
@@ -65,6 +65,12 @@ class NodeResourcesBalancedAllocation:
         """The pod's requests (scheduler units), or None when it asks for none of the configured resources."""
         requests = scoring_requests(pod, use_requested=True)
         return requests if any(requests.get(spec.name, 0) for spec in self.resources) else None
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Score reads what the pod requests."""
+        fragment = resources_fragment(pod, self.handle.features)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     @hookimpl
     def pre_score(self, state, pod, nodes):

@@ -39,6 +39,7 @@ from kubesched import (
     Status,
     hookimpl,
     pod_requests,
+    resources_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import is_extended_resource
@@ -159,6 +160,12 @@ class NodeResourcesFit:
     def _pre_filter_state(self, pod) -> _PreFilterState:
         requests = self._checked_requests(pod_requests(pod))
         return _PreFilterState(requests, self._device_backed(requests))
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read what the pod requests."""
+        fragment = resources_fragment(pod, self.handle.features)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):

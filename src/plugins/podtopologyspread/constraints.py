@@ -98,13 +98,14 @@ def has_all_keys(labels: dict[str, str], constraints: list[Constraint]) -> bool:
     return all(c.topology_key in labels for c in constraints)
 
 
+def matches(pod: Pod, selector: LabelSelector, namespace: str) -> bool:
+    """``pod`` is in ``namespace``, not terminating, and ``selector`` matches it (a pod
+    upstream's ``countPodsMatchSelector`` counts)."""
+    meta = pod.metadata
+    return meta.namespace == namespace and meta.deletion_timestamp is None and selector.matches(meta.labels)
+
+
 def count_matching(node_info: NodeInfo, selector: LabelSelector, namespace: str) -> int:
     """Pods on the node in ``namespace`` that ``selector`` matches, terminating
     pods left out (upstream ``countPodsMatchSelector``)."""
-    count = 0
-    for info in node_info.pods:
-        pod = info.pod
-        meta = pod.metadata
-        if meta.namespace == namespace and meta.deletion_timestamp is None and selector.matches(meta.labels):
-            count += 1
-    return count
+    return sum(1 for info in node_info.pods if matches(info.pod, selector, namespace))

@@ -20,10 +20,11 @@ constraints (``defaultingType: System``: hostname maxSkew 3 and zone maxSkew 5,
 ScheduleAnyway) with the selector of the Services, ReplicationControllers,
 ReplicaSets and StatefulSets that select them.
 
-The per-node matching counts (one NodeTable column per selector and
-namespace) and the topology domains (the table's domain ids per label key)
-are kept current as nodes change, so a cycle judges every node with a few
-numpy operations and recounts only the nodes that changed.
+The matching pods per node and per topology domain (one NodeTable
+``matching_pods`` count per selector and namespace, over the table's domain
+ids per label key) are kept current as pods come and go, so a cycle reads
+the counts per domain and judges every node with a few numpy operations,
+however many workloads' selectors are live.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from kubesched import (
     ClusterEventWithHint,
     NodeInfo,
     NodeTable,
+    PodCount,
     QueueingHint,
     Status,
     hookimpl,
+    selector_tag,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
@@ -62,6 +65,7 @@ from .constraints import (
     count_matching,
     default_constraints,
     has_all_keys,
+    matches,
     pod_constraints,
 )
 
@@ -173,8 +177,8 @@ class PreFilterState:
 
 class PreScoreState:
     """ScheduleAnyway constraints, the feasible nodes they ignore (missing a
-    key), matching pods per topology domain id (hostname constraints read the
-    per-node count column instead), and each constraint's weight."""
+    key), matching pods per topology domain id (hostname constraints: per
+    NodeTable row instead), and each constraint's weight."""
 
     __slots__ = ("constraints", "ignored", "counts", "weights", "namespace", "table")
 
@@ -228,20 +232,19 @@ class PodTopologySpread:
         return NodeTable(list(nodes))
 
     @staticmethod
-    def _matching(table: NodeTable, constraint: Constraint, namespace: str) -> np.ndarray:
-        """Per row, the pods in ``namespace`` that the constraint selects (a column
-        kept current as nodes change)."""
+    def _matching(table: NodeTable, constraint: Constraint, namespace: str) -> PodCount:
+        """The pods in ``namespace`` that the constraint selects, per row and per domain (kept current as pods come
+        and go)."""
         selector = constraint.selector
-        return table.column(f"{NAME}/{namespace}/{constraint.key}",
-                            lambda info: count_matching(info, selector, namespace), evictable=True)
+        return table.matching_pods(f"{NAME}/{namespace}/{constraint.key}",
+                                   lambda info: matches(info.pod, selector, namespace), selector_tag(selector))
 
     @staticmethod
     def _keyed(table: NodeTable, constraints: list[Constraint]) -> np.ndarray:
-        """Rows whose node has every constraint's topology key."""
-        keyed = np.ones(len(table), dtype=bool)
-        for constraint in constraints:
-            keyed &= table.domain_ids(constraint.topology_key) >= 0
-        return keyed
+        """Rows whose node has every constraint's topology key (a column kept per set of keys: read-only)."""
+        keys = tuple(sorted({constraint.topology_key for constraint in constraints}))
+        return table.column(f"{NAME}/keyed/{keys!r}", lambda info: all(key in info.labels for key in keys), dtype=bool,
+                            of_node=True)
 
     @staticmethod
     def _included(table: NodeTable, pod, constraints: list[Constraint], required: RequiredNodeAffinity,
@@ -266,6 +269,17 @@ class PodTopologySpread:
     # --- PreFilter / Filter -----------------------------------------------------------------
 
     @hookimpl
+    def sign_pod(self, pod):
+        """Spreading counts other pods: a pod with constraints, its own or defaulted, is unsignable (upstream's
+        messages).  Upstream refuses every pod while default constraints are configured; kubesched only the
+        pods the defaults select (their workloads'), so a bare pod under the System defaults is signed."""
+        if pod.spec.topology_spread_constraints:
+            return Status.unschedulable("pods with topology constraints are not signable")
+        if self.defaults and self._all_constraints(pod):
+            return Status.unschedulable("pods with default topology constraints are not signable")
+        return None
+
+    @hookimpl
     def pre_filter(self, state, pod, nodes):
         constraints = self._constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
@@ -274,12 +288,18 @@ class PodTopologySpread:
         namespace = pod.metadata.namespace
         table = self._table(nodes)
         keyed = self._keyed(table, constraints)
+        whole = bool(keyed.all())
         counts, present = [], []
         for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
-            ids = table.domain_ids(constraint.topology_key)[mask]
-            size = table.domain_count(constraint.topology_key)
-            matching = self._matching(table, constraint, namespace)[mask]
-            counts.append(np.bincount(ids, weights=matching, minlength=size).astype(np.int64))
+            key = constraint.topology_key
+            matching = self._matching(table, constraint, namespace)
+            if mask is keyed and whole:  # every node counts: the counts kept per domain
+                counts.append(matching.per_domain(key).copy())
+                present.append(table.domain_nodes(key) > 0)
+                continue
+            ids = table.domain_ids(key)[mask]
+            size = table.domain_count(key)
+            counts.append(np.bincount(ids, weights=matching.per_node[mask], minlength=size).astype(np.int64))
             present.append(np.bincount(ids, minlength=size) > 0)
         state.write(PRE_FILTER_KEY, PreFilterState(constraints, table, counts, present, required))
         return None
@@ -366,20 +386,25 @@ class PodTopologySpread:
         counted = feasible[keyed[feasible]]
         namespace = pod.metadata.namespace
         required = RequiredNodeAffinity(pod)
+        whole = bool(keyed.all())
         weights, counts = [], []
         for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
-            if constraint.topology_key == HOSTNAME:
+            key = constraint.topology_key
+            matching = self._matching(table, constraint, namespace)
+            if key == HOSTNAME:  # read per row: a node is its own domain
                 weights.append(math.log(len(counted) + 2))
-                counts.append(None)
+                counts.append(matching.per_node)
                 continue
             # a node without the key is in the domain "" (slot 0), as upstream
-            slots = table.domain_ids(constraint.topology_key) + 1
-            size = table.domain_count(constraint.topology_key) + 1
+            slots = table.domain_ids(key) + 1
+            size = table.domain_count(key) + 1
             wanted = np.zeros(size, dtype=bool)
             wanted[slots[counted]] = True
             weights.append(math.log(int(np.count_nonzero(wanted)) + 2))
-            matching = self._matching(table, constraint, namespace)
-            per_domain = np.bincount(slots[mask], weights=matching[mask], minlength=size).astype(np.int64)
+            if mask is keyed and whole and int(table.domain_nodes(key).sum()) == len(table):
+                per_domain = np.concatenate(([0], matching.per_domain(key)))  # every node counts, none in ""
+            else:
+                per_domain = np.bincount(slots[mask], weights=matching.per_node[mask], minlength=size).astype(np.int64)
             counts.append(np.where(wanted, per_domain, 0))
         state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights, namespace, table))
         return None
@@ -390,7 +415,7 @@ class PodTopologySpread:
         for index, constraint in enumerate(pre.constraints):
             slots = table.domain_ids(constraint.topology_key)[rows] + 1
             if constraint.topology_key == HOSTNAME:
-                matching = self._matching(table, constraint, pre.namespace)[rows]
+                matching = pre.counts[index][rows]
             else:
                 matching = pre.counts[index][slots]
             total += np.where(slots > 0, matching * pre.weights[index] + (constraint.max_skew - 1), 0.0)

@@ -177,6 +177,21 @@ class VolumeBinder:
                     pv for pv in self.pv_cache.list() if volume_class(pv) == name]
         return claims
 
+    def eligible_nodes(self, claims: PodVolumeClaims) -> frozenset[str] | None:
+        """Upstream ``GetEligibleNodes``: the nodes the bound claims' PVs pin
+        the pod to by hostname (the intersection over the PVs that name any,
+        see :func:`local_volume_node_names`), or None when they do not narrow
+        the nodes (no such PV, or a bound PV not found)."""
+        eligible: frozenset[str] | None = None
+        for claim in claims.bound:
+            pv = self.pv_cache.get(claim.spec.volume_name)
+            if pv is None:
+                return None
+            names = local_volume_node_names(pv)
+            if names:
+                eligible = names if eligible is None else eligible & names
+        return eligible
+
     def all_pvs_topology_free(self, claims: PodVolumeClaims) -> bool:
         """True when every bound claim's PV exists and accepts every node
         (no node affinity, no zone labels a CSI translation would turn into
@@ -437,3 +452,25 @@ def _check_owner(pod: Pod, claim: PersistentVolumeClaim, ephemeral: bool) -> Non
 def capacity_limit(capacity: CSIStorageCapacity) -> int | None:
     """Upstream ``volumeLimit``: maximumVolumeSize when set (more precise), else capacity."""
     return capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+
+
+#: upstream's ``v1.LabelHostname``
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def local_volume_node_names(pv: PersistentVolume) -> frozenset[str]:
+    """Upstream ``GetLocalPersistentVolumeNodeNames``: the node names a PV's
+    required node affinity lists under ``kubernetes.io/hostname In`` (within a
+    term the lists intersect, across terms they add up); empty when it names none."""
+    affinity = pv.spec.node_affinity
+    if affinity is None or affinity.required is None:
+        return frozenset()
+    names: set[str] = set()
+    for term in affinity.required.node_selector_terms:
+        term_names: set[str] | None = None
+        for requirement in term.match_expressions:
+            if requirement.key == HOSTNAME_LABEL and requirement.operator == "In":
+                values = set(requirement.values)
+                term_names = values if term_names is None else term_names & values
+        names |= term_names or set()
+    return frozenset(names)

@@ -35,9 +35,11 @@ from kubesched import (
     ClusterEventWithHint,
     Code,
     PreBindWait,
+    PreFilterResult,
     QueueingHint,
     Status,
     hookimpl,
+    volumes_fragment,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Pod
@@ -132,11 +134,17 @@ class VolumeBinding:
 
     def __init__(self, args: VolumeBindingArgs, handle):
         self.binder = VolumeBinder(handle.cluster, handle.informers, on_loop=handle.on_loop)
+        self.informers = handle.informers
         self.bind_timeout = float(args.bind_timeout_seconds)
         shape = scoring_shape(args, handle.features)
         self.shape = BrokenLinear(shape) if shape else None
 
     # --- PreFilter / Filter ----------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod):
+        """Filter and Score read the pod's volumes (not its ConfigMaps and Secrets)."""
+        return [volumes_fragment(pod)]
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
@@ -157,7 +165,8 @@ class VolumeBinding:
         state.write(STATE_KEY, _State(claims))
         if not claims.unbound_delay_binding and binder.all_pvs_topology_free(claims):
             return Status.skip()  # Filter could not reject any node; Reserve finds everything bound
-        return None
+        eligible = binder.eligible_nodes(claims)  # bound PVs pinned to nodes by hostname narrow the nodes
+        return (PreFilterResult(eligible), None) if eligible is not None else None
 
     @hookimpl
     def filter(self, state, pod, node_info):
@@ -281,8 +290,9 @@ class VolumeBinding:
             ClusterEventWithHint(ClusterEvent("StorageClass", ActionType.ADD | ActionType.UPDATE),
                                  self._after_storage_class_change),
             ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),
-                                 claim_of_pod_changed),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE)),
+                                 self._after_claim_change),
+            ClusterEventWithHint(ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE),
+                                 self._after_volume_change),
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
             ClusterEventWithHint(ClusterEvent("CSINode", ActionType.ADD | ActionType.UPDATE), self._after_csi_node_change),
             ClusterEventWithHint(ClusterEvent("CSIDriver", ActionType.UPDATE), self._after_csi_driver_change),
@@ -290,12 +300,48 @@ class VolumeBinding:
                                  self._after_capacity_change),
         ]
 
-    @staticmethod
-    def _after_storage_class_change(pod, old, new):
-        """A new class, or new allowedTopologies (the binding mode is immutable)."""
-        if old is None or old.allowed_topologies != new.allowed_topologies:
+    def _claim_classes(self, pod) -> set[str] | None:
+        """The storage classes of the pod's claims (claim volumes and generic
+        ephemeral ones), None when one of its claims does not exist (upstream
+        then queues the pod: it cannot tell)."""
+        classes = set()
+        for name, _ in pod_pvcs(pod):
+            claim = self.informers.get("PersistentVolumeClaim", f"{pod.metadata.namespace}/{name}")
+            if claim is None:
+                return None
+            classes.add(claim_class(claim))
+        return classes
+
+    def _after_storage_class_change(self, pod, old, new):
+        """A class one of the pod's claims names, new or with new
+        allowedTopologies (its binding mode is immutable) - upstream
+        ``isSchedulableAfterStorageClassChange``."""
+        if not any(True for _ in pod_pvcs(pod)):
+            return QueueingHint.QUEUE_SKIP
+        classes = self._claim_classes(pod)
+        if classes is None:
+            return QueueingHint.QUEUE
+        if new.metadata.name in classes and (old is None or old.allowed_topologies != new.allowed_topologies):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _after_claim_change(pod, old, new):
+        """A claim of the pod (a claim volume's or a generic ephemeral
+        volume's), new or with a changed spec, phase or annotations (upstream
+        ``isSchedulableAfterPersistentVolumeClaimChange``)."""
+        if not is_pvc_of_pod(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if old is None or (old.spec, old.status.phase, old.metadata.annotations) != (
+                new.spec, new.status.phase, new.metadata.annotations):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _after_volume_change(pod, old, new):
+        """Any PersistentVolume may bind a claim of a pod with volumes; a pod
+        without volumes never needs one (upstream ``isSchedulableAfterPersistentVolumeChange``)."""
+        return QueueingHint.QUEUE if pod.spec.volumes else QueueingHint.QUEUE_SKIP
 
     @staticmethod
     def _after_csi_node_change(pod, old, new):
@@ -316,17 +362,19 @@ class VolumeBinding:
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
-    @staticmethod
-    def _after_capacity_change(pod, old, new):
-        """A new CSIStorageCapacity, or one whose volume limit grew."""
+    def _after_capacity_change(self, pod, old, new):
+        """A CSIStorageCapacity for a class one of the pod's claims names, new
+        or whose volume limit grew (upstream ``isSchedulableAfterCSIStorageCapacityChange``)."""
+        if not any(True for _ in pod_pvcs(pod)):
+            return QueueingHint.QUEUE_SKIP
+        classes = self._claim_classes(pod)
+        if classes is None:
+            return QueueingHint.QUEUE
+        if new.storage_class_name not in classes:
+            return QueueingHint.QUEUE_SKIP
         if old is None:
             return QueueingHint.QUEUE
         new_limit, old_limit = capacity_limit(new), capacity_limit(old)
         if new_limit is not None and (old_limit is None or new_limit > old_limit):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
-
-
-def claim_of_pod_changed(pod, old, new):
-    """A claim of the pod (a claim volume or a generic ephemeral volume's) was created or changed."""
-    return QueueingHint.QUEUE if is_pvc_of_pod(pod, new) else QueueingHint.QUEUE_SKIP

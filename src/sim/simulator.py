@@ -20,42 +20,46 @@ Every change (:meth:`Simulator.schedule`, :meth:`~Simulator.delete`,
 scheduler and controllers run until nothing more can happen, jumping the
 simulated clock over every wait, as ``kubesched simulate`` does.
 
-Cost, stated honestly: a transaction, a fork and every :meth:`~Simulator.can_schedule`
-take a deep copy of the whole simulation (the API server's store and watch
-log, the informers, the scheduler's cache, queue and allocated devices, the
-controllers, the clock) - the API objects themselves, frozen and never
-changed in place, are shared rather than copied - and rollback swaps that
-copy back in.  Entering a transaction is proportional to the size of the
-cluster, not to what changed (issue 39's target, not met); leaving it is
-constant.  ``benchmarks/sim_whatif.py`` measures it.
+Cost: a transaction records the API server's writes in an undo log and
+saves what is pending (queue, timers, counters); rolling back undoes the
+writes and hands the informers the changes back, so both are proportional to
+what changed, not to the cluster (:mod:`kubesched.sim.transaction`).
+:meth:`~Simulator.can_schedule` of one plain pod is one scheduling cycle on
+the state as it is (nothing written); of anything else, a transaction rolled
+back.
+:meth:`~Simulator.fork` is a full copy, O(cluster): a new simulation over the
+same objects.  ``benchmarks/sim_whatif.py`` measures them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import importlib
-import pkgutil
 import tempfile
-import threading
-import types
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
 
-import kubesched.core.api
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
-from kubesched.core.api.manifests import parse_document
+from kubesched.core.api.manifests import InvalidManifest, parse_document
 from kubesched.core.api.scheduling_v1beta1 import PodGroup
+from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.harness import ConfigSource
-from kubesched.drivers.simulation import DEFAULT_START, Simulation, create_sourced, load_paths
+from kubesched.drivers.simulation import (
+    DEFAULT_START,
+    Simulation,
+    check_namespace,
+    create_sourced,
+    known_namespaces,
+    load_paths,
+)
+from kubesched.sim.transaction import Transaction
 
-__all__ = ["Simulator", "Transaction", "Verdict"]
+__all__ = ["Simulator", "Verdict"]
 
 
 @attrs.frozen
@@ -106,7 +110,7 @@ class Simulator:
                        seed: int = 0, start: float = DEFAULT_START) -> "Simulator":
         """A simulator holding every object of ``sources``: manifest files or
         directories (as ``kubesched simulate -f``), manifest dicts or typed
-        objects, created in ``kubesched simulate``'s order (Namespaces first,
+        objects (or ``(source, object)`` pairs, whose source errors name), created in ``kubesched simulate``'s order (Namespaces first,
         pods and pod groups last) and scheduled to quiescence.
 
         ``config``: a KubeSchedulerConfiguration path, dict or loaded object
@@ -124,7 +128,7 @@ class Simulator:
         objects = [s for s in sources if not isinstance(s, (str, Path))]
         if paths:
             load_paths(simulation.cluster, paths)
-        create_sourced(simulation.cluster, [("<python>", _typed(obj)) for obj in objects])
+        create_sourced(simulation.cluster, [_sourced(obj) for obj in objects])
         return cls(simulation)
 
     @classmethod
@@ -160,7 +164,7 @@ class Simulator:
 
     @property
     def simulation(self) -> Simulation:
-        """The simulation underneath (its cluster, scheduler, clock); changed by rollback: do not keep it."""
+        """The simulation underneath (its cluster, scheduler, clock); a rollback puts its state back in place."""
         return self._sim
 
     def placements(self) -> dict[str, str]:
@@ -179,23 +183,32 @@ class Simulator:
 
     def can_schedule(self, objects: Pod | PodGroup | dict | Iterable[Any], preempt: bool = False) -> Verdict:
         """Would ``objects`` fit: a pod, a list of pods, or a PodGroup with its
-        member pods (typed objects or manifest dicts).  They are created in a
-        copy of the state and scheduled to quiescence there; this simulator's
+        member pods (typed objects or manifest dicts).  This simulator's
         objects, queue and allocated devices are left as they were.
+
+        One pod that the scheduler alone decides (no ResourceClaims, volumes
+        from claims, PodGroup, scheduling gates or ``nodeName``), without
+        preemption, is answered by one scheduling cycle on the state as it is,
+        nothing assumed or written (:meth:`Scheduler.dry_run`): the node a pod
+        created now would get.  Anything else is created and scheduled to
+        quiescence in a transaction that is rolled back.
 
         ``preempt``: whether lower-priority pods may be preempted (False: the
         pods are asked about with ``preemptionPolicy: Never``, so that
         PostFilter preempts nothing, as upstream's DefaultPreemption does for
         such pods).  Raises ``InvalidManifest`` when the API server refuses an object."""
-        probe = self.fork()
-        return probe._submit(objects, preempt)
+        typed = self._asked(objects, preempt)
+        if not preempt and len(typed) == 1 and self._one_cycle_decides(typed[0]):
+            return self._dry_run(typed[0])
+        with self.transaction():
+            return self._submit(typed, preempt)
 
     def schedule(self, objects: Pod | PodGroup | dict | Iterable[Any]) -> Verdict:
         """Create ``objects`` (as :meth:`can_schedule`) in this simulator and
         schedule to quiescence, preempting as kube-scheduler would (their
         PriorityClass's policy); the verdict says where they went.  Raises
         ``InvalidManifest`` when the API server refuses an object."""
-        return self._submit(objects, preempt=True)
+        return self._submit(self._asked(objects, preempt=True), preempt=True)
 
     # --- changes -----------------------------------------------------------------------
 
@@ -259,21 +272,32 @@ class Simulator:
 
     def transaction(self) -> "Transaction":
         """``with sim.transaction() as tx:`` - every change inside is rolled back
-        on exit (also on an exception) unless ``tx.commit()`` was called.
+        on exit unless ``tx.commit()`` was called, and on an exception in any case.
         Nestable: an inner commit keeps its changes in the outer transaction,
-        which may still roll them back.  Cost: a deep copy of the simulation on
-        entry (API objects shared); rollback swaps it back in (see the module's documentation)."""
+        which may still roll them back.  Cost: proportional to what changed and
+        to what is pending, not to the cluster (:mod:`kubesched.sim.transaction`)."""
         return Transaction(self)
 
     def fork(self) -> "Simulator":
-        """An independent copy: changes to either do not reach the other."""
-        forked = object.__new__(Simulator)
-        forked._sim = _deep_copy(self._sim)
-        return forked
+        """An independent copy: changes to either do not reach the other.  A full copy, O(cluster): a new
+        simulation (its own API server, informers, scheduler, controllers and clock) holding the same API
+        objects as stored (frozen, so shared), at the same simulated time, with the same configuration, feature
+        gates and tie-break random state, run to quiescence.  Pods still pending are queued afresh there
+        (attempts and backoff start over, as after a scheduler restart); a hand-built :class:`Simulation`'s
+        controller options and node ranks are not carried over."""
+        source = self._sim
+        copy = Simulation(config=source.config, registry=source.registry, start=source.clock.now(),
+                          features=source.features.copy(), decisions=DecisionLog(keep=_Asked()))
+        copy.start_time = source.start_time
+        copy.cluster.load_from(source.cluster)
+        copy.scheduler.pods.rng.setstate(source.scheduler.pods.rng.getstate())
+        return Simulator(copy)
 
     # --- internals ---------------------------------------------------------------------
 
-    def _submit(self, objects: Any, preempt: bool) -> Verdict:
+    def _asked(self, objects: Any, preempt: bool) -> list[Any]:
+        """The typed objects asked about, with their names checked; without ``preempt`` the pods and groups carry
+        the priority the API server would give, without their class, and ``preemptionPolicy: Never``."""
         typed = [_typed(obj) for obj in _listed(objects)]
         unnamed = next((obj for obj in typed if isinstance(obj, (Pod, PodGroup)) and not obj.metadata.name), None)
         if unnamed is not None:
@@ -285,29 +309,76 @@ class Simulator:
                      if isinstance(obj, (Pod, PodGroup)) and (admitted := self._sim.cluster.with_admitted_priority(obj))
                      else obj for obj in typed]
         keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
-        asked = self._asked()
-        if asked is not None:
-            asked.keys.update(keys)
+        recorded = self._recorded()
+        if recorded is not None:
+            recorded.keys.update(keys)
+        return typed
+
+    def _one_cycle_decides(self, obj: Any) -> bool:
+        """Whether one scheduling cycle decides where pod ``obj`` goes: nothing a controller or a later binding
+        step makes for it (claims, volumes from claims), no gate, no group, no ``nodeName``, a profile of ours."""
+        if not isinstance(obj, Pod):
+            return False
+        spec = obj.spec
+        return (not spec.resource_claims and not spec.scheduling_gates and not spec.node_name
+                and spec.scheduling_group is None and spec.scheduler_name in self._sim.scheduler.profiles
+                and not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in spec.volumes))
+
+    def _dry_run(self, pod: Pod) -> Verdict:
+        """The verdict of one scheduling cycle for ``pod`` on the state as it is (see :meth:`can_schedule`)."""
+        cluster = self._sim.cluster
+        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        check_namespace("<python>", pod, known_namespaces(cluster))
+        try:
+            stored = cluster.dry_run_create(pod)
+        except ApiError as err:
+            raise InvalidManifest("<python>", f"Pod/{pod.metadata.name}", "", err.message) from None
+        node, message, record = self._sim.scheduler.dry_run(stored)
+        if node:
+            return Verdict(True, {key: node})
+        return Verdict(False, {key: ""}, {key: _rejections(record or {})}, {key: message})
+
+    def _submit(self, typed: list[Any], preempt: bool) -> Verdict:
+        keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
         create_sourced(self._sim.cluster, [("<python>", obj) for obj in typed])
         self._sim.run()
         groups = {f"podgroup/{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed
                   if isinstance(obj, PodGroup)}
-        placements = self._sim.placements()
-        ours = {key: placements.get(key, "") for key in keys}
+        ours = {key: self._node_of(key) for key in keys}
         reasons: dict[str, dict[str, str]] = {}
         messages: dict[str, str] = {}
         for key, node in ours.items():
             if not node:
                 record = self._last_attempt(key)
                 messages[key] = _scheduled_condition_message(self._sim.pod(key)) or record.get("message", "")
-                reasons[key] = {name: group.get("reason", "")
-                                for group in record.get("filter", {}).get("rejected", [])
-                                for name in group.get("nodes", [])}
-        asking = set(keys) | groups
-        victims = tuple(p.victim for p in self._sim.preemptions() if p.preemptor in asking)
+                reasons[key] = _rejections(record)
+        victims = self._victims(keys, groups) if preempt else ()
         return Verdict(all(ours.values()), ours, reasons, messages, victims)
 
-    def _asked(self) -> "_Asked | None":
+    def _node_of(self, key: str) -> str:
+        """The node of pod ``namespace/name`` ("" while Pending or when it is gone)."""
+        namespace, _, name = key.partition("/")
+        try:
+            return self._sim.cluster.get("Pod", name, namespace).spec.node_name
+        except NotFound:
+            return ""
+
+    def _victims(self, pods: list[str], groups: set[str]) -> tuple[str, ...]:
+        """The pods preempted for ``pods`` or PodGroups ``groups`` (``podgroup/NS/NAME``), in time order, from the
+        ``Preempted`` Events (which name the preemptor by uid)."""
+        cluster = self._sim.cluster
+        uids = set()
+        for kind, keys in (("Pod", pods), ("PodGroup", [g.removeprefix("podgroup/") for g in groups])):
+            for key in keys:
+                namespace, _, name = key.partition("/")
+                with contextlib.suppress(NotFound):
+                    uids.add(cluster.get(kind, name, namespace).metadata.uid)
+        preempted = sorted((e for e in cluster.list("Event").items if e.reason == "Preempted"),
+                           key=lambda e: (e.last_timestamp or 0, e.metadata.name))
+        return tuple(f"{e.involved_object.namespace}/{e.involved_object.name}" for e in preempted
+                     if any(uid in e.message for uid in uids if uid))
+
+    def _recorded(self) -> "_Asked | None":
         decisions = self._sim.scheduler.decisions
         keep = decisions.keep if decisions is not None else None
         return keep if isinstance(keep, _Asked) else None
@@ -316,35 +387,6 @@ class Simulator:
         decisions = self._sim.scheduler.decisions
         records = decisions.records if decisions is not None else []
         return next((r for r in reversed(records) if r.get("pod") == key and r.get("phase") == "scheduling"), {})
-
-
-class Transaction:
-    """What :meth:`Simulator.transaction` returns: a context manager; call :meth:`commit` to keep the changes."""
-
-    def __init__(self, simulator: Simulator):
-        self._simulator = simulator
-        self._saved: Simulation | None = None
-        self.committed = False
-
-    def __enter__(self) -> "Transaction":
-        self._saved = _deep_copy(self._simulator._sim)
-        return self
-
-    def commit(self) -> None:
-        """Keep this transaction's changes when it ends."""
-        self.committed = True
-
-    def rollback(self) -> None:
-        """Put the state back as it was when the transaction began (now; it may go on after)."""
-        if self._saved is None:
-            raise RuntimeError("rollback outside the transaction's with-block")
-        self._simulator._sim = self._saved
-        self._saved = _deep_copy(self._saved)
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.committed and self._saved is not None:
-            self._simulator._sim = self._saved
-        self._saved = None
 
 
 class _Asked:
@@ -358,6 +400,12 @@ class _Asked:
         return pod_key in self.keys
 
 
+def _rejections(record: Mapping[str, Any]) -> dict[str, str]:
+    """Node name -> why Filter rejected it, from an attempt's decision record."""
+    return {name: group.get("reason", "") for group in record.get("filter", {}).get("rejected", [])
+            for name in group.get("nodes", [])}
+
+
 def _scheduled_condition_message(pod: Pod) -> str:
     """The message of ``pod``'s PodScheduled condition ("" without one): kube-scheduler's FailedScheduling words."""
     return next((c.message for c in pod.status.conditions if c.type == "PodScheduled"), "")
@@ -369,86 +417,13 @@ def _listed(objects: Any) -> list[Any]:
     return list(objects)
 
 
+def _sourced(item: Any) -> tuple[str, Any]:
+    """``(source, typed object)`` of a ``(source, object)`` pair or of an object alone (source ``<python>``)."""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        return item[0], _typed(item[1])
+    return "<python>", _typed(item)
+
+
 def _typed(obj: Any) -> Any:
     """A typed object from a manifest dict (strictly decoded, as kubectl does), or ``obj`` itself."""
     return parse_document(obj, "<python>") if isinstance(obj, dict) else obj
-
-
-def _deep_copy(simulation: Simulation) -> Simulation:
-    """A deep copy of ``simulation`` sharing nothing mutable with it.  ``copy.deepcopy``
-    shares functions (and so what their closures hold: informer handlers, clock callbacks)
-    and refuses locks; while copying, closures are copied with their cells and locks
-    are made afresh."""
-    with _copying_closures_and_locks():
-        return copy.deepcopy(simulation)
-
-
-@contextlib.contextmanager
-def _copying_closures_and_locks() -> Iterator[None]:
-    dispatch: dict[type, Any] = copy._deepcopy_dispatch  # type: ignore[attr-defined]  # no public hook for these
-    saved = {t: dispatch.get(t) for t in _COPIERS}
-    dispatch.update(_COPIERS)
-    try:
-        yield
-    finally:
-        for t, copier in saved.items():
-            if copier is None:
-                dispatch.pop(t, None)
-            else:
-                dispatch[t] = copier
-
-
-def _copy_function(fn: types.FunctionType, memo: dict[int, Any]) -> Any:
-    if not fn.__closure__ and not fn.__defaults__ and not fn.__kwdefaults__:
-        return fn
-    cells = tuple(types.CellType() for _ in fn.__closure__ or ())
-    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, cells or None)
-    memo[id(fn)] = out  # before the cells: a closure may reach its own function
-    for cell, original in zip(cells, fn.__closure__ or ()):
-        if _filled(original):
-            cell.cell_contents = copy.deepcopy(original.cell_contents, memo)
-    out.__defaults__ = copy.deepcopy(fn.__defaults__, memo)
-    out.__kwdefaults__ = copy.deepcopy(fn.__kwdefaults__, memo)
-    out.__qualname__ = fn.__qualname__
-    out.__dict__.update(fn.__dict__)
-    return out
-
-
-def _copy_builtin_method(method: Any, memo: dict[int, Any]) -> Any:
-    owner = method.__self__
-    if owner is None or isinstance(owner, types.ModuleType):
-        return method
-    return getattr(copy.deepcopy(owner, memo), method.__name__)
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        _ = cell.cell_contents
-    except ValueError:
-        return False
-    return True
-
-
-def _api_types() -> dict[type, Any]:
-    """Every frozen attrs class of :mod:`kubesched.core.api`: API objects are never changed in place (a change
-    is a new object, ``attrs.evolve``), so two copies of a simulation share them instead of copying them."""
-    found: dict[type, Any] = {}
-    for info in pkgutil.walk_packages(kubesched.core.api.__path__, "kubesched.core.api."):
-        for value in vars(importlib.import_module(info.name)).values():
-            if (isinstance(value, type) and attrs.has(value) and value.__module__.startswith("kubesched.core.api")
-                    and "frozen" in getattr(value.__setattr__, "__name__", "")):
-                found[value] = _shared
-    return found
-
-
-def _shared(obj: Any, memo: dict[int, Any]) -> Any:
-    return obj
-
-
-_COPIERS: dict[type, Any] = {
-    **_api_types(),
-    types.FunctionType: _copy_function,
-    types.BuiltinMethodType: _copy_builtin_method,
-    type(threading.Lock()): lambda lock, memo: threading.Lock(),
-    type(threading.RLock()): lambda lock, memo: threading.RLock(),
-}

@@ -1,0 +1,206 @@
+"""Pods counted per node and per topology domain, kept as pods come and go.
+
+PodTopologySpread and InterPodAffinity ask, for every incoming pod, how many
+existing pods a selector (or an affinity term) matches in each topology
+domain.  A :class:`PodCount` answers that for one such question: a count per
+NodeTable row (``per_node``) and, per topology key asked for, a count per
+domain id of that key (:meth:`PodCount.per_domain`).  :class:`PodCounts`
+(one per NodeTable) holds them and, when the table learns which rows changed,
+finds the pods added to and removed from each row and adds their weights to
+the counts that can match them, so a count costs nothing per cycle once made
+and a pod's PreFilter/PreScore reads it in O(domains), however many selectors
+are live.
+
+Which counts a pod can touch is found through *tags*: a count is registered
+under one tag that every pod it counts carries (a label ``(key, value)`` or
+``(key,)`` its selector requires, or an affinity term's key a pod must have,
+see :func:`selector_tag`, :func:`term_tag`); a pod's own tags
+(:func:`pod_tags`) pick the counts to weigh it for.  A count without a tag
+weighs every pod.
+
+Bounds: :data:`MAX_POD_COUNTS` counts per table, the least recently used
+dropped first.  A count costs ``4 bytes x nodes`` for ``per_node`` plus as
+much per topology key asked for (hostname: one domain per node); a miss
+(a count not kept) weighs every pod on every node once (O(existing pods))
+plus one ``np.bincount`` per topology key.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Iterable, Protocol
+
+import numpy as np
+
+from ..api.meta import LabelSelector
+from .affinity import AffinityTerm, has_pod_affinity
+from .nodeinfo import NodeInfo, PodInfo
+
+
+class Table(Protocol):
+    """What the counts read of their NodeTable: its rows and their topology domains."""
+
+    infos: list[NodeInfo]
+
+    def domain_ids(self, key: str) -> np.ndarray: ...
+
+    def domain_count(self, key: str) -> int: ...
+
+#: How many counts a table keeps (least recently used dropped first): at 5,000 nodes a count read per zone costs
+#: about 20 KB, one read per hostname too about 40 KB, so the bound costs at most ~80 MB there.
+MAX_POD_COUNTS = 2048
+
+#: the tag of a pod carrying an affinity term with a given key (see :func:`term_tag`)
+TERM = "affinity-term"
+
+
+def selector_tag(selector: LabelSelector | None) -> Hashable | None:
+    """A tag every pod ``selector`` matches carries: ``(key, value)`` of a matchLabels entry or of an ``In``
+    expression with one value, ``(key,)`` of another ``In`` or an ``Exists`` expression; None when the selector
+    requires no label (it is then weighed against every pod)."""
+    if selector is None:
+        return None
+    for key, value in selector.match_labels.items():
+        return (key, value)
+    for requirement in selector.match_expressions:
+        if requirement.operator == "In" and len(requirement.values) == 1:
+            return (requirement.key, requirement.values[0])
+    for requirement in selector.match_expressions:
+        if requirement.operator in ("In", "Exists"):
+            return (requirement.key,)
+    return None
+
+
+def term_tag(term: AffinityTerm) -> Hashable:
+    """The tag of every pod that carries ``term`` (required or preferred, affinity or anti-affinity)."""
+    return (TERM, term.key)
+
+
+def pod_tags(info: PodInfo) -> set[Hashable]:
+    """The tags of a pod: ``(key, value)`` and ``(key,)`` of each label, ``term_tag`` of each affinity term."""
+    labels = info.pod.metadata.labels
+    tags: set[Hashable] = set(labels.items())
+    tags.update((key,) for key in labels)
+    if has_pod_affinity(info.pod):
+        terms = info.affinity_terms
+        tags.update(term_tag(term) for term in terms.required_affinity + terms.required_anti_affinity)
+        tags.update(term_tag(weighted.term) for weighted in terms.preferred_affinity + terms.preferred_anti_affinity)
+    return tags
+
+
+class PodCount:
+    """One count: ``weight(pod_info)`` summed over the pods of each node (``per_node``, int32 per NodeTable row), and
+    per domain of a topology key (:meth:`per_domain`); kept current by :class:`PodCounts`."""
+
+    __slots__ = ("weight", "tag", "per_node", "_table", "_per_domain")
+
+    def __init__(self, table: Table, pods: list[list[PodInfo]], weight: Callable[[PodInfo], int],
+                 tag: Hashable | None):
+        self.weight = weight
+        self.tag = tag
+        self._table = table
+        self.per_node = np.zeros(len(pods), dtype=np.int32)
+        for row, held in enumerate(pods):
+            if held:
+                total = 0
+                for info in held:
+                    total += weight(info)
+                self.per_node[row] = total
+        #: topology key -> (the table's domain ids of that key, counts per domain id)
+        self._per_domain: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def per_domain(self, topology_key: str) -> np.ndarray:
+        """The count per domain id of ``topology_key`` (int32, indexed by the table's ``domain_ids``; nodes without
+        the label not counted).  Read-only: copy it to change it."""
+        entry = self._per_domain.get(topology_key)
+        if entry is None:
+            ids = self._table.domain_ids(topology_key)
+            keyed = ids >= 0
+            sums = np.bincount(ids[keyed], weights=self.per_node[keyed],
+                               minlength=self._table.domain_count(topology_key)).astype(np.int32)
+            entry = self._per_domain[topology_key] = (ids, sums)
+        return entry[1]
+
+    def add(self, row: int, amount: int) -> None:
+        """``amount`` more (or fewer) on ``row``."""
+        self.per_node[row] += amount
+        for ids, sums in self._per_domain.values():
+            domain = ids[row]
+            if domain >= 0:
+                sums[domain] += amount
+
+    def forget_domains(self) -> None:
+        """Drop the per-domain counts (nodes changed: their labels, hence domains, may have)."""
+        self._per_domain.clear()
+
+
+class PodCounts:
+    """The counts of one NodeTable, by key, and the pods each row held when last seen (to find what changed)."""
+
+    def __init__(self, table: Table):
+        self._table = table
+        self._counts: dict[str, PodCount] = {}
+        self._by_tag: dict[Hashable, dict[str, PodCount]] = {}
+        #: the pods of each row when last seen (None until a count is made: nothing to keep current before)
+        self._seen: list[list[PodInfo]] | None = None
+
+    def get(self, key: str, weight: Callable[[PodInfo], int], tag: Hashable | None) -> PodCount:
+        """The count ``key`` (made with ``weight`` and ``tag`` when not kept); the most recently used."""
+        count = self._counts.pop(key, None)
+        if count is None:
+            if self._seen is None:
+                self._seen = [list(info.pods) for info in self._table.infos]
+            count = PodCount(self._table, self._seen, weight, tag)  # as last seen: refresh adds what changed since
+            self._by_tag.setdefault(tag, {})[key] = count
+            if len(self._counts) >= MAX_POD_COUNTS:
+                self._drop(next(iter(self._counts)))
+        self._counts[key] = count
+        return count
+
+    def _drop(self, key: str) -> None:
+        count = self._counts.pop(key)
+        tagged = self._by_tag[count.tag]
+        del tagged[key]
+        if not tagged:
+            del self._by_tag[count.tag]
+
+    def refresh(self, rows: Iterable[int], nodes_changed: bool) -> None:
+        """Rows whose pods may have changed: weigh the pods added and removed since each row was last seen
+        into the counts; ``nodes_changed``: their Node objects changed too (domains are recounted when asked)."""
+        seen = self._seen
+        if seen is None:
+            return
+        if nodes_changed:
+            for count in self._counts.values():
+                count.forget_domains()
+        infos = self._table.infos
+        for row in rows:
+            before, now = seen[row], infos[row].pods
+            if len(now) >= len(before) and now[:len(before)] == before:
+                added, removed = now[len(before):], []
+            else:
+                kept = {id(info) for info in before}.intersection(id(info) for info in now)
+                added = [info for info in now if id(info) not in kept]
+                removed = [info for info in before if id(info) not in kept]
+            if not (added or removed):
+                continue
+            seen[row] = list(now)
+            for info in added:
+                self._weigh(row, info, 1)
+            for info in removed:
+                self._weigh(row, info, -1)
+
+    def _weigh(self, row: int, info: PodInfo, sign: int) -> None:
+        by_tag = self._by_tag
+        untagged = by_tag.get(None)
+        if untagged:
+            for count in untagged.values():
+                amount = count.weight(info)
+                if amount:
+                    count.add(row, sign * amount)
+        for tag in pod_tags(info):
+            tagged = by_tag.get(tag)
+            if tagged:
+                for count in tagged.values():
+                    amount = count.weight(info)
+                    if amount:
+                        count.add(row, sign * amount)
