@@ -69,6 +69,7 @@ from kubesched.core.cel import (
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity, compatibility
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
+from kubesched.core.dra.allocator.equivalence import SearchMemo, equivalence_key
 from kubesched.core.dra.allocator.pools import Pool, SliceIndex, node_matches
 from kubesched.core.dra.allocator.requests import (
     AllocationError,
@@ -96,9 +97,6 @@ DEADLINE_CHECK_MASK = 63
 
 #: (device, capacity requests) consumptions an allocator lineage remembers before it starts afresh.
 MAX_REMEMBERED_CONSUMPTIONS = 100_000
-
-#: searches over equivalent nodes an allocator lineage remembers before it starts afresh.
-MAX_REMEMBERED_SEARCHES = 10_000
 
 #: Namespace of the deterministic share IDs (uuid5 of claim, request and device).
 SHARE_ID_NAMESPACE = uuid.UUID("6b1d6f0e-3c2a-5d43-9a55-6b7562657363")
@@ -219,8 +217,8 @@ class Allocator:
         self._taints: dict[DeviceID, tuple] = {}
         #: (device, capacity requests) -> what allocating it for them consumes (see :meth:`consumption`)
         self._consumption: dict[tuple, dict[str, Fraction] | None] = {}
-        #: searches by what decides them on an equivalent node (see :meth:`_equivalence`)
-        self._searches: dict[tuple, tuple[tuple[ResourceClaim, ...], list[list[tuple[RequestSpec, int]]] | None]] = {}
+        #: searches by what decides them on an equivalent node (:mod:`.equivalence`)
+        self._searches = SearchMemo()
 
     def with_allocated(self, allocated: AllocatedState, now: float | None = None) -> Allocator:
         """This allocator over another allocated state: the next scheduling
@@ -234,7 +232,7 @@ class Allocator:
         other._claims = {}
         other._available_counters = {}
         other._group_baselines = {}
-        other._searches = {}
+        other._searches = SearchMemo()
         return other
 
     def allocate(
@@ -270,59 +268,31 @@ class Allocator:
         search = _Search(self, node, view, specs, deadline, preselected=only is not None)
         if only is not None and search.single_plain_request():
             return search.take_first()  # no selector is evaluated: no deadline to watch
-        key = self._equivalence(view, specs) if order is None and only is None else None
-        if key is not None:
-            known = self._searches.get(key)
-            if known is not None and all(a is b for a, b in zip(known[0], claims)):
-                return None if known[1] is None else search.replay(known[1])
+        key = (equivalence_key(view, specs, self.allocated, self.taint_rules)
+               if order is None and only is None else None)
+        known = self._searches.known(key, claims)
+        if known is not None:
+            return None if known[0] is None else search.replay(known[0])
         try:
             with within_deadline(deadline):
                 results = search.run()
         finally:
             self.search_steps += search.steps
         if key is not None:
-            if len(self._searches) >= MAX_REMEMBERED_SEARCHES:
-                self._searches.clear()
-            self._searches[key] = (tuple(claims), None if results is None else search.positions())
+            self._searches.remember(key, claims, None if results is None else search.positions())
         return results
-
-    def _equivalence(self, view: NodeView, specs: list[ClaimSpec]) -> tuple | None:
-        """What decides the search for ``specs`` on a node with ``view``, when nothing
-        else does: the claims and, per candidate device in order, its content and whether
-        it is in use.  Two nodes with the same key get the same devices by position (the
-        nodes of one template: ``kubesched perf``'s 500 equal nodes search once per
-        pattern of used devices).  None - search every time - when a device is not plain
-        (:attr:`Candidate.plain_content`), a request is not a plain count of devices, or
-        taint rules, counters or partly used pools could make positions differ."""
-        if self.taint_rules:
-            return None
-        signature = view.plain_signature
-        if signature is None:
-            return None
-        if not all(spec.plain for spec in specs):
-            return None
-        ids = view.ids
-        consumed = self.allocated.consumed_capacity
-        if consumed and any(device in consumed for device in ids):
-            return None
-        return (tuple(id(spec.claim) for spec in specs), signature,
-                tuple(map(self.allocated.devices.__contains__, ids)))
 
     def known_fit(self, node: Node, claims: Sequence[ResourceClaim]) -> bool | None:
         """Whether :meth:`allocate` (no ``order``, no ``only``) finds devices for
         ``claims`` on ``node``, when a search on an equivalent node this cycle already
-        told (:meth:`_equivalence`); None when it must search.  A Filter that only needs
+        told (:mod:`.equivalence`); None when it must search.  A Filter that only needs
         the verdict leaves the results to be made for the node the pod gets."""
         view = self.node_view(node)
         if not claims:
             return True
-        key = self._equivalence(view, [self._claim_spec(c) for c in claims])
-        if key is None:
-            return None
-        known = self._searches.get(key)
-        if known is None or not all(a is b for a, b in zip(known[0], claims)):
-            return None
-        return known[1] is not None
+        key = equivalence_key(view, [self._claim_spec(c) for c in claims], self.allocated, self.taint_rules)
+        known = self._searches.known(key, claims)
+        return None if known is None else known[0] is not None
 
     def has_invalid_pools(self, node: Node) -> bool:
         """Whether an invalid pool (duplicate device names, unknown counter sets,
