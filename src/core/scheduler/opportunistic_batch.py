@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -152,6 +153,9 @@ class OpportunisticBatch:
         profile = fwk.profile_name
         self._attempts = {result: metrics.BATCH_ATTEMPTS.labels(profile, result)
                           for result in (NO_HINT, HINT_USED, HINT_NOT_USED)}
+        self._hint_seconds = {hinted: metrics.GET_NODE_HINT_DURATION.labels(hinted, profile)
+                              for hinted in ("hint", "no_hint")}
+        self._store_seconds = metrics.STORE_SCHEDULE_RESULTS_DURATION.labels(profile)
 
     def _flush(self, reason: str) -> None:
         metrics.BATCH_CACHE_FLUSHED.labels(self.fwk.profile_name, reason).inc()
@@ -163,7 +167,15 @@ class OpportunisticBatch:
         """Upstream ``GetNodeHint``: the snapshot row of the node ``pod`` (in cycle number ``cycle``) should
         try first, taken out of the batch, or None (the state flushed when it
         cannot serve this pod).  Runs the Filter plugins on the last chosen node (``state``: the pod's
-        CycleState after PreFilter); ``select_host`` draws the next node as the full cycle would."""
+        CycleState after PreFilter); ``select_host`` draws the next node as the full cycle would.  Observed
+        in scheduler_get_node_hint_duration_seconds."""
+        started = perf_counter()
+        hint = self._hint(state, pod, cycle, now, snapshot, select_host)
+        self._hint_seconds["no_hint" if hint is None else "hint"].observe(perf_counter() - started)
+        return hint
+
+    def _hint(self, state: CycleState, pod: PodToSign, cycle: int, now: float, snapshot: Snapshot,
+              select_host: SelectHost) -> int | None:
         batch = self.state
         if batch is None or not batch.left():  # nothing left to hand out (upstream's stateEmpty)
             self._attempts[NO_HINT].inc()
@@ -202,7 +214,14 @@ class OpportunisticBatch:
         """Upstream ``StoreScheduleResults``: ``chosen`` won cycle ``cycle`` for ``pod`` (``hinted``: the node
         hinted to it, or None).  A hint taken keeps the batch; otherwise the batch becomes the other nodes of
         ``scored`` - the feasible rows, their total scores and the index of the chosen one - when any are
-        left, else it is flushed.  ``since``: a node generation drawn before the cycle's snapshot was taken."""
+        left, else it is flushed.  ``since``: a node generation drawn before the cycle's snapshot was taken.
+        Observed in scheduler_store_schedule_results_duration_seconds."""
+        started = perf_counter()
+        self._store(pod, hinted, chosen, cycle, now, scored, snapshot, since)
+        self._store_seconds.observe(perf_counter() - started)
+
+    def _store(self, pod: PodToSign, hinted: str | None, chosen: str, cycle: int, now: float,
+               scored: tuple[np.ndarray, np.ndarray, int] | None, snapshot: Snapshot, since: int) -> None:
         self.last_cycle, self.last_chosen = cycle, chosen
         if hinted is not None and hinted == chosen:
             self._attempts[HINT_USED].inc()
