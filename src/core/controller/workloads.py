@@ -135,8 +135,9 @@ class OwnedPods:
             self._enqueue(pod.metadata.namespace, ref.name)
 
     def _updated(self, old: Pod, new: Pod) -> None:
-        before = self._ref(old)
-        if old.metadata.uid != new.metadata.uid or (before is not None and before != self._ref(new)):
+        refs_changed = old.metadata.owner_references is not new.metadata.owner_references  # a status write keeps them
+        if old.metadata.uid != new.metadata.uid or (
+                refs_changed and (before := self._ref(old)) is not None and before != self._ref(new)):
             self._deleted(old)  # replaced, or released (its controller reference went or changed)
         self._added(new)
 
