@@ -34,7 +34,7 @@ about templates x rounds greedy plans.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import attrs
 
@@ -88,6 +88,51 @@ class ScaleUp:
     def cost_per_hour(self) -> float:
         """What the added nodes cost per hour, in the templates' currency."""
         return sum(step.cost_per_hour for step in self.steps)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plan as plain data (what ``kubesched plan -o json`` prints and the UI's Plan page shows):
+        ``add`` (template, count, costPerHourEach, costPerHour), ``nodes``, ``costPerHour``, ``steps``,
+        ``placements``, ``groups``, ``owners`` (pods with a controller), ``unplaced``."""
+        costs = {step.template.name: step.template.cost_per_hour for step in self.steps}
+        return {
+            "add": [{"template": name, "count": count, "costPerHourEach": costs[name],
+                     "costPerHour": round(count * costs[name], 6)} for name, count in self.added.items()],
+            "nodes": sum(self.added.values()),
+            "costPerHour": round(self.cost_per_hour, 6),
+            "steps": [{"template": s.template.name, "count": s.count, "pods": list(s.pods)} for s in self.steps],
+            "placements": dict(self.placements),
+            "groups": {group: list(pods) for group, pods in self.groups.items()},
+            "owners": {pod: owner for pod, owner in self.owners.items() if owner},
+            "unplaced": [{"pod": u.pod, "group": u.group, "message": u.message, "templates": dict(u.templates)}
+                         for u in self.unplaced],
+        }
+
+
+def landing_rows(answer: dict) -> list[tuple[str, str]]:
+    """Where the pending pods of :meth:`ScaleUp.as_dict` land, for a person: (what, nodes) - one row per gang,
+    then per controller (a ReplicaSet's pods), then per pod; nodes as :func:`node_counts` writes them."""
+    rows = []
+    grouped = {pod for pods in answer["groups"].values() for pod in pods}
+    for group, pods in answer["groups"].items():
+        rows.append((f"podgroup/{group} ({len(pods)} pods)", node_counts([answer["placements"][p] for p in pods])))
+    workloads: dict[str, list[str]] = {}
+    for pod in answer["placements"]:
+        if pod not in grouped:
+            owner = answer["owners"].get(pod)
+            kind, _, name = (owner or "").partition("/")
+            workloads.setdefault(f"{kind} {pod.split('/')[0]}/{name}" if owner else pod, []).append(pod)
+    for owner, pods in workloads.items():
+        label = pods[0] if owner == pods[0] else f"{owner} ({len(pods)} pods)"
+        rows.append((label, node_counts([answer["placements"][p] for p in pods])))
+    return rows
+
+
+def node_counts(nodes: list[str]) -> str:
+    """``a, b x2, (pending) x3``: each node (sorted, "(pending)" last) with how many of ``nodes`` name it."""
+    counts: dict[str, int] = {}
+    for node in sorted(nodes, key=lambda n: (not n, n)):
+        counts[node or "(pending)"] = counts.get(node or "(pending)", 0) + 1
+    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counts.items())
 
 
 def pending(sim: Simulator) -> list[Pod]:

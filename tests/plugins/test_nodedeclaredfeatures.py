@@ -11,7 +11,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from kubesched.core.api.core_v1 import PodCondition
 from kubesched.core.api.node_features import FeatureRegistry, NodeFeature, default_registry, parse_version
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.status import Code
 from kubesched.drivers.simulation import Simulation
@@ -118,3 +120,21 @@ def test_a_pod_needing_a_feature_goes_to_the_node_that_declares_it():
     condition = next(c for c in alone.pod("r").status.conditions if c.type == "PodScheduled")
     assert condition.message == f"0/1 nodes are available: 1 {REASON}. preemption: 0/1 nodes are available: " \
                                 "1 Preemption is not helpful for scheduling."
+
+
+def test_a_pod_queued_for_its_deferred_resize_skips_the_plugin():
+    """Upstream's TestNodeDeclaredFeatures_DeferredResizeSkipped (the newest stored nodedeclaredfeatures_test.go,
+    index id 71269779950): with InPlacePodVerticalScalingSchedulerPreemption, PreFilter skips a pod whose resize
+    is Deferred and Filter passes it, whatever the node declares."""
+    made = make(NodeDeclaredFeatures, features=FeatureGates("1.37", {"InPlacePodVerticalScalingSchedulerPreemption": True}))
+    made.registry = FeatureRegistry([mock("TestFeature", True)])
+    deferred = pod("p")
+    deferred = attrs.evolve(deferred, status=attrs.evolve(deferred.status, conditions=(
+        PodCondition(type="PodResizePending", status="True", reason="Deferred"),)))
+    state = CycleState()
+    assert made.pre_filter(state, deferred, []).code == Code.SKIP
+    assert made.filter(state, deferred, info(node("node1"))) is None
+    # without the gate the same pod needs the feature
+    plain = make(NodeDeclaredFeatures)
+    plain.registry = FeatureRegistry([mock("TestFeature", True)])
+    assert plain.pre_filter(CycleState(), deferred, []) is None
