@@ -388,7 +388,7 @@ async def now_page(request: Request) -> Response:
     except WhatIfError as err:
         nodes, error = [], str(err)
     return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open, nodes=nodes,
-                  node=arg(request, "node"), shown=MOVES_SHOWN, error=error)
+                  node=arg(request, "node"), shown=MOVES_SHOWN, error=error, pod_yaml=template_text("Pod"))
 
 
 async def _now_applied(request: Request, apply: Callable[[WhatIfNow, Any], Any]) -> Response:
