@@ -382,13 +382,9 @@ async def now_page(request: Request) -> Response:
     if outcome is None:
         return render(request, "waiting.html", None)
     ui.now.follow(outcome.key, outcome.sim)
-    error = arg(request, "error")
-    try:
-        nodes = await run_in_threadpool(ui.now.node_names)
-    except WhatIfError as err:
-        nodes, error = [], str(err)
-    return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open, nodes=nodes,
-                  node=arg(request, "node"), shown=MOVES_SHOWN, error=error, pod_yaml=template_text("Pod"))
+    return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open,
+                  node=arg(request, "node"), shown=MOVES_SHOWN, error=arg(request, "error"),
+                  pod_yaml=template_text("Pod"))
 
 
 async def _now_applied(request: Request, apply: Callable[[WhatIfNow, Any], Any]) -> Response:

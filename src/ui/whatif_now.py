@@ -132,11 +132,6 @@ class WhatIfNow:
         """The what-if applied but neither kept nor undone (None: none)."""
         return self._open[1] if self._open is not None else None
 
-    def node_names(self) -> list[str]:
-        """The nodes of the state now, by name."""
-        with self._lock:
-            return [n.metadata.name for n in self._sim().nodes()]
-
     # --- what-ifs -----------------------------------------------------------------------
 
     def node(self, name: str, action: str, count: int = 1) -> Applied:

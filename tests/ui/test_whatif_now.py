@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from html import unescape
 import urllib.error
 import urllib.parse
 import urllib.request
+from html import unescape
 
 import pytest
 
@@ -133,3 +133,8 @@ def test_the_pod_form_starts_from_the_pod_template_and_it_applies_as_it_is(ui):
     assert "kind: Pod" in manifest and "/now" in get(server, "/")
     result = applied(post(server, "/now/pods", {"yaml": unescape(manifest)}))
     assert result.startswith("create Pod web-new") and "1 placed" in result
+
+
+def test_a_chosen_node_gets_the_node_forms(ui):
+    page = get(ui[1], "/now?node=worker-a2")
+    assert 'action="/now/node/worker-a2"' in page and "add nodes like it" in page
