@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -19,8 +19,8 @@ from kubesched.core.api.manifests import InvalidManifest, load_sourced_objects
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import PluginError
 from kubesched.plan.expanders import EXPANDERS
-from kubesched.plan.scale_down import ScaleDown, plan_scale_down
-from kubesched.plan.scale_up import ScaleUp, plan_scale_up
+from kubesched.plan.scale_down import plan_scale_down
+from kubesched.plan.scale_up import landing_rows, node_counts, plan_scale_up
 from kubesched.plan.templates import TEMPLATE_ANNOTATION, split_templates
 from kubesched.sim import Simulator
 
@@ -79,38 +79,12 @@ def plan(
                                            emulated_version=emulated_version)
         print_feature_notes(sim.simulation.features)
         if scale_down:
-            emit(scale_down_answer(plan_scale_down(sim, threshold)), output, _render_scale_down)
+            emit(plan_scale_down(sim, threshold).as_dict(), output, _render_scale_down)
         else:
-            answer = scale_up_answer(plan_scale_up(sim, templates, expander.value, search=mode is Mode.search))
+            answer = plan_scale_up(sim, templates, expander.value, search=mode is Mode.search).as_dict()
             emit({"mode": mode.value, "expander": expander.value, **answer}, output, _render_scale_up)
     except (InvalidManifest, ConfigError, PluginError) as err:
         refuse(str(err))
-
-
-def scale_up_answer(result: ScaleUp) -> dict[str, Any]:
-    """A scale-up plan as plain data (the JSON ``-o json`` prints)."""
-    costs = {step.template.name: step.template.cost_per_hour for step in result.steps}
-    return {
-        "add": [{"template": name, "count": count, "costPerHourEach": costs[name],
-                 "costPerHour": round(count * costs[name], 6)} for name, count in result.added.items()],
-        "nodes": sum(result.added.values()),
-        "costPerHour": round(result.cost_per_hour, 6),
-        "steps": [{"template": s.template.name, "count": s.count, "pods": list(s.pods)} for s in result.steps],
-        "placements": dict(result.placements),
-        "groups": {group: list(pods) for group, pods in result.groups.items()},
-        "owners": {pod: owner for pod, owner in result.owners.items() if owner},
-        "unplaced": [{"pod": u.pod, "group": u.group, "message": u.message, "templates": dict(u.templates)}
-                     for u in result.unplaced],
-    }
-
-
-def scale_down_answer(result: ScaleDown) -> dict[str, Any]:
-    """A scale-down plan as plain data (the JSON ``-o json`` prints)."""
-    return {
-        "remove": [{"node": r.node, "utilization": round(r.utilization, 4), "moved": list(r.moved),
-                    "destinations": dict(r.destinations)} for r in result.removed],
-        "keep": dict(result.kept),
-    }
 
 
 def _render_scale_up(answer: dict, console: Console) -> None:
@@ -124,7 +98,7 @@ def _render_scale_up(answer: dict, console: Console) -> None:
     landing = Table(title="Where the pending pods land")
     landing.add_column("pods")
     landing.add_column("nodes")
-    for what, nodes in _landing_rows(answer):
+    for what, nodes in landing_rows(answer):
         landing.add_row(what, nodes)
     console.print(landing)
     if answer["unplaced"]:
@@ -140,38 +114,13 @@ def _render_scale_up(answer: dict, console: Console) -> None:
                   f"{answer['costPerHour']:.2f}/hour; {len(answer['unplaced'])} pod(s) still pending")
 
 
-def _landing_rows(answer: dict) -> list[tuple[str, str]]:
-    """One row per gang, then per controller (a ReplicaSet's pods), then per pod."""
-    rows = []
-    grouped = {pod for pods in answer["groups"].values() for pod in pods}
-    for group, pods in answer["groups"].items():
-        rows.append((f"podgroup/{group} ({len(pods)} pods)", _nodes([answer["placements"][p] for p in pods])))
-    workloads: dict[str, list[str]] = {}
-    for pod in answer["placements"]:
-        if pod not in grouped:
-            owner = answer["owners"].get(pod)
-            kind, _, name = (owner or "").partition("/")
-            workloads.setdefault(f"{kind} {pod.split('/')[0]}/{name}" if owner else pod, []).append(pod)
-    for owner, pods in workloads.items():
-        label = pods[0] if owner == pods[0] else f"{owner} ({len(pods)} pods)"
-        rows.append((label, _nodes([answer["placements"][p] for p in pods])))
-    return rows
-
-
-def _nodes(nodes: list[str]) -> str:
-    counts: dict[str, int] = {}
-    for node in sorted(nodes, key=lambda n: (not n, n)):
-        counts[node or "(pending)"] = counts.get(node or "(pending)", 0) + 1
-    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counts.items())
-
-
 def _render_scale_down(answer: dict, console: Console) -> None:
     table = Table(title="Nodes to remove")
     for column in ("node", "utilization", "pods moved", "where they go"):
         table.add_column(column)
     for row in answer["remove"]:
         table.add_row(row["node"], f"{row['utilization']:.0%}", str(len(row["moved"])),
-                      _nodes(list(row["destinations"].values())) or "-")
+                      node_counts(list(row["destinations"].values())) or "-")
     console.print(table)
     kept = Table(title="Nodes kept")
     kept.add_column("node")

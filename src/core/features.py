@@ -314,6 +314,7 @@ class FeatureGates:
             twin = FeatureGates(self.emulated_version, self.overrides)
             twin._values = dict(self._values)
             twin.notes = list(self.notes)
+            twin._resolve()  # the gates switched on since this set was made answer on in the copy too
         return twin
 
     def note(self, text: str) -> None:

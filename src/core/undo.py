@@ -97,7 +97,8 @@ class StoreWrite:
 #: what a :class:`StoreWrite` holds for a key that was not there
 ABSENT: Any = object()
 
-_CONTAINER_TYPES = frozenset({dict, list, set, collections.deque, collections.defaultdict, collections.OrderedDict})
+_CONTAINER_TYPES = frozenset({dict, list, set, collections.deque, collections.defaultdict, collections.OrderedDict,
+                             collections.Counter})
 
 
 def copied(value: Any) -> Any:

@@ -85,7 +85,8 @@ class Harness:
     ``rng``, ``node_rank``, ``decisions``, ``bind_pool``, ``bind_wakeup``:
     the :class:`Scheduler`'s options; ``features``: the scheduler's feature gates (default: the embedded
     cluster's, so that its API server and the scheduler agree; for another cluster every gate at its default
-    in the newest release).  Raises ``ConfigError`` for a bad
+    in the newest release); ``scheduler_client``: what the scheduler sends its requests through (default:
+    ``cluster``; scheduler_perf's rate-limited client), its informers reading ``cluster``.  Raises ``ConfigError`` for a bad
     scheduler configuration, ``PluginError`` for broken plugins and
     ``KeyError`` for an unknown controller.
     Call :meth:`start` once, then :meth:`step` (or :meth:`run_to_quiescence`
@@ -98,7 +99,7 @@ class Harness:
                  informers: Informers | None = None, rng: random.Random | None = None,
                  node_rank: dict[str, int] | None = None, decisions: DecisionLog | None = None,
                  bind_pool: Executor | None = None, bind_wakeup: Callable[[], object] | None = None,
-                 features: FeatureGates | None = None):
+                 features: FeatureGates | None = None, scheduler_client: ClusterClient | None = None):
         self.cluster = cluster
         self.features: FeatureGates = features or getattr(cluster, "features", None) or FeatureGates()
         self.clock = clock
@@ -109,7 +110,7 @@ class Harness:
         for kind in ("PodGroup", "CompositePodGroup", "Pod"):  # what the scheduler watches anyway
             self.informers.add_handlers(kind, self._served, lambda old, new: self._served(new), None)
         try:
-            self.scheduler = Scheduler(cluster, self.config, self.registry, clock, seed=seed,
+            self.scheduler = Scheduler(scheduler_client or cluster, self.config, self.registry, clock, seed=seed,
                                        informers=self.informers, rng=rng, node_rank=node_rank, decisions=decisions,
                                        bind_pool=bind_pool, bind_wakeup=bind_wakeup, features=self.features)
         except (PluginError, ConfigError) as err:

@@ -32,9 +32,15 @@ from ..core.framework.config import ConfigError, parse_duration
 from .errors import PerfConfigError
 from .ops import OPS
 
+_CLIENT_FIELDS = ("schedulerApiClientQPS", "schedulerApiClientBurst")
 _TEST_CASE_FIELDS = ("name", "featureGates", "metricsCollectorConfig", "workloadTemplate", "workloads",
-                     "schedulerConfigPath", "defaultPodTemplatePath", "labels", "defaultThresholdMetricSelector")
-_WORKLOAD_FIELDS = ("name", "params", "labels", "threshold", "thresholdMetricSelector", "featureGates")
+                     "schedulerConfigPath", "defaultPodTemplatePath", "labels", "defaultThresholdMetricSelector",
+                     *_CLIENT_FIELDS)
+_WORKLOAD_FIELDS = ("name", "params", "labels", "threshold", "thresholdMetricSelector", "featureGates",
+                    *_CLIENT_FIELDS)
+
+#: scheduler_perf's scheduler client QPS and burst when neither the test case nor the workload sets them
+DEFAULT_API_CLIENT_QPS, DEFAULT_API_CLIENT_BURST = 5000.0, 5000
 
 #: The metric a threshold is compared with unless a workload says otherwise.
 THROUGHPUT_METRIC = "SchedulingThroughput"
@@ -75,7 +81,8 @@ class Workload:
     """A workload of a test case: ``params`` for the template's ``$name``
     references, ``labels``, ``threshold`` (minimum Average of the selected
     metric, pods/s; 0 disables the check), ``threshold_metric_selector``
-    (metric name; default SchedulingThroughput) and ``feature_gates``."""
+    (metric name; default SchedulingThroughput), ``feature_gates`` and
+    ``api_client`` (``schedulerApiClientQPS``/``Burst``: None where unset)."""
 
     name: str
     params: dict[str, Any]
@@ -83,6 +90,7 @@ class Workload:
     threshold: float = 0.0
     threshold_metric: str = THROUGHPUT_METRIC
     feature_gates: dict[str, bool] = attrs.field(factory=dict)
+    api_client: tuple[float | None, int | None] = (None, None)
 
 
 @attrs.frozen
@@ -101,6 +109,18 @@ class TestCase:
     default_pod_template_path: Path | None = None
     labels: tuple[str, ...] = ()
     metrics_collector_config: Any = None
+    api_client: tuple[float | None, int | None] = (None, None)
+
+    def api_client_limits(self, workload: Workload) -> tuple[float, int] | None:
+        """The scheduler client's (QPS, burst) for ``workload``: each the workload's, else the test case's, else
+        scheduler_perf's default (5000); None when neither sets either (an unlimited client is kubesched's
+        scheduler as it is: 5000 requests/s is out of its reach)."""
+        if workload.api_client == (None, None) and self.api_client == (None, None):
+            return None
+        qps = next((v for v in (workload.api_client[0], self.api_client[0]) if v is not None), DEFAULT_API_CLIENT_QPS)
+        burst = next((v for v in (workload.api_client[1], self.api_client[1]) if v is not None),
+                     DEFAULT_API_CLIENT_BURST)
+        return qps, burst
 
     def workload(self, name: str) -> Workload:
         """The workload called ``name``; raises PerfConfigError listing the test case's workloads when there is none."""
@@ -186,7 +206,19 @@ def _test_case(raw: Any, base_dir: Path, where: str) -> TestCase:
         default_pod_template_path=opt_path("defaultPodTemplatePath"),
         labels=_labels(fields.get("labels"), f"{where}: labels"),
         metrics_collector_config=fields.get("metricsCollectorConfig"),
+        api_client=_api_client(fields, where),
     )
+
+
+def _api_client(fields: dict[str, Any], where: str) -> tuple[float | None, int | None]:
+    """``schedulerApiClientQPS`` (a positive number) and ``schedulerApiClientBurst`` (a positive integer), None
+    where unset."""
+    qps, burst = fields.get("schedulerApiClientQPS"), fields.get("schedulerApiClientBurst")
+    if qps is not None and (isinstance(qps, bool) or not isinstance(qps, (int, float)) or qps <= 0):
+        raise PerfConfigError(f"{where}: schedulerApiClientQPS: expected a positive number, got {qps!r}")
+    if burst is not None and (isinstance(burst, bool) or not isinstance(burst, int) or burst <= 0):
+        raise PerfConfigError(f"{where}: schedulerApiClientBurst: expected a positive integer, got {burst!r}")
+    return (None if qps is None else float(qps)), burst
 
 
 def _op(raw: Any, index: int, where: str) -> Op:
@@ -258,6 +290,7 @@ def _workload(raw: Any, where: str, default_selector: str | None, topic: str) ->
         threshold=float(threshold),
         threshold_metric=selector or default_selector or THROUGHPUT_METRIC,
         feature_gates=_gates(fields.get("featureGates"), f"{where}: featureGates"),
+        api_client=_api_client(fields, where),
     )
 
 

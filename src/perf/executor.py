@@ -25,9 +25,11 @@ from ..controllers import CONTROLLERS, WORKLOAD_CONTROLLERS
 from ..core.api.core_v1 import Namespace
 from ..core.api.meta import ObjectMeta
 from ..core.clock import Clock, RealClock
-from ..core.cluster.client import AlreadyExists
+from ..core.cluster.client import AlreadyExists, ClusterClient
 from ..core.cluster.informer import Informers
+from ..core.cluster.kube import TokenBucketRateLimiter
 from ..core.cluster.memory import MemoryCluster
+from ..core.cluster.throttled import ThrottledClient
 from ..core.features import RELEASES, FeatureGateError, FeatureGates
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
@@ -189,7 +191,7 @@ class WorkloadExecutor:
         self.config = self._load_scheduler_config()
         try:
             self._harness = Harness(self.cluster, self.clock, self.config, self._registry(), seed=self.seed,
-                                    features=self.features,
+                                    features=self.features, scheduler_client=self._scheduler_client(),
                                     controllers=[name for name in CONTROLLERS if name not in NOT_IN_SCHEDULER_PERF])
         except ConfigError as err:
             raise PerfConfigError(f"{self.case.name}: scheduler configuration: {err}") from None
@@ -197,6 +199,17 @@ class WorkloadExecutor:
             self.suite.scheduler_built(self.scheduler)
         for op in self.ops:
             op.check()
+
+    def _scheduler_client(self) -> ClusterClient | None:
+        """The scheduler's client: the cluster behind a token bucket with the workload's (or the test case's)
+        ``schedulerApiClientQPS``/``Burst`` (a blocking wait in wall time, as client-go's), None when unset."""
+        limits = self.case.api_client_limits(self.workload)
+        if limits is None:
+            return None
+        qps, burst = limits
+        self.notes.append(f"the scheduler's API client is limited to {qps:g} requests/s, burst {burst} "
+                          "(schedulerApiClientQPS/Burst; events and watches are not counted)")
+        return ThrottledClient(self.cluster, TokenBucketRateLimiter(qps, burst))
 
     def _load_scheduler_config(self) -> KubeSchedulerConfiguration:
         try:

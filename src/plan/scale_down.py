@@ -25,7 +25,7 @@ Utilization counts CPU and memory only (cluster-autoscaler's GPU threshold is no
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import attrs
 
@@ -60,6 +60,15 @@ class ScaleDown:
 
     removed: tuple[Removal, ...]
     kept: dict[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plan as plain data (``kubesched plan --scale-down -o json``, the UI's Plan page): ``remove``
+        (node, utilization 0-1, moved pods, destinations), ``keep`` (node -> why)."""
+        return {
+            "remove": [{"node": r.node, "utilization": round(r.utilization, 4), "moved": list(r.moved),
+                        "destinations": dict(r.destinations)} for r in self.removed],
+            "keep": dict(self.kept),
+        }
 
 
 def plan_scale_down(sim: Simulator, threshold: float = 0.5) -> ScaleDown:

@@ -13,6 +13,11 @@ pending gang has members may be added before it fits (a 4-node gang places
 nothing until the 4th node).  Empty nodes are then removed; the estimate is the
 nodes that hold pods and the pods placed.
 
+The plan is made in a copy of the cluster as it is now in which the pending
+pods (and PodGroups with no pod bound) do not preempt: cluster-autoscaler's
+estimator never preempts, and so a pod that fits nowhere does not try
+preemption again on every node added.
+
 **Greedy mode** (cluster-autoscaler's loop): each round estimates every
 template, the expander (:mod:`.expanders`) picks one, its nodes are added for
 good, and rounds go on until nothing is pending or no template places a pod.
@@ -29,12 +34,13 @@ about templates x rounds greedy plans.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import attrs
 
-from kubesched.core.api.core_v1 import ObjectMeta, Pod, PodStatus
+from kubesched.core.api.core_v1 import Event, ObjectMeta, Pod, PodStatus
 from kubesched.core.api.resource_helpers import pod_requests
+from kubesched.core.api.scheduling_v1beta1 import PodGroup
 from kubesched.sim import Simulator
 
 from .expanders import EXPANDERS, Option, price
@@ -83,6 +89,51 @@ class ScaleUp:
         """What the added nodes cost per hour, in the templates' currency."""
         return sum(step.cost_per_hour for step in self.steps)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The plan as plain data (what ``kubesched plan -o json`` prints and the UI's Plan page shows):
+        ``add`` (template, count, costPerHourEach, costPerHour), ``nodes``, ``costPerHour``, ``steps``,
+        ``placements``, ``groups``, ``owners`` (pods with a controller), ``unplaced``."""
+        costs = {step.template.name: step.template.cost_per_hour for step in self.steps}
+        return {
+            "add": [{"template": name, "count": count, "costPerHourEach": costs[name],
+                     "costPerHour": round(count * costs[name], 6)} for name, count in self.added.items()],
+            "nodes": sum(self.added.values()),
+            "costPerHour": round(self.cost_per_hour, 6),
+            "steps": [{"template": s.template.name, "count": s.count, "pods": list(s.pods)} for s in self.steps],
+            "placements": dict(self.placements),
+            "groups": {group: list(pods) for group, pods in self.groups.items()},
+            "owners": {pod: owner for pod, owner in self.owners.items() if owner},
+            "unplaced": [{"pod": u.pod, "group": u.group, "message": u.message, "templates": dict(u.templates)}
+                         for u in self.unplaced],
+        }
+
+
+def landing_rows(answer: dict) -> list[tuple[str, str]]:
+    """Where the pending pods of :meth:`ScaleUp.as_dict` land, for a person: (what, nodes) - one row per gang,
+    then per controller (a ReplicaSet's pods), then per pod; nodes as :func:`node_counts` writes them."""
+    rows = []
+    grouped = {pod for pods in answer["groups"].values() for pod in pods}
+    for group, pods in answer["groups"].items():
+        rows.append((f"podgroup/{group} ({len(pods)} pods)", node_counts([answer["placements"][p] for p in pods])))
+    workloads: dict[str, list[str]] = {}
+    for pod in answer["placements"]:
+        if pod not in grouped:
+            owner = answer["owners"].get(pod)
+            kind, _, name = (owner or "").partition("/")
+            workloads.setdefault(f"{kind} {pod.split('/')[0]}/{name}" if owner else pod, []).append(pod)
+    for owner, pods in workloads.items():
+        label = pods[0] if owner == pods[0] else f"{owner} ({len(pods)} pods)"
+        rows.append((label, node_counts([answer["placements"][p] for p in pods])))
+    return rows
+
+
+def node_counts(nodes: list[str]) -> str:
+    """``a, b x2, (pending) x3``: each node (sorted, "(pending)" last) with how many of ``nodes`` name it."""
+    counts: dict[str, int] = {}
+    for node in sorted(nodes, key=lambda n: (not n, n)):
+        counts[node or "(pending)"] = counts.get(node or "(pending)", 0) + 1
+    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counts.items())
+
 
 def pending(sim: Simulator) -> list[Pod]:
     """The pods bound to no node and not finished, sorted by ``namespace/name``."""
@@ -99,6 +150,8 @@ class _Planner:
         self.next_index = {t.name: 1 for t in self.templates}
         self.added = {t.name: 0 for t in self.templates}
         self.tried = 0  # how many node indices the last estimate used
+        #: template name -> (its last option, the fork holding it, indices used): taken without estimating again
+        self.estimated: dict[str, tuple[Option, Simulator, int]] = {}
 
     def budget(self, template: NodeTemplate) -> int:
         return template.max_count - self.added[template.name]
@@ -134,30 +187,40 @@ class _Planner:
     def options(self) -> list[Option]:
         """Every template's estimate, each in a fork of the simulator (left as it was)."""
         found = []
+        estimated = {}
         for template in self.templates:
             if self.budget(template) <= 0:
                 continue
             with self.trying():
                 option = self.estimate(template)
+                estimated[template.name] = (option, self.sim, self.tried)
             if option.pods:
                 found.append(option)
+        self.estimated = estimated
         return found
 
     @contextlib.contextmanager
     def trying(self) -> Iterator[None]:
         """Work on a fork of the simulator while the block lasts; then the simulator and indices as they were."""
-        saved = self.sim, dict(self.next_index), dict(self.added)
-        self.sim = saved[0].fork()
+        saved = self.sim, dict(self.next_index), dict(self.added), self.estimated
+        self.sim, self.estimated = saved[0].fork(), {}
         try:
             yield
         finally:
-            self.sim, self.next_index, self.added = saved
+            self.sim, self.next_index, self.added, self.estimated = saved
 
     def take(self, option: Option) -> Option:
-        """Add ``option``'s nodes for good (the same estimate again, now kept)."""
-        taken = self.estimate(option.template)
-        self.next_index[option.template.name] += self.tried
-        self.added[option.template.name] += taken.count
+        """Add ``option``'s nodes for good: the fork :meth:`options` made it in becomes the simulator (once),
+        or the same estimate is made again and kept."""
+        name = option.template.name
+        made = self.estimated.pop(name, None)
+        if made is not None and made[0] is option:
+            taken, self.sim, self.tried = made
+        else:
+            taken = self.estimate(option.template)
+        self.estimated = {}
+        self.next_index[name] += self.tried
+        self.added[name] += taken.count
         return taken
 
     def greedy(self, expander: Callable[[Sequence[Option]], Option], bound: float | None = None) -> list[Option]:
@@ -175,15 +238,16 @@ class _Planner:
 
 def plan_scale_up(sim: Simulator, templates: Sequence[NodeTemplate], expander: str = "least-waste",
                   search: bool = False) -> ScaleUp:
-    """Plan the nodes to add (see the module's documentation) and add them to
-    ``sim`` (run it in a transaction to keep ``sim`` as it was).  ``expander``: a
+    """Plan the nodes to add (see the module's documentation) in forks of ``sim``,
+    which is left as it was.  ``expander``: a
     key of :data:`~.expanders.EXPANDERS`; ``search``: the rollout search instead
     of the greedy rounds.  Raises ``KeyError`` for an unknown expander."""
     choose = EXPANDERS[expander]
+    sim = _not_preempting(sim)
     before = pending(sim)
     planner = _Planner(sim, templates)
     steps = _search(planner) if search else planner.greedy(choose)
-    placements = sim.placements()
+    placements = planner.sim.placements()
     after = {pod.key: placements.get(pod.key, "") for pod in before}
     groups = _groups(before)
     owners = {pod.key: next((f"{ref.kind}/{ref.name}" for ref in pod.metadata.owner_references if ref.controller), "")
@@ -192,10 +256,35 @@ def plan_scale_up(sim: Simulator, templates: Sequence[NodeTemplate], expander: s
                    tuple(_explain(planner, [pod for pod in before if not after[pod.key]])))
 
 
+def _not_preempting(sim: Simulator) -> Simulator:
+    """A simulator of what ``sim`` holds now (its configuration, feature gates and time) in which the pending
+    pods - and the PodGroups none of whose pods is bound, with their pods - have ``preemptionPolicy: Never``:
+    cluster-autoscaler's estimator never preempts, and a pod that cannot fit would otherwise try preemption
+    again on every node added (most of the work)."""
+    simulation = sim.simulation
+    stored = [obj for obj in simulation.cluster.objects() if not isinstance(obj, Event)]
+    bound_groups = {_group_of(obj) for obj in stored if isinstance(obj, Pod) and obj.spec.node_name} - {None}
+    objects = []
+    for obj in stored:  # the admitted priority is kept without its class, whose policy may differ
+        if isinstance(obj, PodGroup) and f"{obj.metadata.namespace}/{obj.metadata.name}" not in bound_groups:
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption_policy="Never", priority_class_name=""))
+        elif isinstance(obj, Pod) and not obj.spec.node_name and not obj.terminal and _group_of(obj) not in bound_groups:
+            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption_policy="Never", priority_class_name=""))
+        objects.append(obj)
+    features = simulation.features
+    return Simulator.from_manifests(objects, config=simulation.config, feature_gates=features.overrides,
+                                    emulated_version=features.emulated_version, start=simulation.clock.now())
+
+
+def _group_of(pod: Pod) -> str | None:
+    """The ``namespace/name`` of ``pod``'s PodGroup (None alone)."""
+    group = pod.spec.scheduling_group
+    return f"{pod.metadata.namespace}/{group.pod_group_name}" if group is not None and group.pod_group_name else None
+
+
 def _search(planner: _Planner) -> list[Option]:
     steps: list[Option] = []
-    sim = planner.sim
-    while pending(sim):
+    while pending(planner.sim):
         options = planner.options()
         if not options:
             break

@@ -24,6 +24,7 @@ from kubesched import (
     hookimpl,
 )
 from kubesched.core.api.node_features import Version, default_registry, parse_version
+from kubesched.core.api.resource_helpers import is_pod_resize_deferred
 
 REASON = "node(s) didn't match Pod's required features"
 STATE_KEY = "PreFilterNodeDeclaredFeatures"
@@ -43,8 +44,11 @@ class NodeDeclaredFeatures:
         self.version: Version = parse_version(handle.features.emulated_version)
 
     def required(self, pod) -> frozenset[str]:
-        """The features ``pod`` needs its node to declare (none while the gate is off)."""
+        """The features ``pod`` needs its node to declare: none while the gate is off, and none for a pod
+        queued for its deferred resize (InPlacePodVerticalScalingSchedulerPreemption: it stays on its node)."""
         if not self.features.enabled(GATE):
+            return frozenset()
+        if self.features.enabled("InPlacePodVerticalScalingSchedulerPreemption") and is_pod_resize_deferred(pod):
             return frozenset()
         return self.registry.infer_for_pod_scheduling(pod.spec, self.version)
 

@@ -164,7 +164,7 @@ class Simulator:
 
     @property
     def simulation(self) -> Simulation:
-        """The simulation underneath (its cluster, scheduler, clock); changed by rollback: do not keep it."""
+        """The simulation underneath (its cluster, scheduler, clock); a rollback puts its state back in place."""
         return self._sim
 
     def placements(self) -> dict[str, str]:

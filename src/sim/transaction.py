@@ -11,10 +11,10 @@ what is pending, not by the cluster).  :meth:`Savepoint.rollback`:
    resourceVersions, uids and timestamps);
 2. delivers to the informers, for each object the transaction changed, the
    change back (an add of what was deleted, a delete of what was created, an
-   update to the old object for Nodes and Pods, a delete and an add for the
-   others - see :func:`_changes_back`) - the scheduler's cache,
+   update to the old object; see :func:`_changes_back`) - the scheduler's cache,
    snapshot rows, PodGroup members and allocated devices follow through the
-   same handlers that built them;
+   same handlers that built them; what a handler writes meanwhile (a controller
+   deleting what a deleted owner owned) is undone again, its events dropped;
 3. puts the saved history back (which undoes what those handlers queued).
 
 Its cost is proportional to the objects changed plus the pending pods and
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from kubesched.core.api.core_v1 import Node, Pod
+from kubesched.core.api.core_v1 import Pod
 from kubesched.core.cluster.client import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.core.undo import ABSENT, StoreWrite, restoring_all, saved_fields
 from kubesched.drivers.simulation import Simulation
@@ -95,7 +95,7 @@ class Savepoint:
         self._restore = restoring_all([
             simulation.cluster.savepoint(), simulation.clock.savepoint(), simulation.scheduler.savepoint(),
             simulation.controllers.savepoint(), saved_fields(simulation, ("changes", "_pending_changes")),
-            saved_fields(simulation.features, ("_values", "notes")),
+            saved_fields(simulation.features, ("_values", "_enabled", "notes")),
         ])
 
     def rollback(self) -> None:
@@ -108,9 +108,17 @@ class Savepoint:
                 touched.setdefault((step.kind, step.key), step)
         now = {key: write.store.get(write.key, ABSENT) for key, write in touched.items()}
         self._journal.rollback(self._mark)
-        for (kind, _), write in reversed(touched.items()):
-            for event in _changes_back(kind, now[kind, write.key], write.previous):
-                informers.deliver(event)
+        informers.replaying = True
+        try:
+            for (kind, _), write in reversed(touched.items()):
+                for event in _changes_back(kind, now[kind, write.key], write.previous):
+                    informers.deliver(event)
+        finally:
+            informers.replaying = False
+        # a handler that writes on an event (a controller deleting what a deleted owner owned) wrote for the
+        # replay, not for the state it restores: those writes are undone and their watch events dropped
+        self._journal.rollback(self._mark)
+        informers.discard_pending()
         self._restore()
 
     def release(self) -> None:
@@ -119,19 +127,16 @@ class Savepoint:
 
 
 def _changes_back(kind: str, now: Any, before: Any) -> list[WatchEvent]:
-    """The watch events that take an informer from ``now`` to ``before`` (:data:`ABSENT`: no object).
-
-    Going back is going to an older resourceVersion, which the assume caches ignore in an update (as
-    upstream's do, so that an assumed copy survives a stale event): an object other than a Node or a Pod comes
-    back as a delete and an add.  A Pod does too when its node or phase changed (the cache holds it by node);
-    a Node is updated (a delete would drop the pods the cache holds on it)."""
+    """The watch events that take an informer from ``now`` to ``before`` (:data:`ABSENT`: no object): an add of
+    what was deleted, a delete of what was created, an update back (to an older resourceVersion, which
+    :attr:`Informers.replaying` lets the assume caches take); a Pod whose node or phase changed is deleted and
+    added again, as the scheduler's cache holds a pod by its node."""
     if now is before:
         return []
     if before is ABSENT:
         return [WatchEvent(DELETED, kind, now)]
     if now is ABSENT:
         return [WatchEvent(ADDED, kind, before)]
-    if isinstance(now, Node) or (isinstance(now, Pod) and now.spec.node_name == before.spec.node_name
-                                 and now.terminal == before.terminal):
-        return [WatchEvent(MODIFIED, kind, before)]
-    return [WatchEvent(DELETED, kind, now), WatchEvent(ADDED, kind, before)]
+    if isinstance(now, Pod) and (now.spec.node_name != before.spec.node_name or now.terminal != before.terminal):
+        return [WatchEvent(DELETED, kind, now), WatchEvent(ADDED, kind, before)]
+    return [WatchEvent(MODIFIED, kind, before)]

@@ -57,6 +57,7 @@ from .views.cluster import cluster_page, node_page
 from .views.configs import effective_profiles, other_configuration, plugin_catalogue, side_by_side
 from .views.devices import devices_page
 from .views.objects import objects_page
+from .views.plan import plan_page
 from .views.pod import pod_page
 from .views.podgroups import podgroups_page
 from .views.timeline import state_at, timeline_page
@@ -204,6 +205,18 @@ async def devices(request: Request, outcome: Outcome) -> Response:
 async def podgroups(request: Request, outcome: Outcome) -> Response:
     return render(request, "podgroups.html", outcome, nav="podgroups",
                   **podgroups_page(outcome, topology=arg(request, "topology")))
+
+
+@over_outcome
+async def plan(request: Request, outcome: Outcome) -> Response:
+    runs = _ui(request).runs
+    scenario = runs.history.scenario_for(outcome.key) or runs.history.current()
+    try:
+        data = await run_in_threadpool(plan_page, scenario, runs.features, arg(request, "expander"),
+                                       arg(request, "mode"))
+    except (InvalidManifest, ConfigError, PluginError) as err:
+        data = {"error": str(err)}
+    return render(request, "plan.html", outcome, nav="plan", **data)
 
 
 @over_outcome
@@ -455,6 +468,8 @@ ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
     ("/timeline", timeline, GET),
     ("/timeline/state", timeline_state, GET),
     ("/objects", objects, GET),
+    # capacity: kubesched plan on the scenario
+    ("/plan", plan, GET),
     # what-if
     ("/whatif", whatif, GET),
     ("/panel/changes", changes, GET),

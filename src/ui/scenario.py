@@ -33,6 +33,7 @@ from kubesched.core.api.manifests import (
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.registry import Registry
 from kubesched.drivers.harness import check_configuration
+from kubesched.plan.templates import NodeTemplate, split_templates
 
 #: The kind an :class:`Edit` names to replace the configuration.
 CONFIG_KIND = "KubeSchedulerConfiguration"
@@ -64,11 +65,13 @@ class Scenario:
     """One input to simulate.  ``objects``: (source file, object) in creation
     order (pods are created after the rest by the run); ``config_text``: the
     KubeSchedulerConfiguration YAML ("" for the default profile);
-    ``changes``: the timed changes."""
+    ``changes``: the timed changes; ``templates``: the node templates of ``kubesched plan``."""
 
     objects: tuple[tuple[str, Any], ...]
     config_text: str = ""
     changes: tuple[TimedChange, ...] = ()
+    #: the Node manifests marked ``kubesched.io/node-template`` (never created; the Plan page adds copies)
+    templates: tuple[NodeTemplate, ...] = ()
 
     def find(self, kind: str, key: str) -> Any | None:
         """The object of ``kind`` named ``key`` (``namespace/name`` or ``name``), or None."""
@@ -84,7 +87,7 @@ class Scenario:
 
 def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange],
                   registry: Registry | None = None) -> Scenario:
-    """The scenario of the files: every object of ``paths``, the ``config``
+    """The scenario of the files: every object of ``paths`` (node templates apart), the ``config``
     file's text (its profiles' plugins built from ``registry`` as a run would), the ``changes`` (their files are
     read when a run applies them).  Raises :class:`InvalidManifest`, :class:`ConfigError` or ``PluginError``
     (naming the file) for bad input and :class:`ConfigError` for a missing file."""
@@ -92,7 +95,7 @@ def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[
     for path in paths:
         if not Path(path).exists():
             raise ConfigError(f"{path}: no such file or directory")
-    objects = tuple(load_sourced_objects(paths))
+    templates, objects = split_templates(load_sourced_objects(paths))
     text = ""
     if config is not None:
         try:
@@ -103,7 +106,7 @@ def read_scenario(paths: Iterable[Path], config: Path | None, changes: Iterable[
     changes = tuple(changes)
     for change in changes:
         load_sourced_objects([change.path])
-    return Scenario(objects, text, changes)
+    return Scenario(tuple(objects), text, changes, tuple(templates))
 
 
 def watched_files(paths: Iterable[Path], config: Path | None, changes: Iterable[TimedChange]) -> dict[str, tuple]:

@@ -161,3 +161,11 @@ def test_compare_two_releases_lists_the_gates_an_upgrade_turns():
     assert turned["StorageCapacityScoring"] == (False, True)
     assert turned["VolumeLimitScaling"] == (False, True)
     assert answer["sides"]["a"]["config"] == "default profile @ 1.36"
+
+
+def test_a_copy_answers_for_the_gates_switched_on_before_it():
+    gates = FeatureGates("1.37")
+    assert not gates.enabled("GenericWorkload")
+    assert gates.require("GenericWorkload", "PodGroup default/train") is None
+    twin = gates.copy()
+    assert twin.enabled("GenericWorkload") and gates.enabled("GenericWorkload")

@@ -159,3 +159,23 @@ def test_a_pod_whose_nominated_node_fails_falls_back_to_the_hint():
     off, _ = run(objects, batching=False, then=nominated)
     assert on == off and "blocked" not in on.values()
     assert batched(sim_on) >= 3
+
+
+def test_batching_metrics_carry_upstreams_names_and_labels():
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"profile": "default-scheduler", **labels}) or 0.0
+
+    before = {"used": sample("scheduler_batch_attempts_total", result="hint_used"),
+              "none": sample("scheduler_batch_attempts_total", result="no_hint"),
+              "hinted": sample("scheduler_get_node_hint_duration_seconds_count", hinted="hint"),
+              "stored": sample("scheduler_store_schedule_results_duration_seconds_count"),
+              "incompatible": sample("scheduler_batch_cache_flushed_total", reason="pod_incompatible")}
+    _, sim = run(SHAPES["alternating signatures"][:10] + SHAPES["host ports"][12:18], batching=True)
+    assert sample("scheduler_batch_attempts_total", result="hint_used") == before["used"] + batched(sim) == \
+        before["used"] + 5
+    assert sample("scheduler_batch_attempts_total", result="no_hint") == before["none"] + 1
+    assert sample("scheduler_get_node_hint_duration_seconds_count", hinted="hint") == before["hinted"] + 5
+    assert sample("scheduler_store_schedule_results_duration_seconds_count") == before["stored"] + 6
+    assert sample("scheduler_batch_cache_flushed_total", reason="pod_incompatible") == before["incompatible"]

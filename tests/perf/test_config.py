@@ -15,6 +15,10 @@ from .helpers import DATA, MISC, basic_case, write_config
     "default_preemption/performance-config.yaml",
     "dra/performance-config.yaml",
     "dra/devicetaints/performance-config.yaml",
+    "stress/performance-config.yaml",
+    "starvation/performance-config.yaml",
+    "dra/listattributes/performance-config.yaml",
+    "dra/compatibilitygroups/performance-config.yaml",
 ])
 def test_every_shipped_config_loads(relative):
     cases = load_test_cases(DATA / relative)
@@ -177,3 +181,31 @@ def test_a_param_with_a_default_takes_it_when_the_workload_leaves_it_out():
     assert params.any("$constraints|") == ""
     with pytest.raises(PerfConfigError, match="parameter missing is undefined"):
         params.any("$missing")
+
+
+def test_scheduler_api_client_limits_workload_over_test_case_over_default(tmp_path):
+    case = basic_case(schedulerApiClientQPS=100, workloads=[
+        {"name": "case", "params": {"initNodes": 1, "measurePods": 1}},
+        {"name": "own", "schedulerApiClientBurst": 7, "params": {"initNodes": 1, "measurePods": 1}},
+    ])
+    loaded = load_test_cases(write_config(tmp_path, [case, basic_case(name="Unlimited")]))
+    assert loaded[0].api_client_limits(loaded[0].workload("case")) == (100.0, 5000)
+    assert loaded[0].api_client_limits(loaded[0].workload("own")) == (100.0, 7)
+    assert loaded[1].api_client_limits(loaded[1].workload("w")) is None
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("schedulerApiClientQPS", 0, "schedulerApiClientQPS: expected a positive number, got 0"),
+    ("schedulerApiClientBurst", 1.5, "schedulerApiClientBurst: expected a positive integer, got 1.5"),
+])
+def test_scheduler_api_client_limits_are_checked(tmp_path, field, value, message):
+    with pytest.raises(PerfConfigError, match=message):
+        load_test_cases(write_config(tmp_path, [basic_case(**{field: value})]))
+
+
+def test_the_starvation_suite_sets_its_scheduler_client_limits():
+    cases = {c.name: c for c in load_test_cases(DATA / "starvation/performance-config.yaml")}
+    victims = cases["StarvationHighPriorityVictims"]
+    assert victims.api_client_limits(victims.workload("10Nodes_100Cloggers")) == (100.0, 100)
+    independent = cases["StarvationIndependent"]
+    assert independent.api_client_limits(independent.workload("10Nodes_100Cloggers")) is None

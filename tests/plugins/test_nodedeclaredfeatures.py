@@ -4,14 +4,19 @@ Ported from kubernetes/kubernetes
 ``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures_test.go`` at commit
 1c8baf9c346a5a9a39706a9eab3528a0dfc15f64 (TestPreFilter, TestFilter, TestEnqueueExtensionsNodeUpdate,
 TestEventsToRegister for the enabled plugin; the mock features are registries of NodeFeature), plus the
-registry's own features and the whole path through a simulation (upstream's message)."""
+registry's own features and the whole path through a simulation (upstream's message); from the newest stored
+version (index id 71269779950, no commit named) TestNodeDeclaredFeatures_DeferredResizeSkipped and
+TestDryRunPreemptionCandidateFiltering.  TestIsSchedulableAfterTargetPodUpdate has no counterpart: a pending
+pod's own update that changes what it needs moves it as any pod update does (the queue's update)."""
 
 from __future__ import annotations
 
 import attrs
 import pytest
 
+from kubesched.core.api.core_v1 import PodCondition
 from kubesched.core.api.node_features import FeatureRegistry, NodeFeature, default_registry, parse_version
+from kubesched.core.features import FeatureGates
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.status import Code
 from kubesched.drivers.simulation import Simulation
@@ -118,3 +123,62 @@ def test_a_pod_needing_a_feature_goes_to_the_node_that_declares_it():
     condition = next(c for c in alone.pod("r").status.conditions if c.type == "PodScheduled")
     assert condition.message == f"0/1 nodes are available: 1 {REASON}. preemption: 0/1 nodes are available: " \
                                 "1 Preemption is not helpful for scheduling."
+
+
+def test_a_pod_queued_for_its_deferred_resize_skips_the_plugin():
+    """Upstream's TestNodeDeclaredFeatures_DeferredResizeSkipped (the newest stored nodedeclaredfeatures_test.go,
+    index id 71269779950): with InPlacePodVerticalScalingSchedulerPreemption, PreFilter skips a pod whose resize
+    is Deferred and Filter passes it, whatever the node declares."""
+    made = make(NodeDeclaredFeatures, features=FeatureGates("1.37", {"InPlacePodVerticalScalingSchedulerPreemption": True}))
+    made.registry = FeatureRegistry([mock("TestFeature", True)])
+    deferred = pod("p")
+    deferred = attrs.evolve(deferred, status=attrs.evolve(deferred.status, conditions=(
+        PodCondition(type="PodResizePending", status="True", reason="Deferred"),)))
+    state = CycleState()
+    assert made.pre_filter(state, deferred, []).code == Code.SKIP
+    assert made.filter(state, deferred, info(node("node1"))) is None
+    # without the gate the same pod needs the feature
+    plain = make(NodeDeclaredFeatures)
+    plain.registry = FeatureRegistry([mock("TestFeature", True)])
+    assert plain.pre_filter(CycleState(), deferred, []) is None
+
+
+def first_container_is(name: str):
+    return lambda spec: bool(spec.containers) and spec.containers[0].name == name
+
+
+DRY_RUN_FEATURES = [NodeFeature("intel.com/avx512", first_container_is("container-req-avx512"), None),
+                    NodeFeature("arm.com/sve2", first_container_is("container-req-sve2"), None),
+                    NodeFeature("other.com/unsatisfied", first_container_is("container-req-unsat"), None)]
+
+
+@pytest.mark.parametrize("name, container, features, preempted", [
+    ("preemptor requires AVX-512, only node-avx512 is preemption candidate", "container-req-avx512", None,
+     {"victim-avx512"}),
+    ("preemptor requires SVE2, only node-sve2 is preemption candidate", "container-req-sve2", None, {"victim-sve2"}),
+    ("preemptor requires unsatisfied feature, no candidates returned", "container-req-unsat", None, set()),
+    ("feature gate disabled, feature requirements are ignored and all nodes are candidates", "container-req-unsat",
+     FeatureGates("1.35", {"NodeDeclaredFeatures": False}), "one"),
+])
+def test_dry_run_preemption_candidate_filtering(name, container, features, preempted):
+    """Upstream's TestDryRunPreemptionCandidateFiltering (the same file): the preemption's candidates are the nodes
+    that declare what the preemptor needs; here through a simulation, where DefaultPreemption evicts the chosen
+    candidate's victim (upstream lists every candidate)."""
+    def with_features(n, *declared):
+        return attrs.evolve(n, status=attrs.evolve(n.status, declared_features=declared))
+
+    sim = Simulation(features=features)
+    sim.scheduler.profiles["default-scheduler"].plugins["NodeDeclaredFeatures"].registry = FeatureRegistry(
+        DRY_RUN_FEATURES)
+    nodes = [with_features(node("node-avx512", cpu="1", memory="1000Mi", pods=10), "intel.com/avx512"),
+             with_features(node("node-sve2", cpu="1", memory="1000Mi", pods=10), "arm.com/sve2"),
+             node("node-no-feature", cpu="1", memory="1000Mi", pods=10)]
+    victims = [pod(f"victim-{n.metadata.name[5:]}", cpu="1", memory="1000Mi", priority=500, node_name=n.metadata.name)
+               for n in nodes]
+    sim.create([*nodes, *victims])
+    sim.run()
+    sim.create([pod("preemptor", priority=1000, containers=[{"name": container, "image": "pause", "resources": {
+        "requests": {"cpu": "1", "memory": "1000Mi"}}}])])
+    sim.run()
+    gone = {e.involved_object.name for e in sim.events("Preempted")}
+    assert len(gone) == 1 if preempted == "one" else gone == preempted

@@ -51,8 +51,13 @@ def _restart_rules(container: Container) -> list:
 
 def _restarts_all_containers(spec: PodSpec) -> bool:
     """A container whose restart rules restart every container (KEP-5532)."""
-    return any(isinstance(rule, dict) and rule.get("action") == "RestartAllContainers"
-               for container in (*spec.containers, *spec.init_containers) for rule in _restart_rules(container))
+    for containers in (spec.containers, spec.init_containers):
+        for container in containers:
+            if "restartPolicyRules" in container.extra and any(
+                    isinstance(rule, dict) and rule.get("action") == "RestartAllContainers"
+                    for rule in _restart_rules(container)):
+                return True
+    return False
 
 
 def _host_network_in_user_namespace(spec: PodSpec) -> bool:
@@ -79,16 +84,24 @@ class FeatureRegistry:
 
     def __init__(self, features: tuple[NodeFeature, ...] | list[NodeFeature]):
         self.features = tuple(sorted(features, key=lambda f: f.name))
+        #: version -> (name, infer) of the features still asked for at that version that a spec may need
+        self._asked: dict[Version, tuple[tuple[str, Callable[[PodSpec], bool]], ...]] = {}
 
     def infer_for_pod_scheduling(self, spec: PodSpec, version: Version) -> frozenset[str]:
         """The names of the features a pod with ``spec`` needs of its node when
         the scheduler is at ``version`` (a feature past its ``max_version`` is
         not asked for)."""
-        return frozenset(feature.name for feature in self.features
-                         if (feature.max_version is None or version <= feature.max_version)
-                         and feature.infer_for_scheduling(spec))
+        asked = self._asked.get(version)
+        if asked is None:
+            asked = self._asked[version] = tuple(
+                (feature.name, feature.infer_for_scheduling) for feature in self.features
+                if (feature.max_version is None or version <= feature.max_version)
+                and feature.infer_for_scheduling is not _only_on_update)
+        needed = [name for name, infer in asked if infer(spec)]
+        return frozenset(needed) if needed else _NOTHING
 
 
+_NOTHING: frozenset[str] = frozenset()
 _registry = FeatureRegistry(DEFAULT_FEATURES)
 
 

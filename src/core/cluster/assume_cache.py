@@ -47,6 +47,7 @@ class AssumeCache:
 
     def __init__(self, informers: Informers, kind: str):
         self.kind = kind
+        self._informers = informers
         self._latest: dict[str, Any] = {}
         self._api: dict[str, Any] = {}
         self._handlers: list[Callable[[Any, Any], None]] = []
@@ -64,8 +65,8 @@ class AssumeCache:
     def _on_add(self, obj: Any) -> None:
         key = object_key(obj)
         current = self._latest.get(key)
-        if current is not None and resource_version(obj) <= resource_version(current):
-            return  # not newer: keep what we have (an assumed copy survives a resync)
+        if current is not None and resource_version(obj) <= resource_version(current) and not self._informers.replaying:
+            return  # not newer: keep what we have (an assumed copy survives a resync), unless a rollback goes back
         self._latest[key] = obj
         self._api[key] = obj
         self._notify(current, obj)

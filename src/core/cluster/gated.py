@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.batch_v1 import CronJob, Job
-from ..api.core_v1 import Node, Pod
+from ..api.core_v1 import Event, Node, Pod
 from ..api.meta import evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1beta1 import CompositePodGroup, PodGroup, Workload
@@ -52,7 +52,7 @@ def admit_gated(obj: Any, features: FeatureGates) -> Any:
     if not _may_be_gated(obj):
         return obj
     kind = type(obj).__name__
-    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    name = _name(obj)
     for gate in KIND_GATES.get(type(obj), ()):
         refused = features.require(gate, name)
         if refused is not None:
@@ -130,29 +130,28 @@ def follow_served(obj: Any, features: FeatureGates) -> None:
     off - a scheduler pointed at a cluster that serves PodGroups schedules them as groups without flags."""
     if not _may_be_gated(obj):
         return
-    kind = type(obj).__name__
-    name = f"{kind} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
     for gate in KIND_GATES.get(type(obj), ()):
         if not features.enabled(gate):
-            features.require(gate, name)
+            features.require(gate, _name(obj))
     for gate, field, present, _ in _gated_fields(obj):
         if present and not features.enabled(gate):
-            features.require(gate, f"{name} ({field})")
+            features.require(gate, f"{_name(obj)} ({field})")
 
 
-#: the kinds that are gated or may hold a gated field (Pod and Node: see :func:`_may_be_gated`)
-GATED_KINDS = frozenset({*KIND_GATES, ResourceSlice, PodGroup, Workload, Job, CronJob})
+def _name(obj: Any) -> str:
+    return f"{type(obj).__name__} {obj.metadata.namespace or 'default'}/{obj.metadata.name}"
 
 
 def _may_be_gated(obj: Any) -> bool:
-    """False when ``obj`` is certainly neither of a gated kind nor holding a gated field (an Event, a common
-    Pod or Node), judged without building :func:`_gated_fields`: every write and every delivered object asks."""
+    """False when ``obj`` is certainly neither of a gated kind nor holding a gated field - an Event, a Pod or a
+    Node without one, the objects written and delivered most - judged without building :func:`_gated_fields`;
+    True for every other kind (the full check decides)."""
     kind = type(obj)
     if kind is Pod:
         return obj.spec.scheduling_group is not None or obj.spec.resources is not None
     if kind is Node:
         return bool(obj.status.declared_features)
-    return kind in GATED_KINDS
+    return kind is not Event
 
 
 def _gated_fields(obj: Any) -> list[tuple[str, str, bool, Any]]:

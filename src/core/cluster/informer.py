@@ -106,6 +106,9 @@ class Informers:
         self._queue: collections.deque[WatchEvent] = collections.deque()
         self.wakeup = threading.Event()
         self.synced = False
+        #: True while ``kubesched.sim``'s rollback delivers a transaction's changes back: an update may then carry
+        #: an older resourceVersion than the one it replaces, and is not stale (the assume caches take it)
+        self.replaying = False
 
     def add_handlers(
         self,
@@ -162,6 +165,13 @@ class Informers:
     def pending(self) -> bool:
         """Whether events are queued that :meth:`pump` has not delivered."""
         return bool(self._queue)
+
+    def discard_pending(self) -> int:
+        """Drop the queued events :meth:`pump` has not delivered (a rollback drops the watch events of the writes
+        it undid); returns how many."""
+        dropped = len(self._queue)
+        self._queue.clear()
+        return dropped
 
     def pump(self, limit: int | None = None) -> int:
         """Deliver queued events to the handlers; returns how many were delivered."""

@@ -21,6 +21,7 @@ import json
 import math
 from collections import defaultdict
 from typing import Any, Callable
+from weakref import WeakKeyDictionary
 
 import attrs
 
@@ -98,6 +99,41 @@ def pod_active(pod: Pod) -> bool:
     return not pod.terminal and pod.metadata.deletion_timestamp is None
 
 
+class OrphanPods:
+    """The pods without a controller, by namespace (what a workload's selector may adopt), kept from the Pod
+    informer: one index per :class:`Informers`, shared by every controller (:meth:`of`).  A pod update that
+    keeps its ``ownerReferences`` object (a status write) costs one identity check."""
+
+    _shared: "WeakKeyDictionary[Informers, OrphanPods]" = WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, informers: Informers) -> "OrphanPods":
+        """The index of ``informers``' pods (made and registered on first use)."""
+        index = cls._shared.get(informers)
+        if index is None:
+            index = cls._shared[informers] = cls(informers)
+        return index
+
+    def __init__(self, informers: Informers):
+        #: namespace -> keys of its pods without a controller
+        self.by_namespace: dict[str, set[str]] = defaultdict(set)
+        informers.add_handlers("Pod", self._added, self._updated, self._deleted)
+
+    def _added(self, pod: Pod) -> None:
+        if not any(ref.controller for ref in pod.metadata.owner_references):
+            self.by_namespace[pod.metadata.namespace].add(pod.key)
+
+    def _updated(self, old: Pod, new: Pod) -> None:
+        if old.metadata.owner_references is not new.metadata.owner_references or old.metadata.uid != new.metadata.uid:
+            self._deleted(old)
+            self._added(new)
+
+    def _deleted(self, pod: Pod) -> None:
+        keys = self.by_namespace.get(pod.metadata.namespace)
+        if keys:
+            keys.discard(pod.key)
+
+
 class OwnedPods:
     """The pods each controller owns, by the owner's uid, kept from the Pod informer; and the creations and
     deletions a controller has made that its informer has not shown yet (upstream ``ControllerExpectations``).
@@ -110,8 +146,7 @@ class OwnedPods:
         self._enqueue = enqueue
         self._pods = informers.store("Pod")
         self._owned: dict[str, set[str]] = defaultdict(set)
-        #: namespace -> pods without a controller (what a selector may adopt)
-        self._orphans: dict[str, set[str]] = defaultdict(set)
+        self._orphans = OrphanPods.of(informers)
         self._expected_adds: dict[str, set[str]] = defaultdict(set)
         self._expected_deletes: dict[str, set[str]] = defaultdict(set)
         informers.add_handlers("Pod", self._added, self._updated, self._deleted)
@@ -121,12 +156,7 @@ class OwnedPods:
         return ref if ref is not None and ref.kind == self.kind else None
 
     def _added(self, pod: Pod) -> None:
-        controller = controller_of(pod)
-        if controller is None:
-            self._orphans[pod.metadata.namespace].add(pod.key)
-            return
-        self._orphans[pod.metadata.namespace].discard(pod.key)
-        ref = controller if controller.kind == self.kind else None
+        ref = self._ref(pod)
         if ref is not None:
             self._owned[ref.uid].add(pod.key)
             self._expected_adds[ref.uid].discard(pod.key)
@@ -135,13 +165,13 @@ class OwnedPods:
             self._enqueue(pod.metadata.namespace, ref.name)
 
     def _updated(self, old: Pod, new: Pod) -> None:
-        before = self._ref(old)
-        if old.metadata.uid != new.metadata.uid or (before is not None and before != self._ref(new)):
+        refs_changed = old.metadata.owner_references is not new.metadata.owner_references  # a status write keeps them
+        if old.metadata.uid != new.metadata.uid or (
+                refs_changed and (before := self._ref(old)) is not None and before != self._ref(new)):
             self._deleted(old)  # replaced, or released (its controller reference went or changed)
         self._added(new)
 
     def _deleted(self, pod: Pod) -> None:
-        self._orphans[pod.metadata.namespace].discard(pod.key)
         ref = self._ref(pod)
         if ref is not None:
             self._owned[ref.uid].discard(pod.key)
@@ -164,7 +194,7 @@ class OwnedPods:
         uid, namespace = owner.metadata.uid, owner.metadata.namespace
         deleting = owner.metadata.deletion_timestamp is not None
         claimed = []
-        for key in sorted(self._owned.get(uid, set()) | self._orphans.get(namespace, set())):
+        for key in sorted(self._owned.get(uid, set()) | self._orphans.by_namespace.get(namespace, set())):
             pod = self._pods.get(key)
             if pod is None or (active_only and not pod_active(pod)):
                 continue

@@ -122,7 +122,7 @@ class _SliceMemo:
         self.contents: dict[str, tuple] = {}
 
 
-def _content_key(driver: str, device: resource_v1.Device) -> tuple:
+def content_key(driver: str, device: resource_v1.Device) -> tuple:
     """Everything a selector can see of a device (not its name, pool or node)."""
     return (driver, bool(device.allow_multiple_allocations), repr(sorted(device.attributes.items())),
             repr(sorted(device.capacity.items())))
@@ -207,7 +207,7 @@ class SelectorCache:
         if result is None:
             content = memo.contents.get(device.name)
             if content is None:
-                content = memo.contents[device.name] = _content_key(resource_slice.spec.driver, device)
+                content = memo.contents[device.name] = content_key(resource_slice.spec.driver, device)
             result = self._by_content.get((selector.expression, content))
             if result is None:
                 try:

@@ -849,7 +849,7 @@ class Framework(PlacementExtensionPoints):
             elif status.code != Code.SKIP:
                 return Status(Code.ERROR, (f"running PreBindPreFlight plugin \"{name}\": {status.message()}",), name,
                               status.error)
-        return Status(Code.SUCCESS) if acting else Status(Code.SKIP)
+        return Status(Code.SUCCESS) if acting else Status.skip()
 
     def pre_bind_status(self, index: int, status: Status | None) -> Status | None:
         """The binding outcome of PreBind plugin ``index`` answering ``status``:

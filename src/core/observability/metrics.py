@@ -262,6 +262,12 @@ BATCH_ATTEMPTS = Counter(
     "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.", ["profile", "result"])
 BATCH_CACHE_FLUSHED = Counter(
     "scheduler_batch_cache_flushed_total", "Counts of cache flushes by reason.", ["profile", "reason"])
+GET_NODE_HINT_DURATION = BufferedHistogram(
+    "scheduler_get_node_hint_duration_seconds", "Latency for getting a node hint.", ["hinted", "profile"],
+    exponential_buckets(0.00001, 2, 12))
+STORE_SCHEDULE_RESULTS_DURATION = BufferedHistogram(
+    "scheduler_store_schedule_results_duration_seconds", "Latency for storing scheduling results.", ["profile"],
+    exponential_buckets(0.00001, 2, 12))
 QUEUE_INCOMING_PODS = Counter(
     "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"])

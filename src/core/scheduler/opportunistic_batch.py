@@ -27,7 +27,9 @@ Not done: upstream's newest rescoring of a last node that still fits (it flushes
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -75,20 +77,63 @@ class PodToSign:
 
 
 class BatchState:
-    """The reusable rest of one full cycle: the pod that ran it (``source``), the feasible snapshot ``rows``
-    not chosen (in the order the cycle scored them) with their ``totals`` (int64), the snapshot ``table`` they
-    index and the nodes' ``generations`` then, and ``created`` (seconds on the scheduler's clock)."""
+    """The reusable rest of one full cycle: the pod that ran it (``source``), its feasible snapshot ``rows``
+    (in the order the cycle scored them) with their ``totals`` (int64) less the row at ``chosen`` (taken out
+    on first use: most batches are never used), the snapshot ``table`` they index, ``since`` - a node
+    generation number drawn before that cycle's snapshot (a row whose generation is higher changed since) -
+    and ``created`` (seconds on the scheduler's clock)."""
 
-    __slots__ = ("source", "rows", "totals", "table", "generations", "created")
+    __slots__ = ("source", "rows", "totals", "table", "since", "created", "_chosen", "_of_rows")
 
-    def __init__(self, source: PodToSign, rows: np.ndarray, totals: np.ndarray, snapshot: Snapshot,
-                 created: float):
+    def __init__(self, source: PodToSign, rows: np.ndarray, totals: np.ndarray, chosen: int | None,
+                 table: Any, since: int, created: float):
         self.source = source
-        self.rows = rows
-        self.totals = totals
-        self.table = snapshot.table
-        self.generations = [snapshot.generations[row] for row in rows.tolist()]
+        self.rows, self.totals, self._chosen = rows, totals, chosen
+        self.table = table
+        self.since = since
         self.created = created
+        self._of_rows: Callable[[list[int]], tuple[int, ...]] | None = None
+
+    def left(self) -> int:
+        """How many nodes the batch can still hand out."""
+        return len(self.rows) - (self._chosen is not None)
+
+    def _drop(self, index: int) -> None:
+        keep = np.arange(len(self.rows)) != index
+        self.rows, self.totals = self.rows[keep], self.totals[keep]
+        self._of_rows = None
+
+    def _materialize(self) -> None:
+        if self._chosen is not None:
+            self._drop(self._chosen)
+            self._chosen = None
+
+    def changed(self, snapshot: Snapshot) -> bool:
+        """Did a node come or go, or one of :attr:`rows` change, since the batch's cycle took its snapshot?
+        (One C call over the rows: this runs for every batched pod.)"""
+        if self.table is not snapshot.table:
+            return True
+        self._materialize()
+        if self._of_rows is None:
+            self._of_rows = _getter(self.rows)
+        return max(self._of_rows(snapshot.generations), default=0) > self.since
+
+    def take(self, select_host: SelectHost) -> int:
+        """Remove the row ``select_host`` picks among the batch's (by their totals); returns its snapshot row."""
+        self._materialize()
+        index = select_host(self.totals, self.rows)
+        row = int(self.rows[index])
+        self._drop(index)
+        return row
+
+
+def _getter(rows: np.ndarray) -> Callable[[list[int]], tuple[int, ...]]:
+    """A function picking ``rows``' items of a list, as a tuple (one C call)."""
+    picks = rows.tolist()
+    if len(picks) == 1:
+        only = picks[0]
+        return lambda items: (items[only],)
+    return operator.itemgetter(*picks) if picks else lambda items: ()
 
 
 class OpportunisticBatch:
@@ -108,6 +153,9 @@ class OpportunisticBatch:
         profile = fwk.profile_name
         self._attempts = {result: metrics.BATCH_ATTEMPTS.labels(profile, result)
                           for result in (NO_HINT, HINT_USED, HINT_NOT_USED)}
+        self._hint_seconds = {hinted: metrics.GET_NODE_HINT_DURATION.labels(hinted, profile)
+                              for hinted in ("hint", "no_hint")}
+        self._store_seconds = metrics.STORE_SCHEDULE_RESULTS_DURATION.labels(profile)
 
     def _flush(self, reason: str) -> None:
         metrics.BATCH_CACHE_FLUSHED.labels(self.fwk.profile_name, reason).inc()
@@ -119,9 +167,17 @@ class OpportunisticBatch:
         """Upstream ``GetNodeHint``: the snapshot row of the node ``pod`` (in cycle number ``cycle``) should
         try first, taken out of the batch, or None (the state flushed when it
         cannot serve this pod).  Runs the Filter plugins on the last chosen node (``state``: the pod's
-        CycleState after PreFilter); ``select_host`` draws the next node as the full cycle would."""
+        CycleState after PreFilter); ``select_host`` draws the next node as the full cycle would.  Observed
+        in scheduler_get_node_hint_duration_seconds."""
+        started = perf_counter()
+        hint = self._hint(state, pod, cycle, now, snapshot, select_host)
+        self._hint_seconds["no_hint" if hint is None else "hint"].observe(perf_counter() - started)
+        return hint
+
+    def _hint(self, state: CycleState, pod: PodToSign, cycle: int, now: float, snapshot: Snapshot,
+              select_host: SelectHost) -> int | None:
         batch = self.state
-        if batch is None or not len(batch.rows):  # nothing left to hand out (upstream's stateEmpty)
+        if batch is None or not batch.left():  # nothing left to hand out (upstream's stateEmpty)
             self._attempts[NO_HINT].inc()
             return None
         reason = self._unusable(batch, state, pod, cycle, now, snapshot)
@@ -129,12 +185,7 @@ class OpportunisticBatch:
             self._flush(reason)
             self._attempts[NO_HINT].inc()
             return None
-        chosen = select_host(batch.totals, batch.rows)
-        row = int(batch.rows[chosen])
-        keep = np.arange(len(batch.rows)) != chosen
-        batch.rows, batch.totals = batch.rows[keep], batch.totals[keep]
-        del batch.generations[chosen]
-        return row
+        return batch.take(select_host)
 
     def _unusable(self, batch: BatchState, state: CycleState, pod: PodToSign, cycle: int, now: float,
                   snapshot: Snapshot) -> str | None:
@@ -146,13 +197,11 @@ class OpportunisticBatch:
         last = snapshot.get(self.last_chosen)
         if last is None:
             return NODE_MISSING
-        generations = snapshot.generations
-        if batch.table is not snapshot.table or any(generations[row] != seen for row, seen in
-                                                    zip(batch.rows.tolist(), batch.generations)):
-            return NODE_CHANGED
         status = self.fwk.run_filter(state, pod.pod, last)
         if status is None or not status.is_rejected():
             return NODE_NOT_FULL
+        if batch.changed(snapshot):
+            return NODE_CHANGED
         stored = batch.source.signature()
         if stored is None:
             return POD_NOT_BATCHABLE
@@ -161,10 +210,18 @@ class OpportunisticBatch:
         return None
 
     def store_results(self, pod: PodToSign, hinted: str | None, chosen: str, cycle: int, now: float,
-                      rest: tuple[np.ndarray, np.ndarray] | None, snapshot: Snapshot) -> None:
+                      scored: tuple[np.ndarray, np.ndarray, int] | None, snapshot: Snapshot, since: int) -> None:
         """Upstream ``StoreScheduleResults``: ``chosen`` won cycle ``cycle`` for ``pod`` (``hinted``: the node
-        hinted to it, or None).  A hint taken keeps the batch; otherwise the batch becomes ``rest`` - the
-        feasible rows not chosen and their total scores - when any are left, else it is flushed."""
+        hinted to it, or None).  A hint taken keeps the batch; otherwise the batch becomes the other nodes of
+        ``scored`` - the feasible rows, their total scores and the index of the chosen one - when any are
+        left, else it is flushed.  ``since``: a node generation drawn before the cycle's snapshot was taken.
+        Observed in scheduler_store_schedule_results_duration_seconds."""
+        started = perf_counter()
+        self._store(pod, hinted, chosen, cycle, now, scored, snapshot, since)
+        self._store_seconds.observe(perf_counter() - started)
+
+    def _store(self, pod: PodToSign, hinted: str | None, chosen: str, cycle: int, now: float,
+               scored: tuple[np.ndarray, np.ndarray, int] | None, snapshot: Snapshot, since: int) -> None:
         self.last_cycle, self.last_chosen = cycle, chosen
         if hinted is not None and hinted == chosen:
             self._attempts[HINT_USED].inc()
@@ -172,7 +229,7 @@ class OpportunisticBatch:
             return
         if hinted is not None:
             self._attempts[HINT_NOT_USED].inc()
-        if rest is not None and len(rest[0]):
-            self.state = BatchState(pod, rest[0], rest[1], snapshot, now)
+        if scored is not None and len(scored[0]) > 1:
+            self.state = BatchState(pod, scored[0], scored[1], scored[2], snapshot.table, since, now)
         else:
             self._flush(EMPTY_LIST)

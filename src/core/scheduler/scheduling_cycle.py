@@ -29,7 +29,7 @@ from ..framework.extender import (
     extender_scores,
     find_nodes_that_pass_extenders,
 )
-from ..framework.nodeinfo import PodInfo
+from ..framework.nodeinfo import PodInfo, next_generation
 from ..framework.runtime import FilterError, Framework, ScoreError
 from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
@@ -189,11 +189,11 @@ class SchedulingCycle:
         Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
         snapshot = self.shared.snapshot
+        attempt = BatchAttempt(batch, PodToSign(pod, batch.signer), next_generation()) if batch is not None else None
         self.shared.cache.update_snapshot(snapshot)
         num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        attempt = BatchAttempt(batch, PodToSign(pod, batch.signer)) if batch is not None else None
         feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
         if len(feasible) == 1:
             name = snapshot.nodes[feasible[0]].name
@@ -216,17 +216,17 @@ class SchedulingCycle:
         if state.record is not None:
             state.record.scored(snapshot.table.names[feasible], total, chosen)
         if attempt is not None:
-            keep = np.arange(len(feasible)) != chosen
-            self.store_batch(attempt, nodes[chosen].name, (np.asarray(feasible)[keep], total[keep]))
+            self.store_batch(attempt, nodes[chosen].name, (np.asarray(feasible), total, chosen))
         return nodes[chosen].name
 
-    def store_batch(self, attempt: BatchAttempt, chosen: str, rest: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """Hand the cycle's outcome to its batch: ``chosen`` node, ``rest`` the other feasible rows and their
-        total scores (None: none were scored)."""
+    def store_batch(self, attempt: BatchAttempt, chosen: str, scored: tuple[np.ndarray, np.ndarray, int] | None
+                    ) -> None:
+        """Hand the cycle's outcome to its batch: ``chosen`` node; ``scored`` the feasible rows, their total
+        scores and the index of the chosen one (None: none were scored)."""
         shared = self.shared
         hinted = shared.snapshot.nodes[attempt.hint].name if attempt.hint is not None else None
         attempt.batch.store_results(attempt.signed, hinted, chosen, shared.stats.cycles, shared.clock.now(),
-                                    rest, shared.snapshot)
+                                    scored, shared.snapshot, attempt.since)
 
     def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
         """Index of the highest total score (``rows``: the snapshot rows
@@ -364,13 +364,15 @@ class SchedulingCycle:
 
 class BatchAttempt:
     """One pod's use of its profile's opportunistic ``batch``: the pod to sign (``signed``, signed only when
-    the batch needs its signature) and the snapshot row the batch hinted (``hint``, None: no hint)."""
+    the batch needs its signature), a node generation drawn before the cycle's snapshot (``since``) and the
+    snapshot row the batch hinted (``hint``, None: no hint)."""
 
-    __slots__ = ("batch", "signed", "hint")
+    __slots__ = ("batch", "signed", "since", "hint")
 
-    def __init__(self, batch: OpportunisticBatch, signed: PodToSign):
+    def __init__(self, batch: OpportunisticBatch, signed: PodToSign, since: int):
         self.batch = batch
         self.signed = signed
+        self.since = since
         self.hint: int | None = None
 
 

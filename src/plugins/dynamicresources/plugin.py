@@ -536,6 +536,9 @@ class DynamicResources:
         deadline = self._filter_deadline(data)
         if data.timed_out or (deadline is not None and deadline()):
             return _TIMED_OUT_STATUS
+        known = data.allocator.known_fit(node, to_allocate)
+        if known is not None:  # an equivalent node was searched: the plan is made when asked for (_plan)
+            return None if known else Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
         try:
             results = data.allocator.allocate(node, to_allocate, deadline=deadline)
         except AllocationTimeout:

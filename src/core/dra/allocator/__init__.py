@@ -9,8 +9,9 @@ evaluations outside ``allocate`` that stop at a deadline with AllocationTimeout)
 
 Inside: the search over devices for a node (``allocator``), the requests and candidate
 devices it searches with (``requests``), the pools it sees from that node (``pools``),
-consumable capacity (``capacity``) and constraints across a claim's devices
-(``constraints``).  Import from the facade; the modules may move.
+consumable capacity (``capacity``), constraints across a claim's devices
+(``constraints``), compatibility groups (``compatibility``) and the memo of searches on
+equivalent nodes (``equivalence``).  Import from the facade; the modules may move.
 """
 
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID

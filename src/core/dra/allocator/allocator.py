@@ -69,6 +69,7 @@ from kubesched.core.cel import (
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity, compatibility
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
+from kubesched.core.dra.allocator.equivalence import SearchMemo, equivalence_key
 from kubesched.core.dra.allocator.pools import Pool, SliceIndex, node_matches
 from kubesched.core.dra.allocator.requests import (
     AllocationError,
@@ -216,6 +217,8 @@ class Allocator:
         self._taints: dict[DeviceID, tuple] = {}
         #: (device, capacity requests) -> what allocating it for them consumes (see :meth:`consumption`)
         self._consumption: dict[tuple, dict[str, Fraction] | None] = {}
+        #: searches by what decides them on an equivalent node (:mod:`.equivalence`)
+        self._searches = SearchMemo()
 
     def with_allocated(self, allocated: AllocatedState, now: float | None = None) -> Allocator:
         """This allocator over another allocated state: the next scheduling
@@ -229,6 +232,7 @@ class Allocator:
         other._claims = {}
         other._available_counters = {}
         other._group_baselines = {}
+        other._searches = SearchMemo()
         return other
 
     def allocate(
@@ -260,15 +264,35 @@ class Allocator:
             view = view.ordered(order)  # every device is ranked: a key may draw random numbers
         if only is not None:
             view = view.restricted(only)
-        search = _Search(self, node, view, [self._claim_spec(c) for c in claims], deadline,
-                         preselected=only is not None)
+        specs = [self._claim_spec(c) for c in claims]
+        search = _Search(self, node, view, specs, deadline, preselected=only is not None)
         if only is not None and search.single_plain_request():
             return search.take_first()  # no selector is evaluated: no deadline to watch
+        key = (equivalence_key(view, specs, self.allocated, self.taint_rules)
+               if order is None and only is None else None)
+        known = self._searches.known(key, claims)
+        if known is not None:
+            return None if known[0] is None else search.replay(known[0])
         try:
             with within_deadline(deadline):
-                return search.run()
+                results = search.run()
         finally:
             self.search_steps += search.steps
+        if key is not None:
+            self._searches.remember(key, claims, None if results is None else search.positions())
+        return results
+
+    def known_fit(self, node: Node, claims: Sequence[ResourceClaim]) -> bool | None:
+        """Whether :meth:`allocate` (no ``order``, no ``only``) finds devices for
+        ``claims`` on ``node``, when a search on an equivalent node this cycle already
+        told (:mod:`.equivalence`); None when it must search.  A Filter that only needs
+        the verdict leaves the results to be made for the node the pod gets."""
+        view = self.node_view(node)
+        if not claims:
+            return True
+        key = equivalence_key(view, [self._claim_spec(c) for c in claims], self.allocated, self.taint_rules)
+        known = self._searches.known(key, claims)
+        return None if known is None else known[0] is not None
 
     def has_invalid_pools(self, node: Node) -> bool:
         """Whether an invalid pool (duplicate device names, unknown counter sets,
@@ -626,6 +650,21 @@ class _Search:
         self._prepare()
         if not self._one(0, 0, 0, 0, False, 0):
             return None
+        return [self._result(index) for index in range(len(self.claims))]
+
+    def positions(self) -> list[list[tuple[RequestSpec, int]]]:
+        """Per claim, each pick of the finished search as (request spec, position among
+        the view's candidates): what :meth:`replay` takes on an equivalent node."""
+        where = {id(candidate): index for index, candidate in enumerate(self.view.candidates)}
+        return [[(pick.spec, where[id(pick.candidate)]) for pick in picks] for picks in self.picks]
+
+    def replay(self, positions: list[list[tuple[RequestSpec, int]]]) -> list[AllocationResult]:
+        """The results of a search on an equivalent node (:meth:`positions`), on this
+        node's devices: nothing is searched, no selector evaluated."""
+        self._prepare()
+        candidates = self.view.candidates
+        for claim, picks in enumerate(positions):
+            self.picks[claim] = [_Pick(spec, candidates[index], None, None) for spec, index in picks]
         return [self._result(index) for index in range(len(self.claims))]
 
     def single_plain_request(self) -> bool:

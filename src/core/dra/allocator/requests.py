@@ -18,6 +18,7 @@ from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.pools import SLICE_MEMOS, Pool, SliceMemo
 from kubesched.core.dra.devicetaints import affects_scheduling
+from kubesched.core.dra.selectors import content_key
 
 
 class AllocationError(Exception):
@@ -92,7 +93,7 @@ class ClaimSpec:
     :class:`RequestSpec`, a list of them (``firstAvailable``), or the
     :class:`AllocationError` that the request raises when it is reached."""
 
-    __slots__ = ("claim", "name", "requests", "constraints")
+    __slots__ = ("claim", "name", "requests", "constraints", "plain")
 
     def __init__(self, claim: ResourceClaim, classes: Mapping[str, DeviceClass]):
         self.claim = claim
@@ -108,6 +109,9 @@ class ClaimSpec:
             except AllocationError as err:
                 self.requests.append(err)
         self.constraints = devices.constraints
+        #: every request is a plain count of devices (not "All", no admin access, no ``firstAvailable``)
+        self.plain = all(isinstance(entry, RequestSpec) and not entry.all_mode and not entry.admin
+                         for entry in self.requests)
 
 
 def subrequests(claim_name: str, request, classes: Mapping[str, DeviceClass]) -> list[RequestSpec]:
@@ -134,7 +138,7 @@ class Candidate:
     """One device of a slice, with what the search needs of it (shared by all
     allocators through :data:`slice_candidates`)."""
 
-    __slots__ = ("id", "device", "slice", "taints", "multi", "per_device", "fits_whole")
+    __slots__ = ("id", "device", "slice", "taints", "multi", "per_device", "fits_whole", "_plain")
 
     def __init__(self, resource_slice: ResourceSlice, device):
         self.id = DeviceID(resource_slice.spec.driver, resource_slice.spec.pool.name, device.name)
@@ -147,6 +151,20 @@ class Candidate:
         # when nothing of the device is consumed yet.
         consumed = capacity.consumption(device, self.id.driver, None)
         self.fits_whole = consumed is not None and capacity.fits(device, consumed)
+        self._plain: tuple | None | bool = False  # not computed yet
+
+    @property
+    def plain_content(self) -> tuple | None:
+        """What the search can see of the device when it is a plain one - its
+        driver, attributes and capacity (:func:`~kubesched.core.dra.selectors.content_key`)
+        - or None when more decides: taints, shared counters, several allocations, its own
+        node selection.  Two plain devices with equal content are interchangeable for the
+        search (the allocator's memo of equivalent nodes)."""
+        if self._plain is False:
+            device = self.device
+            self._plain = None if (self.taints or device.consumes_counters or self.multi or self.per_device
+                                   or not self.fits_whole) else content_key(self.id.driver, device)
+        return self._plain  # type: ignore[return-value]
 
 
 slice_candidates = SliceMemo(lambda s: tuple(Candidate(s, d) for d in s.spec.devices))
@@ -156,11 +174,13 @@ SLICE_MEMOS.append(slice_candidates)
 class NodeView:
     """The pools of one node and the devices that may be allocated there, in order."""
 
-    __slots__ = ("pools", "pool_of", "candidates")
+    __slots__ = ("pools", "pool_of", "candidates", "_signature", "_ids")
 
     def __init__(self, pools: list[Pool], candidates: list[Candidate] | None = None):
         self.pools = pools
         self.pool_of = {pool.id: pool for pool in pools}
+        self._signature: tuple | None | bool = False  # not computed yet
+        self._ids: tuple[DeviceID, ...] | None = None
         if candidates is not None:
             self.candidates = candidates
             return
@@ -169,6 +189,23 @@ class NodeView:
             if pool.usable:
                 for resource_slice in pool.slices:
                     self.candidates.extend(slice_candidates(resource_slice))
+
+    @property
+    def plain_signature(self) -> tuple | None:
+        """The :attr:`Candidate.plain_content` of every candidate, in order, when all are
+        plain and every pool is usable; None otherwise (computed once)."""
+        if self._signature is False:
+            contents = tuple(candidate.plain_content for candidate in self.candidates)
+            plain = None not in contents and all(pool.usable for pool in self.pools)
+            self._signature = contents if plain else None
+        return self._signature  # type: ignore[return-value]
+
+    @property
+    def ids(self) -> tuple[DeviceID, ...]:
+        """The candidates' device IDs, in order (computed once)."""
+        if self._ids is None:
+            self._ids = tuple(candidate.id for candidate in self.candidates)
+        return self._ids
 
     def restricted(self, devices: Collection[DeviceID]) -> NodeView:
         """This view with only the candidates in ``devices`` (order kept)."""
