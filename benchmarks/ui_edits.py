@@ -3,6 +3,7 @@
 
     python benchmarks/ui_edits.py                # 1,000 edits of examples/cluster
     python benchmarks/ui_edits.py --edits 3000
+    python benchmarks/ui_edits.py --now 5000:10000   # "What if, now" node edits on a generated cluster
 
 `kubesched ui -f examples/cluster` runs in its own process; the script
 takes the token from a page and posts N edits of one node's allocatable CPU
@@ -13,6 +14,15 @@ milliseconds of an edit among the first, the middle and the last 100
 background re-simulation sharing the process), the edits the history
 keeps for undo, and the server's peak RSS (VmHWM).  Issue 36 measured 76 s
 for 1,000 edits, the last at 123 ms each, before the history was bounded.
+
+``--now NODES:PODS``: the "What if, now" panel's node edits instead, on
+``ui_speed.py``'s generated cluster (simulated once, the server in this
+process): each row is a node what-if posted as the node page posts it and
+the /now page it leads to (the application's milliseconds from
+``Server-Timing``, both requests summed; median of ``--repeat``, each
+undone after), beside issue 39's target (a UI node edit answered <= 200 ms
+at factor 1.0 on 5,000 nodes / 10,000 pods).  The first what-if of a run
+forks the end state (O(cluster), once per run): its own row.
 """
 
 from __future__ import annotations
@@ -49,10 +59,88 @@ def request(port: int, method: str, path: str, fields: dict | None = None, token
         connection.close()
 
 
+def timed(port: int, method: str, path: str, fields: dict | None = None, token: str = "") -> tuple[float, int, str]:
+    """(the application's milliseconds from ``Server-Timing``, status, body) of one request."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        headers = {"Origin": f"http://127.0.0.1:{port}"}
+        body = None
+        if fields is not None:
+            body = urllib.parse.urlencode({"token": token, **fields}).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        text = response.read().decode()
+        found = re.search(r"dur=([0-9.]+)", response.getheader("server-timing") or "")
+        return float(found.group(1)) if found else float("nan"), response.status, text
+    finally:
+        connection.close()
+
+
+#: issue 39's target: a UI node edit answered, milliseconds at factor 1.0 on 5,000 nodes / 10,000 pods
+NOW_TARGET_MS = 200.0
+
+
+def now_edits(nodes: int, pods: int, repeat: int) -> int:
+    """The "What if, now" rows (see the module docstring)."""
+    import tempfile
+
+    from ui_speed import generate
+
+    from kubesched.ui.runs import Runs
+    from kubesched.ui.server import UiServer
+
+    factor = machine_factor()
+    with tempfile.TemporaryDirectory() as scratch:
+        generate(Path(scratch), nodes, pods)
+        runs = Runs([Path(scratch)])
+        runs.start()
+        runs.wait(0)
+        outcome = runs.current()
+        assert outcome is not None, runs.error()
+        server = UiServer(runs, watch=False)
+        server.start()
+        port = int(urllib.parse.urlsplit(server.url).port or 0)
+        try:
+            token = re.search(r'name="token" value="([^"]+)"', timed(port, "GET", "/now")[2]).group(1)
+            busiest = outcome.node_names[int(outcome.pod_counts.argmax())]
+
+            def answer(fields: dict, node: str = busiest) -> float:
+                post_ms, status, _ = timed(port, "POST", f"/now/node/{node}", fields, token)
+                assert status == 303, status
+                page_ms, status, page = timed(port, "GET", "/now")
+                assert status == 200 and 'id="now-applied"' in page, page[:300]
+                timed(port, "POST", "/now/undo", {}, token)
+                return post_ms + page_ms
+
+            rows = [("first what-if of the run (forks the state): cordon", [answer({"action": "cordon"})])]
+            for label, fields in (("cordon", {"action": "cordon"}), ("drain (busiest node)", {"action": "drain"}),
+                                  ("delete the node", {"action": "delete"}),
+                                  ("add 10 nodes like it", {"action": "add", "count": "10"})):
+                rows.append((label, [answer(fields) for _ in range(repeat)]))
+        finally:
+            server.stop()
+            runs.close()
+    print(f"What if, now on {len(outcome.node_names):,} nodes / {len(outcome.pods):,} pods "
+          f"({outcome.bound:,} scheduled); the run {outcome.wall_seconds:.1f} s; {factor_note(factor)}")
+    print("| node what-if | server ms (POST + /now) | at factor 1.0 | target | met |")
+    print("|---|---:|---:|---:|---|")
+    for label, costs in rows:
+        ms = statistics.median(costs)
+        print(f"| {label} | {ms:.1f} | {ms / factor:.1f} | {NOW_TARGET_MS:.0f} | "
+              f"{'yes' if ms / factor <= NOW_TARGET_MS else 'NO'} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=1000)
+    parser.add_argument("--now", default="", metavar="NODES:PODS")
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    if args.now:
+        nodes, _, pods = args.now.partition(":")
+        return now_edits(int(nodes), int(pods or 2 * int(nodes)), args.repeat)
     factor = machine_factor()
     process = subprocess.Popen([sys.executable, "-m", "kubesched.cli", "ui", "-f", str(ROOT / "examples/cluster"),
                                 "--no-open", "--port", "0"], stdout=subprocess.PIPE, text=True)

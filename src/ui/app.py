@@ -61,6 +61,7 @@ from .views.plan import plan_page
 from .views.pod import pod_page
 from .views.podgroups import podgroups_page
 from .views.timeline import state_at, timeline_page
+from .whatif_now import MOVES_SHOWN, WhatIfError, WhatIfNow
 
 HERE = Path(__file__).resolve().parent
 #: Seconds between keep-alive comments on an idle event stream.
@@ -82,6 +83,7 @@ class UiState:
     title: str
     closing: threading.Event
     token: str
+    now: WhatIfNow = attrs.field(factory=WhatIfNow)
 
 
 def make_templates() -> Jinja2Templates:
@@ -371,6 +373,69 @@ async def redo(request: Request) -> Response:
     return back(form)
 
 
+# --- what if, now: changes on the simulated end state, as transactions (no re-simulation) ----------
+
+
+async def now_page(request: Request) -> Response:
+    ui = _ui(request)
+    outcome = ui.runs.latest()
+    if outcome is None:
+        return render(request, "waiting.html", None)
+    ui.now.follow(outcome.key, outcome.sim)
+    error = arg(request, "error")
+    try:
+        nodes = await run_in_threadpool(ui.now.node_names)
+    except WhatIfError as err:
+        nodes, error = [], str(err)
+    return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open, nodes=nodes,
+                  node=arg(request, "node"), shown=MOVES_SHOWN, error=error)
+
+
+async def _now_applied(request: Request, apply: Callable[[WhatIfNow, Any], Any]) -> Response:
+    """Apply a what-if of the form (``apply(now, form)``) on the latest run's end state, then show /now."""
+    ui = _ui(request)
+    form = await request.form()
+    outcome = ui.runs.latest()
+    if outcome is None:
+        return RedirectResponse("/now?error=" + quote("(what-if): no run has finished yet", safe=""), 303)
+    ui.now.follow(outcome.key, outcome.sim)
+    try:
+        await run_in_threadpool(apply, ui.now, form)
+    except WhatIfError as err:
+        return RedirectResponse("/now?error=" + quote(str(err), safe=""), status_code=303)
+    return RedirectResponse("/now", status_code=303)
+
+
+def _count(form: Any, field: str) -> int:
+    try:
+        return int(str(form.get(field, "1")).strip() or "1")
+    except ValueError:
+        raise WhatIfError(f"(what-if): {field}: {form.get(field)!r} is not a whole number") from None
+
+
+async def now_node(request: Request) -> Response:
+    name = request.path_params["name"]
+    return await _now_applied(request, lambda now, form: now.node(name, str(form.get("action", "")),
+                                                                  _count(form, "count")))
+
+
+async def now_pods(request: Request) -> Response:
+    return await _now_applied(request, lambda now, form: now.pods(str(form.get("yaml", "")),
+                                                                  _count(form, "replicas")))
+
+
+async def now_delete_pod(request: Request) -> Response:
+    return await _now_applied(request, lambda now, form: now.delete_pod(str(form.get("key", ""))))
+
+
+async def now_keep(request: Request) -> Response:
+    return await _now_applied(request, lambda now, form: now.keep())
+
+
+async def now_undo(request: Request) -> Response:
+    return await _now_applied(request, lambda now, form: now.undo())
+
+
 # --- config diff --------------------------------------------------------------------------------
 
 
@@ -480,6 +545,13 @@ ROUTES: list[tuple[str, Handler, tuple[str, ...]]] = [
     ("/edit/config", edit_config, POST),
     ("/undo", undo, POST),
     ("/redo", redo, POST),
+    # what if, now: transactions on the simulated end state
+    ("/now", now_page, GET),
+    ("/now/node/{name}", now_node, POST),
+    ("/now/pods", now_pods, POST),
+    ("/now/pod/delete", now_delete_pod, POST),
+    ("/now/keep", now_keep, POST),
+    ("/now/undo", now_undo, POST),
     # config diff
     ("/config", config_diff, GET),
     # exports
