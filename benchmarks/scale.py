@@ -5,6 +5,8 @@
     python benchmarks/scale.py --case spread-100apps            # one case
     python benchmarks/scale.py --case envelope --pods 15000     # a smaller size of a case
     python benchmarks/scale.py --case spread-1app --keep /tmp/scale   # keep the manifests to profile them
+    python benchmarks/scale.py --input /tmp/peer/in-plain --output json   # a directory of manifests as it is
+    python benchmarks/scale.py --case envelope --memory         # also KB per pod beyond the input (a nodes-only run)
 
 Each case is written as manifests (``DIR/node/nodes.yaml``, ``DIR/pod/pods.yaml``)
 and ``kubesched simulate -f DIR`` runs on them as a process of its own; the
@@ -31,6 +33,12 @@ measured just before each run).  On a shared machine other processes take
 cores away from the run: its wall time and the machine factor grow with that,
 its CPU seconds and the CPU factor far less, so "CPU s at 1.0" is the steadier
 number while the machine is busy.
+``--input DIR`` runs ``kubesched simulate -f DIR`` on manifests already
+written (the peer comparison's inputs, ../shared/tools/peer_inputs: run them
+with ``--output json`` as that comparison did).  ``--memory`` also runs the
+case's nodes alone and reports the peak RSS the pods added, per pod scheduled,
+less the size of the pods' manifests per pod ("KB/pod beyond input"; issue
+41's item 4 asks <= 8 KB at 150,000 pods).
 The issue's targets, whole process at factor 1.0: spread-100apps <= 8 s,
 spread-1app no slower than 7.8 s, envelope <= 120 s with peak RSS <= 2 GB.
 """
@@ -155,6 +163,21 @@ def write_case(directory: Path, nodes: int, pods: int, apps: int, cpu: int, memo
         out.write("---\n".join(pod(i, i % apps) for i in range(pods)))
 
 
+def pod_bytes(directory: Path) -> int:
+    """Bytes of the manifests under ``directory`` that are not under its ``node/`` folder (the pods' input)."""
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()
+               and "node" not in path.relative_to(directory).parts[:1])
+
+
+def beyond_input(directory: Path, output: str, result: dict[str, float]) -> float:
+    """KB of peak RSS per scheduled pod beyond the pods' manifests: the run's peak RSS less a run of the nodes
+    alone (``directory/node``), per pod, less the pods' manifest bytes per pod."""
+    nodes_only = run_simulate(directory / "node", output)
+    added = (result["rss"] - nodes_only["rss"]) * 1024 * 1024
+    pods = max(result["scheduled"], 1)
+    return (added - pod_bytes(directory)) / pods / 1024
+
+
 def run_simulate(directory: Path, output: str) -> dict[str, float]:
     """Run ``kubesched simulate -f directory -o output`` as a child process; its wall and CPU seconds, peak RSS
     (MiB) and how many pods it scheduled.  Raises SystemExit when the run fails."""
@@ -190,9 +213,13 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, help="nodes per case instead of the case's own count")
     parser.add_argument("--output", choices=("table", "json"), default="table", help="simulate's -o")
     parser.add_argument("--keep", type=Path, help="write the manifests under this directory and keep them")
+    parser.add_argument("--input", type=Path, action="append", default=[],
+                        help="also run simulate on this directory of manifests as it is (repeatable)")
+    parser.add_argument("--memory", action="store_true",
+                        help="also run the nodes alone: KB of peak RSS per pod beyond the pods' manifests")
     args = parser.parse_args()
     rows = []
-    for name in args.case or list(CASES):
+    for name in args.case or ([] if args.input else list(CASES)):
         nodes, pods, apps, cpu, memory, pod = CASES[name]
         nodes, pods = args.nodes or nodes, args.pods or pods
         with tempfile.TemporaryDirectory() as scratch:
@@ -200,14 +227,25 @@ def main() -> None:
             write_case(directory, nodes, pods, min(apps, pods), cpu, memory, pod)
             factor, cpu_factor = machine_factors()
             result = run_simulate(directory, args.output)
-        rows.append((name, nodes, pods, min(apps, pods), result, factor, cpu_factor))
+            if args.memory:
+                result["beyond"] = beyond_input(directory, args.output, result)
+        rows.append((name, f"{nodes:,}", f"{pods:,}", f"{min(apps, pods):,}", result, factor, cpu_factor))
         print(f"{name}: {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU, factor {factor:.2f}",
               file=sys.stderr, flush=True)
-    print(f"| case | nodes | pods | apps | scheduled | wall s | pods/s | CPU s | peak RSS MiB | factor | CPU factor "
-          f"| wall s at 1.0 | CPU s at 1.0 |\n|{'---|' * 13}")
+    for directory in args.input:
+        factor, cpu_factor = machine_factors()
+        result = run_simulate(directory, args.output)
+        if args.memory and (directory / "node").is_dir():
+            result["beyond"] = beyond_input(directory, args.output, result)
+        rows.append((directory.name, "-", "-", "-", result, factor, cpu_factor))
+        print(f"{directory.name}: {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU, factor {factor:.2f}",
+              file=sys.stderr, flush=True)
+    print(f"| case | nodes | pods | apps | scheduled | wall s | pods/s | CPU s | peak RSS MiB | KB/pod beyond input "
+          f"| factor | CPU factor | wall s at 1.0 | CPU s at 1.0 |\n|{'---|' * 14}")
     for name, nodes, pods, apps, r, factor, cpu_factor in rows:
-        print(f"| {name} | {nodes:,} | {pods:,} | {apps:,} | {r['scheduled']:,} | {r['wall']:.1f} "
-              f"| {r['scheduled'] / r['wall']:,.0f} | {r['cpu']:.1f} | {r['rss']:,.0f} | {factor:.2f} "
+        beyond = f"{r['beyond']:.1f}" if "beyond" in r else "-"
+        print(f"| {name} | {nodes} | {pods} | {apps} | {r['scheduled']:,} | {r['wall']:.1f} "
+              f"| {r['scheduled'] / r['wall']:,.0f} | {r['cpu']:.1f} | {r['rss']:,.0f} | {beyond} | {factor:.2f} "
               f"| {cpu_factor:.2f} | {r['wall'] / factor:.1f} | {r['cpu'] / cpu_factor:.1f} |")
 
 
