@@ -21,8 +21,10 @@ process): each row is a node what-if posted as the node page posts it and
 the /now page it leads to (the application's milliseconds from
 ``Server-Timing``, both requests summed; median of ``--repeat``, each
 undone after), beside issue 39's target (a UI node edit answered <= 200 ms
-at factor 1.0 on 5,000 nodes / 10,000 pods).  The first what-if of a run
-forks the end state (O(cluster), once per run): its own row.
+at factor 1.0 on 5,000 nodes / 10,000 pods).  Showing /now (or a node's
+page) forks the run's end state in the background (O(cluster), once per
+run); the first row is a what-if posted right after the page, which waits
+for that fork.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def now_edits(nodes: int, pods: int, repeat: int) -> int:
                 timed(port, "POST", "/now/undo", {}, token)
                 return post_ms + page_ms
 
-            rows = [("first what-if of the run (forks the state): cordon", [answer({"action": "cordon"})])]
+            rows = [("first what-if, posted as the page shows (waits for the fork): cordon", [answer({"action": "cordon"})])]
             for label, fields in (("cordon", {"action": "cordon"}), ("drain (busiest node)", {"action": "drain"}),
                                   ("delete the node", {"action": "delete"}),
                                   ("add 10 nodes like it", {"action": "add", "count": "10"})):

@@ -174,6 +174,9 @@ async def node(request: Request, outcome: Outcome) -> Response:
     data = node_page(outcome, name, page=int_arg(request, "page"))
     if data is None:
         return missing(request, outcome, "Node", name)
+    now = _ui(request).now
+    await run_in_threadpool(now.follow, outcome.key, outcome.sim)
+    now.warm()  # its What if, now forms: the end state forked in the background, once per run
     return render(request, "node.html", outcome, nav="cluster", **data)
 
 
@@ -381,14 +384,11 @@ async def now_page(request: Request) -> Response:
     outcome = ui.runs.latest()
     if outcome is None:
         return render(request, "waiting.html", None)
-    ui.now.follow(outcome.key, outcome.sim)
-    error = arg(request, "error")
-    try:
-        nodes = await run_in_threadpool(ui.now.node_names)
-    except WhatIfError as err:
-        nodes, error = [], str(err)
-    return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open, nodes=nodes,
-                  node=arg(request, "node"), shown=MOVES_SHOWN, error=error)
+    await run_in_threadpool(ui.now.follow, outcome.key, outcome.sim)
+    ui.now.warm()
+    return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open,
+                  node=arg(request, "node"), shown=MOVES_SHOWN, error=arg(request, "error"),
+                  pod_yaml=template_text("Pod"))
 
 
 async def _now_applied(request: Request, apply: Callable[[WhatIfNow, Any], Any]) -> Response:
@@ -398,7 +398,7 @@ async def _now_applied(request: Request, apply: Callable[[WhatIfNow, Any], Any])
     outcome = ui.runs.latest()
     if outcome is None:
         return RedirectResponse("/now?error=" + quote("(what-if): no run has finished yet", safe=""), 303)
-    ui.now.follow(outcome.key, outcome.sim)
+    await run_in_threadpool(ui.now.follow, outcome.key, outcome.sim)
     try:
         await run_in_threadpool(apply, ui.now, form)
     except WhatIfError as err:

@@ -13,7 +13,8 @@ kube-scheduler's FailedScheduling message).  **Keep** commits it (later
 what-ifs build on it), **Undo** rolls it back (cost proportional to what
 changed, not to the cluster).  One change is open at a time.
 
-The fork is taken at the first what-if of a run (O(cluster), once) and
+The fork is taken once per run (O(cluster)), on a background thread when a
+page that offers what-ifs is shown (:meth:`WhatIfNow.warm`), and
 dropped when a newer run replaces that run (an edit of the scenario or of
 the configuration re-simulates as before): the kept changes go with it and
 the page says so.  Every operation is serialised by a lock (a simulator is
@@ -112,12 +113,16 @@ class WhatIfNow:
         self.dropped = 0
         self._added = 0
         self._source: Any = None
+        self._warming = False
 
     # --- the state ----------------------------------------------------------------------
 
     def follow(self, key: tuple, simulation: Any) -> None:
         """Work on the end state of run ``key`` (its :class:`Simulation`): the same run keeps the state, a newer
-        one drops it (an open what-if is rolled back, the kept ones are counted in :attr:`dropped`)."""
+        one drops it (an open what-if is rolled back, the kept ones are counted in :attr:`dropped`).  Waits
+        while a what-if or the fork is under way: call it off the event loop."""
+        if self._key == key:
+            return
         with self._lock:
             if self._key == key:
                 return
@@ -127,15 +132,25 @@ class WhatIfNow:
             self._key, self._simulator, self.kept, self._added = key, None, [], 0
             self._source = simulation
 
+    def warm(self) -> None:
+        """Fork the followed run's end state now, on a background thread (the pages that offer what-ifs call it:
+        the first what-if then finds the fork made, or waits for it).  Nothing to do: returns at once."""
+        if self._simulator is None and self._key is not None and not self._warming:
+            self._warming = True
+            threading.Thread(target=self._fork, name="what-if-now fork", daemon=True).start()
+
+    def _fork(self) -> None:
+        try:
+            with self._lock:
+                if self._key is not None:
+                    self._sim()
+        finally:
+            self._warming = False
+
     @property
     def open(self) -> Applied | None:
         """The what-if applied but neither kept nor undone (None: none)."""
         return self._open[1] if self._open is not None else None
-
-    def node_names(self) -> list[str]:
-        """The nodes of the state now, by name."""
-        with self._lock:
-            return [n.metadata.name for n in self._sim().nodes()]
 
     # --- what-ifs -----------------------------------------------------------------------
 

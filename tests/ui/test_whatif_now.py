@@ -6,6 +6,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from html import unescape
 
 import pytest
 
@@ -123,3 +124,17 @@ def test_a_new_run_starts_the_panel_afresh_and_says_what_was_dropped():
         page = get(server, "/now")
         assert "1 what-if(s) were dropped" in text(page)
         assert "none: the state is the latest run's end" in text(page)
+
+
+def test_the_pod_form_starts_from_the_pod_template_and_it_applies_as_it_is(ui):
+    server = ui[1]
+    page = get(server, "/now")
+    manifest = re.search(r'<textarea name="yaml"[^>]*>(.*?)</textarea>', page, re.S).group(1)
+    assert "kind: Pod" in manifest and "/now" in get(server, "/")
+    result = applied(post(server, "/now/pods", {"yaml": unescape(manifest)}))
+    assert result.startswith("create Pod web-new") and "1 placed" in result
+
+
+def test_a_chosen_node_gets_the_node_forms(ui):
+    page = get(ui[1], "/now?node=worker-a2")
+    assert 'action="/now/node/worker-a2"' in page and "add nodes like it" in page
