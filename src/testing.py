@@ -123,7 +123,13 @@ def pod(
     """A core/v1 Pod with one container requesting ``cpu``/``memory`` (and
     ``extra_resources``), using the ResourceClaims named in ``claims``, a
     member of PodGroup ``pod_group`` (``spec.schedulingGroup``) when given;
-    other keyword arguments are raw camelCase spec fields."""
+    other keyword arguments are raw camelCase spec fields.  Raises TypeError
+    for a snake_case keyword that is not a parameter (``resource_claims=``:
+    a misspelling, not a spec field - it would be kept unused)."""
+    misspelled = sorted(key for key in spec if "_" in key)
+    if misspelled:
+        raise TypeError(f"pod() got unexpected keyword argument(s) {', '.join(misspelled)}: its parameters are "
+                        "snake_case (claims=, pod_group=, ...), other keywords are camelCase spec fields")
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra_resources or {})
     container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10.1"}

@@ -149,3 +149,10 @@ def test_simulate_can_write_an_html_summary(tmp_path):
     assert text.startswith("<!DOCTYPE html>") and "<script src" not in text and "http" not in text
     assert "9 pod(s) scheduled, 2 pending, 6 node(s)" in text and "shop/api-1" in text
     assert "Insufficient" in text  # a pending pod's reason
+
+
+def test_the_pod_builder_refuses_a_misspelled_parameter_instead_of_keeping_it_unused():
+    with pytest.raises(TypeError, match="resource_claims"):
+        pod("p", cpu="1", resource_claims=[{"name": "gpu"}])
+    # camelCase keywords are spec fields, kept as given
+    assert pod("q", hostNetwork=True).spec.extra == {"hostNetwork": True}

@@ -167,3 +167,18 @@ def test_a_pod_failure_policy_needs_restart_policy_never():
         "podFailurePolicy": {"rules": [DISRUPTION_IGNORED]}}}
     assert ('spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: "Never"'
             in problems(from_manifest(body)))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 1},
+     "spec.backoffLimitPerIndex: Unsupported value: 1: kubesched's job-controller does not simulate per-index backoff"),
+    ({"podReplacementPolicy": "Failed"},
+     'spec.podReplacementPolicy: Unsupported value: "Failed": kubesched\'s job-controller replaces pods as '
+     "TerminatingOrFailed does"),
+])
+def test_job_fields_the_simulation_does_not_honour_are_refused(spec, message):
+    assert message in problems(job(**spec))
+
+
+def test_the_default_pod_replacement_policy_is_accepted():
+    assert not [p for p in problems(job(podReplacementPolicy="TerminatingOrFailed")) if "podReplacementPolicy" in p]

@@ -187,6 +187,23 @@ def _job_spec(spec: JobSpec, path: str, pod_rules: PodRules) -> list[str]:
         out += _pod_failure_policy(spec, f"{path}.podFailurePolicy")
     if spec.success_policy is not None:
         out += _success_policy(spec, f"{path}.successPolicy")
+    out += _unsimulated_job_fields(spec, path)
+    return out
+
+
+def _unsimulated_job_fields(spec: JobSpec, path: str) -> list[str]:
+    """Job fields kubesched's job-controller does not simulate, refused rather than kept unused:
+    per-index backoff (``backoffLimitPerIndex``, ``maxFailedIndexes``) and ``podReplacementPolicy: Failed``
+    (pods deleted in the simulation are gone at once, so only the default ``TerminatingOrFailed`` holds)."""
+    out = []
+    for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+        if spec.extra.get(key) is not None:
+            out.append(f"{path}.{key}: Unsupported value: {_json(spec.extra[key])}: "
+                       "kubesched's job-controller does not simulate per-index backoff")
+    replacement = spec.extra.get("podReplacementPolicy")
+    if replacement not in (None, "TerminatingOrFailed"):
+        out.append(f"{path}.podReplacementPolicy: Unsupported value: {_json(replacement)}: "
+                   "kubesched's job-controller replaces pods as TerminatingOrFailed does")
     return out
 
 

@@ -431,11 +431,15 @@ class MemoryCluster(ClusterClient):
         several), else priority 0 and PreemptLowerPriority.  A given priority or
         policy that differs from the class's is refused.  An object that sets
         ``spec.priority`` without naming a class keeps it, as on an API server
-        without that admission plugin (scheduler_perf's templates do so)."""
+        without that admission plugin (scheduler_perf's templates do so).  A group's
+        ``preemptionPolicy`` is filled in only under the PodGroupPreemptionPolicy gate
+        (without it the API server has no such field)."""
         spec = obj.spec
         classes = self._store["PriorityClass"]
         name = spec.priority_class_name
         if not name and spec.priority is not None:
+            if not isinstance(obj, Pod) and not self.features.enabled("PodGroupPreemptionPolicy"):
+                return obj
             return evolve(obj, spec=evolve(
                 spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
         policy = PREEMPT_LOWER_PRIORITY
@@ -459,6 +463,8 @@ class MemoryCluster(ClusterClient):
             raise Invalid(f"spec.preemptionPolicy: the string value of PreemptionPolicy ({spec.preemption_policy}) "
                           f"must not be provided in {noun} spec; priority admission controller computed {policy} "
                           "from the given PriorityClass name")
+        if not isinstance(obj, Pod) and not self.features.enabled("PodGroupPreemptionPolicy"):
+            policy = spec.preemption_policy  # a group's field exists only under its gate: not filled in
         return evolve(obj, spec=evolve(spec, priority=priority, priority_class_name=name,
                                                    preemption_policy=policy))
 

@@ -16,6 +16,10 @@ from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED,
 from kubesched.core.cluster.client import Invalid
 from kubesched.core.cluster.informer import Informers
 from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.features import FeatureGates
+
+#: the gate under which a group's spec.preemptionPolicy exists (alpha, off by default in 1.37)
+WITH_GROUP_POLICY = FeatureGates(overrides={"GenericWorkload": True, "PodGroupPreemptionPolicy": True})
 
 
 def priority_class(name: str, value: int, default: bool = False, policy: str | None = None):
@@ -48,13 +52,14 @@ def test_a_new_group_defaults_to_single_disruption_and_generation_one():
     stored = MemoryCluster().create(group())
     assert stored.spec.disruption_mode.single is not None and not stored.disrupts_all
     assert stored.metadata.generation == 1
-    assert stored.spec.priority == 0 and stored.spec.preemption_policy == "PreemptLowerPriority"
+    assert stored.spec.priority == 0 and stored.spec.preemption_policy is None  # no such field without its gate
+    assert MemoryCluster(features=WITH_GROUP_POLICY).create(group()).spec.preemption_policy == "PreemptLowerPriority"
     given = MemoryCluster().create(group(disruptionMode={"all": {}}))
     assert given.disrupts_all
 
 
 def test_a_group_priority_is_resolved_as_a_pods():
-    cluster = MemoryCluster()
+    cluster = MemoryCluster(features=WITH_GROUP_POLICY)
     cluster.create(priority_class("batch", 100, default=True))
     cluster.create(priority_class("training", 5000, policy="Never"))
     named = cluster.create(group("named", priorityClassName="training"))
@@ -68,6 +73,15 @@ def test_a_group_priority_is_resolved_as_a_pods():
     assert bare.priority_value == 8888888
     with pytest.raises(Invalid, match="spec.priorityClassName: no PriorityClass with name gold was found"):
         cluster.create(group("unknown", priorityClassName="gold"))
+
+
+def test_without_its_gate_a_groups_preemption_policy_is_not_filled_in_and_switches_nothing_on():
+    cluster = MemoryCluster()
+    cluster.create(priority_class("training", 5000, policy="Never"))
+    named = cluster.create(group("named", priorityClassName="training"))
+    assert (named.spec.priority, named.spec.preemption_policy) == (5000, None)
+    cluster.update_status(attrs.evolve(named, status=attrs.evolve(named.status, conditions=(scheduled(1.0),))))
+    assert not cluster.features.enabled("PodGroupPreemptionPolicy")
     with pytest.raises(Invalid, match=r"spec.priority: the integer value of priority \(7\) must not be provided in "
                                       r"pod group spec; priority admission controller computed 5000"):
         cluster.create(group("mismatch", priorityClassName="training", priority=7))
