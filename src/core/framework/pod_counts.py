@@ -191,16 +191,9 @@ class PodCounts:
 
     def _weigh(self, row: int, info: PodInfo, sign: int) -> None:
         by_tag = self._by_tag
-        untagged = by_tag.get(None)
-        if untagged:
-            for count in untagged.values():
-                amount = count.weight(info)
-                if amount:
-                    count.add(row, sign * amount)
-        for tag in pod_tags(info):
-            tagged = by_tag.get(tag)
-            if tagged:
-                for count in tagged.values():
+        for counts in (by_tag.get(None), *map(by_tag.get, pod_tags(info))):  # the untagged counts, then the pod's tags'
+            if counts:
+                for count in counts.values():
                     amount = count.weight(info)
                     if amount:
                         count.add(row, sign * amount)

@@ -50,6 +50,18 @@ def wait_for_cached_pod_groups(executor: Executor, namespace: str, count: int) -
         raise WorkloadFailed(f"{err} ({cached_pod_groups(executor, namespace)} there)") from None
 
 
+def create_group(executor: Executor, source: ObjectSource, index: int, count: int, namespace: str) -> None:
+    """Create object ``index`` of ``count`` from ``source`` (a PodGroup or CompositePodGroup template) in
+    ``namespace``; an API server refusal fails the workload (WorkloadFailed naming the template and object)."""
+    group = source.object(index, count)
+    group = attrs.evolve(group, metadata=attrs.evolve(group.metadata, namespace=namespace))
+    try:
+        executor.cluster.create(group)
+    except ApiError as err:
+        raise WorkloadFailed(f"{source.where}: creating {source.kind} {namespace}/{group.metadata.name}: "
+                             f"{err}") from None
+
+
 class CreatePodGroups(PerfOp):
     """``count`` PodGroups from ``templatePath`` (expanded with ``.Index``
     0..count-1 and ``templateParams``; ``scheduling.k8s.io/v1beta1``, or
@@ -90,13 +102,7 @@ class CreatePodGroups(PerfOp):
         executor.ensure_namespace(namespace)
         source = self.source()
         for index in range(count):
-            group = source.object(index, count)
-            group = attrs.evolve(group, metadata=attrs.evolve(group.metadata, namespace=namespace))
-            try:
-                executor.cluster.create(group)
-            except ApiError as err:
-                raise WorkloadFailed(f"{source.where}: creating PodGroup {namespace}/{group.metadata.name}: "
-                                     f"{err}") from None
+            create_group(executor, source, index, count, namespace)
             if index & 255 == 255:
                 executor.tick()
         wait_for_cached_pod_groups(executor, namespace, count)
@@ -192,13 +198,7 @@ class CreateCompositePodGroups(PerfOp):
             source = self.source(level, children)
             for index in range(count):
                 source.params["ParentIndex"] = index // per_cpg
-                group = source.object(index, count)
-                group = attrs.evolve(group, metadata=attrs.evolve(group.metadata, namespace=namespace))
-                try:
-                    executor.cluster.create(group)
-                except ApiError as err:
-                    raise WorkloadFailed(f"{source.where}: creating CompositePodGroup {namespace}/"
-                                         f"{group.metadata.name}: {err}") from None
+                create_group(executor, source, index, count, namespace)
             total += count
             executor.tick()
         prefix = f"{namespace}/"
