@@ -174,9 +174,8 @@ async def node(request: Request, outcome: Outcome) -> Response:
     data = node_page(outcome, name, page=int_arg(request, "page"))
     if data is None:
         return missing(request, outcome, "Node", name)
-    now = _ui(request).now
-    await run_in_threadpool(now.follow, outcome.key, outcome.sim)
-    now.warm()  # its What if, now forms: the end state forked in the background, once per run
+    # its What if, now forms fork the end state when posted (the node page never waits for the what-if lock:
+    # a fork of an older run under way would hold the refreshed page back)
     return render(request, "node.html", outcome, nav="cluster", **data)
 
 

@@ -133,8 +133,8 @@ class WhatIfNow:
             self._source = simulation
 
     def warm(self) -> None:
-        """Fork the followed run's end state now, on a background thread (the pages that offer what-ifs call it:
-        the first what-if then finds the fork made, or waits for it).  Nothing to do: returns at once."""
+        """Fork the followed run's end state now, on a background thread (the /now page calls it: the first what-if
+        then finds the fork made, or waits for it; a node page's forms fork on their first POST).  Nothing to do: returns at once."""
         if self._simulator is None and self._key is not None and not self._warming:
             self._warming = True
             threading.Thread(target=self._fork, name="what-if-now fork", daemon=True).start()
