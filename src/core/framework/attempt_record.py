@@ -112,6 +112,11 @@ class AttemptRecord:
         if lacking:
             self.filter["lacking"] = lacking
 
+    def filtered_as(self, other: "AttemptRecord") -> None:
+        """PreFilter's and Filter's outcome as ``other``'s: an attempt of a pod with the same signature on the
+        same nodes, none of which changed for it since (a PodGroup's next member in a placement)."""
+        self.pre_filter, self.pre_filter_skipped, self.filter = other.pre_filter, other.pre_filter_skipped, other.filter
+
     def extender_answer(self, extender: str, verb: str, *, kept: int | None = None,
                         rejected: list[tuple[str, Status]] | None = None, error: str = "", ignored: bool = False,
                         weight: int | None = None, scores: dict[str, int] | None = None) -> None:
