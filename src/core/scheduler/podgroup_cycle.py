@@ -278,8 +278,7 @@ class PodGroupCycle:
         if status is not None:
             return PlacementResult(parent, status, [], applied=False), []
         placements = sorted(placements, key=lambda p: p.name)
-        signer = self.pods.signer_for(fwk)
-        signatures = {m.uid: signer.sign(m.pod) for m in members}
+        signatures = self._signatures(fwk, members)
         nominated = _nominated_placement(placements, members, table.names)
         if nominated is not None:
             placements.remove(nominated)
@@ -333,6 +332,18 @@ class PodGroupCycle:
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
 
+    def _signatures(self, fwk: Framework, members: list[QueuedPodInfo]) -> dict[str, int | None]:
+        """Each member's signature (by UID) as a small int, equal for equal signatures (KEP-5598's
+        ``SignPod``); None for a member whose cycle is never reused (:meth:`_schedule_as_before`): unsignable,
+        or mounting volumes from claims, whose Reserve changes what the other nodes offer."""
+        signer = self.pods.signer_for(fwk)
+        ids: dict[Signature, int] = {}
+        out: dict[str, int | None] = {}
+        for member in members:
+            signature = None if _volumes_from_claims(member.pod) else signer.sign(member.pod)
+            out[member.uid] = None if signature is None else ids.setdefault(signature, len(ids))
+        return out
+
     def _reapply(self, fwk: Framework, result: PlacementResult) -> bool:
         """Assume and reserve again what ``result`` placed (reverted since), each
         member on its node with the CycleState its cycle left, in the order
@@ -382,13 +393,13 @@ class PodGroupCycle:
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], placement: Placement,
-                            signatures: dict[str, Signature | None]) -> PlacementResult:
+                            signatures: dict[str, int | None]) -> PlacementResult:
         """Upstream ``podGroupSchedulingDefaultAlgorithm`` within ``placement``:
         members one by one, each assumed and reserved where it fits, with
         PlacementFeasible before the first and after each; what was assumed
         stays so (see :meth:`_revert`).  ``signatures``: each member's (by
-        UID; None: unsignable): a member signed as the one before it reuses
-        its cycle (:meth:`_schedule_as_before`)."""
+        UID, :meth:`_signatures`): a member signed as the one before it
+        reuses its cycle (:meth:`_schedule_as_before`)."""
         scheduled = info.scheduled_before
         remaining = len(members)
         results: list[MemberResult] = []
@@ -449,21 +460,21 @@ class PodGroupCycle:
         return result
 
     def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle, previous: MemberResult,
-                            signatures: dict[str, Signature | None]) -> tuple[CycleState, str] | None:
+                            signatures: dict[str, int | None]) -> tuple[CycleState, str] | None:
         """``member``'s cycle from what the member before it found in this placement (``kept``), when it has
         the same signature and was just assumed on its node: the other nodes did not change, so their Filter
         and raw Score answers stand (KEP-5598's promise, the idea of opportunistic batching within a gang);
         only that node is filtered and scored again, the scores normalised again and the host selected as
         the pod's cycle selects it.  Returns the member's CycleState (a clone of the one before it after
-        PreScore) and node, or None when the full cycle must run: another signature, a nominated pod or an
-        extender to respect, volumes from claims (their Reserve changes what the other nodes offer), no
-        Filter pass over every node of the placement to reuse, or that node now rejecting the member."""
+        PreScore) and node, or None when the full cycle must run: another signature (or none, see
+        :meth:`_signatures`), a nominated pod or an extender to respect, no Filter pass over every node of
+        the placement to reuse, or that node now rejecting the member."""
         pod = member.pod
         signature = signatures.get(member.uid)
         shared = self.shared
         if (previous.assumed is None or not kept.evaluated or kept.prescored is None or signature is None
                 or signature != signatures.get(previous.info.uid) or pod.status.nominated_node_name
-                or shared.extenders or shared.queue.nominator.nodes() or _volumes_from_claims(pod)):
+                or shared.extenders or shared.queue.nominator.nodes()):
             return None
         record = self.pods.new_record(fwk, member)
         if record is not None and kept.record is None:
