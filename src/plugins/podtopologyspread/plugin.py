@@ -431,19 +431,14 @@ class PodTopologySpread:
     def _scores(pre: PreScoreState, rows: np.ndarray) -> np.ndarray:
         """The scores of the NodeTable ``rows``: each constraint's term summed, rounded half up."""
         table = pre.table
-        total = None
+        total = np.zeros(len(rows), dtype=np.float64)
         for index, (constraint, term) in enumerate(zip(pre.constraints, pre.terms)):
             key = constraint.topology_key
             if key != HOSTNAME:
-                part = term[table.domain_ids(key)[rows]]
-            else:
-                part = pre.counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
-                if term is not None:  # some nodes lack the label: they score nothing
-                    part = np.where(term[rows], part, 0.0)
-            if total is None:
-                total = part
-            else:
-                total += part
+                total += term[table.domain_ids(key)[rows]]
+                continue
+            part = pre.counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
+            total += part if term is None else np.where(term[rows], part, 0.0)  # nodes without the label: nothing
         return np.floor(total + 0.5).astype(np.int64)
 
     @staticmethod
