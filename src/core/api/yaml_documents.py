@@ -29,6 +29,7 @@ representer, so the text is PyYAML's.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any, Iterable, Iterator, TextIO
 
@@ -37,8 +38,8 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-try:  # a dependency (pyproject.toml); an environment installed before it reads every document with PyYAML
-    import yaml_rs
+try:  # yaml-rs, a dependency (pyproject.toml); None in an environment installed before it (PyYAML reads all)
+    yaml_rs: Any = importlib.import_module("yaml_rs")
 except ImportError:  # pragma: no cover - CI installs it
     yaml_rs = None
 
