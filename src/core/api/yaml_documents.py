@@ -39,6 +39,7 @@ from yaml.constructor import ConstructorError
 from yaml.events import (
     DocumentEndEvent,
     DocumentStartEvent,
+    Event,
     MappingEndEvent,
     MappingStartEvent,
     ScalarEvent,
@@ -275,7 +276,7 @@ def dump_documents(docs: Iterable[Any], stream: TextIO) -> None:
         dumper.open()
         emit = dumper.emit
         for doc in docs:
-            events = [_DOCUMENT_START]
+            events: list[Event] = [_DOCUMENT_START]
             try:
                 _events(doc, events, scalars, dumper, set())
             except _NotPlain:
@@ -289,7 +290,7 @@ def dump_documents(docs: Iterable[Any], stream: TextIO) -> None:
         dumper.dispose()
 
 
-def _events(data: Any, events: list, scalars: dict[Any, ScalarEvent], dumper: Any, seen: set[int]) -> None:
+def _events(data: Any, events: list[Event], scalars: dict[Any, ScalarEvent], dumper: Any, seen: set[int]) -> None:
     """Append to ``events`` those PyYAML's serializer emits for ``data`` (a scalar's implicit flags as its resolver
     decides them: a string that would read back as another type is quoted); raises :class:`_NotPlain` for what
     its representer must make."""
