@@ -46,6 +46,15 @@ def without_run_specifics(rows: list[dict]) -> dict[str, dict]:
     return {row["cell"]: {k: v for k, v in row.items() if k not in RUN_SPECIFIC} for row in rows}
 
 
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory) -> Path:
+    """The small sweep (:func:`small_spec`) computed once on one worker, for the tests that only read its
+    results: its directory, holding ``small-results/``."""
+    directory = tmp_path_factory.mktemp("small")
+    assert "8 cell(s) computed" in runner_invoke("sweep", str(small_spec(directory)), "--workers", "1")
+    return directory
+
+
 def test_a_sweep_runs_every_cell_once_and_a_rerun_skips_them(tmp_path):
     spec = small_spec(tmp_path)
     first = runner_invoke("sweep", str(spec), "--workers", "2", "--export", "csv")
@@ -128,12 +137,12 @@ def test_an_unreadable_results_table_is_refused_and_left_alone(tmp_path):
     assert not list((tmp_path / "out/cells").glob("*.parquet"))
 
 
-def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path):
+def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path, small_results):
     spec = load_spec(small_spec(tmp_path))
-    local = run_sweep(spec, tmp_path / "local", workers=1)
+    local = read_results(small_results / "small-results/small.parquet")  # the same grid on a local worker
     remote = run_sweep(spec, tmp_path / "ray", engine="ray", address=os.environ.get("KUBESCHED_RAY_ADDRESS"))
-    assert len(local.computed) == len(remote.computed) == 8
-    assert without_run_specifics(read_results(local.files[0])) == without_run_specifics(read_results(remote.files[0]))
+    assert len(local) == len(remote.computed) == 8
+    assert without_run_specifics(local) == without_run_specifics(read_results(remote.files[0]))
 
 
 @pytest.mark.parametrize("change, problem", [
@@ -158,18 +167,16 @@ def runner_invoke(*args: str) -> str:
     return result.output
 
 
-def test_the_report_draws_each_trace_and_sums_up_with_confidence_intervals(tmp_path):
-    spec = small_spec(tmp_path)
-    runner_invoke("sweep", str(spec), "--workers", "1")
+def test_the_report_draws_each_trace_and_sums_up_with_confidence_intervals(tmp_path, small_results):
     out = tmp_path / "report"
-    runner_invoke("report", str(tmp_path / "small-results"), "-o", str(out),
+    runner_invoke("report", str(small_results / "small-results"), "-o", str(out),
                   "--published", str(DATA / "fgd-published-results"))
     for name in ("openb-allocation.png", "openb-fragmentation.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
     page = (out / "sweep.html").read_text()
     assert page.count("data:image/png;base64,") == 2 and "http" not in page
     summary = (out / "summary.md").read_text()
-    rows = read_results(tmp_path / "small-results")
+    rows = read_results(small_results / "small-results")
     packing = [r["curve_allocated"][r["curve_arrived"].index(130)] for r in rows
                if r["trace"] == "openb" and r["config"] == "packing"]
     mean = sum(packing) / len(packing)
