@@ -31,7 +31,6 @@ order by the search, which lets both keep a plain stack.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Iterable
 
 from kubesched.core.api.resource_v1 import Device, DeviceAttribute, DeviceConstraint, ResourceClaim, ResourceSlice
