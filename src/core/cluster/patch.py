@@ -153,22 +153,25 @@ def apply_patch(doc: dict, patch: Any, patch_type: str, cls: type | None = None)
 
     ``patch_type`` is :data:`STRATEGIC_MERGE_PATCH` or :data:`MERGE_PATCH`;
     ``cls`` is the attrs class of ``doc`` (its lists' merge keys), or None for
-    an unmodelled document (every list is then replaced).  Raises
-    :class:`BadRequest` (400) for another patch type, a strategic patch that
-    is not a JSON object or a malformed directive, as kube-apiserver does; a
-    list element without its merge key is an :class:`ApiError` (500, as
-    upstream's unclassified patch error)."""
+    an unmodelled document (every list is then replaced).  A strategic merge
+    copies only the maps and lists the patch changes: the result shares the
+    parts of ``doc`` it leaves alone (copy those before changing them in
+    place).  Raises :class:`BadRequest` (400) for another patch type, a
+    strategic patch that is not a JSON object or a malformed directive, as
+    kube-apiserver does; a list element without its merge key is an
+    :class:`ApiError` (500, as upstream's unclassified patch error)."""
     if patch_type == MERGE_PATCH:
         return json_merge_patch.merge(copy.deepcopy(doc), patch)
     if patch_type != STRATEGIC_MERGE_PATCH:
         raise BadRequest(f"the patch type {patch_type!r} is not supported (supported: {', '.join(PATCH_TYPES)})")
     if not isinstance(patch, dict):
         raise BadRequest(f"a strategic merge patch must be a JSON object, got {type(patch).__name__}")
-    return _merge_map(copy.deepcopy(doc), patch, cls)
+    return _merge_map(doc, patch, cls)
 
 
 def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
-    """Merge ``patch`` into ``original`` (changed in place and returned)."""
+    """A copy of ``original`` with ``patch`` merged in (``original`` is not changed; what the patch leaves
+    alone is shared)."""
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
         if directive == "replace":
@@ -177,39 +180,46 @@ def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
             return {}
         if directive != "merge":
             raise BadRequest(f"Unknown patch type: {directive} in map: {patch}")
+    merged = dict(original)
     if _RETAIN_KEYS in patch:
         retain = patch[_RETAIN_KEYS]
         if not isinstance(retain, list):
             raise BadRequest("invalid patch: $retainKeys must be a list")
-        for key in [k for k in original if k not in retain]:
-            del original[key]
+        for key in [k for k in merged if k not in retain]:
+            del merged[key]
     fields = _fields(cls)
+    ordered = False
     for key, value in patch.items():
-        if key in (_DIRECTIVE, _RETAIN_KEYS) or key.startswith(_ELEMENT_ORDER):
-            continue
-        if key.startswith(_DELETE_FROM):
-            name = key[len(_DELETE_FROM):]
-            if not isinstance(value, list):
-                raise BadRequest(f"invalid patch: {key} must be a list")
-            if isinstance(original.get(name), list):
-                original[name] = [v for v in original[name] if v not in value]
-            continue
+        if key[:1] == "$":  # directives (the API's own keys never start with "$")
+            if key in (_DIRECTIVE, _RETAIN_KEYS):
+                continue
+            if key.startswith(_ELEMENT_ORDER):
+                ordered = True
+                continue
+            if key.startswith(_DELETE_FROM):
+                name = key[len(_DELETE_FROM):]
+                if not isinstance(value, list):
+                    raise BadRequest(f"invalid patch: {key} must be a list")
+                if isinstance(merged.get(name), list):
+                    merged[name] = [v for v in merged[name] if v not in value]
+                continue
         if value is None:
-            original.pop(key, None)
+            merged.pop(key, None)
             continue
         element = fields.get(key)
-        current = original.get(key)
+        current = merged.get(key)
         if isinstance(value, dict) and isinstance(current, dict):
-            original[key] = _merge_map(current, value, element)
+            merged[key] = _merge_map(current, value, element)
         elif isinstance(value, list) and isinstance(current, list) and _merges(cls, key, element):
-            original[key] = _merge_list(current, value, element)
+            merged[key] = _merge_list(current, value, element)
         else:
-            original[key] = _strip(value, element)
-    for key, order in patch.items():
-        if key.startswith(_ELEMENT_ORDER) and isinstance(original.get(key[len(_ELEMENT_ORDER):]), list):
-            name = key[len(_ELEMENT_ORDER):]
-            original[name] = _ordered(original[name], order, MERGE_KEYS.get(fields.get(name)))  # type: ignore[arg-type]
-    return original
+            merged[key] = _strip(value, element)
+    if ordered:
+        for key, order in patch.items():
+            if key.startswith(_ELEMENT_ORDER) and isinstance(merged.get(key[len(_ELEMENT_ORDER):]), list):
+                name = key[len(_ELEMENT_ORDER):]
+                merged[name] = _ordered(merged[name], order, MERGE_KEYS.get(fields.get(name)))  # type: ignore[arg-type]
+    return merged
 
 
 def _merges(cls: type | None, key: str, element: type | None) -> bool:
@@ -217,7 +227,8 @@ def _merges(cls: type | None, key: str, element: type | None) -> bool:
 
 
 def _merge_list(original: list, patch: list, element: type | None) -> list:
-    """A list field with ``patchStrategy:"merge"``: strings united, objects merged on their key."""
+    """A list field with ``patchStrategy:"merge"``: strings united, objects merged on their key (a new list;
+    ``original`` and its elements are not changed)."""
     merge_key = MERGE_KEYS.get(element)  # type: ignore[arg-type]
     if merge_key is None:
         return original + [v for i, v in enumerate(patch) if v not in original and v not in patch[:i]]

@@ -27,7 +27,8 @@ plus one ``np.bincount`` per topology key.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Protocol
+from itertools import islice
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
@@ -75,16 +76,54 @@ def term_tag(term: AffinityTerm) -> Hashable:
     return (TERM, term.key)
 
 
-def pod_tags(info: PodInfo) -> set[Hashable]:
-    """The tags of a pod: ``(key, value)`` and ``(key,)`` of each label, ``term_tag`` of each affinity term."""
-    labels = info.pod.metadata.labels
+def label_tags(labels: Mapping[str, str]) -> set[Hashable]:
+    """The tags a pod with ``labels`` carries for selectors: ``(key, value)`` and ``(key,)`` of each label."""
     tags: set[Hashable] = set(labels.items())
     tags.update((key,) for key in labels)
+    return tags
+
+
+def pod_tags(info: PodInfo) -> set[Hashable]:
+    """The tags of a pod: :func:`label_tags` of its labels, ``term_tag`` of each affinity term."""
+    tags = label_tags(info.pod.metadata.labels)
     if has_pod_affinity(info.pod):
         terms = info.affinity_terms
         tags.update(term_tag(term) for term in terms.required_affinity + terms.required_anti_affinity)
         tags.update(term_tag(weighted.term) for weighted in terms.preferred_affinity + terms.preferred_anti_affinity)
     return tags
+
+
+class TermIndex:
+    """Distinct affinity terms indexed by the tag of their selector (:func:`selector_tag`), so the terms that may
+    select a pod are found from its labels in O(its labels + those terms) instead of matching every term.
+
+    It indexes a dict term key -> term that only grows, entries added at its end (a NodeTable ``merged`` dict, say
+    the existing pods' required anti-affinity terms): each call catches up with the entries added since the last
+    one, and a different dict (the table rebuilt it) is indexed afresh."""
+
+    __slots__ = ("_source", "_indexed", "_by_tag")
+
+    def __init__(self) -> None:
+        self._source: Mapping[str, AffinityTerm] | None = None
+        self._indexed = 0
+        self._by_tag: dict[Hashable | None, list[tuple[str, AffinityTerm]]] = {}
+
+    def selecting(self, terms: Mapping[str, AffinityTerm],
+                  labels: Mapping[str, str]) -> Iterator[tuple[str, AffinityTerm]]:
+        """The (key, term) entries of ``terms`` whose selector may match a pod with ``labels``: the terms whose tag
+        the labels carry and the untagged ones (each at most once; still to be matched: the tag is necessary, not
+        sufficient)."""
+        if terms is not self._source:
+            self._source, self._indexed, self._by_tag = terms, 0, {}
+        if len(terms) > self._indexed:
+            for key, term in islice(terms.items(), self._indexed, None):
+                self._by_tag.setdefault(selector_tag(term.selector), []).append((key, term))
+            self._indexed = len(terms)
+        by_tag = self._by_tag
+        for tag in (None, *label_tags(labels)):
+            entries = by_tag.get(tag)
+            if entries:
+                yield from entries
 
 
 class PodCount:
