@@ -68,6 +68,8 @@ def test_counts_follow_assume_forget_confirm_relabel_and_delete(cache):
     cache.remove_pod(web1)
     cache.update_snapshot(snapshot)
     assert list(count.per_node) == [1, 0, 0] and list(count.per_domain("zone")) == [1, 0]
+    made_now = table.matching_pods("web-again", lambda info: WEB.matches(info.pod.metadata.labels), selector_tag(WEB))
+    assert list(made_now.per_node) == [1, 0, 0]  # made from the pods indexed by tag, as they came and went
 
 
 def test_a_count_made_mid_cycle_counts_the_pods_as_the_snapshot_last_saw_them(cache):

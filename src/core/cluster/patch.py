@@ -233,6 +233,7 @@ def _merge_list(original: list, patch: list, element: type | None) -> list:
     if merge_key is None:
         return original + [v for i, v in enumerate(patch) if v not in original and v not in patch[:i]]
     result = list(original)
+    keys = [_key_of(v, merge_key) for v in result]  # beside result: the first element with a key is found in C
     for item in patch:
         if not isinstance(item, dict):
             raise BadRequest(f"invalid patch: expected an object in a list merged on {merge_key!r}, got {item!r}")
@@ -243,17 +244,27 @@ def _merge_list(original: list, patch: list, element: type | None) -> list:
             if directive is None:
                 raise ApiError(f"map: {item} does not contain declared merge key: {merge_key}")
             raise BadRequest(f"invalid patch: {item} has no merge key {merge_key!r}")
-        index = next((i for i, v in enumerate(result) if isinstance(v, dict) and v.get(merge_key) == item[merge_key]),
-                     None)
+        index = keys.index(item[merge_key]) if item[merge_key] in keys else None
         if directive == "delete":
             if index is not None:
                 del result[index]
+                del keys[index]
             continue
         if index is None:
             result.append(_strip(item, element))
+            keys.append(_key_of(result[-1], merge_key))
         else:
             result[index] = _merge_map(result[index], item, element)
+            keys[index] = _key_of(result[index], merge_key)
     return result
+
+
+#: the merge key of a list element that is not an object (no patch element matches it)
+_NOT_AN_OBJECT = object()
+
+
+def _key_of(element: Any, merge_key: str) -> Any:
+    return element.get(merge_key) if isinstance(element, dict) else _NOT_AN_OBJECT
 
 
 def _ordered(items: list, order: Any, merge_key: str | None) -> list:
@@ -277,7 +288,19 @@ def _strip(value: Any, cls: type | None) -> Any:
     """A value the stored object did not have: its nulls and directives dropped
     (the API server merges it into nothing)."""
     if isinstance(value, dict):
-        return _merge_map({}, value, cls)
+        stripped = {}
+        fields = None
+        for key, item in value.items():
+            if key[:1] == "$":
+                return _merge_map({}, value, cls)  # directives, checked as a merge checks them
+            if item is None:
+                continue
+            if isinstance(item, (dict, list)):
+                if fields is None:
+                    fields = _fields(cls)
+                item = _strip(item, fields.get(key))
+            stripped[key] = item
+        return stripped
     if isinstance(value, list):
         return [_strip(v, cls) for v in value if not (isinstance(v, dict) and v.get(_DIRECTIVE) == "delete")]
     return value

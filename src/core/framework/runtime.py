@@ -372,9 +372,8 @@ class Framework(PlacementExtensionPoints):
     def run_pre_filter(
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult,
-        the status (None on success) and the plugins that rejected the pod (on
-        success: the plugins whose PreFilterResult narrowed the nodes)."""
+        """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult, the status (None on success) and
+        the plugins that rejected the pod (on success: the plugins whose PreFilterResult narrowed the nodes)."""
         result: PreFilterResult | None = None
         rejected: Status | None = None
         rejectors: set[str] = set()
@@ -461,9 +460,8 @@ class Framework(PlacementExtensionPoints):
     def run_filter_with_nominated_pods(
         self, state: CycleState, pod: Any, node_info: NodeInfo, nominated: list[PodInfo]
     ) -> Status | None:
-        """Upstream ``RunFilterPluginsWithNominatedPods``: first with the
-        ``nominated`` pods (equal or higher priority, nominated to this node)
-        added, then, if that passed, without them."""
+        """Upstream ``RunFilterPluginsWithNominatedPods``: first with the ``nominated`` pods (equal or higher
+        priority, nominated to this node) added, then, if that passed, without them."""
         if not nominated:
             return self.run_filter(state, pod, node_info)
         state_with = state.clone()
@@ -482,16 +480,13 @@ class Framework(PlacementExtensionPoints):
         self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, to_find: int,
         nominated: Mapping[str, list[PodInfo]],
     ) -> tuple[np.ndarray, int]:
-        """The first ``to_find`` of ``rows`` (snapshot rows, in the order given:
-        the caller rotates them) that pass every Filter plugin, as upstream's
-        ``findNodesThatPassFilters`` asks ``RunFilterPluginsWithNominatedPods``
-        of each node until it has found enough.  The rows are judged in chunks
-        (twice ``to_find``, then doubling): batch filters (``filter_batch``)
-        judge a chunk at once; per-node filters, and nodes with ``nominated``
-        pods to respect (node name -> pods of equal or higher priority
-        nominated there), run one by one.  Returns ``(feasible rows, rows
-        processed)``.  Raises :class:`FilterError` when a plugin fails with an
-        Error."""
+        """The first ``to_find`` of ``rows`` (snapshot rows, in the order given: the caller rotates them) that
+        pass every Filter plugin, as upstream's ``findNodesThatPassFilters`` asks
+        ``RunFilterPluginsWithNominatedPods`` of each node until it has found enough.  The rows are judged in
+        chunks (twice ``to_find``, then doubling): batch filters (``filter_batch``) judge a chunk at once;
+        per-node filters, and nodes with ``nominated`` pods to respect (node name -> pods of equal or higher
+        priority nominated there), run one by one.  Returns ``(feasible rows, rows processed)``.  Raises
+        :class:`FilterError` when a plugin fails with an Error."""
         count = len(rows)
         skip = state.skip_filter_plugins
         batches, per_node = [], []
@@ -599,12 +594,11 @@ class Framework(PlacementExtensionPoints):
 
     def diagnose(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, narrowing: set[str],
                  nominated: Mapping[str, list[PodInfo]], within: np.ndarray | None = None) -> Diagnosis:
-        """Why a pod fits nowhere: what Filter says of each node of the snapshot
-        (upstream's ``Diagnosis.NodeToStatus``), or of the nodes ``within`` a
-        placement (a PodGroup cycle: the others are not counted).  ``rows``:
-        the rows PreFilter left; the others were cut by the ``narrowing``
-        PreFilter plugins' PreFilterResult and are UnschedulableAndUnresolvable,
-        blaming them, as upstream does.  Raises :class:`FilterError` on a plugin Error."""
+        """Why a pod fits nowhere: what Filter says of each node of the snapshot (upstream's
+        ``Diagnosis.NodeToStatus``), or of the nodes ``within`` a placement (a PodGroup cycle: the others are not
+        counted).  ``rows``: the rows PreFilter left; the others were cut by the ``narrowing`` PreFilter plugins'
+        PreFilterResult and are UnschedulableAndUnresolvable, blaming them, as upstream does.  Raises
+        :class:`FilterError` on a plugin Error."""
         diagnosis = Diagnosis()
         codes, distinct = self.filter_codes(state, pod, snapshot, rows)
         considered = np.zeros(len(snapshot), dtype=bool)
@@ -640,11 +634,10 @@ class Framework(PlacementExtensionPoints):
 
     def filter_codes(self, state: CycleState, pod: Any, snapshot: Snapshot,
                      rows: np.ndarray) -> tuple[np.ndarray, list[Status | None]]:
-        """What :meth:`run_filter` says of each snapshot row, as ``(codes,
-        distinct)``: row ``r``'s status is ``distinct[codes[r]]`` (code -1: it
-        passed, or is outside ``rows``).  Each plugin is asked only about the
-        rows no earlier plugin rejected, in batch where it can
-        (``filter_batch_status``; ``filter_batch`` to skip the nodes it passes)."""
+        """What :meth:`run_filter` says of each snapshot row, as ``(codes, distinct)``: row ``r``'s status is
+        ``distinct[codes[r]]`` (code -1: it passed, or is outside ``rows``).  Each plugin is asked only about the
+        rows no earlier plugin rejected, in batch where it can (``filter_batch_status``; ``filter_batch`` to skip
+        the nodes it passes)."""
         count = len(snapshot)
         everything = np.arange(count, dtype=np.int64)
         codes = np.full(count, -1, dtype=np.int64)
@@ -681,11 +674,10 @@ class Framework(PlacementExtensionPoints):
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
-        """Upstream ``RunPostFilterPlugins``: plugins in order until one
-        succeeds or says UnschedulableAndUnresolvable/Error.  When all reject,
-        the status joins their reasons (naming the first rejecting plugin) and
-        the result is the last one a plugin returned (None: leave the pod's
-        nomination alone)."""
+        """Upstream ``RunPostFilterPlugins``: plugins in order until one succeeds or says
+        UnschedulableAndUnresolvable/Error.  When all reject, the status joins their reasons (naming the first
+        rejecting plugin) and the result is the last one a plugin returned (None: leave the pod's nomination
+        alone)."""
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
@@ -728,40 +720,34 @@ class Framework(PlacementExtensionPoints):
 
     @_extension_point("Score", _no_status)
     def run_score(
-        self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo]
+        self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
+        raw_scores: dict[str, np.ndarray] | None = None, changed: np.ndarray | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's
-        scores, normalised, range-checked, weighted and summed.  Returns
-        (total int64 array, {plugin: weighted scores}).  Raises
-        :class:`ScoreError` for a plugin error or a score out of range."""
+        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's scores, normalised, range-checked,
+        weighted and summed.  Returns (total int64 array, {plugin: weighted scores}).  ``raw_scores``, when given,
+        gets each plugin's scores before NormalizeScore; with ``changed`` (positions in ``rows``) it holds them
+        already, for the same rows and a pod of the same signature, and only the changed rows are scored again
+        (a PodGroup's next member).  Raises :class:`ScoreError` for a plugin error or a score out of range."""
         total: np.ndarray | None = None
         per_plugin: dict[str, np.ndarray] = {}
         names: list[str] | None = None
-        evaluations, keys = self._evaluations, self._evaluation_key["Score"]
-        score_batch = self._lists[state.record_plugin_metrics]["score_batch"]
         normalizers = self._lists[state.record_plugin_metrics]["normalize"]
         for name, method in self.score_plugins:
             if name in state.skip_score_plugins:
                 continue
-            evaluations[keys[name]] += len(rows)
-            batch = score_batch.get(name)
-            if batch is not None:
-                scores = np.asarray(batch(state, pod, table, rows), dtype=np.int64)
+            known = raw_scores.get(name) if raw_scores is not None else None
+            if known is not None and changed is not None:
+                scores = known.copy()
+                scores[changed] = self._plugin_scores(name, method, state, pod, table, rows[changed],
+                                                      [nodes[i] for i in changed.tolist()])
             else:
-                started = perf_counter() if state.record_plugin_metrics else 0.0
-                scores = np.empty(len(nodes), dtype=np.int64)
-                for i, node_info in enumerate(nodes):
-                    value = method(state, pod, node_info)
-                    if isinstance(value, Status):
-                        raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
-                    scores[i] = value
-                if started:  # the pod's per-node Score calls of this plugin as one observation
-                    metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
-            raw = scores.copy() if state.record is not None else scores
+                scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
+            raw = scores.copy() if state.record is not None or raw_scores is not None else scores
+            if raw_scores is not None:
+                raw_scores[name] = raw
             normalize = normalizers.get(name)
             if normalize is not None:
-                if names is None:
-                    names = table.names[rows].tolist()
+                names = table.names[rows].tolist() if names is None else names
                 status = normalize(state, pod, names, scores)
                 if status is not None and not status.is_success():
                     raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
@@ -776,11 +762,26 @@ class Framework(PlacementExtensionPoints):
             if state.record is not None:
                 state.record.plugin_scored(name, weight, raw, scores)
             per_plugin[name] = weighted
-            if total is None:
-                total = weighted.copy()
-            else:
-                total += weighted
+            total = weighted.copy() if total is None else total + weighted
         return (total if total is not None else np.zeros(len(rows), dtype=np.int64)), per_plugin
+
+    def _plugin_scores(self, name: str, method: Callable, state: CycleState, pod: Any, table: NodeTable,
+                       rows: np.ndarray, nodes: list[NodeInfo]) -> np.ndarray:
+        """Plugin ``name``'s raw int64 scores of ``rows``: its ``score_batch``, or ``score`` node by node."""
+        self._evaluations[self._evaluation_key["Score"][name]] += len(rows)
+        batch = self._lists[state.record_plugin_metrics]["score_batch"].get(name)
+        if batch is not None:
+            return np.asarray(batch(state, pod, table, rows), dtype=np.int64)
+        started = perf_counter() if state.record_plugin_metrics else 0.0
+        scores = np.empty(len(nodes), dtype=np.int64)
+        for i, node_info in enumerate(nodes):
+            value = method(state, pod, node_info)
+            if isinstance(value, Status):
+                raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
+            scores[i] = value
+        if started:  # the pod's per-node Score calls of this plugin as one observation
+            metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
+        return scores
 
     @_extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:

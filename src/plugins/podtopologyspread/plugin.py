@@ -53,7 +53,7 @@ from kubesched import (
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
-from kubesched.core.plugin_helpers.default_selector import WORKLOAD_KINDS, default_selector, is_empty
+from kubesched.core.plugin_helpers.default_selector import WorkloadIndex, default_selector, is_empty
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
 from .constraints import (
@@ -209,7 +209,8 @@ class PodTopologySpread:
         self.system_defaulted = args.defaulting_type == SYSTEM
         self.handle = handle
         self._default_actions = {spec.when_unsatisfiable for spec in self.defaults}
-        self._stores = [handle.informers.store(kind) for kind in WORKLOAD_KINDS] if self.defaults else []
+        #: the Services, ReplicationControllers, ReplicaSets and StatefulSets that may select a pod
+        self._workloads = WorkloadIndex(handle.informers) if self.defaults else None
 
     # --- constraints ----------------------------------------------------------------------
 
@@ -217,9 +218,9 @@ class PodTopologySpread:
         """The pod's own constraints of ``action``, or the defaults (upstream ``getConstraints``)."""
         if pod.spec.topology_spread_constraints:
             return pod_constraints(pod, action)
-        if action not in self._default_actions:
+        if action not in self._default_actions or self._workloads is None:
             return []
-        workloads = [obj for store in self._stores if len(store) for obj in store.values()]
+        workloads = self._workloads.selecting(pod)
         if not workloads:  # nothing could select the pod
             return []
         selector = default_selector(pod, workloads)
