@@ -97,7 +97,10 @@ def test_preemption_basic_evicts_low_priority_pods_for_every_preemptor():
     ("Unschedulable", "5Nodes/1Init/10Pods"),
 ])
 def test_workloads_with_preemption_churn_run(test, workload):
-    executor = executor_for(PREEMPTION, test, workload)
+    # a 3970m preemptor every 200 ms fills the 5 nodes within 5 churn rounds: the measured pods must be
+    # scheduled before that, so the churn runs on a clock a scheduling step moves 10 ms (a slow machine's
+    # wall clock let the churn win: at 100 ms a step the measured pods never fit, upstream's too)
+    executor = executor_for(PREEMPTION, test, workload, step_seconds=0.01)
     assert executor.data_items and executor.measured_pods == (5 if test == "PreemptionAsync" else 10)
 
 
