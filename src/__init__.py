@@ -30,7 +30,7 @@ are ``kubesched.core.framework.hookspecs``'s.
   :class:`NodeInfo`/:class:`PodInfo`, the cycle's :class:`Snapshot`
   (``handle.snapshot``: NodeInfos by name, rows of its columnar :class:`NodeTable`, whose
   ``matching_pods`` keeps a :class:`PodCount` per selector or term, tagged by :func:`selector_tag` /
-  :func:`term_tag`), a queued pod (:class:`QueuedPodInfo`, QueueSort),
+  :func:`term_tag`; :class:`TermIndex` finds the terms that may select a pod), a queued pod (:class:`QueuedPodInfo`, QueueSort),
   :class:`Status` and :class:`Code`, MIN/MAX_NODE_SCORE (0/100),
   PreFilter/PostFilter results, :class:`PreBindWait`;
 - cluster events and queueing hints (:class:`ClusterEvent` of a resource -
@@ -72,7 +72,7 @@ from .core.framework.cycle_state import FEASIBLE_ROWS_KEY, REMOVED_PODS_KEY, Cyc
 from .core.framework.handle import Handle
 from .core.framework.hookspecs import hookimpl
 from .core.framework.nodeinfo import NodeInfo, PodInfo, host_ports, ports_conflict
-from .core.framework.pod_counts import PodCount, selector_tag, term_tag
+from .core.framework.pod_counts import PodCount, TermIndex, selector_tag, term_tag
 from .core.framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from .core.framework.resources import (
     CPU,
@@ -109,6 +109,7 @@ from .core.framework.types import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    HintIndex,
     PostFilterResult,
     PreBindWait,
     PreFilterResult,
@@ -139,6 +140,7 @@ __all__ = [
     "Snapshot",
     "StateNotFound",
     "Status",
+    "TermIndex",
     "hookimpl",
     "selector_tag",
     "term_tag",
@@ -157,6 +159,7 @@ __all__ = [
     "ActionType",
     "ClusterEvent",
     "ClusterEventWithHint",
+    "HintIndex",
     "NODE",
     "POD",
     "QueueingHint",

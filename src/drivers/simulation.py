@@ -28,6 +28,7 @@ from kubesched.core.features import FeatureGates
 from kubesched.core.framework.config import KubeSchedulerConfiguration
 from kubesched.core.framework.registry import Registry
 from kubesched.core.observability.decision_log import DecisionLog
+from kubesched.drivers.batch_gc import batch_collection
 from kubesched.drivers.harness import PROGRESS_STEPS, Harness
 
 #: The simulated clock starts here unless told otherwise (2026-01-01T00:00:00Z).
@@ -125,13 +126,14 @@ class Simulation:
 
     def run(self, until: float | None = None, progress: Progress | None = None) -> None:
         """Run until nothing more can happen, or until simulated time ``until``
-        (seconds since the epoch), jumping the clock over every wait.
-        ``progress("scheduling", attempts, pods)`` is called every
+        (seconds since the epoch), jumping the clock over every wait, garbage collected in batches meanwhile
+        (:func:`~kubesched.drivers.batch_gc.batch_collection`).  ``progress("scheduling", attempts, pods)`` is called every
         :data:`~kubesched.drivers.harness.PROGRESS_STEPS` steps (scheduling attempts so far, pods in the cluster)."""
         pods = self.harness.informers.store("Pod")
         report = None if progress is None else lambda: progress("scheduling", self.scheduler.stats.cycles, len(pods))
-        self.harness.run_to_quiescence(until, progress=self.progress, expecting=lambda: self._pending_changes > 0,
-                                       report=report)
+        with batch_collection():  # a run keeps nearly every object it makes (drivers/batch_gc.py)
+            self.harness.run_to_quiescence(until, progress=self.progress,
+                                           expecting=lambda: self._pending_changes > 0, report=report)
 
     def progress(self) -> int:
         """Grows with useful work: pods bound, successful controller syncs and timed changes."""
@@ -204,7 +206,8 @@ def load_paths(cluster: ClusterClient, paths: Iterable[str | Path], progress: Pr
     for a bad manifest or an object the cluster refuses (naming the file and
     the object)."""
     read = None if progress is None else lambda done: progress("reading", done, 0)
-    create_sourced(cluster, load_sourced_objects(paths, read), progress)
+    with batch_collection():  # every object read is kept
+        create_sourced(cluster, load_sourced_objects(paths, read), progress)
 
 
 def create_sourced(cluster: ClusterClient, sourced: Iterable[tuple[str, Any]],

@@ -85,12 +85,14 @@ class GangScheduling:
         if not self.handle.features.enabled("GangScheduling"):
             return None
         min_count = group.pod_group.min_count
-        counts = f"{progress.scheduled} scheduled, {progress.remaining} remaining"
-        if progress.scheduled + progress.remaining < min_count:
-            return Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: {counts}",))
-        if progress.scheduled < min_count:
-            return Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: {counts}",))
-        return None
+        scheduled, remaining = progress.scheduled, progress.remaining
+        if scheduled >= min_count:
+            return None
+        if scheduled + remaining < min_count:
+            return Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: "
+                                               f"{scheduled} scheduled, {remaining} remaining",))
+        return Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: "
+                                  f"{scheduled} scheduled, {remaining} remaining",))
 
     @hookimpl
     def events_to_register(self):

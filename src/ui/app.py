@@ -174,8 +174,7 @@ async def node(request: Request, outcome: Outcome) -> Response:
     data = node_page(outcome, name, page=int_arg(request, "page"))
     if data is None:
         return missing(request, outcome, "Node", name)
-    # its What if, now forms fork the end state when posted (the node page never waits for the what-if lock:
-    # a fork of an older run under way would hold the refreshed page back)
+    _ui(request).now.warm(outcome.key, outcome.sim)  # its What if, now forms: the end state forked in the background
     return render(request, "node.html", outcome, nav="cluster", **data)
 
 
@@ -384,7 +383,7 @@ async def now_page(request: Request) -> Response:
     if outcome is None:
         return render(request, "waiting.html", None)
     await run_in_threadpool(ui.now.follow, outcome.key, outcome.sim)
-    ui.now.warm()
+    ui.now.warm(outcome.key, outcome.sim)
     return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open,
                   node=arg(request, "node"), shown=MOVES_SHOWN, error=arg(request, "error"),
                   pod_yaml=template_text("Pod"))

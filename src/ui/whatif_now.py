@@ -14,17 +14,20 @@ what-ifs build on it), **Undo** rolls it back (cost proportional to what
 changed, not to the cluster).  One change is open at a time.
 
 The fork is taken once per run (O(cluster)), on a background thread when a
-page that offers what-ifs is shown (:meth:`WhatIfNow.warm`), and
-dropped when a newer run replaces that run (an edit of the scenario or of
-the configuration re-simulates as before): the kept changes go with it and
-the page says so.  Every operation is serialised by a lock (a simulator is
-used by one thread at a time).
+page that offers what-ifs is shown (:meth:`WhatIfNow.warm`: the /now page,
+a node's page), without holding the what-if lock (no page waits for a
+fork; a what-if posted meanwhile waits for that fork rather than making
+another), and dropped when a newer run replaces that run (an edit of the
+scenario or of the configuration re-simulates as before): the kept changes
+go with it and the page says so.  Every what-if is serialised by a lock (a
+simulator is used by one thread at a time).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+from concurrent.futures import Future
 from typing import Any, Callable
 
 import attrs
@@ -113,14 +116,18 @@ class WhatIfNow:
         self.dropped = 0
         self._added = 0
         self._source: Any = None
-        self._warming = False
+        #: the latest fork started by :meth:`warm`: (run key, its future simulator)
+        self._forking: tuple[tuple, Future[Simulator]] | None = None
+        self._forking_lock = threading.Lock()
+        self._one_fork_at_a_time = threading.Lock()  # two forks of one run never read it at once
+        self._started: list[Future[Simulator]] = []  # the forks warm started that may still run
 
     # --- the state ----------------------------------------------------------------------
 
     def follow(self, key: tuple, simulation: Any) -> None:
         """Work on the end state of run ``key`` (its :class:`Simulation`): the same run keeps the state, a newer
         one drops it (an open what-if is rolled back, the kept ones are counted in :attr:`dropped`).  Waits
-        while a what-if or the fork is under way: call it off the event loop."""
+        while a what-if is under way (never for a fork): call it off the event loop."""
         if self._key == key:
             return
         with self._lock:
@@ -132,20 +139,26 @@ class WhatIfNow:
             self._key, self._simulator, self.kept, self._added = key, None, [], 0
             self._source = simulation
 
-    def warm(self) -> None:
-        """Fork the followed run's end state now, on a background thread (the /now page calls it: the first what-if
-        then finds the fork made, or waits for it; a node page's forms fork on their first POST).  Nothing to do: returns at once."""
-        if self._simulator is None and self._key is not None and not self._warming:
-            self._warming = True
-            threading.Thread(target=self._fork, name="what-if-now fork", daemon=True).start()
+    def warm(self, key: tuple, simulation: Any) -> None:
+        """Fork run ``key``'s end state (its :class:`Simulation`) on a background thread, unless it is forked or
+        being forked already, so that the first what-if on it finds the fork made (or waits for this one).
+        Returns at once: never waits for the what-if lock nor for a fork."""
+        with self._forking_lock:
+            if (self._forking is not None and self._forking[0] == key) or (
+                    self._key == key and self._simulator is not None):
+                return
+            future: Future[Simulator] = Future()
+            self._forking = (key, future)
+            self._started = [f for f in self._started if not f.done()] + [future]
+        threading.Thread(target=self._fork_into, args=(simulation, future), name="what-if-now fork",
+                         daemon=True).start()
 
-    def _fork(self) -> None:
-        try:
-            with self._lock:
-                if self._key is not None:
-                    self._sim()
-        finally:
-            self._warming = False
+    def close(self) -> None:
+        """Wait until every fork :meth:`warm` started is done (a server stopping leaves no fork running)."""
+        with self._forking_lock:
+            started, self._started = self._started, []
+        for future in started:
+            future.exception()
 
     @property
     def open(self) -> Applied | None:
@@ -204,11 +217,28 @@ class WhatIfNow:
     # --- internals ----------------------------------------------------------------------
 
     def _sim(self) -> Simulator:
+        """The followed run's fork: the one :meth:`warm` started for it (waiting for it), else one made now."""
         if self._simulator is None:
             if self._key is None:
                 raise WhatIfError("(what-if): no run has finished yet")
-            self._simulator = Simulator(self._source).fork()
+            with self._forking_lock:
+                forking = self._forking if self._forking is not None and self._forking[0] == self._key else None
+            self._simulator = forking[1].result() if forking is not None else self._fork(self._source)
+            with self._forking_lock:
+                if self._forking is forking:  # taken: a later return to this run forks afresh
+                    self._forking = None
         return self._simulator
+
+    def _fork(self, simulation: Any) -> Simulator:
+        with self._one_fork_at_a_time:
+            return Simulator(simulation).fork()
+
+    def _fork_into(self, simulation: Any, future: Future[Simulator]) -> None:
+        """Fork ``simulation``'s state into ``future`` (its result, or the exception forking raised)."""
+        try:
+            future.set_result(self._fork(simulation))
+        except BaseException as err:  # handed to whoever waits for the fork
+            future.set_exception(err)
 
     def _apply(self, label: str, step: Callable[[Simulator], Any]) -> Applied:
         with self._lock:

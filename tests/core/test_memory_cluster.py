@@ -19,7 +19,7 @@ from kubesched.core.cluster.client import (
     Invalid,
     NotFound,
 )
-from kubesched.core.cluster.memory import MemoryCluster
+from kubesched.core.cluster.memory import COMPACTION_INTERVAL, MemoryCluster
 from kubesched.testing import node, pod
 
 
@@ -239,6 +239,24 @@ def test_watch_from_an_expired_version_is_gone():
     cluster.watch("Pod", cluster.list("Pod").resource_version, seen.append)
     cluster.create(pod("p6"))
     assert [e.obj.metadata.name for e in seen] == ["p6"]
+
+
+def test_the_history_is_compacted_as_kube_apiserver_compacts_etcd():
+    """Every COMPACTION_INTERVAL seconds of the cluster's clock the changes up to what the previous compaction saw
+    go: a watch resuming from before them gets 410 Gone, one from after them resumes."""
+    clock = FakeClock(0.0)
+    cluster = MemoryCluster(clock)
+    first = cluster.create(pod("p0"))
+    clock.advance(COMPACTION_INTERVAL)
+    noted = cluster.create(pod("p1"))  # the first compaction: nothing before it yet, notes where it stands
+    cluster.watch("Pod", first.metadata.resource_version, lambda e: None)
+    clock.advance(COMPACTION_INTERVAL)
+    cluster.create(pod("p2"))  # the second drops what the first noted
+    with pytest.raises(Gone, match="too old resource version"):
+        cluster.watch("Pod", first.metadata.resource_version, lambda e: None)
+    seen = []
+    cluster.watch("Pod", noted.metadata.resource_version, seen.append)
+    assert [e.obj.metadata.name for e in seen] == ["p2"]
 
 
 def priority_class(name, value, global_default=False, policy=None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from kubesched.core.api import from_manifest
@@ -103,6 +105,23 @@ def test_meta_conditions_of_any_kind_merge_on_type():
                           STRATEGIC_MERGE_PATCH, cls)
     assert [c["type"] for c in patched["status"]["conditions"]] == ["DisruptionAllowed", "Other"]
     assert pdb["status"]["conditions"] == [{"type": "DisruptionAllowed", "status": "True"}]  # not changed
+
+
+def test_a_strategic_patch_copies_what_it_changes_and_leaves_the_stored_document():
+    """Every directive changes the result only: the stored manifest (shared with the result where untouched) stays."""
+    stored = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["a", "b"],
+                                                               "labels": {"x": "1", "y": "2"}},
+              "status": {"conditions": [{"type": "A", "status": "True"}, {"type": "B", "status": "True"},
+                                        {"type": "C", "status": "True"}], "phase": "Pending"}}
+    before = copy.deepcopy(stored)
+    patched = apply_patch(stored, {
+        "metadata": {"labels": {"x": None, "z": "3"}, "$deleteFromPrimitiveList/finalizers": ["a"]},
+        "status": {"$setElementOrder/conditions": [{"type": "C"}, {"type": "A"}],
+                   "conditions": [{"type": "A", "status": "False"}, {"type": "B", "$patch": "delete"}],
+                   "$retainKeys": ["conditions"]}}, STRATEGIC_MERGE_PATCH, type(from_manifest(stored)))
+    assert stored == before
+    assert patched["metadata"] == {"name": "p", "finalizers": ["b"], "labels": {"y": "2", "z": "3"}}
+    assert patched["status"] == {"conditions": [{"type": "C", "status": "True"}, {"type": "A", "status": "False"}]}
 
 
 def test_preconditions_uid_and_resource_version(cluster):

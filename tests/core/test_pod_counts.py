@@ -5,11 +5,11 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from kubesched import selector_tag, term_tag
+from kubesched import TermIndex, selector_tag, term_tag
 from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement, evolve_meta
 from kubesched.core.clock import FakeClock
 from kubesched.core.framework import pod_counts
-from kubesched.core.framework.affinity import AffinityTerms
+from kubesched.core.framework.affinity import AffinityTerm, AffinityTerms
 from kubesched.core.framework.snapshot import Snapshot
 from kubesched.core.scheduler.cache import Cache
 from kubesched.testing import node, pod
@@ -68,6 +68,8 @@ def test_counts_follow_assume_forget_confirm_relabel_and_delete(cache):
     cache.remove_pod(web1)
     cache.update_snapshot(snapshot)
     assert list(count.per_node) == [1, 0, 0] and list(count.per_domain("zone")) == [1, 0]
+    made_now = table.matching_pods("web-again", lambda info: WEB.matches(info.pod.metadata.labels), selector_tag(WEB))
+    assert list(made_now.per_node) == [1, 0, 0]  # made from the pods indexed by tag, as they came and went
 
 
 def test_a_count_made_mid_cycle_counts_the_pods_as_the_snapshot_last_saw_them(cache):
@@ -142,3 +144,21 @@ def test_beyond_the_bound_the_least_recently_used_count_is_made_again(cache, mon
     cache.update_snapshot(snapshot)
     remade = table.matching_pods("second", lambda info: 1, None)
     assert list(remade.per_node) == [1, 0, 0] and list(first.per_node) == [1, 0, 0]
+
+
+def test_a_term_index_gives_the_terms_a_pod_may_match_and_follows_its_dict():
+    def term(selector):
+        return AffinityTerm("zone", selector, frozenset({"default"}), None)
+
+    web, tiers, anything = term(WEB), term(LabelSelector(match_expressions=(
+        LabelSelectorRequirement("tier", "In", ("a", "b")),))), term(LabelSelector(match_expressions=(
+            LabelSelectorRequirement("tier", "NotIn", ("c",)),)))
+    terms = {"web": web, "tiers": tiers}
+    index = TermIndex()
+    assert list(index.selecting(terms, {"app": "db"})) == []
+    assert list(index.selecting(terms, {"app": "web", "tier": "z"})) in (
+        [("web", web), ("tiers", tiers)], [("tiers", tiers), ("web", web)])
+    terms["anything"] = anything  # the dict grew: caught up
+    assert list(index.selecting(terms, {"app": "db"})) == [("anything", anything)]
+    rebuilt = {"tiers": tiers}  # a new dict: indexed afresh
+    assert list(index.selecting(rebuilt, {"app": "web", "tier": "a"})) == [("tiers", tiers)]

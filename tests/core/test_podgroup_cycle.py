@@ -174,6 +174,30 @@ def test_a_group_is_ordered_by_its_priority_and_attempted_once_for_all_members()
     assert not any(members(sim, "low").values())
 
 
+def test_members_signed_alike_are_placed_as_members_signed_apart():
+    """Members with one signature reuse the member before them's Filter and Score within a placement (only the
+    node it took is judged again); members whose labels differ run every cycle in full.  Same cluster, same
+    tie-break seed: the same nodes for the same members, the same scores recorded, with fewer Filter calls.
+    Three racks of uneven nodes, so that nodes fill up (the full cycle again) and one rack cannot hold the gang."""
+    from kubesched.core.observability import metrics
+    key = ("NodeResourcesFit", "Filter", "default-scheduler")
+    outcomes = []
+    for distinct in (False, True):
+        log, before = DecisionLog(), metrics.PLUGIN_EVALUATIONS.counts[key]
+        nodes = [node(f"r{r}-n{i}", cpu=str(1 + (r + i) % 4), labels={"topology.kubernetes.io/rack": f"rack-{r}"})
+                 for r in range(3) for i in range(4)]
+        sim = run(*nodes, pod_group("g", 9, topology_key="topology.kubernetes.io/rack"),
+                  *(pod(f"p{i}", cpu="1" if i % 4 else "500m", pod_group="g", labels={"i": str(i) if distinct else ""})
+                    for i in range(9)), decisions=log)
+        scores = {r["pod"]: (r.get("node"), r.get("score"), r.get("filter")) for r in log.records
+                  if r.get("phase") == "scheduling"}
+        outcomes.append((members(sim), scores, metrics.PLUGIN_EVALUATIONS.counts[key] - before))
+    (alike, alike_scores, alike_filtered), (apart, apart_scores, apart_filtered) = outcomes
+    assert all(alike.values()) and alike == apart
+    assert alike_scores == apart_scores
+    assert alike_filtered < apart_filtered
+
+
 def test_the_decision_record_tells_the_racks_tried():
     log = DecisionLog()
     run(*rack_nodes(), pod_group("g", 3, topology_key="topology.kubernetes.io/rack"),

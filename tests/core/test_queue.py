@@ -197,6 +197,28 @@ def test_a_hint_returning_queue_skip_keeps_the_pod_in_the_pool():
     assert queue.get(mk("p")).where == "unschedulable"
 
 
+def test_an_indexed_hint_is_asked_only_about_the_pods_the_event_concerns():
+    """A claim event asks the hint about the pods waiting for that claim alone (HintIndex); an event the index
+    cannot narrow (no keys) asks every pod; a pod that leaves the pool leaves the index."""
+    calls = []
+    claim_added = ClusterEvent("ResourceClaim", ActionType.ADD)
+    index = kubesched.HintIndex(lambda p: [p.metadata.labels["claim"]] if "claim" in p.metadata.labels else None,
+                                lambda old, new: (new.metadata.labels["claim"],) if "claim" in new.metadata.labels else None)
+    queue, _ = make_queue(hints=[("DRA", ClusterEventWithHint(claim_added, hint(QueueingHint.QUEUE, calls), index))])
+    for name in ("a", "b", "c"):
+        queue.add(mk(name, labels={"claim": f"c-{name}"}))
+    queue.add(mk("unkeyed"))
+    for name in ("a", "b", "c", "unkeyed"):
+        fail(queue, name, rejectors={"DRA"})
+    assert queue.move_all(claim_added, None, mk("x", labels={"claim": "c-b"})) == 2
+    assert sorted(call[0] for call in calls) == ["b", "unkeyed"]
+    calls.clear()
+    assert queue.move_all(claim_added, None, mk("x", labels={"claim": "c-b"})) == 0  # b left the pool
+    assert calls == []
+    assert queue.move_all(claim_added, None, mk("y")) == 2  # no keys: every pod asked
+    assert sorted(call[0] for call in calls) == ["a", "c"]
+
+
 def test_a_pod_moved_before_its_backoff_expired_goes_to_backoff_first():
     queue, clock = make_queue(hints=[("Fit", ClusterEventWithHint(NODE_ADD))])  # no hint function: Queue
     queue.add(mk("p"))

@@ -171,6 +171,19 @@ def test_fit_error_message_counts_reasons_per_node_sorted():
     assert (event.type, event.message) == ("Warning", cond.message)
 
 
+def test_preemption_counts_the_nodes_it_tried_and_the_others_as_not_helpful():
+    """Upstream's FitError after a failed preemption: the nodes dry-run with their status, every other node
+    (here the cordoned one, UnschedulableAndUnresolvable) "Preemption is not helpful for scheduling"."""
+    sim = simulation(None)
+    sim.create([node("busy", cpu="2"), node("cordoned", cpu="8", unschedulable=True),
+                pod("running", cpu="1", node_name="busy"), pod("p", cpu="2")])
+    sim.run()
+    assert condition(sim.pod("p")).message == (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling.")
+
+
 def test_several_reasons_from_one_node_each_count():
     sim = simulation(None)
     sim.create([node("n1", cpu="1", memory="1Gi"), node("n2", cpu="1", memory="8Gi"), pod("p", cpu="2", memory="2Gi")])

@@ -9,6 +9,7 @@ import pytest
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.convert import ManifestError
+from kubesched.core.api.meta import evolve_meta
 from kubesched.core.framework.cycle_state import CycleState
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.framework.status import Code
@@ -35,6 +36,7 @@ from .helpers import (
 )
 
 WEB = {"app": "web"}
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def spread(key: str = "zone", max_skew: int = 1, when: str = "DoNotSchedule", **extra) -> dict:
@@ -196,6 +198,24 @@ def test_nodes_missing_a_key_score_zero_for_pods_with_own_constraints():
     state = CycleState()
     run_pre_score(plugin, state, incoming, nodes)
     assert score_all(plugin, state, incoming, nodes) == [100, 0]
+
+
+@pytest.mark.parametrize("node_selector, expected", [
+    (None, [0, 70, 0, 100]),
+    ({"pool": "x"}, [0, 80, 0, 100]),  # node affinity honoured: b1 no longer counts in its zone
+])
+def test_zone_and_hostname_scores_with_a_node_missing_its_hostname_label(node_selector, expected):
+    bare = evolve_meta(node("bare"), labels={"zone": "a"})
+    nodes = [info(node("a1", labels={"zone": "a", "pool": "x"}), *(on(pod(f"x{i}", labels=WEB), "a1") for i in range(3))),
+             info(node("b1", labels={"zone": "b"}), on(pod("y", labels=WEB), "b1")),
+             info(bare, on(pod("z", labels=WEB), "bare")),
+             info(node("c1", labels={"zone": "c", "pool": "x"}))]
+    incoming = web("in", spread(when="ScheduleAnyway"), spread(HOSTNAME, when="ScheduleAnyway"),
+                   node_selector=node_selector)
+    plugin = make(PodTopologySpread)
+    state = CycleState()
+    assert run_pre_score(plugin, state, incoming, nodes) is None
+    assert score_all(plugin, state, incoming, nodes) == expected
 
 
 def test_system_default_constraints_spread_a_replicasets_pods_over_hostnames():

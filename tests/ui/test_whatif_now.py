@@ -138,3 +138,21 @@ def test_the_pod_form_starts_from_the_pod_template_and_it_applies_as_it_is(ui):
 def test_a_chosen_node_gets_the_node_forms(ui):
     page = get(ui[1], "/now?node=worker-a2")
     assert 'action="/now/node/worker-a2"' in page and "add nodes like it" in page
+
+
+def test_a_fork_under_way_holds_no_page_back_and_the_what_if_takes_it(ui):
+    """A node page forks the run's end state in the background: while that fork is under way, following another
+    run (a page of it) does not wait for it, and a what-if on the first run then takes that fork."""
+    from kubesched.ui.whatif_now import WhatIfNow
+
+    runs = ui[0]
+    outcome = runs.current()
+    now = WhatIfNow()
+    with now._one_fork_at_a_time:  # the fork cannot finish yet
+        now.warm(outcome.key, outcome.sim)
+        now.warm(outcome.key, outcome.sim)  # already being forked: nothing more
+        now.follow(("another run",), outcome.sim)  # returns at once
+        now.follow(outcome.key, outcome.sim)
+    drained = now.node("worker-a1", "drain")
+    assert drained.label == "drain worker-a1" and "shop/web-2" in drained.moves.gone
+    now.undo()

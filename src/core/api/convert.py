@@ -26,6 +26,7 @@ in manifest terms (``spec.containers[0].resources.requests.cpu``).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from types import UnionType
 from typing import Any, Callable, Union, get_args, get_origin
 
@@ -96,17 +97,25 @@ def manifest_key(field: attrs.Attribute) -> str:
 
 
 def parse_time(text: Any) -> float | None:
-    """RFC 3339 text (``2026-01-02T03:04:05Z``) -> seconds since the epoch."""
+    """RFC 3339 text (``2026-01-02T03:04:05Z``) -> seconds since the epoch.  Raises ValueError."""
     if text is None or isinstance(text, (int, float)):
         return text
-    stamp = _dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    return _parse_time_text(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_time_text(text: str) -> float:
+    """:func:`parse_time` of a text (an LRU: a run's objects share few distinct times)."""
+    stamp = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=_dt.timezone.utc)
     return stamp.timestamp()
 
 
+@functools.lru_cache(maxsize=4096)
 def format_time(seconds: float | None) -> str | None:
-    """Seconds since the epoch -> RFC 3339 text in UTC, second precision as upstream."""
+    """Seconds since the epoch -> RFC 3339 text in UTC, second precision as upstream (an LRU: a run's
+    objects share few distinct times)."""
     if seconds is None:
         return None
     stamp = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
@@ -384,7 +393,27 @@ converter.register_structure_hook_factory(lambda t: getattr(t, "__origin__", Non
 converter.register_structure_hook(str, _structure_str)
 converter.register_structure_hook(int, _structure_int)
 converter.register_structure_hook(bool, _structure_bool)
-converter.register_unstructure_hook_func(lambda t: getattr(t, "__origin__", None) is tuple, lambda v: [converter.unstructure(i) for i in v])
+
+
+def _unstructure_list_factory(type_: Any) -> Callable[[Any], list]:
+    """``tuple[X, ...]`` -> a list: X's hook looked up once (on first use), each item whose class is exactly X
+    written by it, any other item (a subclass, an untyped tuple's) dispatched on its own class."""
+    item_type = getattr(type_, "__args__", (Any,))[0]
+    if not isinstance(item_type, type) or not attrs.has(item_type):
+        return lambda value: [converter.unstructure(item) for item in value]
+    item_hook: Callable[[Any], Any] | None = None
+
+    def unstructure_list(value: Any) -> list:
+        nonlocal item_hook
+        if item_hook is None:
+            item_hook = converter.get_unstructure_hook(item_type)
+        hook = item_hook
+        return [hook(item) if item.__class__ is item_type else converter.unstructure(item) for item in value]
+
+    return unstructure_list
+
+
+converter.register_unstructure_hook_factory(lambda t: getattr(t, "__origin__", None) is tuple, _unstructure_list_factory)
 
 
 def structure(data: Any, cls: type):

@@ -24,7 +24,13 @@ import yaml
 from kubesched.core.api import ManifestError, from_manifest, to_manifest
 from kubesched.core.api.convert import printable
 from kubesched.core.api.fields import strict_decoding_error, unknown_fields
-from kubesched.core.api.yaml_documents import SAFE_LOADER, documents, dump_documents
+from kubesched.core.api.yaml_documents import (
+    SAFE_LOADER,
+    SMALL_DOCUMENT,
+    documents,
+    dump_documents,
+    manifest_documents,
+)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 #: Deepest nesting of mappings and lists a manifest may have (Kubernetes objects need about 20).
@@ -124,11 +130,19 @@ def load_yaml_documents(text: str, file: str) -> Iterator[Any]:
     return (doc for doc, _ in _bounded_documents(text, file))
 
 
-def _bounded_documents(text: str, file: str) -> Iterator[tuple[Any, dict[int, tuple[int, int, int]]]]:
-    """(document, its :func:`_sizes`) for each YAML document of ``text`` within the bounds (:func:`load_yaml`)."""
+def _bounded_documents(text: str, file: str, manifests: bool = False,
+                       ) -> Iterator[tuple[Any, dict[int, tuple[int, int, int]]]]:
+    """(document, its :func:`_sizes`) for each YAML document of ``text`` within the bounds (:func:`load_yaml`),
+    parsed by :func:`~.yaml_documents.documents` or, for ``manifests``, its faster
+    :func:`~.yaml_documents.manifest_documents` (whose small documents need no measuring: their sizes are
+    left empty)."""
+    parsed = manifest_documents(text) if manifests else ((doc, plain, 0) for doc, plain in documents(text))
     try:
         _refuse_deep_nesting(text, file)
-        for doc, plain in documents(text):
+        for doc, plain, characters in parsed:
+            if 0 < characters <= SMALL_DOCUMENT:
+                yield doc, {}
+                continue
             sizes = _tree_sizes(doc) if plain else _sizes(doc)
             values, depth, _ = sizes.get(id(doc), (1, 0, 0))
             if depth > MAX_DEPTH:
@@ -202,7 +216,7 @@ def read_documents(path: Path) -> Iterator[dict]:
             documents: Iterable[tuple[Any, dict[int, tuple[int, int, int]]]] = [(doc, sizes)]
         else:
             _refuse_oversized_documents(text, file)
-            documents = _bounded_documents(text, file)
+            documents = _bounded_documents(text, file, manifests=True)
         for doc, sizes in documents:
             for item in _flatten(doc, file):
                 _check_size(item, sizes.get(id(item), (0, 0, 0))[2], file)
@@ -379,7 +393,7 @@ def _tree_sizes(doc: Any) -> dict[int, tuple[int, int, int]]:
         return sizes
     try:
         walk(doc, 0)
-    except _TooDeep:
+    except (_TooDeep, TypeError):  # TypeError: a key that is not a string (``1: a``)
         return _sizes(doc)
     return sizes
 

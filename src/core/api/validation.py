@@ -716,6 +716,8 @@ def _pod_spec_update(old: Pod, new: Pod) -> list[str]:
     pods/binding.  A gated pod may also gain node selector entries and change
     its node affinity (mutable scheduling directives)."""
     before, after = old.spec, new.spec
+    if before is after:  # a status write, a label change: the spec is the stored one
+        return []
     out = []
     if not set(after.scheduling_gates) <= set(before.scheduling_gates):
         out.append(GATES_ONLY_REMOVED)

@@ -76,6 +76,14 @@ DEFAULT_TERMINATION_GRACE = 30
 # upstream's generateName alphabet (no vowels, no confusable digits)
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
+#: How many past changes a watch may resume from (default of ``MemoryCluster(history=)``): each holds the
+#: object as it was then, ~0.5 KB beside the stored object (old versions share their unchanged parts).
+HISTORY = 10_000
+#: Seconds of the cluster's clock between compactions of the change history, as kube-apiserver compacts etcd
+#: (``--etcd-compaction-interval``, 5 minutes): each drops the changes up to the resourceVersion the previous
+#: one saw, so a watch resumes from up to 5-10 minutes back (and at most :data:`HISTORY` changes).
+COMPACTION_INTERVAL = 300.0
+
 
 class MemoryCluster(ClusterClient):
     """An in-memory cluster.
@@ -83,7 +91,9 @@ class MemoryCluster(ClusterClient):
     ``clock`` stamps creation and deletion times (a :class:`FakeClock` at 0 by
     default); ``seed`` makes generated names and UIDs reproducible;
     ``history`` is how many past changes a watch may resume from before it
-    gets :class:`Gone`; ``graceful_deletion``: a deleted pod that runs on a
+    gets :class:`Gone` (410 "too old resource version", as from etcd; the
+    history is also compacted every :data:`COMPACTION_INTERVAL` seconds of
+    ``clock``, as kube-apiserver compacts etcd); ``graceful_deletion``: a deleted pod that runs on a
     node only gets a ``deletionTimestamp`` its grace period ahead and stays
     until :meth:`finish_terminating_pods` (the kubelets' part), as on a real
     cluster; without it (the embedded cluster has no kubelets) it goes at
@@ -93,7 +103,7 @@ class MemoryCluster(ClusterClient):
     lock guards the store.
     """
 
-    def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = 100_000,
+    def __init__(self, clock: Clock | None = None, seed: int = 0, history: int = HISTORY,
                  graceful_deletion: bool = False, features: FeatureGates | None = None):
         self.clock = clock or FakeClock()
         self.features = features if features is not None else FeatureGates()
@@ -103,6 +113,9 @@ class MemoryCluster(ClusterClient):
         self._store: dict[str, dict[str, Any]] = {kind: {} for kind in RESOURCES}
         self._rv = 0
         self._log: collections.deque[tuple[int, WatchEvent]] = collections.deque(maxlen=history)
+        #: the next compaction (clock seconds) and the resourceVersion it compacts up to (the previous one's)
+        self._next_compaction = self.clock.now() + COMPACTION_INTERVAL
+        self._compaction_mark = 0
         self._watchers: dict[str, list[WatchSink]] = collections.defaultdict(list)
         self._lock = threading.RLock()
         #: Hook a test may set to make a write fail: called with (verb, kind, obj_or_name).
@@ -599,11 +612,13 @@ class MemoryCluster(ClusterClient):
         compaction).  The objects themselves go back through :attr:`journal`."""
         with self._lock:
             rv, rng = self._rv, self._rng.getstate()
+            compaction = self._next_compaction, self._compaction_mark
 
         def restore() -> None:
             with self._lock:
                 self._rv = rv
                 self._rng.setstate(rng)
+                self._next_compaction, self._compaction_mark = compaction
                 while self._log and self._log[-1][0] > rv:
                     self._log.pop()
         return restore
@@ -617,8 +632,19 @@ class MemoryCluster(ClusterClient):
     def _emit(self, type_: str, kind: str, obj: Any) -> None:
         event = WatchEvent(type_, kind, obj)
         self._log.append((self._rv, event))
+        if self.clock.now() >= self._next_compaction:
+            self._compact_history()
         for sink in self._watchers.get(kind, ()):
             sink(event)
+
+    def _compact_history(self) -> None:
+        """The scheduled compaction: the changes up to the resourceVersion the previous one saw are dropped
+        (a watch from before them gets :class:`Gone`); the next is :data:`COMPACTION_INTERVAL` later."""
+        log, mark = self._log, self._compaction_mark
+        while log and log[0][0] <= mark:
+            log.popleft()
+        self._compaction_mark = self._rv
+        self._next_compaction = self.clock.now() + COMPACTION_INTERVAL
 
 
 def _uuid4(bits: int) -> str:

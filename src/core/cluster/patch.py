@@ -153,22 +153,25 @@ def apply_patch(doc: dict, patch: Any, patch_type: str, cls: type | None = None)
 
     ``patch_type`` is :data:`STRATEGIC_MERGE_PATCH` or :data:`MERGE_PATCH`;
     ``cls`` is the attrs class of ``doc`` (its lists' merge keys), or None for
-    an unmodelled document (every list is then replaced).  Raises
-    :class:`BadRequest` (400) for another patch type, a strategic patch that
-    is not a JSON object or a malformed directive, as kube-apiserver does; a
-    list element without its merge key is an :class:`ApiError` (500, as
-    upstream's unclassified patch error)."""
+    an unmodelled document (every list is then replaced).  A strategic merge
+    copies only the maps and lists the patch changes: the result shares the
+    parts of ``doc`` it leaves alone (copy those before changing them in
+    place).  Raises :class:`BadRequest` (400) for another patch type, a
+    strategic patch that is not a JSON object or a malformed directive, as
+    kube-apiserver does; a list element without its merge key is an
+    :class:`ApiError` (500, as upstream's unclassified patch error)."""
     if patch_type == MERGE_PATCH:
         return json_merge_patch.merge(copy.deepcopy(doc), patch)
     if patch_type != STRATEGIC_MERGE_PATCH:
         raise BadRequest(f"the patch type {patch_type!r} is not supported (supported: {', '.join(PATCH_TYPES)})")
     if not isinstance(patch, dict):
         raise BadRequest(f"a strategic merge patch must be a JSON object, got {type(patch).__name__}")
-    return _merge_map(copy.deepcopy(doc), patch, cls)
+    return _merge_map(doc, patch, cls)
 
 
 def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
-    """Merge ``patch`` into ``original`` (changed in place and returned)."""
+    """A copy of ``original`` with ``patch`` merged in (``original`` is not changed; what the patch leaves
+    alone is shared)."""
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
         if directive == "replace":
@@ -177,39 +180,46 @@ def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
             return {}
         if directive != "merge":
             raise BadRequest(f"Unknown patch type: {directive} in map: {patch}")
+    merged = dict(original)
     if _RETAIN_KEYS in patch:
         retain = patch[_RETAIN_KEYS]
         if not isinstance(retain, list):
             raise BadRequest("invalid patch: $retainKeys must be a list")
-        for key in [k for k in original if k not in retain]:
-            del original[key]
+        for key in [k for k in merged if k not in retain]:
+            del merged[key]
     fields = _fields(cls)
+    ordered = False
     for key, value in patch.items():
-        if key in (_DIRECTIVE, _RETAIN_KEYS) or key.startswith(_ELEMENT_ORDER):
-            continue
-        if key.startswith(_DELETE_FROM):
-            name = key[len(_DELETE_FROM):]
-            if not isinstance(value, list):
-                raise BadRequest(f"invalid patch: {key} must be a list")
-            if isinstance(original.get(name), list):
-                original[name] = [v for v in original[name] if v not in value]
-            continue
+        if key[:1] == "$":  # directives (the API's own keys never start with "$")
+            if key in (_DIRECTIVE, _RETAIN_KEYS):
+                continue
+            if key.startswith(_ELEMENT_ORDER):
+                ordered = True
+                continue
+            if key.startswith(_DELETE_FROM):
+                name = key[len(_DELETE_FROM):]
+                if not isinstance(value, list):
+                    raise BadRequest(f"invalid patch: {key} must be a list")
+                if isinstance(merged.get(name), list):
+                    merged[name] = [v for v in merged[name] if v not in value]
+                continue
         if value is None:
-            original.pop(key, None)
+            merged.pop(key, None)
             continue
         element = fields.get(key)
-        current = original.get(key)
+        current = merged.get(key)
         if isinstance(value, dict) and isinstance(current, dict):
-            original[key] = _merge_map(current, value, element)
+            merged[key] = _merge_map(current, value, element)
         elif isinstance(value, list) and isinstance(current, list) and _merges(cls, key, element):
-            original[key] = _merge_list(current, value, element)
+            merged[key] = _merge_list(current, value, element)
         else:
-            original[key] = _strip(value, element)
-    for key, order in patch.items():
-        if key.startswith(_ELEMENT_ORDER) and isinstance(original.get(key[len(_ELEMENT_ORDER):]), list):
-            name = key[len(_ELEMENT_ORDER):]
-            original[name] = _ordered(original[name], order, MERGE_KEYS.get(fields.get(name)))  # type: ignore[arg-type]
-    return original
+            merged[key] = _strip(value, element)
+    if ordered:
+        for key, order in patch.items():
+            if key.startswith(_ELEMENT_ORDER) and isinstance(merged.get(key[len(_ELEMENT_ORDER):]), list):
+                name = key[len(_ELEMENT_ORDER):]
+                merged[name] = _ordered(merged[name], order, MERGE_KEYS.get(fields.get(name)))  # type: ignore[arg-type]
+    return merged
 
 
 def _merges(cls: type | None, key: str, element: type | None) -> bool:
@@ -217,11 +227,13 @@ def _merges(cls: type | None, key: str, element: type | None) -> bool:
 
 
 def _merge_list(original: list, patch: list, element: type | None) -> list:
-    """A list field with ``patchStrategy:"merge"``: strings united, objects merged on their key."""
+    """A list field with ``patchStrategy:"merge"``: strings united, objects merged on their key (a new list;
+    ``original`` and its elements are not changed)."""
     merge_key = MERGE_KEYS.get(element)  # type: ignore[arg-type]
     if merge_key is None:
         return original + [v for i, v in enumerate(patch) if v not in original and v not in patch[:i]]
     result = list(original)
+    keys = [_key_of(v, merge_key) for v in result]  # beside result: the first element with a key is found in C
     for item in patch:
         if not isinstance(item, dict):
             raise BadRequest(f"invalid patch: expected an object in a list merged on {merge_key!r}, got {item!r}")
@@ -232,17 +244,27 @@ def _merge_list(original: list, patch: list, element: type | None) -> list:
             if directive is None:
                 raise ApiError(f"map: {item} does not contain declared merge key: {merge_key}")
             raise BadRequest(f"invalid patch: {item} has no merge key {merge_key!r}")
-        index = next((i for i, v in enumerate(result) if isinstance(v, dict) and v.get(merge_key) == item[merge_key]),
-                     None)
+        index = keys.index(item[merge_key]) if item[merge_key] in keys else None
         if directive == "delete":
             if index is not None:
                 del result[index]
+                del keys[index]
             continue
         if index is None:
             result.append(_strip(item, element))
+            keys.append(_key_of(result[-1], merge_key))
         else:
             result[index] = _merge_map(result[index], item, element)
+            keys[index] = _key_of(result[index], merge_key)
     return result
+
+
+#: the merge key of a list element that is not an object (no patch element matches it)
+_NOT_AN_OBJECT = object()
+
+
+def _key_of(element: Any, merge_key: str) -> Any:
+    return element.get(merge_key) if isinstance(element, dict) else _NOT_AN_OBJECT
 
 
 def _ordered(items: list, order: Any, merge_key: str | None) -> list:
@@ -266,7 +288,19 @@ def _strip(value: Any, cls: type | None) -> Any:
     """A value the stored object did not have: its nulls and directives dropped
     (the API server merges it into nothing)."""
     if isinstance(value, dict):
-        return _merge_map({}, value, cls)
+        stripped = {}
+        fields = None
+        for key, item in value.items():
+            if key[:1] == "$":
+                return _merge_map({}, value, cls)  # directives, checked as a merge checks them
+            if item is None:
+                continue
+            if isinstance(item, (dict, list)):
+                if fields is None:
+                    fields = _fields(cls)
+                item = _strip(item, fields.get(key))
+            stripped[key] = item
+        return stripped
     if isinstance(value, list):
         return [_strip(v, cls) for v in value if not (isinstance(v, dict) and v.get(_DIRECTIVE) == "delete")]
     return value

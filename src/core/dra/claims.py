@@ -151,6 +151,21 @@ def pod_claims(pod: Pod, lookup, group: PodGroup | None = None) -> list[tuple[st
     return found
 
 
+def claim_keys(pod: Pod) -> list[str]:
+    """``namespace/name`` of every ResourceClaim a pod of its own (no PodGroup) names, directly or through the
+    claim generated from a template (recorded in ``status.resourceClaimStatuses``); a template's claim not
+    created yet has none."""
+    keys = []
+    for pod_claim in pod.spec.resource_claims:
+        try:
+            name, _ = claim_name(pod, pod_claim)
+        except ClaimNameError:
+            continue
+        if name is not None:
+            keys.append(f"{pod.metadata.namespace}/{name}")
+    return keys
+
+
 def shared_claim_names(pod: Pod, group: PodGroup | None) -> set[str]:
     """The names (in the pod) of the pod's claims that are its PodGroup's (empty without ``group``)."""
     if group is None:

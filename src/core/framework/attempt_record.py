@@ -90,6 +90,7 @@ class AttemptRecord:
     failed_at: dict[str, Any] | None = None
     extenders: list[dict[str, Any]] = field(factory=list)
     _plugin_scores: list[tuple[str, int, np.ndarray, np.ndarray]] = field(factory=list, repr=False)
+    _scored: tuple[Any, np.ndarray, int] | None = field(default=None, repr=False)
 
     def pre_filter_answer(self, plugin: str, status: Status | None, narrowed_to: int | None) -> None:
         """Note a PreFilter plugin's answer when it is not a plain success."""
@@ -111,6 +112,11 @@ class AttemptRecord:
             self.filter["shortfall"] = shortfall
         if lacking:
             self.filter["lacking"] = lacking
+
+    def filtered_as(self, other: "AttemptRecord") -> None:
+        """PreFilter's and Filter's outcome as ``other``'s: an attempt of a pod with the same signature on the
+        same nodes, none of which changed for it since (a PodGroup's next member in a placement)."""
+        self.pre_filter, self.pre_filter_skipped, self.filter = other.pre_filter, other.pre_filter_skipped, other.filter
 
     def extender_answer(self, extender: str, verb: str, *, kept: int | None = None,
                         rejected: list[tuple[str, Status]] | None = None, error: str = "", ignored: bool = False,
@@ -138,7 +144,13 @@ class AttemptRecord:
 
     def scored(self, names: Sequence[str] | np.ndarray, total: np.ndarray, chosen: int) -> None:
         """The final scores over ``names`` (the scored nodes, a list or an array)
-        and the chosen index: keeps the :data:`TOP_NODES` best nodes' breakdown."""
+        and the chosen index: the :data:`TOP_NODES` best nodes' breakdown is kept
+        when the record is written out (:meth:`to_json`; most attempts of a
+        PodGroup's members are in placements not kept, and never written)."""
+        self._scored, self.score = (names, total, chosen), None
+
+    def _score_breakdown(self, names: Sequence[str] | np.ndarray, total: np.ndarray, chosen: int) -> dict[str, Any]:
+        """``score``: the :data:`TOP_NODES` best of ``names``, each Score plugin's part, the totals (see :meth:`scored`)."""
         count = len(names)
         if count > TOP_NODES:
             top = np.argpartition(-total, TOP_NODES - 1)[:TOP_NODES]
@@ -147,7 +159,7 @@ class AttemptRecord:
         else:
             top = np.arange(count)
         top = top[np.lexsort((top, -total[top]))]  # best first, then by scored order
-        self.score = {
+        return {
             "scored": count,
             "nodes": [str(names[i]) for i in top],
             "plugins": [{"plugin": plugin, "weight": weight, "raw": raw[top].tolist(),
@@ -173,6 +185,8 @@ class AttemptRecord:
             out["preFilterSkipped"] = self.pre_filter_skipped
         if self.extenders:
             out["extenders"] = self.extenders
+        if self.score is None and self._scored is not None:
+            self.score = self._score_breakdown(*self._scored)
         for key, value in (("filter", self.filter), ("score", self.score), ("postFilter", self.post_filter),
                            ("failedAt", self.failed_at)):
             if value is not None:

@@ -21,13 +21,15 @@ weighs every pod.
 Bounds: :data:`MAX_POD_COUNTS` counts per table, the least recently used
 dropped first.  A count costs ``4 bytes x nodes`` for ``per_node`` plus as
 much per topology key asked for (hostname: one domain per node); a miss
-(a count not kept) weighs every pod on every node once (O(existing pods))
-plus one ``np.bincount`` per topology key.
+(a count not kept) weighs only the existing pods carrying its tag (the pods
+are indexed by tag as they come and go: a dict entry per pod and tag), every
+pod for an untagged count, plus one ``np.bincount`` per topology key.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Protocol
+from itertools import islice
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
@@ -75,16 +77,54 @@ def term_tag(term: AffinityTerm) -> Hashable:
     return (TERM, term.key)
 
 
-def pod_tags(info: PodInfo) -> set[Hashable]:
-    """The tags of a pod: ``(key, value)`` and ``(key,)`` of each label, ``term_tag`` of each affinity term."""
-    labels = info.pod.metadata.labels
+def label_tags(labels: Mapping[str, str]) -> set[Hashable]:
+    """The tags a pod with ``labels`` carries for selectors: ``(key, value)`` and ``(key,)`` of each label."""
     tags: set[Hashable] = set(labels.items())
     tags.update((key,) for key in labels)
+    return tags
+
+
+def pod_tags(info: PodInfo) -> set[Hashable]:
+    """The tags of a pod: :func:`label_tags` of its labels, ``term_tag`` of each affinity term."""
+    tags = label_tags(info.pod.metadata.labels)
     if has_pod_affinity(info.pod):
         terms = info.affinity_terms
         tags.update(term_tag(term) for term in terms.required_affinity + terms.required_anti_affinity)
         tags.update(term_tag(weighted.term) for weighted in terms.preferred_affinity + terms.preferred_anti_affinity)
     return tags
+
+
+class TermIndex:
+    """Distinct affinity terms indexed by the tag of their selector (:func:`selector_tag`), so the terms that may
+    select a pod are found from its labels in O(its labels + those terms) instead of matching every term.
+
+    It indexes a dict term key -> term that only grows, entries added at its end (a NodeTable ``merged`` dict, say
+    the existing pods' required anti-affinity terms): each call catches up with the entries added since the last
+    one, and a different dict (the table rebuilt it) is indexed afresh."""
+
+    __slots__ = ("_source", "_indexed", "_by_tag")
+
+    def __init__(self) -> None:
+        self._source: Mapping[str, AffinityTerm] | None = None
+        self._indexed = 0
+        self._by_tag: dict[Hashable | None, list[tuple[str, AffinityTerm]]] = {}
+
+    def selecting(self, terms: Mapping[str, AffinityTerm],
+                  labels: Mapping[str, str]) -> Iterator[tuple[str, AffinityTerm]]:
+        """The (key, term) entries of ``terms`` whose selector may match a pod with ``labels``: the terms whose tag
+        the labels carry and the untagged ones (each at most once; still to be matched: the tag is necessary, not
+        sufficient)."""
+        if terms is not self._source:
+            self._source, self._indexed, self._by_tag = terms, 0, {}
+        if len(terms) > self._indexed:
+            for key, term in islice(terms.items(), self._indexed, None):
+                self._by_tag.setdefault(selector_tag(term.selector), []).append((key, term))
+            self._indexed = len(terms)
+        by_tag = self._by_tag
+        for tag in (None, *label_tags(labels)):
+            entries = by_tag.get(tag)
+            if entries:
+                yield from entries
 
 
 class PodCount:
@@ -93,18 +133,18 @@ class PodCount:
 
     __slots__ = ("weight", "tag", "per_node", "_table", "_per_domain")
 
-    def __init__(self, table: Table, pods: list[list[PodInfo]], weight: Callable[[PodInfo], int],
+    def __init__(self, table: Table, rows: int, pods: Iterable[tuple[int, PodInfo]], weight: Callable[[PodInfo], int],
                  tag: Hashable | None):
+        """``pods``: (row, pod) of every pod that may weigh (those carrying ``tag``, or all of them)."""
         self.weight = weight
         self.tag = tag
         self._table = table
-        self.per_node = np.zeros(len(pods), dtype=np.int32)
-        for row, held in enumerate(pods):
-            if held:
-                total = 0
-                for info in held:
-                    total += weight(info)
-                self.per_node[row] = total
+        totals = [0] * rows
+        for row, info in pods:
+            amount = weight(info)
+            if amount:
+                totals[row] += amount
+        self.per_node = np.array(totals, dtype=np.int32)
         #: topology key -> (the table's domain ids of that key, counts per domain id)
         self._per_domain: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -142,14 +182,41 @@ class PodCounts:
         self._by_tag: dict[Hashable, dict[str, PodCount]] = {}
         #: the pods of each row when last seen (None until a count is made: nothing to keep current before)
         self._seen: list[list[PodInfo]] | None = None
+        #: tag -> the pods last seen carrying it, by (row, id of the PodInfo), so a new count weighs only those
+        self._tagged: dict[Hashable, dict[tuple[int, int], PodInfo]] = {}
+
+    def _start(self) -> list[list[PodInfo]]:
+        """Begin following the rows' pods (at the first count made)."""
+        seen = self._seen = [list(info.pods) for info in self._table.infos]
+        for row, held in enumerate(seen):
+            for info in held:
+                self._index(row, info, pod_tags(info), True)
+        return seen
+
+    def _index(self, row: int, info: PodInfo, tags: Iterable[Hashable], added: bool) -> None:
+        tagged = self._tagged
+        where = (row, id(info))
+        for tag in tags:
+            if added:
+                tagged.setdefault(tag, {})[where] = info
+            else:
+                pods = tagged.get(tag)
+                if pods is not None:
+                    pods.pop(where, None)
+                    if not pods:
+                        del tagged[tag]
 
     def get(self, key: str, weight: Callable[[PodInfo], int], tag: Hashable | None) -> PodCount:
-        """The count ``key`` (made with ``weight`` and ``tag`` when not kept); the most recently used."""
+        """The count ``key`` (made with ``weight`` and ``tag`` when not kept: it weighs the pods carrying ``tag``,
+        every pod without one); the most recently used."""
         count = self._counts.pop(key, None)
         if count is None:
-            if self._seen is None:
-                self._seen = [list(info.pods) for info in self._table.infos]
-            count = PodCount(self._table, self._seen, weight, tag)  # as last seen: refresh adds what changed since
+            seen = self._seen if self._seen is not None else self._start()
+            if tag is None:
+                pods: Iterable[tuple[int, PodInfo]] = ((row, info) for row, held in enumerate(seen) for info in held)
+            else:
+                pods = ((row, info) for (row, _), info in self._tagged.get(tag, {}).items())
+            count = PodCount(self._table, len(seen), pods, weight, tag)  # as last seen: refresh adds what changed
             self._by_tag.setdefault(tag, {})[key] = count
             if len(self._counts) >= MAX_POD_COUNTS:
                 self._drop(next(iter(self._counts)))
@@ -190,8 +257,10 @@ class PodCounts:
                 self._weigh(row, info, -1)
 
     def _weigh(self, row: int, info: PodInfo, sign: int) -> None:
+        tags = pod_tags(info)
+        self._index(row, info, tags, sign > 0)
         by_tag = self._by_tag
-        for counts in (by_tag.get(None), *map(by_tag.get, pod_tags(info))):  # the untagged counts, then the pod's tags'
+        for counts in (by_tag.get(None), *map(by_tag.get, tags)):  # the untagged counts, then the pod's tags'
             if counts:
                 for count in counts.values():
                     amount = count.weight(info)

@@ -43,6 +43,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import attrs
+import numpy as np
 from attrs import frozen
 
 from kubesched.core.api.convert import format_time
@@ -58,7 +59,7 @@ from kubesched.core.api.scheduling_v1beta1 import (
 from kubesched.core.cluster.client import ApiError, Conflict, NotFound
 from kubesched.core.cluster.patch import patch_status
 from kubesched.core.framework.cycle_state import CycleState
-from kubesched.core.framework.diagnosis import Diagnosis, FitError
+from kubesched.core.framework.diagnosis import Diagnosis, FitError, NodeToStatus
 from kubesched.core.framework.extender import ExtenderError, extenders_preemption
 from kubesched.core.framework.handle import Handle
 from kubesched.core.framework.nodeinfo import NodeInfo, PodInfo
@@ -488,9 +489,7 @@ class Evaluator:
         if errors and not candidates:
             return None, Status.as_error("; ".join(errors))
         if not candidates:
-            for info in nodes:
-                statuses.setdefault(info.name, _NOT_HELPFUL)
-            fit = FitError(pod, len(nodes), Diagnosis(node_status=statuses))
+            fit = FitError(pod, len(nodes), Diagnosis(node_status=self._not_helpful_elsewhere(statuses, nodes)))
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit.message(),))
         if self.handle.extenders:
             try:
@@ -538,11 +537,12 @@ class Evaluator:
         candidate, error messages)."""
         if not nodes:
             return [], {}, ["no nodes available"]
-        potential = []
-        for info in nodes:
-            status = node_status.get(info.name)
-            if status is not None and status.code == Code.UNSCHEDULABLE:
-                potential.append(info)
+        snapshot = self.handle.snapshot
+        if isinstance(node_status, NodeToStatus) and node_status.index is snapshot.index and nodes is snapshot.nodes:
+            potential = [nodes[row] for row in node_status.rows_with_code(Code.UNSCHEDULABLE)]
+        else:
+            potential = [info for info in nodes
+                         if (status := node_status.get(info.name)) is not None and status.code == Code.UNSCHEDULABLE]
         if not potential:
             return [], {}, []
         offset, count = self.policy.offset_and_num_candidates(len(potential))
@@ -575,6 +575,18 @@ class Evaluator:
                 errors.append(status.message())
             statuses[info.name] = status
         return non_violating + violating, statuses, errors
+
+    def _not_helpful_elsewhere(self, statuses: dict[str, Status], nodes: list[NodeInfo]) -> Mapping[str, Status]:
+        """``statuses`` with every other node of ``nodes`` (the snapshot's) given "Preemption is not helpful for
+        scheduling" (upstream ``SetAbsentNodesStatus``), as one array over the snapshot's rows rather than a
+        dict entry per node."""
+        index = self.handle.snapshot.index
+        codes = np.zeros(len(nodes), dtype=np.int64)
+        distinct: list[Status | None] = [_NOT_HELPFUL]
+        for name, status in statuses.items():
+            codes[index[name]] = len(distinct)
+            distinct.append(status)
+        return NodeToStatus.coded(index, codes, distinct)
 
     def _whole_groups(self, victims: Sequence[Pod]) -> tuple[str, ...]:
         """The keys of the PodGroups with ``disruptionMode: {all: {}}`` among ``victims``' groups."""

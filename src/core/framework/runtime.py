@@ -314,9 +314,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
     def run_pre_filter(
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult,
-        the status (None on success) and the plugins that rejected the pod (on
-        success: the plugins whose PreFilterResult narrowed the nodes)."""
+        """Upstream ``RunPreFilterPlugins``: returns the merged PreFilterResult, the status (None on success) and
+        the plugins that rejected the pod (on success: the plugins whose PreFilterResult narrowed the nodes)."""
         result: PreFilterResult | None = None
         rejected: Status | None = None
         rejectors: set[str] = set()
@@ -403,9 +402,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
     def run_filter_with_nominated_pods(
         self, state: CycleState, pod: Any, node_info: NodeInfo, nominated: list[PodInfo]
     ) -> Status | None:
-        """Upstream ``RunFilterPluginsWithNominatedPods``: first with the
-        ``nominated`` pods (equal or higher priority, nominated to this node)
-        added, then, if that passed, without them."""
+        """Upstream ``RunFilterPluginsWithNominatedPods``: first with the ``nominated`` pods (equal or higher
+        priority, nominated to this node) added, then, if that passed, without them."""
         if not nominated:
             return self.run_filter(state, pod, node_info)
         state_with = state.clone()
@@ -424,16 +422,13 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, to_find: int,
         nominated: Mapping[str, list[PodInfo]],
     ) -> tuple[np.ndarray, int]:
-        """The first ``to_find`` of ``rows`` (snapshot rows, in the order given:
-        the caller rotates them) that pass every Filter plugin, as upstream's
-        ``findNodesThatPassFilters`` asks ``RunFilterPluginsWithNominatedPods``
-        of each node until it has found enough.  The rows are judged in chunks
-        (twice ``to_find``, then doubling): batch filters (``filter_batch``)
-        judge a chunk at once; per-node filters, and nodes with ``nominated``
-        pods to respect (node name -> pods of equal or higher priority
-        nominated there), run one by one.  Returns ``(feasible rows, rows
-        processed)``.  Raises :class:`FilterError` when a plugin fails with an
-        Error."""
+        """The first ``to_find`` of ``rows`` (snapshot rows, in the order given: the caller rotates them) that
+        pass every Filter plugin, as upstream's ``findNodesThatPassFilters`` asks
+        ``RunFilterPluginsWithNominatedPods`` of each node until it has found enough.  The rows are judged in
+        chunks (twice ``to_find``, then doubling): batch filters (``filter_batch``) judge a chunk at once;
+        per-node filters, and nodes with ``nominated`` pods to respect (node name -> pods of equal or higher
+        priority nominated there), run one by one.  Returns ``(feasible rows, rows processed)``.  Raises
+        :class:`FilterError` when a plugin fails with an Error."""
         count = len(rows)
         skip = state.skip_filter_plugins
         batches, per_node = [], []
@@ -541,12 +536,11 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
 
     def diagnose(self, state: CycleState, pod: Any, snapshot: Snapshot, rows: np.ndarray, narrowing: set[str],
                  nominated: Mapping[str, list[PodInfo]], within: np.ndarray | None = None) -> Diagnosis:
-        """Why a pod fits nowhere: what Filter says of each node of the snapshot
-        (upstream's ``Diagnosis.NodeToStatus``), or of the nodes ``within`` a
-        placement (a PodGroup cycle: the others are not counted).  ``rows``:
-        the rows PreFilter left; the others were cut by the ``narrowing``
-        PreFilter plugins' PreFilterResult and are UnschedulableAndUnresolvable,
-        blaming them, as upstream does.  Raises :class:`FilterError` on a plugin Error."""
+        """Why a pod fits nowhere: what Filter says of each node of the snapshot (upstream's
+        ``Diagnosis.NodeToStatus``), or of the nodes ``within`` a placement (a PodGroup cycle: the others are not
+        counted).  ``rows``: the rows PreFilter left; the others were cut by the ``narrowing`` PreFilter plugins'
+        PreFilterResult and are UnschedulableAndUnresolvable, blaming them, as upstream does.  Raises
+        :class:`FilterError` on a plugin Error."""
         diagnosis = Diagnosis()
         codes, distinct = self.filter_codes(state, pod, snapshot, rows)
         considered = np.zeros(len(snapshot), dtype=bool)
@@ -582,11 +576,10 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
 
     def filter_codes(self, state: CycleState, pod: Any, snapshot: Snapshot,
                      rows: np.ndarray) -> tuple[np.ndarray, list[Status | None]]:
-        """What :meth:`run_filter` says of each snapshot row, as ``(codes,
-        distinct)``: row ``r``'s status is ``distinct[codes[r]]`` (code -1: it
-        passed, or is outside ``rows``).  Each plugin is asked only about the
-        rows no earlier plugin rejected, in batch where it can
-        (``filter_batch_status``; ``filter_batch`` to skip the nodes it passes)."""
+        """What :meth:`run_filter` says of each snapshot row, as ``(codes, distinct)``: row ``r``'s status is
+        ``distinct[codes[r]]`` (code -1: it passed, or is outside ``rows``).  Each plugin is asked only about the
+        rows no earlier plugin rejected, in batch where it can (``filter_batch_status``; ``filter_batch`` to skip
+        the nodes it passes)."""
         count = len(snapshot)
         everything = np.arange(count, dtype=np.int64)
         codes = np.full(count, -1, dtype=np.int64)
@@ -623,11 +616,10 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
-        """Upstream ``RunPostFilterPlugins``: plugins in order until one
-        succeeds or says UnschedulableAndUnresolvable/Error.  When all reject,
-        the status joins their reasons (naming the first rejecting plugin) and
-        the result is the last one a plugin returned (None: leave the pod's
-        nomination alone)."""
+        """Upstream ``RunPostFilterPlugins``: plugins in order until one succeeds or says
+        UnschedulableAndUnresolvable/Error.  When all reject, the status joins their reasons (naming the first
+        rejecting plugin) and the result is the last one a plugin returned (None: leave the pod's nomination
+        alone)."""
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""

@@ -110,44 +110,46 @@ class ScoreExtensionPoints:
     @extension_point("Score", no_status)
     def run_score(
         self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
-        per_plugin: bool = False,
+        raw_scores: dict[str, np.ndarray] | None = None, changed: np.ndarray | None = None, per_plugin: bool = False,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's
-        scores, normalised, range-checked, weighted and summed.  Returns
-        (total int64 array, {plugin: weighted scores}); the dict is filled
-        only with ``per_plugin``.  Raises :class:`ScoreError` for a plugin
-        error or a score out of range (the first plugin in the profile's
-        order that has one)."""
+        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's scores, normalised, range-checked,
+        weighted and summed.  Returns (total int64 array, {plugin: weighted scores}); the dict is filled only
+        with ``per_plugin``.  ``raw_scores``, when given, gets each plugin's scores before NormalizeScore; with
+        ``changed`` (positions in ``rows``) it holds them already, for the same rows and a pod of the same
+        signature, and only the changed rows are scored again (a PodGroup's next member).  Raises
+        :class:`ScoreError` for a plugin error or a score out of range (the first plugin in the profile's order
+        that has one)."""
         skip = state.skip_score_plugins
         plugins = [(name, method) for name, method in self.score_plugins if name not in skip]
-        count = len(rows)
-        scored = np.empty((len(plugins), count), dtype=np.int64)  # row i: plugin i's normalised scores
+        scored = np.empty((len(plugins), len(rows)), dtype=np.int64)  # row i: plugin i's normalised scores
         raws: list[np.ndarray] = []
         record = state.record
-        lists = self._lists[state.record_plugin_metrics]
-        score_batch, normalizers = lists["score_batch"], lists["normalize"]
-        evaluations, keys = self._evaluations, self._evaluation_key["Score"]
+        normalizers = self._lists[state.record_plugin_metrics]["normalize"]
         names: NodeNames | None = None
         for at, (name, method) in enumerate(plugins):
-            evaluations[keys[name]] += count
-            batch = score_batch.get(name)
-            if batch is not None:
-                scores = np.asarray(batch(state, pod, table, rows), dtype=np.int64)
-            else:
-                try:
-                    scores = self._score_per_node(state, pod, name, method, nodes)
-                except ScoreError:
-                    self._check_range(plugins, scored[:at])
-                    raise
-            if record is not None:
-                raws.append(scores.copy())
+            known = raw_scores.get(name) if raw_scores is not None else None
+            try:
+                if known is not None and changed is not None:
+                    scores = known.copy()
+                    scores[changed] = self._plugin_scores(name, method, state, pod, table, rows[changed],
+                                                          [nodes[i] for i in changed.tolist()])
+                else:
+                    scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
+            except ScoreError:
+                self._check_range(plugins, scored[:at])  # an earlier plugin's bad score is found first
+                raise
+            if record is not None or raw_scores is not None:
+                raw = scores.copy()
+                raws.append(raw)
+                if raw_scores is not None:
+                    raw_scores[name] = raw
             normalize = normalizers.get(name)
             if normalize is not None:
                 if names is None:
                     names = NodeNames(table.names, rows)
                 status = normalize(state, pod, names, scores)
                 if status is not None and not status.is_success():
-                    self._check_range(plugins, scored[:at])  # an earlier plugin's bad score is found first
+                    self._check_range(plugins, scored[:at])
                     raise ScoreError(Status(Code.ERROR, (
                         f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
             scored[at] = scores
@@ -160,10 +162,14 @@ class ScoreExtensionPoints:
         weighted = {name: scored[at] * factors[at] for at, (name, _) in enumerate(plugins)} if per_plugin else {}
         return factors @ scored, weighted
 
-    @staticmethod
-    def _score_per_node(state: CycleState, pod: Any, name: str, method: Callable, nodes: list[NodeInfo]) -> np.ndarray:
-        """Plugin ``name``'s Score node by node (a plugin without ``score_batch``); in a sampled cycle the pod's
-        calls are one observation."""
+    def _plugin_scores(self, name: str, method: Callable, state: CycleState, pod: Any, table: NodeTable,
+                       rows: np.ndarray, nodes: list[NodeInfo]) -> np.ndarray:
+        """Plugin ``name``'s raw int64 scores of ``rows``: its ``score_batch``, or ``score`` node by node (in a
+        sampled cycle the pod's per-node calls are one observation)."""
+        self._evaluations[self._evaluation_key["Score"][name]] += len(rows)
+        batch = self._lists[state.record_plugin_metrics]["score_batch"].get(name)
+        if batch is not None:
+            return np.asarray(batch(state, pod, table, rows), dtype=np.int64)
         started = perf_counter() if state.record_plugin_metrics else 0.0
         scores = np.empty(len(nodes), dtype=np.int64)
         for i, node_info in enumerate(nodes):

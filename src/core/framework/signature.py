@@ -113,7 +113,9 @@ class PodSigner:
     ``plugins``: plugin name -> plugin of the profile; ``scheduling``: the names of its PreFilter, Filter,
     PreScore and Score plugins (the plugins whose answers a batch reuses); ``extenders``: whether the
     configuration has scheduler extenders.  :attr:`enabled` is False (and :meth:`sign` always None) when one
-    of those plugins has no ``sign_pod`` hook - :attr:`unsupported` names them - or with extenders."""
+    of those plugins has no ``sign_pod`` hook - :attr:`unsupported` names them - or with extenders.
+    :attr:`refusers` are the plugins that have found a pod unsignable so far (learned as :meth:`sign` runs):
+    :meth:`refuses` asks them alone, a cheap first look before a full signature."""
 
     def __init__(self, plugins: dict[str, Any], scheduling: list[str], extenders: bool = False):
         names = list(dict.fromkeys(scheduling))
@@ -121,6 +123,7 @@ class PodSigner:
         self.enabled = not extenders and not self.unsupported
         self.methods: list[tuple[str, SignMethod]] = (
             [(name, plugins[name].sign_pod) for name in names] if self.enabled else [])
+        self.refusers: list[tuple[str, SignMethod]] = []
         if extenders:
             log.info("Disabling signatures for the profile because it has extenders configured")
         elif self.unsupported:
@@ -139,11 +142,23 @@ class PodSigner:
                 if not answer.is_success():
                     (log.error if answer.code == Code.ERROR else log.debug)(
                         "SignPod can't sign pod %s due to plugin %s: %s", pod.key, name, answer.message())
+                    if (name, method) not in self.refusers:
+                        self.refusers.append((name, method))
                     return None
                 continue
             if answer:
                 fragments.update(answer)
         return tuple(sorted(fragments.items(), key=_first))
+
+    def refuses(self, pod: Pod) -> bool:
+        """Does one of :attr:`refusers` find ``pod`` unsignable?  True means :meth:`sign` would answer None;
+        False decides nothing (a plugin that never refused may still refuse).  Costs the refusers'
+        ``sign_pod`` calls only: nothing on a profile whose pods have all been signable."""
+        for _, method in self.refusers:
+            answer = method(pod)
+            if isinstance(answer, Status) and not answer.is_success():
+                return True
+        return False
 
 
 def _first(item: tuple[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from attrs import field, frozen
@@ -141,12 +142,29 @@ QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
 @frozen
+class HintIndex:
+    """Which waiting pods an event can concern, so that the scheduling queue asks a queueing hint about those
+    pods only instead of every pod its plugin holds (kubesched's: upstream asks them all; the answers are the
+    same, as the hint answers QueueSkip for the others).
+
+    ``pod_keys(pod)``: the keys of what the pod waits for (``namespace/name`` of its ResourceClaims, say), read
+    when the pod enters the unschedulable pool; None: ask about the pod for every event.  ``event_keys(old,
+    new)``: the keys the event concerns; None: it may concern any pod.  Contract: the hint answers QueueSkip
+    for a pod that has none of the event's keys."""
+
+    pod_keys: Callable[[Any], Iterable[str] | None]
+    event_keys: Callable[[Any, Any], Iterable[str] | None]
+
+
+@frozen
 class ClusterEventWithHint:
     """A cluster event a plugin registers and its queueing hint (None: always queue) (upstream
-    ``ClusterEventWithHint``)."""
+    ``ClusterEventWithHint``); ``index``: the pods the hint can answer Queue for (:class:`HintIndex`; None:
+    any it holds)."""
 
     event: ClusterEvent
     hint: QueueingHintFn | None = field(default=None, eq=False)
+    index: HintIndex | None = field(default=None, eq=False)
 
 
 #: The event that matches everything (used when a plugin does not register events).

@@ -14,8 +14,11 @@ Upstream's conditions: a previous cycle to reuse, the very next cycle of this pr
 another profile's pod, a PodGroup or a failed pod came between), younger than 500 ms on the scheduler's
 clock (``expired``), the last chosen node still there (``node_missing``) and full for this pod
 (``node_not_full``), both pods signable (``pod_not_batchable``) with equal signatures (``pod_incompatible``)
-- the signatures last, as signing costs more than the rest (upstream compares them before the age, and
-counts ``pod_not_batchable`` when it stores).  kubesched adds one, so that a batched pod lands where the
+- the signatures last, as signing costs more than the rest (upstream signs every pod, compares the
+signatures before the age, and counts ``pod_not_batchable`` when it stores).  A pod is judged unsignable when
+it stores only when that is cheap: when a plugin that has refused a pod before (:meth:`PodSigner.refuses`)
+refuses it - then it leaves no batch (``pod_not_batchable``) and the next pod's hint costs nothing; a pod
+that cannot fill its node is never signed at all.  kubesched adds one, so that a batched pod lands where the
 full cycle would put it: no node came or went and none of the nodes left in the list changed since
 (``node_changed``).  The next node among equally scored ones is drawn as the full cycle's host selection
 draws (same random source, nodes in the same order), so on a cluster small enough to be filtered whole the
@@ -74,6 +77,16 @@ class PodToSign:
         if not self._signed:
             self._signature, self._signed = self.signer.sign(self.pod), True
         return self._signature
+
+    def known_unsignable(self) -> bool:
+        """Is the pod known to be unsignable without signing it in full?  (Signed already and unsignable, or
+        refused by a plugin that refused a pod before: :meth:`PodSigner.refuses`; that verdict is kept.)"""
+        if self._signed:
+            return self._signature is None
+        if self.signer.refuses(self.pod):
+            self._signature, self._signed = None, True
+            return True
+        return False
 
 
 class BatchState:
@@ -229,7 +242,9 @@ class OpportunisticBatch:
             return
         if hinted is not None:
             self._attempts[HINT_NOT_USED].inc()
-        if scored is not None and len(scored[0]) > 1:
-            self.state = BatchState(pod, scored[0], scored[1], scored[2], snapshot.table, since, now)
-        else:
+        if scored is None or len(scored[0]) <= 1:
             self._flush(EMPTY_LIST)
+        elif pod.known_unsignable():  # upstream signs here; kubesched only when it is cheap (see the module)
+            self._flush(POD_NOT_BATCHABLE)
+        else:
+            self.state = BatchState(pod, scored[0], scored[1], scored[2], snapshot.table, since, now)

@@ -47,14 +47,15 @@ from ..framework.attempt_record import status_json
 from ..framework.cycle_state import REMOVED_PODS_KEY, CycleState
 from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
-from ..framework.runtime import Framework
+from ..framework.runtime import Framework, ScoreError
+from ..framework.signature import Signature
 from ..framework.status import Code, Status
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import BindingCycle, ScheduleResult
 from .failure import FailureHandler
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
 from .recording import GroupAttemptNotes, first_unplaced, group_record, write_attempt
-from .scheduling_cycle import CycleError, SchedulingCycle
+from .scheduling_cycle import CycleError, KeptCycle, SchedulingCycle
 from .state import SchedulerState
 
 #: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
@@ -277,6 +278,7 @@ class PodGroupCycle:
         if status is not None:
             return PlacementResult(parent, status, [], applied=False), []
         placements = sorted(placements, key=lambda p: p.name)
+        signatures = self._signatures(fwk, members)
         nominated = _nominated_placement(placements, members, table.names)
         if nominated is not None:
             placements.remove(nominated)
@@ -288,7 +290,7 @@ class PodGroupCycle:
         for placement in placements:
             if current is not None:
                 self.revert(fwk, current)
-            result = self._evaluate_placement(fwk, group_state, info, members, placement)
+            result = self._evaluate_placement(fwk, group_state, info, members, placement, signatures)
             tried.append(result)
             current = result
             if result.status is not None:
@@ -324,11 +326,23 @@ class PodGroupCycle:
             assert current is not None
             self.revert(fwk, current)
             if not self._reapply(fwk, chosen):
-                chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement)
+                chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement, signatures)
             if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
                 self.revert(fwk, chosen)
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
+
+    def _signatures(self, fwk: Framework, members: list[QueuedPodInfo]) -> dict[str, int | None]:
+        """Each member's signature (by UID) as a small int, equal for equal signatures (KEP-5598's
+        ``SignPod``); None for a member whose cycle is never reused (:meth:`_schedule_as_before`): unsignable,
+        or mounting volumes from claims, whose Reserve changes what the other nodes offer."""
+        signer = self.pods.signer_for(fwk)
+        ids: dict[Signature, int] = {}
+        out: dict[str, int | None] = {}
+        for member in members:
+            signature = None if _volumes_from_claims(member.pod) else signer.sign(member.pod)
+            out[member.uid] = None if signature is None else ids.setdefault(signature, len(ids))
+        return out
 
     def _reapply(self, fwk: Framework, result: PlacementResult) -> bool:
         """Assume and reserve again what ``result`` placed (reverted since), each
@@ -378,11 +392,14 @@ class PodGroupCycle:
             self.shared.cache.update_snapshot(self.shared.snapshot)
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
-                            members: list[QueuedPodInfo], placement: Placement) -> PlacementResult:
+                            members: list[QueuedPodInfo], placement: Placement,
+                            signatures: dict[str, int | None]) -> PlacementResult:
         """Upstream ``podGroupSchedulingDefaultAlgorithm`` within ``placement``:
         members one by one, each assumed and reserved where it fits, with
         PlacementFeasible before the first and after each; what was assumed
-        stays so (see :meth:`_revert`)."""
+        stays so (see :meth:`_revert`).  ``signatures``: each member's (by
+        UID, :meth:`_signatures`): a member signed as the one before it
+        reuses its cycle (:meth:`_schedule_as_before`)."""
         scheduled = info.scheduled_before
         remaining = len(members)
         results: list[MemberResult] = []
@@ -393,23 +410,32 @@ class PodGroupCycle:
             return result
         any_scheduled = False
         removed = group_state.get(REMOVED_PODS_KEY)
+        kept: KeptCycle | None = None  # what the member before found, while the next may reuse it
         for member in members:
-            state = self.pods.new_cycle_state(fwk, member)
-            if removed:  # a preemption's dry run: the members' plugins discount the victims
-                state.write(REMOVED_PODS_KEY, removed)
-            outcome = MemberResult(member, state)
-            results.append(outcome)
-            try:
-                node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows)
-            except FitError as fit:
-                outcome.fit = fit
-                if result.first_unplaced is None and self.shared.recording(f"podgroup/{info.key}"):
-                    result.first_unplaced = first_unplaced(fwk, state, member.pod, self.shared.snapshot, fit,
-                                                           self.shared.dra, info.pod_group)
-            except CycleError as err:
-                result.status = err.status
-                return result
+            again = self._schedule_as_before(fwk, member, kept, results[-1], signatures) if kept else None
+            if again is not None:
+                state, node_name = again
+                outcome = MemberResult(member, state)
+                results.append(outcome)
             else:
+                state = self.pods.new_cycle_state(fwk, member)
+                if removed:  # a preemption's dry run: the members' plugins discount the victims
+                    state.write(REMOVED_PODS_KEY, removed)
+                outcome = MemberResult(member, state)
+                results.append(outcome)
+                kept = KeptCycle() if signatures.get(member.uid) is not None else None
+                try:
+                    node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept)
+                except FitError as fit:
+                    kept = None
+                    outcome.fit = fit
+                    if result.first_unplaced is None and self.shared.recording(f"podgroup/{info.key}"):
+                        result.first_unplaced = first_unplaced(fwk, state, member.pod, self.shared.snapshot, fit,
+                                                               self.shared.dra, info.pod_group)
+                except CycleError as err:
+                    result.status = err.status
+                    return result
+            if outcome.fit is None:
                 assumed, reserve = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, state,
                                                       member, node_name)
                 if reserve is None:
@@ -420,6 +446,7 @@ class PodGroupCycle:
                     result.status = reserve
                     return result
                 else:
+                    kept = None
                     outcome.status = reserve
             remaining -= 1
             status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
@@ -431,6 +458,50 @@ class PodGroupCycle:
         elif not any_scheduled:
             result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
         return result
+
+    def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle, previous: MemberResult,
+                            signatures: dict[str, int | None]) -> tuple[CycleState, str] | None:
+        """``member``'s cycle from what the member before it found in this placement (``kept``), when it has
+        the same signature and was just assumed on its node: the other nodes did not change, so their Filter
+        and raw Score answers stand (KEP-5598's promise, the idea of opportunistic batching within a gang);
+        only that node is filtered and scored again, the scores normalised again and the host selected as
+        the pod's cycle selects it.  Returns the member's CycleState (a clone of the one before it after
+        PreScore) and node, or None when the full cycle must run: another signature (or none, see
+        :meth:`_signatures`), a nominated pod or an extender to respect, no Filter pass over every node of
+        the placement to reuse, or that node now rejecting the member."""
+        pod = member.pod
+        signature = signatures.get(member.uid)
+        shared = self.shared
+        if (previous.assumed is None or not kept.evaluated or kept.prescored is None or signature is None
+                or signature != signatures.get(previous.info.uid) or pod.status.nominated_node_name
+                or shared.extenders or shared.queue.nominator.nodes()):
+            return None
+        record = self.pods.new_record(fwk, member)
+        if record is not None and kept.record is None:
+            return None
+        snapshot = shared.snapshot
+        shared.cache.update_snapshot(snapshot)
+        row = snapshot.index[previous.node_name]
+        state = kept.prescored.clone()
+        state.record = record
+        if fwk.run_filter(state, pod, snapshot.nodes[row]) is not None:
+            return None
+        feasible = kept.feasible
+        if record is not None and kept.record is not None:
+            record.filtered_as(kept.record)
+        state.evaluated_nodes, state.feasible_nodes = kept.evaluated, len(feasible)
+        if kept.raw_scores is None:  # the one feasible node: nothing was scored
+            return state, previous.node_name
+        nodes = snapshot.table.info_array[feasible].tolist()
+        try:
+            total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes, kept.raw_scores,
+                                     np.flatnonzero(feasible == row))
+        except ScoreError:
+            return None
+        chosen = self.pods.select_host(total, feasible)
+        if record is not None:
+            record.scored(snapshot.table.names[feasible], total, chosen)
+        return state, nodes[chosen].name
 
     def revert(self, fwk: Framework, result: PlacementResult) -> None:
         """Unreserve and forget what ``result`` assumed, last member first."""
@@ -587,6 +658,11 @@ def member_order(info: QueuedPodInfo) -> tuple:
     priority first, then the earliest first attempt, then by name."""
     pod = info.pod
     return (-pod_priority(pod), info.initial_attempt_timestamp or 0.0, pod.metadata.name)
+
+
+def _volumes_from_claims(pod: Pod) -> bool:
+    """Does ``pod`` mount a PersistentVolumeClaim or an ephemeral volume (whose binding Reserve assumes)?"""
+    return any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes)
 
 
 def _nominated_placement(placements: list[Placement], members: list[QueuedPodInfo],

@@ -72,8 +72,9 @@ class SchedulingCycle:
     equally scored nodes; ``node_rank``: node name -> rank, ties go to the
     lowest rank instead (not upstream: simulators replaying a paper's
     protocol need it).  Its own fields: ``next_start_node_index``, where the
-    next Filter pass starts (upstream's rotating start), and ``batches``, each
-    profile's :class:`OpportunisticBatch` (while OpportunisticBatching is on)."""
+    next Filter pass starts (upstream's rotating start), ``batches``, each
+    profile's :class:`OpportunisticBatch` (while OpportunisticBatching is on),
+    and ``signers``, each profile's :class:`PodSigner`."""
 
     def __init__(self, state: SchedulerState, failures: FailureHandler, rng: random.Random,
                  node_rank: dict[str, int] | None = None):
@@ -83,6 +84,7 @@ class SchedulingCycle:
         self.node_rank = node_rank
         self.next_start_node_index = 0
         self.batches: dict[str, OpportunisticBatch] = {}
+        self.signers: dict[str, PodSigner] = {}
 
     def batch_for(self, fwk: Framework) -> OpportunisticBatch | None:
         """``fwk``'s opportunistic batch, None when the OpportunisticBatching gate is off or the profile
@@ -91,21 +93,33 @@ class SchedulingCycle:
             return None
         batch = self.batches.get(fwk.profile_name)
         if batch is None:
+            batch = self.batches[fwk.profile_name] = OpportunisticBatch(fwk, self.signer_for(fwk))
+        return batch if batch.signer.enabled else None
+
+    def signer_for(self, fwk: Framework) -> PodSigner:
+        """``fwk``'s pod signer (over its PreFilter, Filter, PreScore and Score plugins), made once."""
+        signer = self.signers.get(fwk.profile_name)
+        if signer is None:
             scheduling = [name for attr in ("pre_filter_plugins", "filter_plugins", "pre_score_plugins",
                                             "score_plugins") for name, _ in getattr(fwk, attr)]
-            signer = PodSigner(fwk.plugins, scheduling, extenders=bool(self.shared.extenders))
-            batch = self.batches[fwk.profile_name] = OpportunisticBatch(fwk, signer)
-        return batch if batch.signer.enabled else None
+            signer = self.signers[fwk.profile_name] = PodSigner(fwk.plugins, scheduling,
+                                                                extenders=bool(self.shared.extenders))
+        return signer
 
     def new_cycle_state(self, fwk: Framework, info: QueuedPodInfo) -> CycleState:
         """A fresh CycleState for ``info``'s attempt, recording it when decisions are recorded."""
         state = CycleState()
+        state.record = self.new_record(fwk, info)
+        return state
+
+    def new_record(self, fwk: Framework, info: QueuedPodInfo) -> AttemptRecord | None:
+        """The record of ``info``'s attempt, None when its decisions are not recorded."""
         pod = info.pod
         decisions = self.shared.decisions
-        if decisions is not None and decisions.wants(pod.key):
-            state.record = AttemptRecord(pod.key, pod.metadata.uid, info.attempts, self.shared.clock.now(),
-                                         fwk.profile_name, moved_by=info.moved_by)
-        return state
+        if decisions is None or not decisions.wants(pod.key):
+            return None
+        return AttemptRecord(pod.key, pod.metadata.uid, info.attempts, self.shared.clock.now(), fwk.profile_name,
+                             moved_by=info.moved_by)
 
     def scheduling_cycle(self, fwk: Framework, state: CycleState, info: QueuedPodInfo) -> ScheduleResult | None:
         """Upstream ``schedulingCycle``: find a node for ``info``'s pod, assume
@@ -183,10 +197,13 @@ class SchedulingCycle:
         self.failures.handle_failure(fwk, info, REASON_SCHEDULER_ERROR, status.message(), set(), "")
 
     def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                     within: np.ndarray | None = None, batch: OpportunisticBatch | None = None) -> str:
+                     within: np.ndarray | None = None, batch: OpportunisticBatch | None = None,
+                     kept: KeptCycle | None = None) -> str:
         """Upstream ``SchedulePod``: the name of the chosen node, among the
         snapshot rows ``within`` a placement when given (a PodGroup cycle);
-        ``batch``: the profile's opportunistic batch (a single pod's cycle).
+        ``batch``: the profile's opportunistic batch (a single pod's cycle);
+        ``kept``: filled with what the next member of a PodGroup with the same
+        signature may reuse (see :class:`KeptCycle`).
         Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
         snapshot = self.shared.snapshot
@@ -196,17 +213,25 @@ class SchedulingCycle:
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
         feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
+        if kept is not None:
+            kept.feasible, kept.record = feasible, state.record
+            kept.evaluated = state.evaluated_nodes if state.evaluated_nodes == num_nodes else 0
         if len(feasible) == 1:
             name = snapshot.nodes[feasible[0]].name
             if attempt is not None:
                 self.store_batch(attempt, name, None)
+            if kept is not None:
+                kept.prescored = state.clone()
             return name
         nodes = snapshot.table.info_array[feasible].tolist()
         status = fwk.run_pre_score(state, pod, nodes, feasible)
         if status is not None:
             raise CycleError(status)
+        if kept is not None:
+            kept.prescored, kept.raw_scores = state.clone(), {}
         try:
-            total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes)
+            total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes,
+                                     kept.raw_scores if kept is not None else None)
         except ScoreError as err:
             raise CycleError(err.status) from None
         if self.shared.extenders:
@@ -361,6 +386,24 @@ class SchedulingCycle:
         if state.record is not None and len(feasible):
             record_feasible(state.record, fwk, state, pod, self.shared.snapshot, rows[:processed], feasible)
         return feasible
+
+
+class KeptCycle:
+    """What one pod's cycle in a PodGroup's placement found, for the next member with the same signature
+    (KEP-5598's promise: equal results on nodes in the same state): ``feasible`` (the snapshot rows that
+    passed Filter, in the order filtered), ``evaluated`` (how many nodes Filter judged: every node of the
+    placement, so that the rotating start stayed put; 0 when it stopped early), ``prescored`` (a clone of its CycleState after PreScore, or after Filter when
+    one node was feasible), ``raw_scores`` (plugin -> raw scores of ``feasible``, None when not scored) and
+    ``record`` (its attempt record, None when not recorded)."""
+
+    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record")
+
+    def __init__(self) -> None:
+        self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
+        self.evaluated = 0
+        self.prescored: CycleState | None = None
+        self.raw_scores: dict[str, np.ndarray] | None = None
+        self.record: AttemptRecord | None = None
 
 
 class BatchAttempt:

@@ -59,6 +59,7 @@ from kubesched import (
     ClusterEventWithHint,
     Code,
     ConfigError,
+    HintIndex,
     QueueingHint,
     Status,
     hookimpl,
@@ -86,6 +87,7 @@ from kubesched.core.dra.allocator import (
 )
 from kubesched.core.dra.claims import (
     ClaimNameError,
+    claim_keys,
     claim_name,
     group_claim_name,
     group_reference,
@@ -110,6 +112,20 @@ NOT_AVAILABLE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
 _CANNOT_ALLOCATE = Status(Code.UNSCHEDULABLE, (CANNOT_ALLOCATE,))
 _TIMED_OUT_STATUS = Status(Code.UNSCHEDULABLE, (TIMED_OUT,))
+
+
+def _waiting_for(pod) -> list[str] | None:
+    """The claim hint's index keys of a waiting pod: the claims it names (a PodGroup's member: None, asked
+    about every claim event, as its claims may come through the group)."""
+    return None if pod.spec.scheduling_group is not None else claim_keys(pod)
+
+
+def _claim_event_keys(old, new) -> tuple[str, ...] | None:
+    """The claim hint's index keys of a claim event: the claim's own, or None for a deallocation (which may
+    help any pod: upstream's hint queues them all)."""
+    if old is not None and old.status.allocation is not None and new.status.allocation is None:
+        return None
+    return (f"{new.metadata.namespace}/{new.metadata.name}",)
 
 
 @frozen
@@ -273,7 +289,7 @@ class DynamicResources:
             ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
                                               | ActionType.UPDATE_NODE_TAINT)),
             ClusterEventWithHint(ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
-                                 self._hint_claim_change),
+                                 self._hint_claim_change, HintIndex(_waiting_for, _claim_event_keys)),
             ClusterEventWithHint(ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                                  self._hint_pod_change),
             ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),

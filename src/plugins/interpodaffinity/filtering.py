@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from kubesched import AffinityTerm, NodeInfo, NodeTable, PodCount, PodInfo, selector_tag, term_tag
+from kubesched import AffinityTerm, NodeInfo, NodeTable, PodCount, PodInfo, TermIndex, selector_tag, term_tag
 from kubesched.core.api.core_v1 import Node, Pod
 
 NAME = "InterPodAffinity"
@@ -102,13 +102,13 @@ class PreFilterState:
 
     # --- counting ---------------------------------------------------------------------------
 
-    def count_existing_anti(self) -> None:
+    def count_existing_anti(self, index: TermIndex) -> None:
         """Existing pods' required anti-affinity against the incoming pod: each
-        distinct term of the existing pods is matched once, its pods counted
-        from a per-node column."""
+        distinct term of the existing pods that may select the pod (``index``
+        finds them by its labels) is matched once, its pods counted per node."""
         distinct = self.table.merged(ANTI_TERMS, anti_terms)
         table = self.table
-        for key, term in distinct.items():
+        for key, term in index.selecting(distinct, self.pod.metadata.labels):
             if not term.matches(self.pod, self.namespace_labels):
                 continue
             carrying = table.matching_pods(f"{NAME}/existing-anti/{key}", functools.partial(_anti_affinity_terms, key),

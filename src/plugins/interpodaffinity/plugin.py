@@ -37,6 +37,7 @@ from kubesched import (
     NodeTable,
     QueueingHint,
     Status,
+    TermIndex,
     WeightedAffinityTerm,
     hookimpl,
     labels_fragment,
@@ -79,6 +80,8 @@ class InterPodAffinity:
         self.args = args
         self.handle = handle
         self._namespaces = handle.informers.store("Namespace")
+        #: the existing pods' distinct required anti-affinity terms by selector tag (kept as the table's grow)
+        self._existing_anti = TermIndex()
 
     # --- namespaces ---------------------------------------------------------------------
 
@@ -118,7 +121,7 @@ class InterPodAffinity:
             return Status.skip()  # no required term of the pod's, none of an existing pod's to respect
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
                              self._namespace_labels(pod.metadata.namespace), table)
-        pre.count_existing_anti()
+        pre.count_existing_anti(self._existing_anti)
         pre.count_incoming()
         if pre.empty:
             return Status.skip()

@@ -53,7 +53,7 @@ from kubesched import (
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
-from kubesched.core.plugin_helpers.default_selector import WORKLOAD_KINDS, default_selector, is_empty
+from kubesched.core.plugin_helpers.default_selector import WorkloadIndex, default_selector, is_empty
 from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 
 from .constraints import (
@@ -177,16 +177,21 @@ class PreFilterState:
 
 class PreScoreState:
     """ScheduleAnyway constraints, the feasible nodes they ignore (missing a
-    key), matching pods per topology domain id (hostname constraints: per
-    NodeTable row instead), and each constraint's weight."""
+    key), matching pods per topology domain slot (domain id + 1, slot 0 for
+    nodes without the key; hostname constraints: per NodeTable row instead),
+    each constraint's weight, and each constraint's score term ready to pick
+    rows from (``terms``: float64, ``count x weight + maxSkew - 1`` per domain
+    id, the last entry 0 for nodes without the key; for hostname, which rows
+    have the label, None when all do: its term is computed on the rows scored)."""
 
-    __slots__ = ("constraints", "ignored", "counts", "weights", "namespace", "table")
+    __slots__ = ("constraints", "ignored", "counts", "weights", "terms", "namespace", "table")
 
-    def __init__(self, constraints, ignored, counts, weights, namespace, table):
+    def __init__(self, constraints, ignored, counts, weights, terms, namespace, table):
         self.constraints = constraints
         self.ignored = ignored
         self.counts = counts
         self.weights = weights
+        self.terms = terms
         self.namespace = namespace
         self.table = table
 
@@ -204,7 +209,8 @@ class PodTopologySpread:
         self.system_defaulted = args.defaulting_type == SYSTEM
         self.handle = handle
         self._default_actions = {spec.when_unsatisfiable for spec in self.defaults}
-        self._stores = [handle.informers.store(kind) for kind in WORKLOAD_KINDS] if self.defaults else []
+        #: the Services, ReplicationControllers, ReplicaSets and StatefulSets that may select a pod
+        self._workloads = WorkloadIndex(handle.informers) if self.defaults else None
 
     # --- constraints ----------------------------------------------------------------------
 
@@ -212,9 +218,9 @@ class PodTopologySpread:
         """The pod's own constraints of ``action``, or the defaults (upstream ``getConstraints``)."""
         if pod.spec.topology_spread_constraints:
             return pod_constraints(pod, action)
-        if action not in self._default_actions:
+        if action not in self._default_actions or self._workloads is None:
             return []
-        workloads = [obj for store in self._stores if len(store) for obj in store.values()]
+        workloads = self._workloads.selecting(pod)
         if not workloads:  # nothing could select the pod
             return []
         selector = default_selector(pod, workloads)
@@ -381,44 +387,59 @@ class PodTopologySpread:
         if feasible is None or len(feasible) != len(nodes):
             feasible = np.fromiter((snapshot.index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
-        keyed = self._keyed(table, constraints) if require_all else np.ones(len(table), dtype=bool)
-        ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
-        counted = feasible[keyed[feasible]]
+        keyed = self._keyed(table, constraints) if require_all else None
+        whole = keyed is None or bool(keyed.all())
+        if whole:
+            keyed, ignored, counted = np.ones(len(table), dtype=bool) if keyed is None else keyed, set(), feasible
+        else:
+            ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
+            counted = feasible[keyed[feasible]]
         namespace = pod.metadata.namespace
         required = RequiredNodeAffinity(pod)
-        whole = bool(keyed.all())
-        weights, counts = [], []
+        weights, counts, terms = [], [], []
         for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
             key = constraint.topology_key
             matching = self._matching(table, constraint, namespace)
+            labelled = int(table.domain_nodes(key).sum()) == len(table)
             if key == HOSTNAME:  # read per row: a node is its own domain
                 weights.append(math.log(len(counted) + 2))
                 counts.append(matching.per_node)
+                terms.append(None if labelled else table.domain_ids(key) >= 0)
                 continue
             # a node without the key is in the domain "" (slot 0), as upstream
-            slots = table.domain_ids(key) + 1
             size = table.domain_count(key) + 1
             wanted = np.zeros(size, dtype=bool)
-            wanted[slots[counted]] = True
-            weights.append(math.log(int(np.count_nonzero(wanted)) + 2))
-            if mask is keyed and whole and int(table.domain_nodes(key).sum()) == len(table):
+            if labelled and len(counted) == len(table):  # every node, each with the key
+                wanted[1:] = table.domain_nodes(key) > 0
+            else:
+                wanted[table.domain_ids(key)[counted] + 1] = True
+            weight = math.log(int(np.count_nonzero(wanted)) + 2)
+            if mask is keyed and whole and labelled:
                 per_domain = np.concatenate(([0], matching.per_domain(key)))  # every node counts, none in ""
             else:
+                slots = table.domain_ids(key) + 1
                 per_domain = np.bincount(slots[mask], weights=matching.per_node[mask], minlength=size).astype(np.int64)
+            weights.append(weight)
             counts.append(np.where(wanted, per_domain, 0))
-        state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights, namespace, table))
+            term = np.empty(size, dtype=np.float64)  # indexed by domain id; -1 (no key) picks the last entry, 0
+            term[:-1] = counts[-1][1:] * weight + (constraint.max_skew - 1)
+            term[-1] = 0.0
+            terms.append(term)
+        state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights, terms, namespace, table))
         return None
 
-    def _scores(self, pre: PreScoreState, rows: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _scores(pre: PreScoreState, rows: np.ndarray) -> np.ndarray:
+        """The scores of the NodeTable ``rows``: each constraint's term summed, rounded half up."""
         table = pre.table
         total = np.zeros(len(rows), dtype=np.float64)
-        for index, constraint in enumerate(pre.constraints):
-            slots = table.domain_ids(constraint.topology_key)[rows] + 1
-            if constraint.topology_key == HOSTNAME:
-                matching = pre.counts[index][rows]
-            else:
-                matching = pre.counts[index][slots]
-            total += np.where(slots > 0, matching * pre.weights[index] + (constraint.max_skew - 1), 0.0)
+        for index, (constraint, term) in enumerate(zip(pre.constraints, pre.terms)):
+            key = constraint.topology_key
+            if key != HOSTNAME:
+                total += term[table.domain_ids(key)[rows]]
+                continue
+            part = pre.counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
+            total += part if term is None else np.where(term[rows], part, 0.0)  # nodes without the label: nothing
         return np.floor(total + 0.5).astype(np.int64)
 
     @staticmethod
@@ -466,10 +487,12 @@ class PodTopologySpread:
         pre = state.get(PRE_SCORE_KEY)
         if pre is None:
             return None
-        if pre.ignored:
-            counted = np.array([name not in pre.ignored for name in node_names], dtype=bool)
-        else:
-            counted = np.ones(len(node_names), dtype=bool)
+        if not pre.ignored:  # every node counted
+            if len(scores):
+                lowest, highest = int(scores.min()), int(scores.max())
+                scores[:] = MAX_NODE_SCORE if highest == 0 else MAX_NODE_SCORE * (highest + lowest - scores) // highest
+            return None
+        counted = np.array([name not in pre.ignored for name in node_names], dtype=bool)
         if not counted.any():
             scores[:] = 0
             return None
