@@ -120,6 +120,7 @@ class WhatIfNow:
         self._forking: tuple[tuple, Future[Simulator]] | None = None
         self._forking_lock = threading.Lock()
         self._one_fork_at_a_time = threading.Lock()  # two forks of one run never read it at once
+        self._started: list[Future[Simulator]] = []  # the forks warm started that may still run
 
     # --- the state ----------------------------------------------------------------------
 
@@ -148,8 +149,16 @@ class WhatIfNow:
                 return
             future: Future[Simulator] = Future()
             self._forking = (key, future)
+            self._started = [f for f in self._started if not f.done()] + [future]
         threading.Thread(target=self._fork_into, args=(simulation, future), name="what-if-now fork",
                          daemon=True).start()
+
+    def close(self) -> None:
+        """Wait until every fork :meth:`warm` started is done (a server stopping leaves no fork running)."""
+        with self._forking_lock:
+            started, self._started = self._started, []
+        for future in started:
+            future.exception()
 
     @property
     def open(self) -> Applied | None:

@@ -4,6 +4,7 @@ included; a key set twice in a mapping is refused."""
 from __future__ import annotations
 
 import datetime
+import io
 import itertools
 import math
 
@@ -12,7 +13,14 @@ import yaml
 
 from kubesched.core.api import yaml_documents
 from kubesched.core.api.manifests import InvalidManifest, load_objects, measure
-from kubesched.core.api.yaml_documents import SAFE_LOADER, DuplicateKey, documents, manifest_documents
+from kubesched.core.api.yaml_documents import (
+    SAFE_DUMPER,
+    SAFE_LOADER,
+    DuplicateKey,
+    documents,
+    dump_documents,
+    manifest_documents,
+)
 
 CASES = {
     "plain": "a: 1\nb: [x, 'y', 2.5, true, null, ~]\nc: {d: e}\n",
@@ -137,3 +145,15 @@ def test_an_alias_bomb_in_a_manifest_is_still_measured_and_refused(tmp_path):
         load_objects([bomb])
     (doc, plain), = documents(bomb.read_text())
     assert not plain and measure(doc)[0] > 10**7
+
+
+def test_documents_are_written_as_pyyaml_writes_them():
+    """Plain documents go to the C emitter as events, the others through PyYAML's representer: the text is
+    PyYAML's either way, byte for byte (quoted look-alikes, multi-line and non-ASCII strings, an anchor)."""
+    shared = {"x": 1}
+    docs = [{"a": [1, True, None, "yes", "0777", "x\ny", "", " lead", "it's", "é", 2**70], "b": {}, "c": []},
+            {"kind": "Pod", "metadata": {"name": "p", "labels": {"app": "1.10"}}},
+            [1, [2, {"b": "null"}]], "plain", 5, {"float": 1.5}, {"a": shared, "b": shared}]
+    out = io.StringIO()
+    dump_documents(docs, out)
+    assert out.getvalue() == yaml.dump_all(docs, Dumper=SAFE_DUMPER, sort_keys=False, default_flow_style=False)

@@ -33,16 +33,28 @@ def basic_case(**overrides) -> dict:
     return case
 
 
-def executor_for(path: Path, test: str, workload: str, fake_clock: bool = False):
+def executor_for(path: Path, test: str, workload: str, fake_clock: bool = False, step_seconds: float | None = None):
     """A WorkloadExecutor that ran ``workload`` of test case ``test`` in the config
     ``path`` (on a FakeClock starting at 1e9 s with ``fake_clock``: backoffs and
-    paced ops jump instead of sleeping)."""
+    paced ops jump instead of sleeping; with ``step_seconds`` too, each scheduling
+    step moves that clock by ``step_seconds``, so background ops such as ``churn``
+    interleave with scheduling by step count, whatever the machine's speed)."""
     from kubesched.core.clock import FakeClock
     from kubesched.perf.config import load_test_cases
     from kubesched.perf.executor import WorkloadExecutor
 
     case = next(c for c in load_test_cases(path) if c.name == test)
-    executor = WorkloadExecutor(case, case.workload(workload), clock=FakeClock(1e9) if fake_clock else None)
+    clock = FakeClock(1e9) if fake_clock or step_seconds is not None else None
+    executor = WorkloadExecutor(case, case.workload(workload), clock=clock)
     executor.check()
+    if clock is not None and step_seconds is not None:
+        harness = executor.harness
+        step = harness.step
+
+        def timed_step() -> bool:
+            busy = step()
+            clock.advance(step_seconds)
+            return busy
+        harness.step = timed_step  # type: ignore[method-assign]
     executor.run()
     return executor

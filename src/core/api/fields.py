@@ -32,6 +32,14 @@ _SCALAR, _OBJECT, _LIST, _MAP = range(4)
 
 
 @functools.cache
+def _checks() -> dict[str, tuple[frozenset[str], dict[str, tuple[int, str]]]]:
+    """model -> (its field names, its fields that hold models: name -> (how, that model)), for :func:`_any_unknown`."""
+    _, models = _table()
+    return {name: (frozenset(fields), {key: entry for key, entry in fields.items() if entry[0] != _SCALAR})
+            for name, fields in models.items()}
+
+
+@functools.cache
 def _table() -> tuple[dict[str, str], dict[str, dict[str, tuple[int, str]]]]:
     """(kind -> its model, model -> field -> (how the value holds the field's model, that model))."""
     table = json.loads((Path(__file__).parent / "fields.json").read_text())
@@ -57,9 +65,33 @@ def unknown_fields(doc: dict) -> list[str]:
     names (see the module docstring)."""
     kinds, models = _table()
     root = kinds.get(f"{doc.get('apiVersion')}/{doc.get('kind')}")
-    if root is None:
+    if root is None or not _any_unknown(doc, root, _checks()):
         return []
     return _unknown(doc, root, models)
+
+
+def _any_unknown(value: dict, model: str, checks: dict[str, tuple[frozenset[str], dict[str, tuple[int, str]]]],
+                 ) -> bool:
+    """Whether :func:`_unknown` finds anything below ``value`` (of ``model``): each mapping's keys compared with
+    its model's as sets, and only the fields holding models walked (most manifests have no unknown field)."""
+    names, nested = checks[model]
+    if not value.keys() <= names:
+        return True
+    for key in value.keys() & nested.keys():
+        holds, ref = nested[key]
+        item = value[key]
+        if holds == _OBJECT:
+            items: Any = (item,)
+        elif holds == _LIST and isinstance(item, list):
+            items = item
+        elif holds == _MAP and isinstance(item, dict):
+            items = item.values()
+        else:
+            continue
+        for element in items:
+            if isinstance(element, dict) and _any_unknown(element, ref, checks):
+                return True
+    return False
 
 
 def _unknown(value: dict, model: str, models: dict[str, dict[str, tuple[int, str]]]) -> list[str]:

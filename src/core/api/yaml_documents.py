@@ -21,8 +21,8 @@ builds the Python objects itself (about 6x faster); every other document goes
 through the pass above (see :data:`_NOT_FOR_YAML_RS` for what sends it there).
 
 Writing is the same in reverse (:func:`dump_documents`): dicts, lists,
-strings, integers, booleans and None become PyYAML's nodes directly and its
-C emitter writes them; a document holding anything else (floats, dates, an
+strings, integers, booleans and None become the events PyYAML's serializer
+would send its C emitter, sent directly; a document holding anything else (floats, dates, an
 object twice, which PyYAML writes as an anchor) goes through PyYAML's
 representer, so the text is PyYAML's.
 """
@@ -36,7 +36,17 @@ from typing import Any, Iterable, Iterator, TextIO
 import re2
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    Event,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 try:  # yaml-rs, a dependency (pyproject.toml); None in an environment installed before it (PyYAML reads all)
     yaml_rs: Any = importlib.import_module("yaml_rs")
@@ -245,45 +255,77 @@ def manifest_documents(text: str) -> Iterator[tuple[Any, bool, int]]:
             raise
 
 
+#: The events of a plain document but its scalars: the C emitter only reads them, so one of each serves all.
+_DOCUMENT_START, _DOCUMENT_END = DocumentStartEvent(explicit=False), DocumentEndEvent(explicit=False)
+_MAP_START, _MAP_END = MappingStartEvent(None, _MAP, True, flow_style=False), MappingEndEvent()
+_SEQ_START, _SEQ_END = SequenceStartEvent(None, _SEQ, True, flow_style=False), SequenceEndEvent()
+#: The scalar events of booleans and None (each text resolves to its own tag: written plain).
+_CONSTANTS = {True: ScalarEvent(None, _BOOL, (True, False), "true"),
+              False: ScalarEvent(None, _BOOL, (True, False), "false"),
+              None: ScalarEvent(None, _NULL, (True, False), "null")}
+
+
 def dump_documents(docs: Iterable[Any], stream: TextIO) -> None:
     """Write ``docs`` to ``stream`` as ``yaml.dump_all(docs, stream, Dumper=SAFE_DUMPER, sort_keys=False)`` does, one
-    document at a time.  Raises PyYAML's errors (an object it cannot represent)."""
+    document at a time: a plain document (dicts, lists, strings, integers, booleans, None, no part twice) as the
+    events PyYAML's serializer would send its C emitter, sent directly (each distinct scalar's event made once),
+    anything else through PyYAML's representer.  Raises PyYAML's errors (an object it cannot represent)."""
     dumper = ManifestDumper(stream, default_flow_style=False, sort_keys=False)
+    scalars: dict[Any, ScalarEvent] = {}
     try:
         dumper.open()
+        emit = dumper.emit
         for doc in docs:
+            events: list[Event] = [_DOCUMENT_START]
             try:
-                node = _node(doc, set())
+                _events(doc, events, scalars, dumper, set())
             except _NotPlain:
                 dumper.represent(doc)
                 continue
-            dumper.serialize(node)
+            events.append(_DOCUMENT_END)
+            for event in events:
+                emit(event)
         dumper.close()
     finally:
         dumper.dispose()
 
 
-def _node(data: Any, seen: set[int]) -> Node:
-    """The node PyYAML's safe representer makes of ``data``; raises :class:`_NotPlain` for what it must make."""
+def _events(data: Any, events: list[Event], scalars: dict[Any, ScalarEvent], dumper: Any, seen: set[int]) -> None:
+    """Append to ``events`` those PyYAML's serializer emits for ``data`` (a scalar's implicit flags as its resolver
+    decides them: a string that would read back as another type is quoted); raises :class:`_NotPlain` for what
+    its representer must make."""
     kind = type(data)
-    if kind is str:
-        return ScalarNode(_STR, data)
-    if kind is bool:
-        return ScalarNode(_BOOL, "true" if data else "false")
-    if kind is int:
-        return ScalarNode(_INT, str(data))
-    if data is None:
-        return ScalarNode(_NULL, "null")
-    if kind is not dict and kind is not list:
-        raise _NotPlain
-    if id(data) in seen:
-        raise _NotPlain  # written as an anchor and its aliases
-    seen.add(id(data))
-    if kind is list:
-        return SequenceNode(_SEQ, [_node(item, seen) for item in data], flow_style=False)
-    pairs = []
-    for key, value in data.items():
-        if type(key) is not str:
+    if kind is str or kind is int:
+        event = scalars.get(data) if kind is str else scalars.get((data,))
+        if event is None:
+            if len(scalars) >= _MAX_RESOLVED:
+                scalars.clear()
+            if kind is str:
+                plain = dumper.resolve(ScalarNode, data, (True, False)) == _STR
+                event = scalars[data] = ScalarEvent(None, _STR, (plain, True), data)
+            else:
+                event = scalars[(data,)] = ScalarEvent(None, _INT, (True, False), str(data))
+        events.append(event)
+    elif kind is dict:
+        if id(data) in seen:
+            raise _NotPlain  # written as an anchor and its aliases
+        seen.add(id(data))
+        events.append(_MAP_START)
+        for key, value in data.items():
+            if type(key) is not str:
+                raise _NotPlain
+            _events(key, events, scalars, dumper, seen)
+            _events(value, events, scalars, dumper, seen)
+        events.append(_MAP_END)
+    elif kind is list:
+        if id(data) in seen:
             raise _NotPlain
-        pairs.append((ScalarNode(_STR, key), _node(value, seen)))
-    return MappingNode(_MAP, pairs, flow_style=False)
+        seen.add(id(data))
+        events.append(_SEQ_START)
+        for item in data:
+            _events(item, events, scalars, dumper, seen)
+        events.append(_SEQ_END)
+    elif kind is bool or data is None:
+        events.append(_CONSTANTS[data])
+    else:
+        raise _NotPlain
