@@ -25,11 +25,13 @@ from ..controllers import CONTROLLERS, WORKLOAD_CONTROLLERS
 from ..core.api.core_v1 import Namespace
 from ..core.api.meta import ObjectMeta
 from ..core.clock import Clock, RealClock
-from ..core.cluster.client import AlreadyExists, ClusterClient
+from ..core.cluster.client import AlreadyExists, ClusterClient, NotFound
 from ..core.cluster.informer import Informers
 from ..core.cluster.kube import TokenBucketRateLimiter
 from ..core.cluster.memory import MemoryCluster
 from ..core.cluster.throttled import ThrottledClient
+from ..core.dra.allocator import unpublished_attributes
+from ..core.dra.claims import ClaimNameError, pod_claims
 from ..core.features import RELEASES, FeatureGateError, FeatureGates
 from ..core.framework.config import ConfigError, KubeSchedulerConfiguration
 from ..core.framework.registry import Registry
@@ -366,7 +368,27 @@ class WorkloadExecutor:
             return ""
         why = next((f": {c.reason}: {c.message}" for c in pod.status.conditions
                     if c.type == "PodScheduled" and c.message), "")
-        return f"; at least pod {pod.key} is not scheduled{why}"
+        return f"; at least pod {pod.key} is not scheduled{why}{self._unmet_constraints(pod)}"
+
+    def _unmet_constraints(self, pod) -> str:
+        """`` (ResourceClaim NS/NAME: constraint matchAttribute X: no device publishes that attribute)`` for each
+        claim of ``pod`` with a constraint no ResourceSlice can meet (upstream's scheduler says only "cannot
+        allocate all claims"); "" when there is none."""
+        if not pod.spec.resource_claims:
+            return ""
+
+        def lookup(namespace: str, name: str):
+            try:
+                return self.cluster.get("ResourceClaim", name, namespace)
+            except NotFound:
+                return None
+        try:
+            claims = [claim for _, claim in pod_claims(pod, lookup)]
+        except ClaimNameError:
+            return ""
+        slices = self.cluster.list("ResourceSlice").items
+        return "".join(f" (ResourceClaim {claim.key}: constraint {constraint}: no device publishes that attribute)"
+                       for claim in claims for constraint in unpublished_attributes(claim, slices))
 
     def start_collecting(self, namespaces: list[str], selector: dict[str, str] | None) -> None:
         """Start measuring SchedulingThroughput of the pods of ``namespaces``

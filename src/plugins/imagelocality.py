@@ -64,7 +64,7 @@ class ImageLocality:
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        if not self.handle.snapshot.table.column("images", _has_images, of_node=True).any():
+        if not np.count_nonzero(self.handle.snapshot.table.column("images", _has_images, of_node=True)):
             return Status.skip()  # no node reports images: every node would score 0
         return None
 

@@ -113,6 +113,15 @@ def test_dra_workloads_run_with_the_test_driver_and_the_claim_controller():
     assert steady.status == "ok" and steady.measured_pods > 10
 
 
+def test_a_claim_constraint_no_device_can_meet_fails_naming_the_constraint():
+    """Upstream's compatibilitygroups/ claim template asks matchAttribute dra.example.com/slice of devices that
+    publish no attributes: its pods can never be scheduled, upstream's included (see benchmarks/README)."""
+    [result] = run(DATA / "dra/compatibilitygroups/performance-config.yaml", workload="fast")
+    assert result.status == "failed"
+    assert "cannot allocate all claims" in result.reason
+    assert "constraint matchAttribute dra.example.com/slice: no device publishes that attribute" in result.reason
+
+
 @pytest.mark.parametrize("test,workload,scheduled", [
     ("DRABindingConditionsTest", "fast_AttachmentSuccess", 1),
     ("DRABindingConditionsTest", "fast_AttachmentFailed", 0),

@@ -28,10 +28,11 @@ def ports_pod(name: str, *ports: tuple[str, str, int], cpu: str | None = None):
 
 def check(existing, wanted) -> Code:
     plugin = make(NodePorts)
-    infos = [info(node("n"), *[on(p, "n") for p in existing])]
+    infos = [info(node("n"), *[on(p, "n") for p in existing]), info(node("empty"))]
     state, _, status = run_pre_filter(plugin, wanted, infos)
     assert status is None
-    (result,) = filter_all(plugin, state, wanted, infos)
+    result, on_empty = filter_all(plugin, state, wanted, infos)  # the batch Filter must agree on both nodes
+    assert on_empty is None
     if result is not None:
         assert reasons(result) == (REASON,)
     return code(result)

@@ -11,9 +11,7 @@ call those methods directly with kube-scheduler's semantics.
 
 from __future__ import annotations
 
-import functools
 from operator import itemgetter
-from time import perf_counter
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -22,7 +20,7 @@ import pluggy
 from kubesched.core.observability import metrics
 
 from .config import ALL, POINT_KEYS, ConfigError, PluginRef, Profile
-from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
+from .cycle_state import CycleState
 from .diagnosis import Diagnosis, NodeToStatus
 from .extender import EXTENDER_NAME
 from .handle import Handle
@@ -30,14 +28,15 @@ from .hookspecs import EXTENSION_POINTS, PROJECT, ExtensionPoints
 from .nodeinfo import NodeInfo, PodInfo
 from .placements import PlacementExtensionPoints
 from .registry import PluginError, Registry, build_args, implemented_hooks
-from .snapshot import NodeTable, Snapshot
+from .scoring import ScoreExtensionPoints
+from .snapshot import Snapshot
 from .status import Code, Status
+from .timing import TIMED_POINTS, extension_point, no_status, timed_plugin
 from .types import (
     EVERY_EVENT,
     INT32_MAX,
     INT64_MAX,
     MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     ClusterEventWithHint,
     PostFilterResult,
     PreBindWait,
@@ -54,65 +53,8 @@ ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 #: The fewest rows find_feasible_rows judges at once.
 MIN_FILTER_CHUNK = 256
 
-#: Method lists timed one plugin call at a time in sampled cycles: attribute -> upstream's extension point label.
-#: A plugin's per-node Filter and Score calls are not timed one by one (a batch call, or a pod's whole per-node
-#: Score loop, is one observation): kubesched judges nodes in batches, and a timer per node would cost more than
-#: the call.
-TIMED_POINTS = {
-    "pre_filter_plugins": "PreFilter", "filter_batch": "Filter",
-    "post_filter_plugins": "PostFilter", "pre_score_plugins": "PreScore",
-    "score_batch": "Score", "normalize": "ScoreExtensionNormalize", "reserve_plugins": "Reserve",
-    "unreserve_plugins": "Unreserve", "permit_plugins": "Permit", "pre_bind_plugins": "PreBind",
-    "bind_plugins": "Bind", "post_bind_plugins": "PostBind",
-}
 
-
-def _timed_plugin(plugin: str, point: str, method: Callable) -> Callable:
-    """``method`` observing each call into ``scheduler_plugin_execution_duration_seconds`` (its status: the
-    answer, or the Status in a tuple answer; any other value, such as a score, is Success; a raise: Error)."""
-    series: dict[str, Callable[[float], None]] = {}  # status label -> the labelled series' observe
-
-    def timed(*args: Any) -> Any:
-        started, code = perf_counter(), "Error"
-        try:
-            answer = method(*args)
-            status = next((p for p in answer if isinstance(p, Status)), None) if isinstance(answer, tuple) else answer
-            code = str(status.code) if isinstance(status, Status) else "Success"
-            return answer
-        finally:
-            (series.get(code) or series.setdefault(
-                code, metrics.PLUGIN_EXECUTION_DURATION.labels(plugin, point, code).observe))(perf_counter() - started)
-    return timed
-
-
-def _no_status(answer: Any) -> None:
-    """An extension point whose answer carries no status (Score, Unreserve, PostBind): Success."""
-    return None
-
-
-def _extension_point(point: str, status_of: Callable[[Any], Status | None] | None = None) -> Callable:
-    """A ``run_*`` method observing each run into ``scheduler_framework_extension_point_duration_seconds``
-    with the status ``status_of(answer)`` (None: the answer is the status; an exception: Error).  One
-    perf_counter pair and one append per run: the labelled series are looked up once per profile."""
-    def wrap(run: Callable) -> Callable:
-        @functools.wraps(run)
-        def timed(self: Framework, *args: Any, **kwargs: Any) -> Any:
-            started = perf_counter()
-            try:
-                answer = run(self, *args, **kwargs)
-            except Exception:
-                self._point_observer(point, "Error")(perf_counter() - started)
-                raise
-            status = answer if status_of is None else status_of(answer)
-            observe = self._point_success.get(point) if status is None else None
-            code = "Success" if status is None else str(status.code)
-            (observe or self._point_observer(point, code))(perf_counter() - started)
-            return answer
-        return timed
-    return wrap
-
-
-class Framework(PlacementExtensionPoints):
+class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
     """The plugins of one profile.
 
     Attributes per extension point are lists of ``(plugin_name, bound_method)``
@@ -146,9 +88,9 @@ class Framework(PlacementExtensionPoints):
         self.sampled: dict[str, Any] = {}
         for attr, point in TIMED_POINTS.items():
             methods = getattr(self, attr)
-            self.sampled[attr] = ({name: _timed_plugin(name, point, m) for name, m in methods.items()}
+            self.sampled[attr] = ({name: timed_plugin(name, point, m) for name, m in methods.items()}
                                   if isinstance(methods, dict) else
-                                  [(name, _timed_plugin(name, point, m)) for name, m in methods])
+                                  [(name, timed_plugin(name, point, m)) for name, m in methods])
         #: [cycle sampled? (CycleState.record_plugin_metrics)] -> the method lists of TIMED_POINTS: the plain ones, or
         #: each plugin call timed
         self._lists = ({attr: getattr(self, attr) for attr in TIMED_POINTS}, self.sampled)
@@ -368,7 +310,7 @@ class Framework(PlacementExtensionPoints):
                 return status.with_plugin(name)
         return None
 
-    @_extension_point("PreFilter", itemgetter(1))
+    @extension_point("PreFilter", itemgetter(1))
     def run_pre_filter(
         self, state: CycleState, pod: Any, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -670,7 +612,7 @@ class Framework(PlacementExtensionPoints):
                     undecided[row] = False
         return codes, distinct
 
-    @_extension_point("PostFilter", itemgetter(1))
+    @extension_point("PostFilter", itemgetter(1))
     def run_post_filter(
         self, state: CycleState, pod: Any, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
@@ -696,94 +638,7 @@ class Framework(PlacementExtensionPoints):
             rejector = rejector or name
         return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
-    @_extension_point("PreScore")
-    def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo],
-                      rows: np.ndarray | None = None) -> Status | None:
-        """PreScore over the feasible ``nodes`` (their snapshot NodeTable
-        ``rows``, when given, are left in the state under
-        :data:`FEASIBLE_ROWS_KEY`).  Skip marks the plugin's Score skipped;
-        any other failure is an Error status naming the plugin."""
-        if rows is not None:
-            state.write(FEASIBLE_ROWS_KEY, rows)
-        evaluations, keys = self._evaluations, self._evaluation_key["PreScore"]
-        for name, method in self._lists[state.record_plugin_metrics]["pre_score_plugins"]:
-            status = method(state, pod, nodes)
-            if status is None or status.code != Code.SKIP:
-                evaluations[keys[name]] += 1
-            if status is None or status.is_success():
-                continue
-            if status.code == Code.SKIP:
-                state.skip_score_plugins.add(name)
-                continue
-            return Status(Code.ERROR, (f"running PreScore plugin \"{name}\": {status.message()}",), name)
-        return None
-
-    @_extension_point("Score", _no_status)
-    def run_score(
-        self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
-        raw_scores: dict[str, np.ndarray] | None = None, changed: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's scores, normalised, range-checked,
-        weighted and summed.  Returns (total int64 array, {plugin: weighted scores}).  ``raw_scores``, when given,
-        gets each plugin's scores before NormalizeScore; with ``changed`` (positions in ``rows``) it holds them
-        already, for the same rows and a pod of the same signature, and only the changed rows are scored again
-        (a PodGroup's next member).  Raises :class:`ScoreError` for a plugin error or a score out of range."""
-        total: np.ndarray | None = None
-        per_plugin: dict[str, np.ndarray] = {}
-        names: list[str] | None = None
-        normalizers = self._lists[state.record_plugin_metrics]["normalize"]
-        for name, method in self.score_plugins:
-            if name in state.skip_score_plugins:
-                continue
-            known = raw_scores.get(name) if raw_scores is not None else None
-            if known is not None and changed is not None:
-                scores = known.copy()
-                scores[changed] = self._plugin_scores(name, method, state, pod, table, rows[changed],
-                                                      [nodes[i] for i in changed.tolist()])
-            else:
-                scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
-            raw = scores.copy() if state.record is not None or raw_scores is not None else scores
-            if raw_scores is not None:
-                raw_scores[name] = raw
-            normalize = normalizers.get(name)
-            if normalize is not None:
-                names = table.names[rows].tolist() if names is None else names
-                status = normalize(state, pod, names, scores)
-                if status is not None and not status.is_success():
-                    raise ScoreError(Status(Code.ERROR, (f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
-            # one pass for both bounds: MIN_NODE_SCORE is 0, and a negative score read as unsigned is above the max
-            if len(scores) and np.maximum.reduce(scores.view(np.uint64)) > MAX_NODE_SCORE:  # (.max() wraps this)
-                bad = int(np.argmax((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)))
-                raise ScoreError(Status(Code.ERROR, (
-                    f"plugin \"{name}\" returns an invalid score {int(scores[bad])}, it should in the range of "
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
-            weight = self.score_weights[name]
-            weighted = scores * weight if weight != 1 else scores
-            if state.record is not None:
-                state.record.plugin_scored(name, weight, raw, scores)
-            per_plugin[name] = weighted
-            total = weighted.copy() if total is None else total + weighted
-        return (total if total is not None else np.zeros(len(rows), dtype=np.int64)), per_plugin
-
-    def _plugin_scores(self, name: str, method: Callable, state: CycleState, pod: Any, table: NodeTable,
-                       rows: np.ndarray, nodes: list[NodeInfo]) -> np.ndarray:
-        """Plugin ``name``'s raw int64 scores of ``rows``: its ``score_batch``, or ``score`` node by node."""
-        self._evaluations[self._evaluation_key["Score"][name]] += len(rows)
-        batch = self._lists[state.record_plugin_metrics]["score_batch"].get(name)
-        if batch is not None:
-            return np.asarray(batch(state, pod, table, rows), dtype=np.int64)
-        started = perf_counter() if state.record_plugin_metrics else 0.0
-        scores = np.empty(len(nodes), dtype=np.int64)
-        for i, node_info in enumerate(nodes):
-            value = method(state, pod, node_info)
-            if isinstance(value, Status):
-                raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
-            scores[i] = value
-        if started:  # the pod's per-node Score calls of this plugin as one observation
-            metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
-        return scores
-
-    @_extension_point("Reserve")
+    @extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Reserve plugins in order: None, the first rejection as is, or an Error naming the plugin (upstream
         ``RunReservePluginsReserve``)."""
@@ -795,13 +650,13 @@ class Framework(PlacementExtensionPoints):
                 return Status(Code.ERROR, (f"running Reserve plugin \"{name}\": {status.message()}",), name, status.error)
         return None
 
-    @_extension_point("Unreserve", _no_status)
+    @extension_point("Unreserve", no_status)
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every Reserve plugin's Unreserve, in reverse order."""
         for _, method in reversed(self._lists[state.record_plugin_metrics]["unreserve_plugins"]):
             method(state, pod, node_name)
 
-    @_extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))
+    @extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))
     def run_permit(self, state: CycleState, pod: Any, node_name: str) -> tuple[Status | None, dict[str, float]]:
         """Returns (status, waits): a rejection or error status; or None with
         ``waits`` = {plugin: timeout seconds} for the plugins that said Wait."""
@@ -819,7 +674,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Permit plugin \"{name}\": {status.message()}",), name, status.error), {}
         return None, waits
 
-    @_extension_point("PreBind", itemgetter(0))
+    @extension_point("PreBind", itemgetter(0))
     def run_pre_bind(
         self, state: CycleState, pod: Any, node_name: str, start: int = 0
     ) -> tuple[Status | None, PreBindWait | None, int]:
@@ -863,7 +718,7 @@ class Framework(PlacementExtensionPoints):
             return status.with_plugin(name)
         return Status(Code.ERROR, (f"running PreBind plugin \"{name}\": {status.message()}",), name, status.error)
 
-    @_extension_point("Bind")
+    @extension_point("Bind")
     def run_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
         """Bind plugins in order until one handles the pod: None on success, an Error naming the plugin, or Skip when
         every plugin skipped (upstream ``RunBindPlugins``)."""
@@ -876,7 +731,7 @@ class Framework(PlacementExtensionPoints):
             return Status(Code.ERROR, (f"running Bind plugin \"{name}\": {status.message()}",), name, status.error)
         return Status(Code.SKIP)
 
-    @_extension_point("PostBind", _no_status)
+    @extension_point("PostBind", no_status)
     def run_post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         """Every PostBind plugin, for information only (upstream ``RunPostBindPlugins``)."""
         for _, method in self._lists[state.record_plugin_metrics]["post_bind_plugins"]:
@@ -885,14 +740,6 @@ class Framework(PlacementExtensionPoints):
 
 class FilterError(Exception):
     """A Filter plugin failed with an Error (not a rejection); ``status`` says which and why."""
-
-    def __init__(self, status: Status):
-        super().__init__(status.message())
-        self.status = status
-
-
-class ScoreError(Exception):
-    """A Score or NormalizeScore failure; ``status`` is the Error status."""
 
     def __init__(self, status: Status):
         super().__init__(status.message())

@@ -13,10 +13,13 @@ def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int
     ``max_priority`` when reversed."""
     if len(scores) == 0:
         return
-    highest = int(scores.max())
+    highest = int(np.maximum.reduce(scores))  # the ufunc itself: .max() wraps it in Python
     if highest == 0:
         if reverse:
-            scores[:] = max_priority
+            scores.fill(max_priority)
         return
-    scaled = max_priority * scores // highest
-    scores[:] = max_priority - scaled if reverse else scaled
+    # max_priority * score // highest, in place
+    np.multiply(scores, max_priority, out=scores)
+    np.floor_divide(scores, highest, out=scores)
+    if reverse:
+        np.subtract(max_priority, scores, out=scores)

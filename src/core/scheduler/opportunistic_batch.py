@@ -169,9 +169,12 @@ class OpportunisticBatch:
         self._hint_seconds = {hinted: metrics.GET_NODE_HINT_DURATION.labels(hinted, profile)
                               for hinted in ("hint", "no_hint")}
         self._store_seconds = metrics.STORE_SCHEDULE_RESULTS_DURATION.labels(profile)
+        self._flushed = {reason: metrics.BATCH_CACHE_FLUSHED.labels(profile, reason)
+                         for reason in (POD_SKIPPED, POD_INCOMPATIBLE, EXPIRED, NODE_MISSING, NODE_NOT_FULL,
+                                        NODE_CHANGED, POD_NOT_BATCHABLE, EMPTY_LIST)}
 
     def _flush(self, reason: str) -> None:
-        metrics.BATCH_CACHE_FLUSHED.labels(self.fwk.profile_name, reason).inc()
+        self._flushed[reason].inc()
         log.debug("OpportunisticBatch found unusable state: profile %s, reason %s", self.fwk.profile_name, reason)
         self.state = None
 

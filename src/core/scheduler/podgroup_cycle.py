@@ -47,7 +47,8 @@ from ..framework.attempt_record import status_json
 from ..framework.cycle_state import REMOVED_PODS_KEY, CycleState
 from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
-from ..framework.runtime import Framework, ScoreError
+from ..framework.runtime import Framework
+from ..framework.scoring import ScoreError
 from ..framework.signature import Signature
 from ..framework.status import Code, Status
 from .assume import assume_and_reserve, unreserve_and_forget

@@ -46,15 +46,9 @@ from ..api.core_v1 import Pod
 from ..clock import Clock, Timer
 from ..framework.nodeinfo import PodInfo
 from ..framework.status import Status
-from ..framework.types import (
-    UNSCHEDULED_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    HintIndex,
-    QueueingHint,
-)
+from ..framework.types import UNSCHEDULED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from ..undo import Restore, restoring_all, saved_fields
+from .waiting_index import WaitingIndex
 
 #: Upstream's podMaxInUnschedulablePodsDuration and its flush period.
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -82,7 +76,7 @@ class QueuedPodInfo:
     __slots__ = (
         "pod_info", "timestamp", "attempts", "initial_attempt_timestamp", "unschedulable_plugins",
         "pending_plugins", "gating_plugin", "gating_status", "gated_since", "where", "_entry", "backoff_expiry",
-        "popped_at", "_group", "moved_by", "stranded", "_keys",
+        "popped_at", "_group", "moved_by", "stranded",
     )
 
     def __init__(self, pod: Pod, now: float):
@@ -105,8 +99,6 @@ class QueuedPodInfo:
         self.moved_by = ""
         #: a PodGroup that ran and fell below its minCount (always False for a pod of its own)
         self.stranded = False
-        #: in the unschedulable pool: its keys in each of the queue's hint indexes (None: asked about every event)
-        self._keys: tuple[tuple[str, ...] | None, ...] | None = None
 
     @property
     def pod(self) -> Pod:
@@ -291,16 +283,8 @@ class SchedulingQueue:
         self._less = less
         self._pre_enqueue = pre_enqueue
         self._hints = hints
-        #: the hints' indexes (HintIndex) and, per index, the pool's pods by key (key -> UIDs) and the UIDs
-        #: asked about every event (PodGroups, pods without keys): see _asked
-        self._indexes: list[HintIndex] = []
-        self._index_position: dict[int, int] = {}
-        for index in (r.index for entries in hints.values() for _, r in entries if r.index is not None):
-            if id(index) not in self._index_position:
-                self._index_position[id(index)] = len(self._indexes)
-                self._indexes.append(index)
-        self._keyed: list[dict[str, set[str]]] = [{} for _ in self._indexes]
-        self._unkeyed: list[set[str]] = [set() for _ in self._indexes]
+        #: the pool's pods by what they wait for, for the hints with a HintIndex (see move_all)
+        self._waiting = WaitingIndex(hints)
         self._profile_of = profile_of
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -344,7 +328,7 @@ class SchedulingQueue:
                 infos.update((id(member), member) for member in (*info.members.values(), *info.attempt))
         entries = [*self._active, *self._backoff, *self._error_backoff]
         infos.update((id(entry.info), entry.info) for entry in entries)
-        return restoring_all([saved_fields(self), saved_fields(self.nominator)]
+        return restoring_all([saved_fields(self), saved_fields(self.nominator), saved_fields(self._waiting)]
                              + [saved_fields(info) for info in infos.values()]
                              + [saved_fields(entry, ("removed",)) for entry in entries])
 
@@ -533,38 +517,9 @@ class SchedulingQueue:
         info._group = (self._profile_of(info.pod), info.gating_plugin, frozenset(info.unschedulable_plugins),
                        frozenset(info.pending_plugins))
         self._unschedulable_groups.setdefault(info._group, {})[info.uid] = info
-        if self._indexes:
-            self._index(info)
+        if self._waiting:
+            self._waiting.add(info.uid, info.pod, isinstance(info, QueuedPodGroupInfo))
         self._arm_flush_timer()
-
-    def _index(self, info: QueuedPodInfo) -> None:
-        """File ``info``, entering the pool, in every hint index under its keys (a PodGroup, a pod without keys
-        or whose keys failed: asked about every event)."""
-        found: list[tuple[str, ...] | None] = []
-        for position, index in enumerate(self._indexes):
-            keys = None if isinstance(info, QueuedPodGroupInfo) else _pod_keys(index, info.pod)
-            if keys is None:
-                self._unkeyed[position].add(info.uid)
-            else:
-                for key in keys:
-                    self._keyed[position].setdefault(key, set()).add(info.uid)
-            found.append(keys)
-        info._keys = tuple(found)
-
-    def _unindex(self, info: QueuedPodInfo) -> None:
-        """Take ``info``, leaving the pool, out of the hint indexes."""
-        for position, keys in enumerate(info._keys or ()):
-            if keys is None:
-                self._unkeyed[position].discard(info.uid)
-                continue
-            keyed = self._keyed[position]
-            for key in keys:
-                uids = keyed.get(key)
-                if uids is not None:
-                    uids.discard(info.uid)
-                    if not uids:
-                        del keyed[key]
-        info._keys = None
 
     def _detach(self, info: QueuedPodInfo) -> None:
         if info._entry is not None:
@@ -579,8 +534,8 @@ class SchedulingQueue:
                 if not members:
                     del self._unschedulable_groups[group]
             info._group = None
-            if info._keys is not None:
-                self._unindex(info)
+            if self._waiting:
+                self._waiting.remove(info.uid)
         info.where = ""
 
     # --- the scheduling loop's side ------------------------------------------------------
@@ -828,9 +783,9 @@ class SchedulingQueue:
                 holders = frozenset((gating,)) if gating else rejectors | pending
                 if not any(plugin in holders for plugin, _ in candidates):
                     continue  # no plugin holding these pods registered for the event
-                if self._indexes:
+                if self._waiting:
                     if (profile, holders) not in asked_by:
-                        asked_by[profile, holders] = self._asked(profile, holders, event, old, new)
+                        asked_by[profile, holders] = self._waiting.asked(profile, holders, event, old, new)
                     asked = asked_by[profile, holders]
                     if asked is not None:
                         infos = [info for uid, info in members.items() if uid in asked] if asked else []
@@ -842,31 +797,6 @@ class SchedulingQueue:
                     self._move(info, info.moved_by)
                     moved += 1
         return moved
-
-    def _asked(self, profile: str, holders: frozenset[str], event: ClusterEvent, old: Any, new: Any
-               ) -> set[str] | None:
-        """The UIDs of the pool's pods that the hints of ``holders`` (plugins of ``profile``) registered for
-        ``event`` may answer Queue for, by their indexes; None: any (a hint without an index, or an event that
-        may concern any pod)."""
-        asked: set[str] = set()
-        for plugin, registered in self._hints.get(profile, ()):
-            if plugin not in holders or not registered.event.matches(event):
-                continue
-            index = registered.index
-            if registered.hint is None or index is None:
-                return None
-            try:
-                keys = index.event_keys(old, new)
-            except Exception:  # noqa: BLE001 - as a failing hint: every pod may move
-                return None
-            if keys is None:
-                return None
-            position = self._index_position[id(index)]
-            asked |= self._unkeyed[position]
-            keyed = self._keyed[position]
-            for key in keys:
-                asked |= keyed.get(key, set())
-        return asked
 
     # --- timers --------------------------------------------------------------------------
 
@@ -918,12 +848,3 @@ class SchedulingQueue:
                 self._move(info, "UnschedulableTimeout")
         if any(not i.gating_plugin for i in self._unschedulable.values()):
             self._arm_flush_timer()
-
-
-def _pod_keys(index: HintIndex, pod: Pod) -> tuple[str, ...] | None:
-    """``index``'s keys of ``pod`` (None: asked about every event, also when ``pod_keys`` fails)."""
-    try:
-        keys = index.pod_keys(pod)
-    except Exception:  # noqa: BLE001 - as a failing hint: the pod is asked about every event
-        return None
-    return None if keys is None else tuple(keys)

@@ -38,7 +38,8 @@ from ..framework.handle import profile_handle
 from ..framework.nodeinfo import NodeInfo
 from ..framework.podgroups import PodGroupManager
 from ..framework.registry import Registry
-from ..framework.runtime import Framework, ScoreError
+from ..framework.runtime import Framework
+from ..framework.scoring import ScoreError
 from ..framework.snapshot import Snapshot
 from ..framework.waiting_pods import WaitingPod
 from ..undo import Restore, restoring_all, saved_fields
@@ -324,7 +325,7 @@ class Scheduler:
         status = framework.run_pre_score(state, pod, nodes, np.asarray(rows))
         if status is not None:
             raise ScoreError(status)
-        _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes)
+        _, per_plugin = framework.run_score(state, pod, snapshot.table, np.asarray(rows), nodes, per_plugin=True)
         return {info.name: {name: int(scores[i]) for name, scores in per_plugin.items()} for i, info in enumerate(nodes)}
 
     def savepoint(self) -> Restore:

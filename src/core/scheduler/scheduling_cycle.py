@@ -30,7 +30,8 @@ from ..framework.extender import (
     find_nodes_that_pass_extenders,
 )
 from ..framework.nodeinfo import PodInfo, next_generation
-from ..framework.runtime import FilterError, Framework, ScoreError
+from ..framework.runtime import FilterError, Framework
+from ..framework.scoring import ScoreError
 from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult

@@ -10,7 +10,8 @@ evaluations outside ``allocate`` that stop at a deadline with AllocationTimeout)
 Inside: the search over devices for a node (``allocator``), the requests and candidate
 devices it searches with (``requests``), the pools it sees from that node (``pools``),
 consumable capacity (``capacity``), constraints across a claim's devices
-(``constraints``), compatibility groups (``compatibility``) and the memo of searches on
+(``constraints``; :func:`unpublished_attributes` names the constraints no device can meet),
+compatibility groups (``compatibility``) and the memo of searches on
 equivalent nodes (``equivalence``).  Import from the facade; the modules may move.
 """
 
@@ -22,6 +23,7 @@ from kubesched.core.dra.allocator.allocator import (
     gate_options,
     within_deadline,
 )
+from kubesched.core.dra.allocator.constraints import unpublished_attributes
 from kubesched.core.dra.allocator.requests import AllocationError, MissingDeviceClass
 
 __all__ = [
@@ -33,5 +35,6 @@ __all__ = [
     "DeviceID",
     "MissingDeviceClass",
     "gate_options",
+    "unpublished_attributes",
     "within_deadline",
 ]

@@ -31,8 +31,9 @@ order by the search, which lets both keep a plain stack.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
-from kubesched.core.api.resource_v1 import Device, DeviceAttribute, DeviceConstraint
+from kubesched.core.api.resource_v1 import Device, DeviceAttribute, DeviceConstraint, ResourceClaim, ResourceSlice
 
 #: the element type of each attribute kind (a scalar kind and its list kind share one)
 _ELEMENT_TYPE = {"int": "int", "ints": "int", "bool": "bool", "bools": "bool",
@@ -110,3 +111,21 @@ class AttributeConstraint:
         """Undo the latest successful :meth:`add` for this request."""
         if _applies(self.requests, request, subrequest):
             self._values.pop()
+
+
+def unpublished_attributes(claim: ResourceClaim, slices: Iterable[ResourceSlice]) -> list[str]:
+    """The ``matchAttribute`` / ``distinctAttribute`` constraints of ``claim`` whose attribute no device of
+    ``slices`` publishes, as ``matchAttribute dra.example.com/slice``: such a constraint can never be met
+    (a device without the attribute never satisfies it, upstream's allocators alike), so the claim's pods
+    stay unschedulable with "cannot allocate all claims".  For a failure message; empty when every named
+    attribute exists somewhere."""
+    wanted = {(c.match_attribute or c.distinct_attribute or ""): "matchAttribute" if c.match_attribute else
+              "distinctAttribute" for c in claim.spec.devices.constraints}
+    for resource_slice in slices:
+        driver = resource_slice.spec.driver
+        for device in resource_slice.spec.devices:
+            for name in [name for name in wanted if device.lookup_attribute(name, driver) is not None]:
+                del wanted[name]
+        if not wanted:
+            return []
+    return [f"{kind} {name}" for name, kind in wanted.items()]

@@ -1,0 +1,197 @@
+"""Running a profile's PreScore, Score and NormalizeScore plugins, with upstream's semantics
+(``frameworkImpl.RunPreScorePlugins``, ``RunScorePlugins``).
+
+:class:`ScoreExtensionPoints` is a part of :class:`~kubesched.core.framework.runtime.Framework`.
+Score runs once per pod over every feasible node (hundreds of them), so its own work is kept to a
+few numpy operations per plugin: the plugins' normalised scores go into one (plugins, nodes) matrix,
+range-checked at once and summed with the weights in one product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from time import perf_counter
+from typing import Any, Callable, Iterator, overload
+
+import numpy as np
+
+from kubesched.core.observability import metrics
+
+from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
+from .nodeinfo import NodeInfo
+from .snapshot import NodeTable
+from .status import Code, Status
+from .timing import extension_point, no_status
+from .types import MAX_NODE_SCORE, MIN_NODE_SCORE
+
+
+class ScoreError(Exception):
+    """A Score or NormalizeScore failure; ``status`` is the Error status."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status
+
+
+class NodeNames(Sequence):
+    """The names of the nodes being scored, in score order, as NormalizeScore is handed them: a
+    read-only sequence of str over the NodeTable's names and the scored rows, made into strings only
+    when a plugin reads them (most normalisers never do)."""
+
+    __slots__ = ("_names", "_rows", "_list")
+
+    def __init__(self, names: np.ndarray, rows: np.ndarray):
+        self._names = names
+        self._rows = rows
+        self._list: list[str] | None = None
+
+    def _strings(self) -> list[str]:
+        if self._list is None:
+            self._list = self._names[self._rows].tolist()
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        return self._strings()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._strings())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Sequence) and not isinstance(other, str) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # a sequence compared by value, as a list is
+
+    def __repr__(self) -> str:
+        return repr(self._strings())
+
+
+class ScoreExtensionPoints:
+    """PreScore and Score of one profile (bound methods in the profile's order, set by the Framework)."""
+
+    score_plugins: list[tuple[str, Callable]]
+    score_weights: dict[str, int]
+    _lists: tuple[dict[str, Any], dict[str, Any]]
+    _evaluations: dict[tuple[str, str, str], int]
+    _evaluation_key: dict[str, dict[str, tuple[str, str, str]]]
+
+    @extension_point("PreScore")
+    def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo],
+                      rows: np.ndarray | None = None) -> Status | None:
+        """PreScore over the feasible ``nodes`` (their snapshot NodeTable
+        ``rows``, when given, are left in the state under
+        :data:`FEASIBLE_ROWS_KEY`).  Skip marks the plugin's Score skipped;
+        any other failure is an Error status naming the plugin."""
+        if rows is not None:
+            state.write(FEASIBLE_ROWS_KEY, rows)
+        evaluations, keys = self._evaluations, self._evaluation_key["PreScore"]
+        for name, method in self._lists[state.record_plugin_metrics]["pre_score_plugins"]:
+            status = method(state, pod, nodes)
+            if status is None:
+                evaluations[keys[name]] += 1
+                continue
+            if status.code == Code.SKIP:
+                state.skip_score_plugins.add(name)
+                continue
+            evaluations[keys[name]] += 1
+            if status.code == Code.SUCCESS:
+                continue
+            return Status(Code.ERROR, (f"running PreScore plugin \"{name}\": {status.message()}",), name)
+        return None
+
+    @extension_point("Score", no_status)
+    def run_score(
+        self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
+        raw_scores: dict[str, np.ndarray] | None = None, changed: np.ndarray | None = None, per_plugin: bool = False,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's scores, normalised, range-checked,
+        weighted and summed.  Returns (total int64 array, {plugin: weighted scores}); the dict is filled only
+        with ``per_plugin``.  ``raw_scores``, when given, gets each plugin's scores before NormalizeScore; with
+        ``changed`` (positions in ``rows``) it holds them already, for the same rows and a pod of the same
+        signature, and only the changed rows are scored again (a PodGroup's next member).  Raises
+        :class:`ScoreError` for a plugin error or a score out of range (the first plugin in the profile's order
+        that has one)."""
+        skip = state.skip_score_plugins
+        plugins = [(name, method) for name, method in self.score_plugins if name not in skip]
+        scored = np.empty((len(plugins), len(rows)), dtype=np.int64)  # row i: plugin i's normalised scores
+        raws: list[np.ndarray] = []
+        record = state.record
+        normalizers = self._lists[state.record_plugin_metrics]["normalize"]
+        names: NodeNames | None = None
+        for at, (name, method) in enumerate(plugins):
+            known = raw_scores.get(name) if raw_scores is not None else None
+            try:
+                if known is not None and changed is not None:
+                    scores = known.copy()
+                    scores[changed] = self._plugin_scores(name, method, state, pod, table, rows[changed],
+                                                          [nodes[i] for i in changed.tolist()])
+                else:
+                    scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
+            except ScoreError:
+                self._check_range(plugins, scored[:at])  # an earlier plugin's bad score is found first
+                raise
+            if record is not None or raw_scores is not None:
+                raw = scores.copy()
+                raws.append(raw)
+                if raw_scores is not None:
+                    raw_scores[name] = raw
+            normalize = normalizers.get(name)
+            if normalize is not None:
+                if names is None:
+                    names = NodeNames(table.names, rows)
+                status = normalize(state, pod, names, scores)
+                if status is not None and not status.is_success():
+                    self._check_range(plugins, scored[:at])
+                    raise ScoreError(Status(Code.ERROR, (
+                        f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
+            scored[at] = scores
+        self._check_range(plugins, scored)
+        weights = self.score_weights
+        factors = np.array([weights[name] for name, _ in plugins], dtype=np.int64)
+        if record is not None:
+            for at, (name, _) in enumerate(plugins):
+                record.plugin_scored(name, weights[name], raws[at], scored[at])
+        weighted = {name: scored[at] * factors[at] for at, (name, _) in enumerate(plugins)} if per_plugin else {}
+        return factors @ scored, weighted
+
+    def _plugin_scores(self, name: str, method: Callable, state: CycleState, pod: Any, table: NodeTable,
+                       rows: np.ndarray, nodes: list[NodeInfo]) -> np.ndarray:
+        """Plugin ``name``'s raw int64 scores of ``rows``: its ``score_batch``, or ``score`` node by node (in a
+        sampled cycle the pod's per-node calls are one observation)."""
+        self._evaluations[self._evaluation_key["Score"][name]] += len(rows)
+        batch = self._lists[state.record_plugin_metrics]["score_batch"].get(name)
+        if batch is not None:
+            return np.asarray(batch(state, pod, table, rows), dtype=np.int64)
+        started = perf_counter() if state.record_plugin_metrics else 0.0
+        scores = np.empty(len(nodes), dtype=np.int64)
+        for i, node_info in enumerate(nodes):
+            value = method(state, pod, node_info)
+            if isinstance(value, Status):
+                raise ScoreError(Status(Code.ERROR, (f"running Score plugin \"{name}\": {value.message()}",), name))
+            scores[i] = value
+        if started:
+            metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
+        return scores
+
+    @staticmethod
+    def _check_range(plugins: list[tuple[str, Callable]], scored: np.ndarray) -> None:
+        """Raise :class:`ScoreError` for the first plugin (row of ``scored``) with a score outside
+        [MIN_NODE_SCORE, MAX_NODE_SCORE] after normalising."""
+        # one pass for both bounds: MIN_NODE_SCORE is 0, and a negative score read as unsigned is above the max
+        if not scored.size or np.maximum.reduce(scored.view(np.uint64), axis=None) <= MAX_NODE_SCORE:
+            return
+        bad = (scored < MIN_NODE_SCORE) | (scored > MAX_NODE_SCORE)
+        at = int(np.argmax(bad.any(axis=1)))
+        value = int(scored[at][np.argmax(bad[at])])
+        name = plugins[at][0]
+        raise ScoreError(Status(Code.ERROR, (
+            f"plugin \"{name}\" returns an invalid score {value}, it should in the range of "
+            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
