@@ -11,7 +11,6 @@ import math
 import pytest
 import yaml
 
-from kubesched.core.api import yaml_documents
 from kubesched.core.api.manifests import InvalidManifest, load_objects, measure
 from kubesched.core.api.yaml_documents import (
     SAFE_DUMPER,
@@ -109,8 +108,7 @@ def test_shared_parts_and_non_string_keys_are_left_to_pyyaml_which_keeps_them_sh
     assert not plain and doc["first"] is doc["second"]
     assert [plain for _, plain in documents(CASES["integer and boolean keys"])] == [False]
     assert [plain for _, plain in documents(CASES["plain"])] == [True]
-    if yaml_documents.yaml_rs is not None:  # a dependency: always there in CI (an older venv reads with PyYAML)
-        assert [(plain, chars > 0) for _, plain, chars in manifest_documents(CASES["plain"])] == [(True, True)]
+    assert [(plain, chars > 0) for _, plain, chars in manifest_documents(CASES["plain"])] == [(True, True)]
     assert [characters for _, _, characters in manifest_documents(CASES["alias shared"])] == [0]  # PyYAML's
     (doc, _), = documents(CASES["yaml 1.1 scalars"])
     assert doc[True] is True and doc["v"] is False and doc["n"] == 31 and doc["o"] == 8

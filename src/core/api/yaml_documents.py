@@ -29,12 +29,12 @@ representer, so the text is PyYAML's.
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any, Iterable, Iterator, TextIO
 
 import re2
 import yaml
+import yaml_rs
 from yaml.constructor import ConstructorError
 from yaml.events import (
     DocumentEndEvent,
@@ -47,11 +47,6 @@ from yaml.events import (
     SequenceStartEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode
-
-try:  # yaml-rs, a dependency (pyproject.toml); None in an environment installed before it (PyYAML reads all)
-    yaml_rs: Any = importlib.import_module("yaml_rs")
-except ImportError:  # pragma: no cover - CI installs it
-    yaml_rs = None
 
 #: PyYAML's C loader when it is built (about 8x faster on large files), else the Python one.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -222,7 +217,7 @@ def manifest_documents(text: str) -> Iterator[tuple[Any, bool, int]]:
     its text) is built by yaml-rs, about 6x faster, with ``plain`` (it shares no part; its keys are strings
     unless PyYAML's are not either) and ``characters`` the length of its text (0 for a document PyYAML built).
     Raises PyYAML's errors (:class:`DuplicateKey` for a key set twice)."""
-    if yaml_rs is None or re.search(r"^%", text, re.M):  # a directive belongs to the next document: read it whole
+    if re.search(r"^%", text, re.M):  # a directive belongs to the next document: read it whole
         yield from ((doc, plain, 0) for doc, plain in documents(text))
         return
     starts = [m.start() for m in _DOCUMENT_MARKER.finditer(text)]
