@@ -14,7 +14,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 #: Import name -> distribution name, where they differ.
 DISTRIBUTION_OF = {"yaml": "PyYAML", "re2": "google-re2", "celpy": "cel-python", "prometheus_client": "prometheus-client",
-                   "json_merge_patch": "json-merge-patch"}
+                   "json_merge_patch": "json-merge-patch", "yaml_rs": "yaml-rs"}
 
 
 def _requirement_names(requirements: list[str]) -> set[str]:
