@@ -77,21 +77,12 @@ def now_edits(nodes: int, pods: int, repeat: int) -> int:
     """The "What if, now" rows (see the module docstring)."""
     import tempfile
 
-    from ui_speed import generate
-
-    from kubesched.ui.runs import Runs
-    from kubesched.ui.server import UiServer
+    from ui_speed import generate, serve
 
     factor = machine_factor()
     with tempfile.TemporaryDirectory() as scratch:
         generate(Path(scratch), nodes, pods)
-        runs = Runs([Path(scratch)])
-        runs.start()
-        runs.wait(0)
-        outcome = runs.current()
-        assert outcome is not None, runs.error()
-        server = UiServer(runs, watch=False)
-        server.start()
+        runs, outcome, server, _ = serve(Path(scratch))
         port = int(urllib.parse.urlsplit(server.url).port or 0)
         try:
             token = re.search(r'name="token" value="([^"]+)"', timed(port, "GET", "/now")[2]).group(1)

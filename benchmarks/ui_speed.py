@@ -27,6 +27,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -83,26 +84,33 @@ def largest_table(page: str) -> int:
     return max((table.count("<tr") for table in page.split("</table>")), default=0)
 
 
+def serve(directory: Path) -> tuple[Any, Any, Any, float]:
+    """The UI of ``directory``'s manifests, run once and served on loopback: ``(runs, the run's outcome, the
+    started UiServer, seconds spent reading the files)``; the caller stops the server and closes the runs."""
+    from kubesched.ui.runs import Runs
+    from kubesched.ui.server import UiServer
+
+    started = time.perf_counter()
+    runs = Runs([directory])
+    parsed = time.perf_counter() - started
+    runs.start()
+    runs.wait(0)
+    outcome = runs.current()
+    assert outcome is not None, runs.error()
+    server = UiServer(runs, watch=False)
+    server.start()
+    return runs, outcome, server, parsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     args = parser.parse_args()
-    from kubesched.ui.runs import Runs
-    from kubesched.ui.server import UiServer
-
     factor = machine_factor()
     with tempfile.TemporaryDirectory() as scratch:
         generate(Path(scratch), args.nodes, args.pods)
-        started = time.perf_counter()
-        runs = Runs([Path(scratch)])
-        parsed = time.perf_counter() - started
-        runs.start()
-        runs.wait(0)
-        outcome = runs.current()
-        assert outcome is not None, runs.error()
-        server = UiServer(runs, watch=False)
-        server.start()
+        runs, outcome, server, parsed = serve(Path(scratch))
         pending = outcome.pending[0].key
         bound = next(p.key for p in outcome.pods if p.spec.node_name)
         busiest = outcome.node_names[int(outcome.pod_counts.argmax())]
