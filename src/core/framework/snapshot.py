@@ -53,6 +53,9 @@ class NodeTable:
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._of_node: set[str] = set()
+        #: what :meth:`refresh` recomputes, (every column kept current, those of them that read pods), made when
+        #: first needed after a column came
+        self._kept_current: tuple[list[tuple[Callable[[NodeInfo], Any], np.ndarray]], ...] | None = None
         #: evictable column -> the position in ``_log`` up to which it is current, least recently used first
         self._evictable: dict[str, int] = {}
         #: the rows changed (and whether only their pods did) since the evictable columns' oldest position,
@@ -77,6 +80,7 @@ class NodeTable:
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
+            self._kept_current = None
             if of_node:
                 self._of_node.add(key)
             if evictable:
@@ -242,11 +246,15 @@ class NodeTable:
         rows = list(rows)
         if not rows:
             return
-        for key, (extract, values) in self._columns.items():
-            if (pods_only and key in self._of_node) or key in self._evictable:
-                continue
+        kept = self._kept_current
+        if kept is None:
+            every = [(key, entry) for key, entry in self._columns.items() if key not in self._evictable]
+            kept = self._kept_current = ([entry for _, entry in every],
+                                         [entry for key, entry in every if key not in self._of_node])
+        infos = self.infos
+        for extract, values in kept[pods_only]:
             for row in rows:
-                values[row] = extract(self.infos[row])
+                values[row] = extract(infos[row])
         for extract, union in self._merged.values():
             for row in rows:
                 union.update(extract(self.infos[row]))
