@@ -30,24 +30,23 @@ from typer.core import TyperGroup
 if TYPE_CHECKING:
     from typer._click import Command  # typer's own click, as TyperGroup names it
 
-#: Every command, in the order ``kubesched --help`` lists them: name -> (module, the function or the Typer of
-#: subcommands there).  A command's module is imported when that command runs (or the help lists them all), so
-#: ``kubesched simulate`` does not load what compare, perf, plan, trace or report need (~0.05 s at factor 1.0).
-COMMANDS = {
-    "simulate": (".simulate", "simulate"),
-    "explain": (".explain", "explain"),
-    "compare": (".compare", "compare"),
-    "snapshot": (".snapshot", "snapshot"),
-    "run": (".run", "run"),
-    "perf": (".perf", "perf"),
-    "sweep": (".sweep", "sweep"),
-    "plugins": (".config", "plugins"),
-    "report": (".report", "report"),
-    "ui": (".ui", "ui"),
-    "plan": (".plan", "plan"),
-    "config": (".config", "config_app"),
-    "trace": (".trace", "trace_app"),
-}
+#: Every command, in the order ``kubesched --help`` lists them, as ``MODULE:ATTRIBUTE`` of this package (the
+#: function, or the Typer of subcommands, named as the attribute without ``_app``); a bare name is the function of
+#: that name in the module of that name.  A command's module is imported when that command runs (or the help
+#: lists them all), so ``kubesched simulate`` does not load what compare, perf, plan or trace need.
+_SPECS = ("simulate", "explain", "compare", "snapshot", "run", "perf", "sweep", "config:plugins", "report", "ui", "plan",
+          "config:config_app", "trace:trace_app")
+
+
+def _command(spec: str) -> tuple[str, tuple[str, str]]:
+    """``MODULE[:ATTRIBUTE]`` -> (command name, (module, attribute))."""
+    module, _, attribute = spec.partition(":")
+    attribute = attribute or module
+    return attribute.removesuffix("_app"), (f".{module}", attribute)
+
+
+#: command name -> (module, attribute), in the help's order
+COMMANDS = dict(_command(spec) for spec in _SPECS)
 
 
 class _Commands(MutableMapping[str, "Command"]):
