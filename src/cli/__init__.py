@@ -19,6 +19,9 @@ Adding a command: a module here with one function, registered below.
 
 from __future__ import annotations
 
+import gc
+from typing import Any
+
 import typer
 
 from .compare import compare
@@ -34,7 +37,25 @@ from .sweep import sweep
 from .trace import trace_app
 from .ui import ui
 
-app = typer.Typer(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
+
+class _Command(typer.Typer):
+    """The ``kubesched`` process's entry point (``[project.scripts]``, ``python -m kubesched.cli``).
+
+    Once the command is done the process only exits: every object the command kept (a simulation's whole
+    cluster) is frozen out of the garbage collector first, so the interpreter's collection at exit does not
+    walk them all (~0.3 s of CPU after a 10,000-pod ``simulate``) to free memory the process is about to give
+    back anyway.  Output is unaffected: the commands close the files they write, and the interpreter flushes
+    stdout and stderr at exit as always; the exit status is the command's.  Tests invoking the app through
+    ``typer.testing.CliRunner`` do not come through here, so a long-lived process keeps collecting."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            gc.freeze()
+
+
+app = _Command(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
                   add_completion=False)
 for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report, ui, plan):
     app.command()(command)

@@ -17,7 +17,7 @@ from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo, PodInfo
 from .pod_counts import PodCount, PodCounts
-from .resources import PODS
+from .resources import CPU, MEMORY, PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
 #: per node) and, when asked for again, recomputing the rows changed since; more distinct live keys than this (say,
@@ -53,6 +53,9 @@ class NodeTable:
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._of_node: set[str] = set()
+        #: what :meth:`refresh` recomputes, (every column kept current, those of them that read pods), made when
+        #: first needed after a column came
+        self._kept_current: tuple[list[tuple[Callable[[NodeInfo], Any], np.ndarray]], ...] | None = None
         #: evictable column -> the position in ``_log`` up to which it is current, least recently used first
         self._evictable: dict[str, int] = {}
         #: the rows changed (and whether only their pods did) since the evictable columns' oldest position,
@@ -70,11 +73,14 @@ class NodeTable:
     def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64,
                evictable: bool = False, of_node: bool = False) -> np.ndarray:
         """The column ``key``, built with ``extract`` the first time it is asked for; ``of_node``: ``extract``
-        reads only ``info.node`` and what NodeInfo derives from it (allocatable, labels), never the pods."""
+        reads only ``info.node`` and what NodeInfo derives from it (allocatable, labels), never the pods.  A
+        ``dtype`` of ``(type, width)`` makes a matrix (nodes, width), ``extract`` giving a row's ``width``
+        values (never evictable)."""
         entry = self._columns.get(key)
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
+            self._kept_current = None
             if of_node:
                 self._of_node.add(key)
             if evictable:
@@ -208,12 +214,29 @@ class NodeTable:
         """Per row, how many more pods the node's allocatable ``pods`` admits (int64, :meth:`pod_count` subtracted)."""
         return self.column("free-pods", lambda info: info.allocatable.get(PODS, 0) - len(info.pods))
 
-    def non_zero_requested(self) -> tuple[np.ndarray, np.ndarray]:
-        """(milli-CPU, memory) non-zero requests per node, as scoring counts them."""
-        return (
-            self.column("nonzero/cpu", lambda info: info.non_zero_cpu),
-            self.column("nonzero/memory", lambda info: info.non_zero_memory),
-        )
+    def allocatable_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
+        """Per row, the node's allocatable of each of ``resources``: int64, shape (nodes, len(resources)), units as
+        :meth:`allocatable`; a column of its own per tuple of resources (``matrix.take(rows, axis=0)`` gathers
+        every resource of many rows in one step)."""
+        return self.column(f"allocatable[{','.join(resources)}]",
+                           lambda info: [info.allocatable.get(name, 0) for name in resources],
+                           dtype=(np.int64, len(resources)), of_node=True)
+
+    def requested_matrix(self, resources: tuple[str, ...], non_zero: bool = False) -> np.ndarray:
+        """Per row, the sum of the node's pods' requests of each of ``resources``: int64, shape (nodes,
+        len(resources)), units as :meth:`requested`; with ``non_zero`` cpu and memory as scoring counts them
+        (NodeInfo's ``non_zero_cpu`` and ``non_zero_memory``: upstream's non-zero requests)."""
+        if not non_zero:
+            return self.column(f"requested[{','.join(resources)}]",
+                               lambda info: [info.requested.get(name, 0) for name in resources],
+                               dtype=(np.int64, len(resources)))
+
+        def extract(info: NodeInfo) -> list[int]:
+            requested = info.requested
+            return [info.non_zero_cpu if name == CPU else info.non_zero_memory if name == MEMORY
+                    else requested.get(name, 0) for name in resources]
+
+        return self.column(f"nonzero[{','.join(resources)}]", extract, dtype=(np.int64, len(resources)))
 
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with
@@ -223,11 +246,15 @@ class NodeTable:
         rows = list(rows)
         if not rows:
             return
-        for key, (extract, values) in self._columns.items():
-            if (pods_only and key in self._of_node) or key in self._evictable:
-                continue
+        kept = self._kept_current
+        if kept is None:
+            every = [(key, entry) for key, entry in self._columns.items() if key not in self._evictable]
+            kept = self._kept_current = ([entry for _, entry in every],
+                                         [entry for key, entry in every if key not in self._of_node])
+        infos = self.infos
+        for extract, values in kept[pods_only]:
             for row in rows:
-                values[row] = extract(self.infos[row])
+                values[row] = extract(infos[row])
         for extract, union in self._merged.values():
             for row in rows:
                 union.update(extract(self.infos[row]))
