@@ -16,7 +16,6 @@ import typer
 import yaml
 from rich.console import Console
 
-from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import printable
 from kubesched.core.features import NEWEST, RELEASES, FeatureGateError, FeatureGates, parse_feature_gates
 from kubesched.core.framework.config import ConfigError, parse_duration
@@ -109,6 +108,8 @@ def configuration(side: str | None) -> Iterator[Path | None]:
     if side is None:
         yield None
         return
+    from kubesched.analysis.compare import profile_as_default, split_side  # with a --config only: it loads perf
+
     path, profile = split_side(side)
     with tempfile.TemporaryDirectory() as scratch:
         yield profile_as_default(path, profile, Path(scratch))
