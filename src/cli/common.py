@@ -10,15 +10,17 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, NoReturn
 
 import typer
 import yaml
-from rich.console import Console
 
 from kubesched.core.api.convert import printable
 from kubesched.core.features import NEWEST, RELEASES, FeatureGateError, FeatureGates, parse_feature_gates
 from kubesched.core.framework.config import ConfigError, parse_duration
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 #: Exit status of every command for invalid input (a bad file, field, option).
 INVALID_INPUT = 2
@@ -47,6 +49,8 @@ def emit(answer: dict, output: Output, render: Callable[[dict, Console], None]) 
     elif output is Output.yaml:
         sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
     else:
+        from rich.console import Console
+
         render(answer, Console(width=200))
 
 
