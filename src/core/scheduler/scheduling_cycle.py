@@ -107,8 +107,8 @@ class SchedulingCycle:
         return signer
 
     def new_cycle_state(self, fwk: Framework, info: QueuedPodInfo) -> CycleState:
-        """A fresh CycleState for ``info``'s attempt, recording it when decisions are recorded."""
-        state = CycleState()
+        """A fresh CycleState for ``info``'s attempt (with its PodInfo), recording it when decisions are recorded."""
+        state = CycleState(info.pod_info)
         state.record = self.new_record(fwk, info)
         return state
 
