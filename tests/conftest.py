@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from fake_apiserver import FakeAPIServer
+
+
+def pytest_collection_finish(session):
+    """What the imports and the collection made lives until the run ends: it is frozen (gc.freeze), so the
+    collector's full passes during the tests stop walking the ~100,000 objects of the imported libraries
+    (they took a third of the CPU time of tests/perf)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture

@@ -131,7 +131,8 @@ def test_selector_tags_name_a_label_every_selected_pod_carries():
 
 
 def test_beyond_the_bound_the_least_recently_used_count_is_made_again(cache, monkeypatch):
-    monkeypatch.setattr(pod_counts, "MAX_POD_COUNTS", 2)
+    # room for two counts of this 3-node table (int32 per node and the fixed share), not three
+    monkeypatch.setattr(pod_counts, "MAX_POD_COUNT_BYTES", 2 * (pod_counts.COUNT_OVERHEAD_BYTES + 3 * 4))
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
     table = snapshot.table
