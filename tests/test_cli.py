@@ -308,3 +308,32 @@ def test_pod_level_resources_example_fits_pods_on_their_pod_level_requests():
     assert len(rows) == 2 and "Scheduled" in rows.values()
     assert any(status.startswith("Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.")
                for status in rows.values()), rows
+
+
+@pytest.mark.parametrize("width, encoding", [(80, "utf-8"), (30, "utf-8"), (80, "ascii")])
+@pytest.mark.parametrize("rows", [
+    [],
+    [("default/web-1", "0", "node-1", "Scheduled"), ("ml/日本", "1000", "node-22", "Scheduled")],
+    [("default/web-2", "0", "-", "Unschedulable: [bold]0/5[/bold] nodes :smile: are available.")],
+    [("default/web-3", "0", "-", "two\nlines")],
+])
+def test_simulate_tables_print_the_text_rich_prints(rows, width, encoding):
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from kubesched.cli.tables import print_table
+
+    out = type("Out", (io.StringIO,), {"encoding": encoding})  # the encoding rich picks its box characters for
+    ours, richs = out(), out()
+    print_table(Console(file=ours, width=width), "Placements", ("POD", "PRIORITY", "NODE", "STATUS"), rows)
+    table = Table(title="Placements")
+    for column in ("POD", "PRIORITY", "NODE", "STATUS"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    Console(file=richs, width=width).print(table)
+    assert ours.getvalue() == richs.getvalue()
+    assert ("[" in ours.getvalue()) == any("[" in cell for row in rows for cell in row)  # cells are text, not markup

@@ -277,7 +277,9 @@ def run_command(command: str, comment: str, scratch: Scratch) -> None:
         elif args[:3] == ["python", "-m", "pytest"]:
             if len(args) == 3:
                 continue  # the suite this test is part of
-            done = subprocess.run([sys.executable, *args[1:], "-q", "-p", "no:cacheprovider"], cwd=scratch.path,
+            # the scratch copy's pyproject would run it on worker processes (xdist): a user's directory has none
+            done = subprocess.run([sys.executable, *args[1:], "-q", "-p", "no:cacheprovider", "-o", "addopts="],
+                                  cwd=scratch.path,
                                   env=scratch.env(), capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, f"{part}:\n{done.stdout}{done.stderr}"
         elif background:
@@ -321,6 +323,7 @@ def test_the_readme_names_its_files_and_marks_what_it_does_not_run():
                                         "pip install '.[test]' && python -m pytest"]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("readme", _cases())
 def test_every_command_runs_as_written(readme, scratch):
     for name, text in named_files(readme).items():

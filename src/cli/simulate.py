@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from kubesched.analysis.html_page import html_report
 from kubesched.core.api.manifests import InvalidManifest, write_json_list, write_yaml
@@ -29,6 +27,9 @@ from .common import (
     timed_changes,
 )
 from .progress import Reporter
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def simulate(
@@ -113,10 +114,12 @@ TABLE_ROWS = 1000
 
 
 def _print_placements(sim: Simulation) -> None:
+    from rich.console import Console  # here: -o json and -o yaml print no table
+
+    from .tables import print_table
+
     console = Console()
-    table = Table(title="Placements")
-    for column in ("POD", "PRIORITY", "NODE", "STATUS"):
-        table.add_column(column)
+    rows: list[tuple[str, str, str, str]] = []
     bound = pending = 0
     for pod in sim.pods():
         if bound + pending >= TABLE_ROWS:
@@ -124,7 +127,7 @@ def _print_placements(sim: Simulation) -> None:
             continue
         if pod.spec.node_name:
             bound += 1
-            table.add_row(pod.key, str(pod.spec.priority or 0), pod.spec.node_name, "Scheduled")
+            rows.append((pod.key, str(pod.spec.priority or 0), pod.spec.node_name, "Scheduled"))
             continue
         pending += 1
         condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
@@ -135,8 +138,8 @@ def _print_placements(sim: Simulation) -> None:
             reason = f"Gated by {queued.gating_plugin}: {queued.gating_status.message()}"
         else:
             reason = "Pending"
-        table.add_row(pod.key, str(pod.spec.priority or 0), "-", reason)
-    console.print(table)
+        rows.append((pod.key, str(pod.spec.priority or 0), "-", reason))
+    print_table(console, "Placements", ("POD", "PRIORITY", "NODE", "STATUS"), rows)
     if bound + pending > TABLE_ROWS:
         console.print(f"(the first {TABLE_ROWS} of {bound + pending} pods; -o yaml or -o json lists them all)")
     _print_preemptions(sim, console)
@@ -152,9 +155,8 @@ def _print_preemptions(sim: Simulation, console: Console) -> None:
     preemptions = sim.preemptions()
     if not preemptions:
         return
-    table = Table(title="Preemptions (Preempted events)")
-    for column in ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"):
-        table.add_column(column)
-    for preemption in preemptions:
-        table.add_row(f"+{preemption.time:g}s", preemption.victim, preemption.preemptor or "-", preemption.message)
-    console.print(table)
+    from .tables import print_table
+
+    print_table(console, "Preemptions (Preempted events)", ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"),
+                [(f"+{preemption.time:g}s", preemption.victim, preemption.preemptor or "-", preemption.message)
+                 for preemption in preemptions])

@@ -24,11 +24,11 @@ Options (``controller_options["kubelet"]``): ``startDelay`` (seconds or a Go dur
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-import attrs
-
 from kubesched.core.api.core_v1 import RUN_DURATION_ANNOTATION, Pod, PodCondition
+from kubesched.core.api.meta import evolve
 from kubesched.core.clock import go_duration
 from kubesched.core.cluster.client import NotFound
 from kubesched.core.cluster.patch import patch_status
@@ -45,11 +45,16 @@ def run_duration(pod: Pod) -> float | None:
     return None if text is None else go_duration(text)
 
 
+@functools.lru_cache(maxsize=64)
+def _conditions(now: float, status: str, reason: str, types: tuple[str, ...]) -> tuple[PodCondition, ...]:
+    """The conditions ``types`` set to ``status`` at ``now``: frozen, so every pod started or finished at that
+    time shares them (pods start in bursts at one simulated time)."""
+    return tuple(PodCondition(type=name, status=status, reason=reason, last_transition_time=now) for name in types)
+
+
 def _with_conditions(pod: Pod, now: float, status: str, reason: str = "", types=_STARTED) -> tuple:
-    changed = {name: PodCondition(type=name, status=status, reason=reason, last_transition_time=now)
-               for name in types}
-    kept = tuple(c for c in pod.status.conditions if c.type not in changed)
-    return kept + tuple(changed.values())
+    kept = tuple(c for c in pod.status.conditions if c.type not in types)
+    return kept + _conditions(now, status, reason, types)
 
 
 class KubeletController(Controller):
@@ -92,7 +97,7 @@ class KubeletController(Controller):
             due = self._bound_at.setdefault(item, now) + self.start_delay
             if now < due:
                 return due - now
-            status = attrs.evolve(pod.status, phase="Running", start_time=now,
+            status = evolve(pod.status, phase="Running", start_time=now,
                                   conditions=_with_conditions(pod, now, "True"))
             self._write(pod, status)
             duration = run_duration(pod)
@@ -103,7 +108,7 @@ class KubeletController(Controller):
         ends = (pod.status.start_time or now) + duration
         if now < ends:
             return ends - now
-        status = attrs.evolve(pod.status, phase="Succeeded",
+        status = evolve(pod.status, phase="Succeeded",
                               conditions=_with_conditions(pod, now, "False", "PodCompleted",
                                                           ("ContainersReady", "Ready")))
         self._write(pod, status)

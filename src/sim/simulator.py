@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -57,7 +57,7 @@ from kubesched.drivers.simulation import (
     known_namespaces,
     load_paths,
 )
-from kubesched.sim.transaction import Transaction
+from kubesched.sim.transaction import Savepoint, Transaction
 
 __all__ = ["Simulator", "Verdict"]
 
@@ -292,6 +292,31 @@ class Simulator:
         copy.cluster.load_from(source.cluster)
         copy.scheduler.pods.rng.setstate(source.scheduler.pods.rng.getstate())
         return Simulator(copy)
+
+    @classmethod
+    @contextlib.contextmanager
+    def borrowing(cls, simulation: Simulation) -> Iterator["Simulator"]:
+        """``with Simulator.borrowing(simulation) as sim:`` - a simulator over ``simulation`` itself, not a copy,
+        for the block: ask and change anything; on exit (an exception included) everything is rolled back, as
+        a transaction is (cost proportional to what changed, not to the cluster), and ``simulation``'s own
+        decision log is put back.  Meanwhile the attempts are recorded as a simulator records them (those of the
+        pods asked about), not in that log.  Where :meth:`fork` copies the whole cluster for one question, this
+        answers it on the state as it is, as scheduler-library's transactions on its one snapshot do.  The
+        caller keeps every other reader and writer of ``simulation`` away during the block (not thread-safe);
+        ``simulation`` is run to quiescence first, inside the rollback."""
+        scheduler = simulation.scheduler
+        own_log, scheduler.decisions = scheduler.decisions, DecisionLog(keep=_Asked())
+        try:
+            savepoint = Savepoint(simulation)
+            try:
+                yield cls(simulation)
+            finally:
+                try:
+                    savepoint.rollback()
+                finally:
+                    savepoint.release()
+        finally:
+            scheduler.decisions = own_log
 
     # --- internals ---------------------------------------------------------------------
 

@@ -174,7 +174,6 @@ async def node(request: Request, outcome: Outcome) -> Response:
     data = node_page(outcome, name, page=int_arg(request, "page"))
     if data is None:
         return missing(request, outcome, "Node", name)
-    _ui(request).now.warm(outcome.key, outcome.sim)  # its What if, now forms: the end state forked in the background
     return render(request, "node.html", outcome, nav="cluster", **data)
 
 
@@ -200,14 +199,15 @@ def missing(request: Request, outcome: Outcome, kind: str, key: str) -> Response
 
 @over_outcome
 async def devices(request: Request, outcome: Outcome) -> Response:
-    return render(request, "devices.html", outcome, nav="devices",
-                  **devices_page(outcome, int_arg(request, "page"), int_arg(request, "cpage")))
+    data = await run_in_threadpool(_ui(request).now.reading, devices_page, outcome, int_arg(request, "page"),
+                                   int_arg(request, "cpage"))
+    return render(request, "devices.html", outcome, nav="devices", **data)
 
 
 @over_outcome
 async def podgroups(request: Request, outcome: Outcome) -> Response:
-    return render(request, "podgroups.html", outcome, nav="podgroups",
-                  **podgroups_page(outcome, topology=arg(request, "topology")))
+    data = await run_in_threadpool(_ui(request).now.reading, podgroups_page, outcome, arg(request, "topology"))
+    return render(request, "podgroups.html", outcome, nav="podgroups", **data)
 
 
 @over_outcome
@@ -224,7 +224,8 @@ async def plan(request: Request, outcome: Outcome) -> Response:
 
 @over_outcome
 async def objects(request: Request, outcome: Outcome) -> Response:
-    return render(request, "objects.html", outcome, nav="objects", **objects_page(outcome))
+    data = await run_in_threadpool(_ui(request).now.reading, objects_page, outcome)
+    return render(request, "objects.html", outcome, nav="objects", **data)
 
 
 @over_outcome
@@ -383,7 +384,6 @@ async def now_page(request: Request) -> Response:
     if outcome is None:
         return render(request, "waiting.html", None)
     await run_in_threadpool(ui.now.follow, outcome.key, outcome.sim)
-    ui.now.warm(outcome.key, outcome.sim)
     return render(request, "whatif_now.html", outcome, nav="now", now=ui.now, applied=ui.now.open,
                   node=arg(request, "node"), shown=MOVES_SHOWN, error=arg(request, "error"),
                   pod_yaml=template_text("Pod"))
@@ -470,7 +470,7 @@ async def export_html(request: Request) -> Response:
     outcome = ui.runs.latest()
     if outcome is None:
         return Response("no outcome yet", status_code=409)
-    text = await run_in_threadpool(html_report, outcome.sim, outcome.records, ui.title)
+    text = await run_in_threadpool(ui.now.reading, html_report, outcome.sim, outcome.records, ui.title)
     return HTMLResponse(text, headers={"Content-Disposition": 'attachment; filename="kubesched-report.html"'})
 
 

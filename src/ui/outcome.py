@@ -100,6 +100,8 @@ class Outcome:
         self.sim = sim
         self.records = records
         self.wall_seconds = wall_seconds
+        #: scheduling attempts the run made
+        self.cycles = sim.scheduler.stats.cycles
         self.by_pod: dict[str, list[dict[str, Any]]] = {}
         #: PodGroup key -> the group's attempts (``phase: podgroup`` lines), oldest first
         self.by_group: dict[str, list[dict[str, Any]]] = {}

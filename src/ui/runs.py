@@ -80,6 +80,7 @@ def simulate(scenario: Scenario, key: tuple = (), registry: Registry | None = No
     for change in scenario.changes:
         sim.change_at(change.offset, [change.path], delete=change.delete)
     sim.run()
+    log.stop()  # what-ifs on the end state (kubesched.ui.whatif_now) are not the run's history
     marks = [(change.offset, f"{'--delete-at' if change.delete else '--at'} {change.offset:g}s={change.path.name}")
              for change in scenario.changes]
     marks += [(event.first_timestamp - start, f"preempted {event.involved_object.name}")

@@ -44,7 +44,6 @@ class UiServer:
         self.url = f"http://{HOST}:{self.socket.getsockname()[1]}/"
         self.closing = threading.Event()
         app = create_app(runs, self.socket.getsockname()[1], title, self.closing)
-        self._now = app.state.ui.now
         if watch:
             app.router.lifespan_context = self._watching
         config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
@@ -80,11 +79,10 @@ class UiServer:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop serving (the thread started by :meth:`start`), and wait for a What if, now fork under way."""
+        """Stop serving (the thread started by :meth:`start`)."""
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join()
-        self._now.close()
 
 
 class _Server(uvicorn.Server):

@@ -32,7 +32,8 @@ class PlacementLog:
     requests (scheduler units); ``claims``: (time, claim key, the
     (driver, pool, device) its allocation holds, empty once released) at
     every change of a ResourceClaim's allocation.  Attach before the
-    simulation starts."""
+    simulation starts; :meth:`stop` when it is over (what-ifs on its end
+    state, rolled back, are not the run's history)."""
 
     def __init__(self, informers: Any, clock: Any):
         self.clock = clock
@@ -42,11 +43,18 @@ class PlacementLog:
         self.groups: dict[str, str] = {}
         self.claims: list[tuple[float, str, frozenset[tuple[str, str, str]]]] = []
         self._held: dict[str, frozenset[tuple[str, str, str]]] = {}
+        self.recording = True
         informers.add_handlers("Pod", on_add=self._added, on_update=self._updated, on_delete=self._deleted)
         informers.add_handlers("ResourceClaim", on_add=self._claimed, on_update=lambda _, new: self._claimed(new),
                                on_delete=lambda claim: self._hold(claim.key, frozenset()))
 
+    def stop(self) -> None:
+        """Record nothing more: later events are not the run's."""
+        self.recording = False
+
     def _added(self, pod: Pod) -> None:
+        if not self.recording:
+            return
         self.requests[pod.key] = pod_requests(pod)
         group = pod_group_key(pod)
         if group is not None:
@@ -56,17 +64,18 @@ class PlacementLog:
             self.entries.append((self.clock.now(), BOUND, pod.key, pod.spec.node_name))
 
     def _updated(self, old: Pod, new: Pod) -> None:
-        if new.spec.node_name and not old.spec.node_name:
+        if self.recording and new.spec.node_name and not old.spec.node_name:
             self.entries.append((self.clock.now(), BOUND, new.key, new.spec.node_name))
 
     def _deleted(self, pod: Pod) -> None:
-        self.entries.append((self.clock.now(), DELETED, pod.key, pod.spec.node_name))
+        if self.recording:
+            self.entries.append((self.clock.now(), DELETED, pod.key, pod.spec.node_name))
 
     def _claimed(self, claim: ResourceClaim) -> None:
         self._hold(claim.key, frozenset(holders_of([claim])))
 
     def _hold(self, claim: str, devices: frozenset[tuple[str, str, str]]) -> None:
-        if self._held.get(claim, frozenset()) != devices:
+        if self.recording and self._held.get(claim, frozenset()) != devices:
             self._held[claim] = devices
             self.claims.append((self.clock.now(), claim, devices))
 

@@ -4,31 +4,32 @@ The what-if editor (:mod:`.scenario`) edits the *scenario*: its edits change
 history, so every one re-simulates from time 0.  This panel asks another
 question - "from the cluster as the run left it, what if I now cordon,
 drain or delete this node, add nodes like it, create these pods, delete
-that pod?" - and answers it on a :class:`kubesched.sim.Simulator` forked
-once from the latest run's end state: each change is applied inside a
-:class:`kubesched.sim.Transaction` (the scheduler and controllers run to
-quiescence, as ``kubesched simulate`` does), and the page shows what moved
-(:class:`Moves`: pods placed, moved, gone, still Pending with
-kube-scheduler's FailedScheduling message).  **Keep** commits it (later
-what-ifs build on it), **Undo** rolls it back (cost proportional to what
-changed, not to the cluster).  One change is open at a time.
+that pod?" - and answers it with :mod:`kubesched.sim` on that end state
+(the scheduler and controllers run to quiescence, as ``kubesched simulate``
+does), and the page shows what moved (:class:`Moves`: pods placed, moved,
+gone, still Pending with kube-scheduler's FailedScheduling message).
+**Keep** commits it (later what-ifs build on it), **Undo** drops it.  One
+change is open at a time.
 
-The fork is taken once per run (O(cluster)), on a background thread when a
-page that offers what-ifs is shown (:meth:`WhatIfNow.warm`: the /now page,
-a node's page), without holding the what-if lock (no page waits for a
-fork; a what-if posted meanwhile waits for that fork rather than making
-another), and dropped when a newer run replaces that run (an edit of the
-scenario or of the configuration re-simulates as before): the kept changes
-go with it and the page says so.  Every what-if is serialised by a lock (a
-simulator is used by one thread at a time).
+While nothing is kept, a what-if is answered on the run's own simulation
+(:meth:`Simulator.borrowing <kubesched.sim.Simulator.borrowing>`) and rolled
+back at once: its cost is what it changes, not the cluster, and no copy is
+made.  The pages that read a run's simulation itself (objects, devices, pod
+groups, the HTML report) do so through :meth:`WhatIfNow.reading`, so they
+never see a what-if before its rollback.  The first **Keep** of a run forks
+its end state (O(cluster), once per run) and applies the kept what-if there
+again; from then on what-ifs are transactions on that fork, kept or rolled
+back (cost proportional to what changed).  A newer run (an edit of the
+scenario or of the configuration re-simulates as before) drops the fork and
+the kept what-ifs, and the page says so.  Every what-if is serialised by a
+lock (a simulator is used by one thread at a time).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import attrs
 import yaml
@@ -37,6 +38,8 @@ from kubesched.core.api.core_v1 import Pod
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.cluster.client import ApiError
 from kubesched.sim import Simulator, Transaction
+
+T = TypeVar("T")
 
 #: The largest count of nodes or pod replicas one what-if may add (a bound on what a form can ask).
 MOST_ADDED = 1000
@@ -102,68 +105,57 @@ def moves_between(before: dict[str, str], simulator: Simulator) -> Moves:
                  dict(sorted(pending.items())))
 
 
+@attrs.frozen
+class _Open:
+    """The open what-if: what it showed, its ``step`` (to apply it again on the fork when kept) and its
+    transaction on the fork (None: answered on the run's own end state, rolled back already)."""
+
+    applied: Applied
+    step: Callable[[Simulator], Any]
+    transaction: Transaction | None
+
+
 class WhatIfNow:
-    """The "What if, now" state of a UI (see the module's documentation): the simulator of one run's end state,
-    the kept what-ifs' labels and the open one (applied, neither kept nor undone)."""
+    """The "What if, now" state of a UI (see the module's documentation): the followed run's simulation, the
+    fork holding the kept what-ifs (once one is kept), their labels and the open one (neither kept nor undone)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._reading = threading.Lock()  # held while a what-if changes a run's own simulation
         self._key: tuple | None = None
-        self._simulator: Simulator | None = None
-        self._open: tuple[Transaction, Applied] | None = None
+        self._source: Any = None
+        self._fork: Simulator | None = None
+        self._open: _Open | None = None
         self.kept: list[str] = []
         #: how many what-ifs (kept or open) the latest newer run dropped
         self.dropped = 0
-        self._added = 0
-        self._source: Any = None
-        #: the latest fork started by :meth:`warm`: (run key, its future simulator)
-        self._forking: tuple[tuple, Future[Simulator]] | None = None
-        self._forking_lock = threading.Lock()
-        self._one_fork_at_a_time = threading.Lock()  # two forks of one run never read it at once
-        self._started: list[Future[Simulator]] = []  # the forks warm started that may still run
 
     # --- the state ----------------------------------------------------------------------
 
     def follow(self, key: tuple, simulation: Any) -> None:
         """Work on the end state of run ``key`` (its :class:`Simulation`): the same run keeps the state, a newer
         one drops it (an open what-if is rolled back, the kept ones are counted in :attr:`dropped`).  Waits
-        while a what-if is under way (never for a fork): call it off the event loop."""
+        while a what-if is under way: call it off the event loop."""
         if self._key == key:
             return
         with self._lock:
             if self._key == key:
                 return
-            if self._simulator is not None:
+            if self._key is not None:
                 self.dropped = len(self.kept) + (self._open is not None)
-                self._close(keep=False)
-            self._key, self._simulator, self.kept, self._added = key, None, [], 0
-            self._source = simulation
+                self._undo_locked()
+            self._key, self._source, self._fork, self.kept = key, simulation, None, []
 
-    def warm(self, key: tuple, simulation: Any) -> None:
-        """Fork run ``key``'s end state (its :class:`Simulation`) on a background thread, unless it is forked or
-        being forked already, so that the first what-if on it finds the fork made (or waits for this one).
-        Returns at once: never waits for the what-if lock nor for a fork."""
-        with self._forking_lock:
-            if (self._forking is not None and self._forking[0] == key) or (
-                    self._key == key and self._simulator is not None):
-                return
-            future: Future[Simulator] = Future()
-            self._forking = (key, future)
-            self._started = [f for f in self._started if not f.done()] + [future]
-        threading.Thread(target=self._fork_into, args=(simulation, future), name="what-if-now fork",
-                         daemon=True).start()
-
-    def close(self) -> None:
-        """Wait until every fork :meth:`warm` started is done (a server stopping leaves no fork running)."""
-        with self._forking_lock:
-            started, self._started = self._started, []
-        for future in started:
-            future.exception()
+    def reading(self, read: Callable[..., T], *args: Any) -> T:
+        """``read(*args)`` once no what-if is changing a run's own simulation: a page that reads a run's
+        simulation itself (not only its :class:`Outcome`) sees it as the run left it."""
+        with self._reading:
+            return read(*args)
 
     @property
     def open(self) -> Applied | None:
         """The what-if applied but neither kept nor undone (None: none)."""
-        return self._open[1] if self._open is not None else None
+        return self._open.applied if self._open is not None else None
 
     # --- what-ifs -----------------------------------------------------------------------
 
@@ -205,74 +197,75 @@ class WhatIfNow:
         return self._apply(f"delete Pod {key}", lambda sim: sim.delete("Pod", key))
 
     def keep(self) -> None:
-        """Commit the open what-if: later ones build on it.  Nothing open: nothing done."""
+        """Commit the open what-if: later ones build on it (the run's first kept one forks its end state and
+        applies it there again).  Nothing open: nothing done.  Raises :class:`WhatIfError`."""
         with self._lock:
-            self._close(keep=True)
+            opened, self._open = self._open, None
+            if opened is None:
+                return
+            if opened.transaction is not None:
+                opened.transaction.commit()
+                opened.transaction.__exit__(None, None, None)
+            else:
+                if self._fork is None:
+                    with self._reading, Simulator.borrowing(self._source) as end_state:
+                        self._fork = end_state.fork()
+                with self._fork.transaction() as tx:
+                    _answer(opened.applied.label, opened.step, self._fork)
+                    tx.commit()
+            self.kept.append(opened.applied.label)
 
     def undo(self) -> None:
         """Roll the open what-if back.  Nothing open: nothing done."""
         with self._lock:
-            self._close(keep=False)
+            self._undo_locked()
+
+    def _undo_locked(self) -> None:
+        """:meth:`undo`, the caller holding the what-if lock."""
+        opened, self._open = self._open, None
+        if opened is not None and opened.transaction is not None:
+            opened.transaction.__exit__(None, None, None)
 
     # --- internals ----------------------------------------------------------------------
-
-    def _sim(self) -> Simulator:
-        """The followed run's fork: the one :meth:`warm` started for it (waiting for it), else one made now."""
-        if self._simulator is None:
-            if self._key is None:
-                raise WhatIfError("(what-if): no run has finished yet")
-            with self._forking_lock:
-                forking = self._forking if self._forking is not None and self._forking[0] == self._key else None
-            self._simulator = forking[1].result() if forking is not None else self._fork(self._source)
-            with self._forking_lock:
-                if self._forking is forking:  # taken: a later return to this run forks afresh
-                    self._forking = None
-        return self._simulator
-
-    def _fork(self, simulation: Any) -> Simulator:
-        with self._one_fork_at_a_time:
-            return Simulator(simulation).fork()
-
-    def _fork_into(self, simulation: Any, future: Future[Simulator]) -> None:
-        """Fork ``simulation``'s state into ``future`` (its result, or the exception forking raised)."""
-        try:
-            future.set_result(self._fork(simulation))
-        except BaseException as err:  # handed to whoever waits for the fork
-            future.set_exception(err)
 
     def _apply(self, label: str, step: Callable[[Simulator], Any]) -> Applied:
         with self._lock:
             if self._open is not None:
-                raise WhatIfError(f"(what-if): keep or undo {self._open[1].label!r} first")
-            sim = self._sim()
-            before = sim.placements()
-            tx = sim.transaction()
+                raise WhatIfError(f"(what-if): keep or undo {self._open.applied.label!r} first")
+            if self._key is None:
+                raise WhatIfError("(what-if): no run has finished yet")
+            if self._fork is None:  # nothing kept: on the run's own end state, rolled back at once
+                with self._reading, Simulator.borrowing(self._source) as sim:
+                    applied = _answer(label, step, sim)
+                self._open = _Open(applied, step, None)
+                return applied
+            tx = self._fork.transaction()
             tx.__enter__()
             try:
-                step(sim)
-            except (ApiError, InvalidManifest, ValueError, TypeError) as err:
+                applied = _answer(label, step, self._fork)
+            except WhatIfError:
                 tx.__exit__(None, None, None)
-                raise WhatIfError(f"(what-if): {label}: {getattr(err, 'message', None) or err}") from None
-            applied = Applied(label, moves_between(before, sim))
-            self._open = (tx, applied)
+                raise
+            self._open = _Open(applied, step, tx)
             return applied
-
-    def _close(self, keep: bool) -> None:
-        if self._open is None:
-            return
-        (tx, applied), self._open = self._open, None
-        if keep:
-            tx.commit()
-            self.kept.append(applied.label)
-        tx.__exit__(None, None, None)
 
     def _add_like(self, sim: Simulator, name: str, count: int) -> list[str]:
         template = next((n for n in sim.nodes() if n.metadata.name == name), None)
         if template is None:
             raise ValueError(f"Node/{name}: no such node")
-        self._added += 1
-        prefix = f"{name}-whatif{self._added}"
+        prefix = f"{name}-whatif{len(self.kept) + 1}"  # the same when a kept what-if is applied again
         return sim.add_nodes(attrs.evolve(template, metadata=attrs.evolve(template.metadata, name=prefix)), count)
+
+
+def _answer(label: str, step: Callable[[Simulator], Any], sim: Simulator) -> Applied:
+    """Apply ``step`` to ``sim`` and say what moved.  Raises :class:`WhatIfError` for a change the API server
+    or the step refuses."""
+    before = sim.placements()
+    try:
+        step(sim)
+    except (ApiError, InvalidManifest, ValueError, TypeError) as err:
+        raise WhatIfError(f"(what-if): {label}: {getattr(err, 'message', None) or err}") from None
+    return Applied(label, moves_between(before, sim))
 
 
 def _renamed(manifest: dict, name: str) -> dict:

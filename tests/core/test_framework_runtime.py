@@ -676,3 +676,41 @@ def test_cycle_state_read_write_clone():
     assert state.get("missing", 7) == 7
     state.delete("shared")
     assert state.get("shared") is None
+
+
+class ReadsPodInfo:
+    """Reads the cycle's PodInfo at PreFilter, Filter and Score."""
+
+    name = "ReadsPodInfo"
+
+    def __init__(self, args, handle):
+        pass
+
+    @kubesched.hookimpl
+    def pre_filter(self, state, pod, nodes):
+        CALLS.append(("pre_filter", pod.metadata.name, state.pod_info_of(pod)))
+        return None
+
+    @kubesched.hookimpl
+    def filter(self, state, pod, node_info):
+        CALLS.append(("filter", pod.metadata.name, state.clone().pod_info_of(pod)))
+        return None
+
+    @kubesched.hookimpl
+    def score(self, state, pod, node_info):
+        CALLS.append(("score", pod.metadata.name, state.pod_info_of(pod)))
+        return 0
+
+
+def test_a_cycles_plugins_share_one_pod_info_of_the_pod():
+    run(enable(multiPoint=["ReadsPodInfo"]), [ReadsPodInfo],
+        [node("n1"), node("n2"), pod("a", cpu="500m", memory="1Gi"), pod("b", cpu="2")])
+    infos = {name: {id(info) for _, seen, info in CALLS if seen == name} for name in ("a", "b")}
+    assert {point for point, _, _ in CALLS} == {"pre_filter", "filter", "score"}
+    assert len(infos["a"]) == len(infos["b"]) == 1 and infos["a"] != infos["b"]  # one per pod, clones included
+    requests = {name: info.requests for _, name, info in CALLS}
+    assert requests == {"a": {"cpu": 500, "memory": 1024**3}, "b": {"cpu": 2000}}
+    other = pod("c", cpu="1")
+    state = CycleState()
+    assert state.pod_info_of(other).requests == {"cpu": 1000}  # made on first ask for a pod the cycle was not
+    assert state.pod_info_of(other) is state.pod_info_of(other)  # started with, then kept

@@ -262,3 +262,18 @@ def test_hostile_manifests_are_refused_with_one_line(tmp_path, name, text, probl
     with pytest.raises(InvalidManifest) as refused:
         load_objects([path])
     assert problem in str(refused.value) and str(path) in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_resource_lists_read_alike_are_remembered_but_never_mistaken_for_an_equal_value():
+    def node(allocatable):
+        return from_manifest({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                              "status": {"allocatable": allocatable}})
+
+    first, second = node({"cpu": "4", "pods": 110}), node({"cpu": "4", "pods": 110})
+    assert first.status.allocatable == second.status.allocatable == {"cpu": 4000, "pods": 110}
+    assert first.status.allocatable is not second.status.allocatable  # each object owns its map
+    with pytest.raises(Exception, match="status.allocatable.pods: quantities must match"):
+        node({"cpu": "4", "pods": True})  # True == 1 and hashes alike: still refused after 1 was read
+    node({"pods": 1})
+    with pytest.raises(Exception, match="status.allocatable.pods: quantities must match"):
+        node({"pods": True})

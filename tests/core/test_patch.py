@@ -149,6 +149,15 @@ def test_bad_patches_are_refused(cluster):
         cluster.patch("Pod", "web", {"spec": {"priority": "high"}}, "default")
     with pytest.raises(BadRequest, match="Unknown patch type"):
         cluster.patch("Pod", "web", {"status": {"$patch": "sideways"}}, "default", subresource="status")
+    # a status patch decodes the status and the metadata it carries alone: errors name the field from the top
+    with pytest.raises(Invalid, match=r'Pod "web" is invalid: status\.conditions\[0\]\.status: '):
+        cluster.patch("Pod", "web", {"status": {"conditions": [{"type": "Ready", "status": 5}]}}, "default",
+                      subresource="status")
+    with pytest.raises(Invalid, match=r'Pod "web" is invalid: metadata\.labels'):
+        cluster.patch("Pod", "web", {"metadata": {"labels": 5}, "status": {"phase": "Running"}}, "default",
+                      subresource="status")
+    with pytest.raises(BadRequest, match="does not match the name on the URL"):
+        cluster.patch("Pod", "web", {"metadata": {"name": "other"}, "status": {}}, "default", subresource="status")
 
 
 def test_a_patch_is_one_watch_event(cluster):

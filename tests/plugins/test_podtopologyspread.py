@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from kubesched.core.api import from_manifest
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.meta import evolve_meta
-from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.cycle_state import FEASIBLE_ROWS_KEY, CycleState
 from kubesched.core.framework.registry import PluginError
 from kubesched.core.framework.status import Code
 from kubesched.plugins.podtopologyspread.plugin import (
@@ -21,6 +22,7 @@ from kubesched.plugins.podtopologyspread.plugin import (
 from kubesched.testing import node, pod
 
 from .helpers import (
+    bench,
     code,
     config,
     filter_all,
@@ -33,6 +35,7 @@ from .helpers import (
     run_pre_score,
     score_all,
     simulate,
+    use_nodes,
 )
 
 WEB = {"app": "web"}
@@ -179,6 +182,17 @@ def test_add_pod_and_remove_pod_update_the_counts():
     assert reasons(plugin.filter(state, incoming, nodes[0])) == (REASON_CONSTRAINTS_NOT_MATCH,)
 
 
+def prescored_rows_scores(plugin, incoming, nodes) -> list[int]:
+    """The raw batch scores of the very rows PreScore was handed (as the framework hands them: its
+    FEASIBLE_ROWS_KEY array), which the plugin scores from what PreScore picked for them."""
+    snapshot = use_nodes(plugin, nodes)
+    rows = np.arange(len(snapshot.nodes), dtype=np.intp)
+    state = CycleState()
+    state.write(FEASIBLE_ROWS_KEY, rows)
+    assert plugin.pre_score(state, incoming, snapshot.nodes) is None
+    return [int(v) for v in plugin.score_batch(state, incoming, snapshot.table, rows)]
+
+
 def test_schedule_anyway_prefers_the_emptiest_domain():
     plugin = make(PodTopologySpread)
     nodes = [info(node("a1", labels={"zone": "a"}), *(on(pod(f"x{i}", labels=WEB), "a1") for i in range(2))),
@@ -189,6 +203,7 @@ def test_schedule_anyway_prefers_the_emptiest_domain():
     assert run_pre_score(plugin, state, incoming, nodes) is None
     # raw: count * log(3 + 2) + 0 -> 2*1.609=3, 1.609=2, 0; normalized 100*(3+0-s)/3
     assert score_all(plugin, state, incoming, nodes) == [0, 33, 100]
+    assert prescored_rows_scores(plugin, incoming, nodes) == score_all(plugin, state, incoming, nodes, normalize=False)
 
 
 def test_nodes_missing_a_key_score_zero_for_pods_with_own_constraints():
@@ -198,6 +213,7 @@ def test_nodes_missing_a_key_score_zero_for_pods_with_own_constraints():
     state = CycleState()
     run_pre_score(plugin, state, incoming, nodes)
     assert score_all(plugin, state, incoming, nodes) == [100, 0]
+    assert prescored_rows_scores(plugin, incoming, nodes) == score_all(plugin, state, incoming, nodes, normalize=False)
 
 
 @pytest.mark.parametrize("node_selector, expected", [
@@ -216,6 +232,7 @@ def test_zone_and_hostname_scores_with_a_node_missing_its_hostname_label(node_se
     state = CycleState()
     assert run_pre_score(plugin, state, incoming, nodes) is None
     assert score_all(plugin, state, incoming, nodes) == expected
+    assert prescored_rows_scores(plugin, incoming, nodes) == score_all(plugin, state, incoming, nodes, normalize=False)
 
 
 def test_system_default_constraints_spread_a_replicasets_pods_over_hostnames():
@@ -232,8 +249,14 @@ def test_system_default_constraints_spread_a_replicasets_pods_over_hostnames():
 
 def test_without_a_workload_the_system_defaults_do_not_apply():
     plugin = make(PodTopologySpread)
-    state = CycleState()
-    assert run_pre_score(plugin, state, pod("loner", labels=WEB), [info(node("n0"))]).code == Code.SKIP
+    loner = pod("loner", labels=WEB)
+    assert run_pre_score(plugin, CycleState(), loner, [info(node("n0"))]).code == Code.SKIP
+    # a Service selecting the same pod object arrives: the defaults now apply to it
+    made = bench(plugin)
+    made.cluster.create(from_manifest({"apiVersion": "v1", "kind": "Service",
+                                       "metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": WEB}}))
+    made.informers.pump()
+    assert run_pre_score(plugin, CycleState(), loner, [info(node("n0"))]) is None
 
 
 def test_list_defaults_apply_to_pods_selected_by_a_service():

@@ -56,12 +56,18 @@ def test_undo_rolls_the_change_back_so_the_same_what_if_answers_the_same(ui):
 
 
 def test_keep_commits_and_the_next_what_if_builds_on_it():
-    with serving([ROOT / "examples/cluster"]) as (_, server):
+    with serving([ROOT / "examples/cluster"]) as (runs, server):
+        placements = runs.current().sim.placements()
+        post(server, "/now/node/gpu-a3", {"action": "add", "count": "1"})
+        page = post(server, "/now/keep", {})
+        assert "add 1 node(s) like gpu-a3" in text(re.search(r'<ol id="now-kept">.*?</ol>', page, re.S).group(0))
         post(server, "/now/node/worker-a1", {"action": "drain"})
         page = post(server, "/now/keep", {})
         assert "drain worker-a1" in text(re.search(r'<ol id="now-kept">.*?</ol>', page, re.S).group(0))
         again = applied(post(server, "/now/node/worker-a1", {"action": "drain"}))
         assert "0 evicted or gone" in again  # nothing was left on it
+        assert applied(post(server, "/now/node/gpu-a3-whatif1-1", {"action": "cordon"}))  # the kept node is there
+        assert runs.current().sim.placements() == placements  # kept on a fork: the run's own end is unchanged
 
 
 def test_pods_from_a_template_are_placed_and_added_nodes_take_part(ui):
@@ -140,19 +146,17 @@ def test_a_chosen_node_gets_the_node_forms(ui):
     assert 'action="/now/node/worker-a2"' in page and "add nodes like it" in page
 
 
-def test_a_fork_under_way_holds_no_page_back_and_the_what_if_takes_it(ui):
-    """A node page forks the run's end state in the background: while that fork is under way, following another
-    run (a page of it) does not wait for it, and a what-if on the first run then takes that fork."""
-    from kubesched.ui.whatif_now import WhatIfNow
-
-    runs = ui[0]
+def test_a_what_if_is_answered_on_the_run_s_own_end_state_and_leaves_it_as_the_run_left_it(ui):
+    """Nothing kept: a what-if runs on the run's own simulation, rolled back at once - the pages that read that
+    simulation (objects, devices, pod groups, the report) still show the run's end."""
+    runs, server = ui
     outcome = runs.current()
-    now = WhatIfNow()
-    with now._one_fork_at_a_time:  # the fork cannot finish yet
-        now.warm(outcome.key, outcome.sim)
-        now.warm(outcome.key, outcome.sim)  # already being forked: nothing more
-        now.follow(("another run",), outcome.sim)  # returns at once
-        now.follow(outcome.key, outcome.sim)
-    drained = now.node("worker-a1", "drain")
-    assert drained.label == "drain worker-a1" and "shop/web-2" in drained.moves.gone
-    now.undo()
+    sim = outcome.sim
+    placements, events, attempts = sim.placements(), len(sim.events()), sim.scheduler.stats.cycles
+    history = list(outcome.timeline.entries)
+    report = get(server, "/export/report.html")
+    page = applied(post(server, "/now/node/worker-a1", {"action": "drain"}))
+    assert "3 evicted or gone" in page  # the drain is open ...
+    assert sim.placements() == placements and len(sim.events()) == events  # ... and the run's state untouched
+    assert sim.scheduler.stats.cycles == attempts and outcome.timeline.entries == history  # not the run's history
+    assert get(server, "/export/report.html") == report

@@ -131,10 +131,20 @@ def format_micro_time(seconds: float | None) -> str | None:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@functools.lru_cache(maxsize=1024)
+def _remembered_resource_list(items: tuple[tuple[str, str | int], ...]) -> dict[str, int]:
+    """:func:`parse_resource_list` of a ResourceList's items, remembered: a cluster's manifests repeat a few
+    shapes (every node of a pool, every pod of a workload).  Errors are raised again each time, not remembered."""
+    return parse_resource_list(dict(items))
+
+
 def _quantity_hook(value: Any, _type: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         raise ManifestError("", f"expected a map of quantities, got {value!r}")
     try:
+        items = tuple(value.items())
+        if all(type(text) is str or type(text) is int for _, text in items):  # not 1.0 or true, equal to 1
+            return dict(_remembered_resource_list(items))  # a copy: the caller owns its dict
         return parse_resource_list(value)
     except QuantityError as err:
         name, _, problem = str(err).partition(": ")

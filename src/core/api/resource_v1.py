@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from attrs import field, frozen
 
-from kubesched.core.cel import CelCompileError, CelCostError, compile
+from kubesched.core import cel
+from kubesched.core.cel import CelCompileError, CelCostError
 from kubesched.core.quantity import QuantityError, format_exact_quantity, parse_quantity
 
 from .convert import ManifestError, converter, excerpt, printable
@@ -170,7 +171,7 @@ class CELDeviceSelector:
 
     def __attrs_post_init__(self):
         try:
-            compile(self.expression)
+            cel.compile(self.expression)
         except CelCostError as err:
             raise ManifestError("expression", f"Forbidden: {err.message}") from None
         except CelCompileError as err:

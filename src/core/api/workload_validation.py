@@ -16,8 +16,6 @@ import json
 import re
 from typing import Any, Callable
 
-from croniter import croniter
-
 from .apps_v1 import DaemonSet, Deployment, PodTemplateSpec, ReplicaSet, StatefulSet
 from .batch_v1 import CronJob, Job, JobSpec
 from .core_v1 import Pod
@@ -351,6 +349,8 @@ def cron_problem(schedule: str) -> str:
     fields = schedule.split()
     if not schedule.startswith("@") and len(fields) != 5:
         return f"expected exactly 5 fields, found {len(fields)}: {schedule}"
+    from croniter import croniter  # here: only a CronJob needs it (~0.02 s of imports)
+
     if not croniter.is_valid(schedule):
         return f"unrecognized schedule: {schedule}"
     return ""

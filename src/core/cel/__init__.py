@@ -72,23 +72,52 @@ overload resolution, the Kubernetes URL/IP/CIDR/authz/format-of-time libraries
 and two-variable comprehensions.
 """
 
-from .cost import MAX_ESTIMATED_COST
+from typing import TYPE_CHECKING, Any
+
 from .errors import CelCompileError, CelCostError, CelError, CelRuntimeError
-from .evaluator import (
-    COMPILE_CACHE_SIZE,
-    COST_LIMIT_EXCEEDED,
-    MAX_COST,
-    MAX_EVALUATION_SECONDS,
-    MAX_EXPRESSION_LENGTH,
-    TIME_LIMIT_EXCEEDED,
-    CelDevice,
-    CompiledSelector,
-    EvaluationAborted,
-    abort_when,
-    compile,
-    compile_cache_info,
-)
-from .values import Quantity, Semver
+
+if TYPE_CHECKING:
+    from .cost import MAX_ESTIMATED_COST
+    from .evaluator import (
+        COMPILE_CACHE_SIZE,
+        COST_LIMIT_EXCEEDED,
+        MAX_COST,
+        MAX_EVALUATION_SECONDS,
+        MAX_EXPRESSION_LENGTH,
+        TIME_LIMIT_EXCEEDED,
+        CelDevice,
+        CompiledSelector,
+        EvaluationAborted,
+        abort_when,
+        compile,
+        compile_cache_info,
+    )
+    from .values import Quantity, Semver
+
+#: The names loaded with the engine (cel-python, Lark: ~0.1 s of imports) on first use, so a process that
+#: compiles no selector (a simulation without DRA) never imports it; the errors above are plain classes.
+_LAZY = {
+    "MAX_ESTIMATED_COST": "cost",
+    **{name: "evaluator" for name in (
+        "COMPILE_CACHE_SIZE", "COST_LIMIT_EXCEEDED", "MAX_COST", "MAX_EVALUATION_SECONDS", "MAX_EXPRESSION_LENGTH",
+        "TIME_LIMIT_EXCEEDED", "CelDevice", "CompiledSelector", "EvaluationAborted", "abort_when", "compile",
+        "compile_cache_info")},
+    "Quantity": "values",
+    "Semver": "values",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The engine's names (:data:`_LAZY`), imported from their module when first asked for."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COMPILE_CACHE_SIZE",

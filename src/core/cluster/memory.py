@@ -33,9 +33,9 @@ from kubesched.core.volume.claims import ANN_BETA_STORAGE_CLASS, default_storage
 
 from ..api import RESOURCES, from_manifest, object_key, resource_of, to_manifest
 from ..api.batch_v1 import Job, with_generated_selector
-from ..api.convert import ManifestError, unstructure
+from ..api.convert import ManifestError, structure, unstructure
 from ..api.core_v1 import PersistentVolumeClaim, Pod, PodAffinityTerm, PodCondition
-from ..api.meta import LabelSelectorRequirement, evolve
+from ..api.meta import LabelSelectorRequirement, ObjectMeta, evolve
 from ..api.resource_v1 import DeviceTaintRule, ResourceSlice
 from ..api.scheduling_v1 import PriorityClass
 from ..api.scheduling_v1beta1 import (
@@ -66,7 +66,7 @@ from .client import (
     WatchSink,
 )
 from .gated import admit_gated
-from .patch import STRATEGIC_MERGE_PATCH, apply_patch, with_preconditions
+from .patch import STRATEGIC_MERGE_PATCH, apply_patch, field_models, with_preconditions
 
 #: A pod's grace period in its metadata while it terminates (upstream ``deletionGracePeriodSeconds``).
 GRACE_KEY = "deletionGracePeriodSeconds"
@@ -286,8 +286,7 @@ class MemoryCluster(ClusterClient):
         with self._lock:
             current = self.get(kind, name, namespace)
             try:
-                obj = from_manifest(apply_patch(_patch_target(current, subresource, body), body, patch_type,
-                                                resource.cls))
+                obj = _patched(current, subresource, body, patch_type, resource.cls)
             except ManifestError as err:
                 raise Invalid(f'{kind} "{name}" is invalid: {err}') from None
             if obj.metadata.name != name:
@@ -317,12 +316,8 @@ class MemoryCluster(ClusterClient):
             conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
             conditions.append(PodCondition(type="PodScheduled", status="True", last_transition_time=now))
             # the nomination has served its purpose (upstream's ClearingNominatedNodeNameAfterBinding)
-            bound = evolve(
-                pod,
-                spec=evolve(pod.spec, node_name=node_name),
-                status=evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""),
-            )
-            self._store_update("Pod", bound)
+            self._store_update("Pod", pod, spec=evolve(pod.spec, node_name=node_name),
+                               status=evolve(pod.status, conditions=tuple(conditions), nominated_node_name=""))
 
     def delete(self, kind: str, name: str, namespace: str = "", uid: str | None = None) -> None:
         """See :meth:`ClusterClient.delete`: an object with finalizers, or a bound, unfinished pod under
@@ -571,9 +566,11 @@ class MemoryCluster(ClusterClient):
                 raise Invalid(f'{kind} "{obj.metadata.name}" is invalid: ' + "; ".join(found))
             return self._store_update(kind, obj)
 
-    def _store_update(self, kind: str, obj: Any) -> Any:
+    def _store_update(self, kind: str, obj: Any, **changes: Any) -> Any:
+        """Store ``obj`` (with ``changes`` to its fields other than metadata, made in the same copy) at the next
+        resourceVersion and tell the watches; a deleted object whose finalizers are gone is removed instead."""
         self._rv += 1
-        obj = evolve(obj, metadata=evolve(obj.metadata, resource_version=str(self._rv)))
+        obj = evolve(obj, metadata=evolve(obj.metadata, resource_version=str(self._rv)), **changes)
         if obj.metadata.deletion_timestamp is not None and not obj.metadata.finalizers \
                 and GRACE_KEY not in obj.metadata.extra:
             self._rv -= 1
@@ -654,24 +651,31 @@ def _uuid4(bits: int) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def _patch_target(current: Any, subresource: str, body: Any) -> dict:
-    """The manifest a patch applies to: ``current`` whole, or - for a patch of
-    ``/status`` that holds only status and metadata (preconditions), such as
-    a scheduler's pod condition - its status and the metadata a write checks
-    (name, namespace, UID, resourceVersion) alone, plus a spec its kind
-    cannot default: a status write keeps the stored spec and metadata, so
-    they are not turned into a manifest and back for nothing."""
-    if subresource != "status" or not isinstance(body, dict) or not set(body) <= {"status", "metadata"}:
-        return to_manifest(current)
-    resource = resource_of(current)
+def _patched(current: Any, subresource: str, body: Any, patch_type: str, cls: type) -> Any:
+    """``current`` (of class ``cls``) with the patch ``body`` applied, decoded as the API server decodes it (raises
+    :class:`ManifestError` naming the field, :class:`BadRequest` for a bad patch).  A patch of ``/status`` that
+    holds only status and metadata (preconditions), such as a kubelet's or a scheduler's pod conditions, is merged
+    into the stored status and the metadata a write checks (name, namespace, UID, resourceVersion) alone, and only
+    those are decoded: a status write keeps the stored spec and metadata, so they are not turned into a manifest
+    and back for nothing."""
+    status_cls = field_models(cls).get("status")
+    if subresource != "status" or status_cls is None or not isinstance(body, dict) \
+            or not set(body) <= {"status", "metadata"}:
+        return from_manifest(apply_patch(to_manifest(current), body, patch_type, cls))
     meta = current.metadata
     identity = {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "resourceVersion": meta.resource_version}
-    target = {"apiVersion": resource.api_version, "kind": resource.kind,
-              "metadata": {key: value for key, value in identity.items() if value}, "status": unstructure(current.status)}
-    spec = getattr(attrs.fields(type(current)), "spec", None)
-    if spec is not None and spec.default is attrs.NOTHING:
-        target["spec"] = unstructure(current.spec)
-    return target
+    merged = apply_patch({"metadata": {key: value for key, value in identity.items() if value},
+                          "status": unstructure(current.status)}, body, patch_type, cls)
+    return evolve(current, metadata=_decoded(merged, "metadata", ObjectMeta), status=_decoded(merged, "status", status_cls))
+
+
+def _decoded(manifest: dict, key: str, cls: type) -> Any:
+    """``manifest[key]`` decoded as ``cls``; a :class:`ManifestError` names the field from the object's top."""
+    try:
+        return structure(manifest.get(key), cls)
+    except ManifestError as err:
+        field = err.field if not err.field or err.field.startswith("[") else "." + err.field
+        raise ManifestError(key + field, err.problem) from None
 
 
 def _merge_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTerm:

@@ -95,7 +95,7 @@ def two_way_merge_patch(original: dict, modified: dict, cls: type | None = None)
     any other list whole.  Empty when nothing changed.  (Upstream also sends
     ``$setElementOrder``; the order of a merged list is not kept here.)"""
     patch: dict = {}
-    fields = _fields(cls)
+    fields = field_models(cls)
     for key in list(original) + [k for k in modified if k not in original]:
         if key not in modified:
             patch[key] = None
@@ -187,7 +187,7 @@ def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
             raise BadRequest("invalid patch: $retainKeys must be a list")
         for key in [k for k in merged if k not in retain]:
             del merged[key]
-    fields = _fields(cls)
+    fields = field_models(cls)
     ordered = False
     for key, value in patch.items():
         if key[:1] == "$":  # directives (the API's own keys never start with "$")
@@ -297,7 +297,7 @@ def _strip(value: Any, cls: type | None) -> Any:
                 continue
             if isinstance(item, (dict, list)):
                 if fields is None:
-                    fields = _fields(cls)
+                    fields = field_models(cls)
                 item = _strip(item, fields.get(key))
             stripped[key] = item
         return stripped
@@ -307,7 +307,7 @@ def _strip(value: Any, cls: type | None) -> Any:
 
 
 @functools.cache
-def _fields(cls: type | None) -> dict[str, type]:
+def field_models(cls: type | None) -> dict[str, type]:
     """Manifest key -> the attrs class of the field's value (of a list's
     elements, of a map's values), for the fields that hold one."""
     if cls is None or not attrs.has(cls):

@@ -10,17 +10,25 @@ CEL results per device.  The CEL engine itself is :mod:`kubesched.core.cel`.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import celpy.celtypes as ct
-
+from kubesched.core import cel
 from kubesched.core.api import resource_v1
-from kubesched.core.cel import CelRuntimeError, CompiledSelector, Quantity, Semver, compile
-from kubesched.core.cel.values import DomainMap
+from kubesched.core.cel import CelRuntimeError
 from kubesched.core.quantity import QuantityError
+
+if TYPE_CHECKING:
+    from kubesched.core.cel import CompiledSelector, Quantity
+
+# The CEL engine (cel-python) is imported where a device is first converted for it, not with this module: a
+# scheduler always holds a SelectorCache, a cluster without DRA devices never needs the engine.
 
 
 def _attribute_to_cel(value: Any) -> Any:
+    import celpy.celtypes as ct
+
+    from kubesched.core.cel.values import Semver
+
     if isinstance(value, resource_v1.DeviceAttribute):
         kind = value.kind
         raw = value.value
@@ -44,6 +52,8 @@ def _attribute_to_cel(value: Any) -> Any:
 
 
 def _capacity_to_cel(value: Any) -> Quantity:
+    from kubesched.core.cel.values import Quantity
+
     if isinstance(value, resource_v1.DeviceCapacity):
         value = value.value
     if isinstance(value, Quantity):
@@ -73,6 +83,10 @@ class DeviceView:
         capacity: Mapping[str, Any] | None = None,
         allow_multiple_allocations: bool = False,
     ):
+        import celpy.celtypes as ct
+
+        from kubesched.core.cel.values import DomainMap
+
         self.driver = driver
         attrs: dict = {}
         for name, value in (attributes or {}).items():
@@ -200,7 +214,7 @@ class SelectorCache:
         :class:`CelCompileError` (not memoised here; :func:`compile` caches it)
         and :class:`CelRuntimeError` (memoised)."""
         if isinstance(selector, str):
-            selector = compile(selector)
+            selector = cel.compile(selector)
         memo = self._memo(resource_slice)
         key = (selector.expression, device.name)
         result = memo.results.get(key)

@@ -7,6 +7,9 @@ from typing import Any
 
 from kubesched.core.observability.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
 
+from ..api.core_v1 import Pod
+from .nodeinfo import PodInfo
+
 #: Draws which cycles time their plugins one by one (its own source: the scheduler's seeded one decides placements).
 _SAMPLE = random.Random().random
 
@@ -45,13 +48,16 @@ class CycleState:
     ``evaluated_nodes`` / ``feasible_nodes``: how many nodes the cycle's
     Filter looked at and how many passed it and the extenders (upstream
     ``ScheduleResult.EvaluatedNodes`` / ``FeasibleNodes``; 0 before Filter).
+    ``pod_info``: the scheduled pod's :class:`PodInfo` when the scheduler
+    already has it (its queue entry's): :meth:`pod_info_of` hands it out.
     """
 
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "record_plugin_metrics", "record",
-                 "evaluated_nodes", "feasible_nodes")
+                 "evaluated_nodes", "feasible_nodes", "_pod_info")
 
-    def __init__(self) -> None:
+    def __init__(self, pod_info: PodInfo | None = None) -> None:
         self._data: dict[str, Any] = {}
+        self._pod_info = pod_info
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = _SAMPLE() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
@@ -78,10 +84,20 @@ class CycleState:
         """Forget ``key``; no error when it is absent (upstream ``CycleState.Delete``)."""
         self._data.pop(key, None)
 
+    def pod_info_of(self, pod: Pod) -> PodInfo:
+        """What the scheduler derives from ``pod`` once (:class:`PodInfo`: its requests in scheduler units,
+        non-zero cpu and memory requests, host ports), shared by the cycle's plugins instead of each adding up
+        the containers again: the PodInfo the cycle was started with when it is ``pod``'s (the same object),
+        else made now and kept for the cycle."""
+        info = self._pod_info
+        if info is None or info.pod is not pod:
+            info = self._pod_info = PodInfo(pod)
+        return info
+
     def clone(self) -> "CycleState":
         """A copy for a dry run: values with ``clone()`` cloned, others shared, the skip sets copied, ``record`` left
         None (upstream ``CycleState.Clone``)."""
-        copy = CycleState()
+        copy = CycleState(self._pod_info)
         copy._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)

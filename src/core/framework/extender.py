@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import urllib3
 
 from ..api.convert import unstructure
 from ..api.core_v1 import Node, Pod
@@ -82,6 +81,8 @@ class HTTPExtender:
         self.ignorable = config.ignorable
         self.managed_resources = frozenset(r.name for r in config.managed_resources)
         timeout = parse_duration(config.http_timeout, "httpTimeout") or DEFAULT_EXTENDER_TIMEOUT
+        import urllib3  # here, not with the module: a profile without extenders never needs it (~0.04 s)
+
         self.timeout = urllib3.Timeout(total=timeout)
         self._pool = urllib3.PoolManager(retries=False, **_tls_options(config))
 
@@ -202,6 +203,8 @@ class HTTPExtender:
 
     def _send(self, verb: str, args: Any) -> Any:
         """POST ``args`` as JSON to ``urlPrefix/verb`` and decode the answer (upstream ``send``)."""
+        import urllib3
+
         url = self.name.rstrip("/") + "/" + verb
         try:
             response = self._pool.request("POST", url, body=json.dumps(args, separators=(",", ":")).encode(),

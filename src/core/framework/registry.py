@@ -79,8 +79,12 @@ class Registry:
         Two entry points of one name that point at different classes make
         that name unusable (:meth:`get` raises, :meth:`broken` says why)."""
         registry = cls()
+        names: dict[Any, str] = {}  # a distribution's name is read from its metadata file: once per distribution
         for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
-            origin = entry.dist.name if entry.dist else "?"
+            dist = entry.dist
+            if dist is not None and dist not in names:
+                names[dist] = dist.name
+            origin = "?" if dist is None else names[dist]
             known = registry._entries.get(entry.name)
             if known is not None and known.value != entry.value:
                 registry._errors[entry.name] = (f"plugin {entry.name} is registered twice "

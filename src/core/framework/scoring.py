@@ -126,24 +126,29 @@ class ScoreExtensionPoints:
         record = state.record
         normalizers = self._lists[state.record_plugin_metrics]["normalize"]
         names: NodeNames | None = None
+        if changed is not None:
+            changed_rows, changed_nodes = rows[changed], [nodes[i] for i in changed.tolist()]
         for at, (name, method) in enumerate(plugins):
             known = raw_scores.get(name) if raw_scores is not None else None
+            normalize = normalizers.get(name)
             try:
                 if known is not None and changed is not None:
                     scores = known.copy()
-                    scores[changed] = self._plugin_scores(name, method, state, pod, table, rows[changed],
-                                                          [nodes[i] for i in changed.tolist()])
+                    scores[changed] = self._plugin_scores(name, method, state, pod, table, changed_rows,
+                                                          changed_nodes)
+                    fresh = True
                 else:
                     scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
+                    fresh = False
             except ScoreError:
                 self._check_range(plugins, scored[:at])  # an earlier plugin's bad score is found first
                 raise
             if record is not None or raw_scores is not None:
-                raw = scores.copy()
+                # a copy of our own that nothing normalises in place is kept as it is
+                raw = scores if fresh and normalize is None else scores.copy()
                 raws.append(raw)
                 if raw_scores is not None:
                     raw_scores[name] = raw
-            normalize = normalizers.get(name)
             if normalize is not None:
                 if names is None:
                     names = NodeNames(table.names, rows)

@@ -17,7 +17,7 @@ from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo, PodInfo
 from .pod_counts import PodCount, PodCounts
-from .resources import PODS
+from .resources import CPU, MEMORY, PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
 #: per node) and, when asked for again, recomputing the rows changed since; more distinct live keys than this (say,
@@ -53,6 +53,9 @@ class NodeTable:
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._of_node: set[str] = set()
+        #: what :meth:`refresh` recomputes, (every column kept current, those of them that read pods), made when
+        #: first needed after a column came
+        self._kept_current: tuple[list[tuple[Callable[[NodeInfo], Any], np.ndarray]], ...] | None = None
         #: evictable column -> the position in ``_log`` up to which it is current, least recently used first
         self._evictable: dict[str, int] = {}
         #: the rows changed (and whether only their pods did) since the evictable columns' oldest position,
@@ -63,6 +66,8 @@ class NodeTable:
         self._domain_nodes: dict[str, np.ndarray] = {}
         self._pod_counts = PodCounts(self)
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
+        #: matrix key -> the matrix (values, nodes); ``_columns`` holds its by-node view, kept current row by row
+        self._matrices: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -75,6 +80,7 @@ class NodeTable:
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
+            self._kept_current = None
             if of_node:
                 self._of_node.add(key)
             if evictable:
@@ -90,6 +96,23 @@ class NodeTable:
             self._catch_up(key, current)
             self._evictable[key] = self._log_base + len(self._log)
         return entry[1]
+
+    def _matrix(self, key: str, extract: Callable[[NodeInfo], list[int]], width: int,
+                of_node: bool = False) -> np.ndarray:
+        """The matrix ``key``: ``width`` int64 values per row (``extract`` gives a row's), kept as ``width``
+        contiguous rows of one value per node - shape (width, nodes) - so that ``matrix.take(rows, axis=1)``
+        gathers every value of many nodes in one step and a pod's amounts (``amounts[:, None]``) compare with
+        them at once; kept current as nodes change as a column is (never evictable)."""
+        matrix = self._matrices.get(key)
+        if matrix is None:
+            by_node = np.fromiter((extract(info) for info in self.infos), dtype=(np.int64, width),
+                                  count=len(self.infos))
+            matrix = self._matrices[key] = np.ascontiguousarray(by_node.T)
+            self._columns[key] = (extract, matrix.T)  # the refresh writes a node's values through this view
+            self._kept_current = None
+            if of_node:
+                self._of_node.add(key)
+        return matrix
 
     def _catch_up(self, key: str, current: int) -> None:
         """Recompute the rows of evictable column ``key`` that changed since log position ``current`` (all of them
@@ -170,7 +193,7 @@ class NodeTable:
         """The count ``key``: ``weight`` of each pod summed per node and per topology domain, kept current as pods
         come and go (see :mod:`.pod_counts`; ``tag``: one that every pod of positive weight carries, from
         ``selector_tag`` or ``term_tag``, or None).  The table keeps the most recently used
-        :data:`~.pod_counts.MAX_POD_COUNTS`; making one weighs every pod once."""
+        :data:`~.pod_counts.MAX_POD_COUNT_BYTES` of them; making one weighs the pods carrying its tag once."""
         return self._pod_counts.get(key, weight, tag)
 
     def domain_id(self, key: str, value: str) -> int:
@@ -208,12 +231,37 @@ class NodeTable:
         """Per row, how many more pods the node's allocatable ``pods`` admits (int64, :meth:`pod_count` subtracted)."""
         return self.column("free-pods", lambda info: info.allocatable.get(PODS, 0) - len(info.pods))
 
-    def non_zero_requested(self) -> tuple[np.ndarray, np.ndarray]:
-        """(milli-CPU, memory) non-zero requests per node, as scoring counts them."""
-        return (
-            self.column("nonzero/cpu", lambda info: info.non_zero_cpu),
-            self.column("nonzero/memory", lambda info: info.non_zero_memory),
-        )
+    def allocatable_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
+        """:meth:`allocatable` of each of ``resources``: int64, shape (len(resources), nodes) (see
+        :meth:`_matrix`)."""
+        return self._matrix(f"allocatable[{','.join(resources)}]",
+                            lambda info: [info.allocatable.get(name, 0) for name in resources], len(resources),
+                            of_node=True)
+
+    def requested_matrix(self, resources: tuple[str, ...], non_zero: bool = False) -> np.ndarray:
+        """:meth:`requested` of each of ``resources``: int64, shape (len(resources), nodes) (see
+        :meth:`_matrix`); with ``non_zero`` cpu and memory as scoring counts them (NodeInfo's ``non_zero_cpu``
+        and ``non_zero_memory``: upstream's non-zero requests)."""
+        if not non_zero:
+            return self._matrix(f"requested[{','.join(resources)}]",
+                                lambda info: [info.requested.get(name, 0) for name in resources], len(resources))
+
+        def extract(info: NodeInfo) -> list[int]:
+            requested = info.requested
+            return [info.non_zero_cpu if name == CPU else info.non_zero_memory if name == MEMORY
+                    else requested.get(name, 0) for name in resources]
+
+        return self._matrix(f"nonzero[{','.join(resources)}]", extract, len(resources))
+
+    def free_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
+        """:meth:`free` of each of ``resources`` (``pods``: :meth:`free_pods`): int64, shape (len(resources),
+        nodes) (see :meth:`_matrix`)."""
+        def extract(info: NodeInfo) -> list[int]:
+            allocatable, requested = info.allocatable, info.requested
+            return [allocatable.get(PODS, 0) - len(info.pods) if name == PODS
+                    else allocatable.get(name, 0) - requested.get(name, 0) for name in resources]
+
+        return self._matrix(f"free[{','.join(resources)}]", extract, len(resources))
 
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with
@@ -223,11 +271,15 @@ class NodeTable:
         rows = list(rows)
         if not rows:
             return
-        for key, (extract, values) in self._columns.items():
-            if (pods_only and key in self._of_node) or key in self._evictable:
-                continue
+        kept = self._kept_current
+        if kept is None:
+            every = [(key, entry) for key, entry in self._columns.items() if key not in self._evictable]
+            kept = self._kept_current = ([entry for _, entry in every],
+                                         [entry for key, entry in every if key not in self._of_node])
+        infos = self.infos
+        for extract, values in kept[pods_only]:
             for row in rows:
-                values[row] = extract(self.infos[row])
+                values[row] = extract(infos[row])
         for extract, union in self._merged.values():
             for row in rows:
                 union.update(extract(self.infos[row]))

@@ -74,9 +74,10 @@ class WorkloadIndex:
     ``(key,)``) every pod their selector selects carries, kept current by the informers' handlers (register it
     before they start).  :meth:`selecting` gives the candidates for a pod in O(its labels + the candidates), in the
     order of the informers' stores (kind by kind, then as stored), so :func:`default_selector` over them gives what
-    it gives over every object."""
+    it gives over every object.  ``version`` grows with every change (for caches of a pod's default selector)."""
 
     def __init__(self, informers: Informers):
+        self.version = 0
         self._positions = itertools.count()
         #: namespace -> tag -> (kind, object key) -> (position, object)
         self._index: dict[str, dict[Hashable | None, dict[tuple[str, str], tuple[tuple[int, int], Any]]]] = {}
@@ -91,6 +92,7 @@ class WorkloadIndex:
         return f"{obj.metadata.namespace}/{obj.metadata.name}"
 
     def _add(self, rank: int, kind: str, obj: Any, position: tuple[int, int] | None = None) -> None:
+        self.version += 1
         selects, tag = _required_tag(obj.spec.selector)
         if not selects:
             return
@@ -107,6 +109,7 @@ class WorkloadIndex:
         self._add(rank, kind, new, where[2] if where is not None else None)  # an update keeps its place in the store
 
     def _delete(self, kind: str, obj: Any) -> None:
+        self.version += 1
         key = (kind, self._key(obj))
         where = self._where.pop(key, None)
         if where is None:

@@ -493,10 +493,13 @@ class PodGroupCycle:
         state.evaluated_nodes, state.feasible_nodes = kept.evaluated, len(feasible)
         if kept.raw_scores is None:  # the one feasible node: nothing was scored
             return state, previous.node_name
-        nodes = snapshot.table.info_array[feasible].tolist()
+        nodes = kept.nodes
+        positions = kept.positions
+        if positions is None:
+            positions = kept.positions = {r: at for at, r in enumerate(feasible.tolist())}
         try:
             total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes, kept.raw_scores,
-                                     np.flatnonzero(feasible == row))
+                                     np.array((positions[row],)))
         except ScoreError:
             return None
         chosen = self.pods.select_host(total, feasible)

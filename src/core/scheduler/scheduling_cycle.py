@@ -29,7 +29,7 @@ from ..framework.extender import (
     extender_scores,
     find_nodes_that_pass_extenders,
 )
-from ..framework.nodeinfo import PodInfo, next_generation
+from ..framework.nodeinfo import NodeInfo, PodInfo, next_generation
 from ..framework.runtime import FilterError, Framework
 from ..framework.scoring import ScoreError
 from ..framework.signature import PodSigner
@@ -107,8 +107,8 @@ class SchedulingCycle:
         return signer
 
     def new_cycle_state(self, fwk: Framework, info: QueuedPodInfo) -> CycleState:
-        """A fresh CycleState for ``info``'s attempt, recording it when decisions are recorded."""
-        state = CycleState()
+        """A fresh CycleState for ``info``'s attempt (with its PodInfo), recording it when decisions are recorded."""
+        state = CycleState(info.pod_info)
         state.record = self.new_record(fwk, info)
         return state
 
@@ -228,7 +228,7 @@ class SchedulingCycle:
         if status is not None:
             raise CycleError(status)
         if kept is not None:
-            kept.prescored, kept.raw_scores = state.clone(), {}
+            kept.prescored, kept.raw_scores, kept.nodes = state.clone(), {}, nodes
         try:
             total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes,
                                      kept.raw_scores if kept is not None else None)
@@ -394,9 +394,10 @@ class KeptCycle:
     passed Filter, in the order filtered), ``evaluated`` (how many nodes Filter judged: every node of the
     placement, so that the rotating start stayed put; 0 when it stopped early), ``prescored`` (a clone of its CycleState after PreScore, or after Filter when
     one node was feasible), ``raw_scores`` (plugin -> raw scores of ``feasible``, None when not scored) and
-    ``record`` (its attempt record, None when not recorded)."""
+    ``record`` (its attempt record, None when not recorded); ``nodes``, the NodeInfos of ``feasible`` (when
+    scored), and ``positions``, each feasible row's index in ``feasible`` (made by the first member reusing it)."""
 
-    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record")
+    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions")
 
     def __init__(self) -> None:
         self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
@@ -404,6 +405,8 @@ class KeptCycle:
         self.prescored: CycleState | None = None
         self.raw_scores: dict[str, np.ndarray] | None = None
         self.record: AttemptRecord | None = None
+        self.nodes: list[NodeInfo] = []
+        self.positions: dict[int, int] | None = None
 
 
 class BatchAttempt:

@@ -61,9 +61,9 @@ class NodeResourcesBalancedAllocation:
         #: configured extended resources a DeviceClass might serve (DRAExtendedResource)
         self._extended = [spec.name for spec in self.resources if spec.name not in NATIVE_RESOURCES]
 
-    def _requests(self, pod) -> dict[str, int] | None:
+    def _requests(self, state, pod) -> dict[str, int] | None:
         """The pod's requests (scheduler units), or None when it asks for none of the configured resources."""
-        requests = scoring_requests(pod, use_requested=True)
+        requests = scoring_requests(state.pod_info_of(pod), use_requested=True)
         return requests if any(requests.get(spec.name, 0) for spec in self.resources) else None
 
     @hookimpl
@@ -74,7 +74,7 @@ class NodeResourcesBalancedAllocation:
 
     @hookimpl
     def pre_score(self, state, pod, nodes):
-        requests = self._requests(pod)
+        requests = self._requests(state, pod)
         if requests is None:
             return Status.skip()
         state.write(STATE_KEY, requests)
@@ -88,7 +88,7 @@ class NodeResourcesBalancedAllocation:
     def score_batch(self, state, pod, table, rows):
         requests = state.get(STATE_KEY)
         if requests is None:  # PreScore is disabled in the profile
-            requests = self._requests(pod)
+            requests = self._requests(state, pod)
             if requests is None:  # upstream scores a pod that asks for none of the resources 0
                 return np.zeros(len(rows), dtype=np.int64)
         devices = None
@@ -102,14 +102,17 @@ class NodeResourcesBalancedAllocation:
         if not resources:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
         # (resources, nodes): each resource's requested fraction, where the node has it
+        if resources == 2 and np.count_nonzero(alloc) == alloc.size:  # the default (cpu, memory) on nodes that
+            f = requested / alloc                                       # have both: |f1 - f2| / 2
+            np.minimum(f, 1.0, out=f)
+            std = np.subtract(f[0], f[1])
+            np.abs(std, out=std)
+            std /= 2
+            return _score(std)
         p = alloc != 0
-        if resources == 2 and p.all():  # the default (cpu, memory) on nodes that have both: |f1 - f2| / 2
-            f = np.minimum(requested / alloc, 1.0)
-            return ((1 - np.abs(f[0] - f[1]) / 2) * MAX_NODE_SCORE).astype(np.int64)
         f = np.where(p, np.minimum(requested / np.maximum(alloc, 1), 1.0), 0.0)
         if resources == 2:  # |f1 - f2| / 2 where both count, else 0
-            std = np.where(p[0] & p[1], np.abs(f[0] - f[1]) / 2, 0.0)
-            return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+            return _score(np.where(p[0] & p[1], np.abs(f[0] - f[1]) / 2, 0.0))
         count = p.sum(axis=0)
         mean = np.where(count > 0, f.sum(axis=0) / np.maximum(count, 1), 0.0)
         variance = np.where(p, (f - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
@@ -122,4 +125,11 @@ class NodeResourcesBalancedAllocation:
             two = np.abs(f[first, cols] - f[second, cols]) / 2
             std = np.where(count == 2, two, std)
         std = np.where(count <= 1, 0.0, std)
-        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        return _score(std)
+
+
+def _score(std: np.ndarray) -> np.ndarray:
+    """(1 - ``std``) x MAX_NODE_SCORE, truncated to int64 (``std`` is written into)."""
+    np.subtract(1, std, out=std)
+    std *= MAX_NODE_SCORE
+    return std.astype(np.int64)

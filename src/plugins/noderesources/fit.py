@@ -109,13 +109,17 @@ class _PreFilterState:
     """The pod's requests (scheduler units) without the ignored extended resources,
     in the order Filter checks them; ``device_backed``: the extended resources
     among them that devices can serve (DRAExtendedResource): on a node that does
-    not advertise one, DynamicResources decides instead."""
+    not advertise one, DynamicResources decides instead.  ``checked`` (a pod slot,
+    then the requests' names) and ``minimum`` (1, then the amounts, int64): what
+    a node must have free, as the NodeTable's :meth:`~NodeTable.free_matrix` rows (shape (checked, 1))."""
 
-    __slots__ = ("requests", "device_backed")
+    __slots__ = ("requests", "device_backed", "checked", "minimum")
 
     def __init__(self, requests: dict[str, int], device_backed: frozenset[str] = frozenset()):
         self.requests = {name: requests[name] for name in _ordered(requests)}
         self.device_backed = device_backed
+        self.checked = (PODS, *self.requests)
+        self.minimum = np.array([1, *self.requests.values()], dtype=np.int64)[:, None]
 
 
 class NodeResourcesFit:
@@ -150,15 +154,15 @@ class NodeResourcesFit:
     def _state(self, state, pod) -> _PreFilterState:
         cached = state.get(STATE_KEY)
         if cached is None:
-            cached = self._pre_filter_state(pod)
+            cached = self._pre_filter_state(state, pod)
             state.write(STATE_KEY, cached)
         return cached
 
     def _requests(self, state, pod) -> dict[str, int]:
         return self._state(state, pod).requests
 
-    def _pre_filter_state(self, pod) -> _PreFilterState:
-        requests = self._checked_requests(pod_requests(pod))
+    def _pre_filter_state(self, state, pod) -> _PreFilterState:
+        requests = self._checked_requests(state.pod_info_of(pod).requests)
         return _PreFilterState(requests, self._device_backed(requests))
 
     @hookimpl
@@ -169,7 +173,7 @@ class NodeResourcesFit:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        state.write(STATE_KEY, self._pre_filter_state(pod))
+        state.write(STATE_KEY, self._pre_filter_state(state, pod))
         return None
 
     @hookimpl
@@ -195,13 +199,17 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
+        # a few rows: pick them out of the table first; many: judge every node, then pick once
         few = len(rows) * 4 < len(table)
-        pick = rows if few else slice(None)
-        ok = table.free_pods()[pick] >= 1
-        for name, amount in pre.requests.items():
-            fits = table.free(name)[pick] >= amount
-            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
+        free = table.free_matrix(pre.checked)
+        fits = (free.take(rows, axis=1) if few else free) >= pre.minimum  # (checked, nodes)
+        if pre.device_backed:  # served by devices on a node that does not advertise it: DynamicResources decides
+            for at, name in enumerate(pre.checked):
+                if name in pre.device_backed:
+                    fits[at] |= (table.allocatable(name)[rows] if few else table.allocatable(name)) == 0
+        ok = fits[0]
+        for more in fits[1:]:
+            ok &= more
         return ok if few else ok[rows]
 
     @hookimpl
@@ -248,7 +256,7 @@ class NodeResourcesFit:
         """The pod's requests as the scoring strategy counts them (non-zero
         defaults for cpu and memory), once per cycle (upstream's
         ``preScoreState``); Score computes them itself when PreScore is off."""
-        state.write(PRE_SCORE_KEY, scoring_requests(pod, use_requested=False))
+        state.write(PRE_SCORE_KEY, scoring_requests(state.pod_info_of(pod), use_requested=False))
         return None
 
     @hookimpl
@@ -262,16 +270,26 @@ class NodeResourcesFit:
         # (resources, nodes) arrays: every resource scored by the same few numpy operations
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
-            requests = scoring_requests(pod, use_requested=False)
+            requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
+        # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
         safe = np.maximum(alloc, 1)
         # requests are never negative, so a resource the node lacks (alloc 0) scores 0 in the first two
         if self.strategy == LEAST_ALLOCATED:  # 0 when more is requested than the node has
-            return weighted_average(np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // safe, alloc, weights)
+            free = np.subtract(alloc, requested, out=requested)
+            np.maximum(free, 0, out=free)
+            free *= MAX_NODE_SCORE
+            free //= safe
+            return weighted_average(free, alloc, weights)
+        used = np.minimum(requested, alloc, out=requested)
         if self.strategy == MOST_ALLOCATED:
-            return weighted_average(np.minimum(requested, alloc) * MAX_NODE_SCORE // safe, alloc, weights)
-        scores = self.shape(np.minimum(requested, alloc) * MAX_UTILIZATION // safe)
+            used *= MAX_NODE_SCORE
+            used //= safe
+            return weighted_average(used, alloc, weights)
+        used *= MAX_UTILIZATION
+        used //= safe
+        scores = self.shape(used)
         scores[alloc == 0] = 0
         # upstream averages only the resources whose shape score is positive
         return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from attrs import field, frozen
 
-from kubesched import CPU, MEMORY, NATIVE_RESOURCES, NON_ZERO_DEFAULTS, pod_requests
+from kubesched import CPU, MEMORY, NATIVE_RESOURCES, PodInfo
 from kubesched.core.api.convert import ManifestError
 
 
@@ -48,11 +48,19 @@ def resources_or_default(resources) -> tuple[ResourceSpec, ...]:
 DeviceCounts = Callable[[str, np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
 
 
-def scoring_requests(pod, use_requested: bool) -> dict[str, int]:
-    """The pod's requests as a scorer counts them (scheduler units): the real
-    ones, or with :data:`NON_ZERO_DEFAULTS` for containers that ask for no cpu
-    or memory (upstream ``calculatePodResourceRequestList``)."""
-    return pod_requests(pod, None if use_requested else NON_ZERO_DEFAULTS)
+def scoring_requests(info: PodInfo, use_requested: bool) -> dict[str, int]:
+    """The pod's requests as a scorer counts them (scheduler units), from its
+    :class:`PodInfo` (the cycle's, :meth:`CycleState.pod_info_of`): the real
+    ones, or cpu and memory with :data:`NON_ZERO_DEFAULTS` for containers that
+    ask for none (upstream ``calculatePodResourceRequestList``).  Read-only."""
+    if use_requested:
+        return info.requests
+    return {**info.requests, CPU: info.non_zero_cpu, MEMORY: info.non_zero_memory}
+
+
+def resource_names(resources: Iterable[ResourceSpec]) -> tuple[str, ...]:
+    """The names of ``resources``, in order (the NodeTable matrices' columns)."""
+    return tuple(spec.name for spec in resources)
 
 
 def allocatable_and_requested(
@@ -60,36 +68,30 @@ def allocatable_and_requested(
     devices: DeviceCounts | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Allocatable and requested-with-the-pod, int64 arrays of shape
-    (resources, ``rows``) in scheduler units, and the resources' weights;
+    (resources, ``rows``) in scheduler units (fresh: a caller may write into
+    them), and the resources' weights;
     ``pod_all`` is the pod's :func:`scoring_requests`.  A scalar resource the
     pod does not request gets zero allocatable (so it is left out, as
     upstream).  ``devices`` (resource, rows) -> (device count, devices in use)
     or None stands in for an extended resource that devices serve on the rows
     that do not advertise it (DRAExtendedResource)."""
-    nz_cpu, nz_mem = table.non_zero_requested()
-    allocs = np.zeros((len(resources), len(rows)), dtype=np.int64)
-    requests = np.zeros((len(resources), len(rows)), dtype=np.int64)
-    weights = []
-    for i, spec in enumerate(resources):
-        pod_request = pod_all.get(spec.name, 0)
-        if not (is_scalar_resource(spec.name) and pod_request == 0):
-            if not use_requested and spec.name == CPU:
-                node_requested = nz_cpu[rows]
-            elif not use_requested and spec.name == MEMORY:
-                node_requested = nz_mem[rows]
-            else:
-                node_requested = table.requested(spec.name)[rows]
-            alloc = table.allocatable(spec.name)[rows]
-            counted = devices(spec.name, rows) if devices is not None else None
-            if counted is not None:
-                device_count, in_use = counted
-                classic = alloc > 0
-                alloc = np.where(classic, alloc, device_count)
-                node_requested = np.where(classic, node_requested, in_use)
-            allocs[i] = alloc
-            requests[i] = node_requested + pod_request
-        weights.append(spec.weight)
-    return allocs, requests, weights
+    names = resource_names(resources)
+    allocs = table.allocatable_matrix(names).take(rows, axis=1)
+    requests = table.requested_matrix(names, non_zero=not use_requested).take(rows, axis=1)
+    asked = [pod_all.get(name, 0) for name in names]
+    for i, name in enumerate(names):
+        if is_scalar_resource(name) and asked[i] == 0:
+            allocs[i] = 0
+            requests[i] = 0
+            continue
+        requests[i] += asked[i]
+        counted = devices(name, rows) if devices is not None else None
+        if counted is not None:
+            device_count, in_use = counted
+            classic = allocs[i] > 0
+            requests[i] = np.where(classic, requests[i], in_use + asked[i])
+            allocs[i] = np.where(classic, allocs[i], device_count)
+    return allocs, requests, [spec.weight for spec in resources]
 
 
 def dra_manager(handle) -> Any:
@@ -128,8 +130,18 @@ def weighted_average(per_resource: np.ndarray, allocs: np.ndarray, weights: list
     allocatable > 0, divided by the sum of those weights (integer division,
     or rounded); 0 when none.  ``per_resource`` and ``allocs`` are int64
     arrays of shape (resources, nodes); returns an int64 array of nodes."""
-    present = allocs != 0
     weight = np.asarray(weights, dtype=np.int64)
+    if np.count_nonzero(allocs) == allocs.size:  # every resource counts on every node (the usual case)
+        total = weight @ per_resource
+        divisor = sum(weights)
+        if rounding:
+            return np.floor(total / divisor + 0.5).astype(np.int64)
+        if divisor & (divisor - 1) == 0:  # a power of two (the default weights: 2): a shift is its floor division
+            total >>= divisor.bit_length() - 1
+        else:
+            total //= divisor
+        return total
+    present = allocs != 0
     total = weight @ (per_resource * present)  # 0 on a node where no resource counts
     safe = np.maximum(weight @ present, 1)
     if rounding:

@@ -10,11 +10,11 @@ the selector of the workloads that select the pod.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Hashable, Iterable
 
 from attrs import frozen
 
-from kubesched import NodeInfo
+from kubesched import NodeInfo, selector_tag
 from kubesched.core.api.core_v1 import Node, Pod, TopologySpreadConstraint
 from kubesched.core.api.meta import LabelSelector, LabelSelectorRequirement, selector_key
 from kubesched.core.api.nodeaffinity import RequiredNodeAffinity
@@ -30,12 +30,15 @@ HONOR, IGNORE = "Honor", "Ignore"
 class Constraint:
     """One constraint, ready to evaluate: ``selector`` already includes the
     ``matchLabelKeys`` values; ``key`` is a stable text form of the selector
-    (for caches of per-node counts)."""
+    (for caches of per-node counts) and ``tag`` a label every pod it selects
+    carries (:func:`~kubesched.core.framework.pod_counts.selector_tag`, None
+    when it requires none)."""
 
     max_skew: int
     topology_key: str
     selector: LabelSelector
     key: str
+    tag: Hashable | None
     min_domains: int = 1
     honor_node_affinity: bool = True
     honor_node_taints: bool = False
@@ -63,6 +66,7 @@ def _build(spec: TopologySpreadConstraint, selector: LabelSelector) -> Constrain
         topology_key=spec.topology_key,
         selector=selector,
         key=selector_key(selector),
+        tag=selector_tag(selector),
         min_domains=spec.min_domains or 1,
         honor_node_affinity=(spec.node_affinity_policy or HONOR) == HONOR,
         honor_node_taints=(spec.node_taints_policy or IGNORE) == HONOR,

@@ -30,6 +30,7 @@ however many workloads' selectors are live.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from attrs import frozen
@@ -48,7 +49,6 @@ from kubesched import (
     QueueingHint,
     Status,
     hookimpl,
-    selector_tag,
 )
 from kubesched.core.api.convert import ManifestError
 from kubesched.core.api.core_v1 import Node, TopologySpreadConstraint
@@ -175,25 +175,53 @@ class PreFilterState:
             self.minimums[index] = self._minimum(index)
 
 
+class Domains:
+    """The topology domains of one label key in a NodeTable, as PreScore reads them: ``ids`` (the table's domain id
+    per row, -1 for a node without the label), ``count`` (distinct values), ``labelled`` (every node has the label),
+    ``slots`` (``ids`` with -1 made ``count``: a node without the label is in the domain ""), ``present`` (per slot,
+    whether a node is in it: ``count + 1`` bools, the last for "") and ``present_count``.  Kept while the table's
+    ``domain_nodes`` array for the key is the same object (the table makes a new one when nodes change)."""
+
+    __slots__ = ("sizes", "ids", "count", "labelled", "slots", "present", "present_count")
+
+    def __init__(self, table: NodeTable, key: str, sizes: np.ndarray):
+        self.sizes = sizes
+        self.ids = table.domain_ids(key)
+        self.count = table.domain_count(key)
+        self.labelled = int(sizes.sum()) == len(table)
+        self.slots = self.ids if self.labelled else np.where(self.ids < 0, self.count, self.ids)
+        self.present = np.append(sizes > 0, not self.labelled)
+        self.present_count = int(np.count_nonzero(self.present))
+
+
 class PreScoreState:
-    """ScheduleAnyway constraints, the feasible nodes they ignore (missing a
-    key), matching pods per topology domain slot (domain id + 1, slot 0 for
-    nodes without the key; hostname constraints: per NodeTable row instead),
-    each constraint's weight, and each constraint's score term ready to pick
-    rows from (``terms``: float64, ``count x weight + maxSkew - 1`` per domain
-    id, the last entry 0 for nodes without the key; for hostname, which rows
-    have the label, None when all do: its term is computed on the rows scored)."""
+    """What Score reads (upstream ``preScoreState``): the ScheduleAnyway constraints, the feasible nodes they ignore
+    (missing a key), the rows PreScore was given (``rows``) and, per constraint, its weight (log of its domains + 2),
+    its domains (:class:`Domains`), the domain slots holding a feasible node (``wanted``; hostname: None) and its
+    score term (``terms``).  A zone-like constraint's term is ``count x weight + maxSkew - 1`` per domain id
+    (float64, matching pods counted when PreScore ran), the last entry 0 (nodes without the key score nothing); a
+    domain holding no feasible node counts 0 pods.  A hostname constraint reads the live per-node counts
+    (``host_counts``) on the rows scored, as upstream counts a node's pods in Score.  ``picked``: each constraint's
+    domain ids of ``rows``, and ``single``: the one zone-like constraint's term rounded (int64) when it is the only
+    constraint, so Score over ``rows`` is one pick."""
 
-    __slots__ = ("constraints", "ignored", "counts", "weights", "terms", "namespace", "table")
+    __slots__ = ("constraints", "ignored", "rows", "weights", "domains", "wanted", "terms", "host_counts", "picked",
+                 "single", "namespace", "table")
 
-    def __init__(self, constraints, ignored, counts, weights, terms, namespace, table):
+    def __init__(self, constraints, ignored, rows, namespace, table):
         self.constraints = constraints
         self.ignored = ignored
-        self.counts = counts
-        self.weights = weights
-        self.terms = terms
+        self.rows = rows
         self.namespace = namespace
         self.table = table
+        self.weights: list[float] = []
+        self.domains: list[Domains] = []
+        # per constraint, an array or None (see above: hostname has no wanted slots nor term, others no host counts)
+        self.wanted: list[Any] = []
+        self.terms: list[Any] = []
+        self.host_counts: list[Any] = []
+        self.picked: list[Any] = []
+        self.single: np.ndarray | None = None
 
 
 class PodTopologySpread:
@@ -211,11 +239,27 @@ class PodTopologySpread:
         self._default_actions = {spec.when_unsatisfiable for spec in self.defaults}
         #: the Services, ReplicationControllers, ReplicaSets and StatefulSets that may select a pod
         self._workloads = WorkloadIndex(handle.informers) if self.defaults else None
+        #: the last pod asked about, the workload index's version then, its constraints by action (PreFilter,
+        #: PreScore, sign_pod and the hints ask about the same pod in turn)
+        self._last: tuple[object, int, dict[str, list[Constraint]]] = (None, -1, {})
+        #: topology key -> its domains in the snapshot's table (see :class:`Domains`)
+        self._domains: dict[str, Domains] = {}
 
     # --- constraints ----------------------------------------------------------------------
 
     def _constraints(self, pod, action: str) -> list[Constraint]:
-        """The pod's own constraints of ``action``, or the defaults (upstream ``getConstraints``)."""
+        """The pod's own constraints of ``action``, or the defaults (upstream ``getConstraints``); the last pod's are
+        kept until a workload object changes (read-only)."""
+        version = self._workloads.version if self._workloads is not None else 0
+        last = self._last
+        if last[0] is not pod or last[1] != version:
+            last = self._last = (pod, version, {})
+        found = last[2].get(action)
+        if found is None:
+            found = last[2][action] = self._find_constraints(pod, action)
+        return found
+
+    def _find_constraints(self, pod, action: str) -> list[Constraint]:
         if pod.spec.topology_spread_constraints:
             return pod_constraints(pod, action)
         if action not in self._default_actions or self._workloads is None:
@@ -243,7 +287,15 @@ class PodTopologySpread:
         and go)."""
         selector = constraint.selector
         return table.matching_pods(f"{NAME}/{namespace}/{constraint.key}",
-                                   lambda info: matches(info.pod, selector, namespace), selector_tag(selector))
+                                   lambda info: matches(info.pod, selector, namespace), constraint.tag)
+
+    def _domains_of(self, table: NodeTable, key: str) -> Domains:
+        """The domains of ``key`` in ``table`` (kept while its nodes do not change)."""
+        sizes = table.domain_nodes(key)
+        domains = self._domains.get(key)
+        if domains is None or domains.sizes is not sizes:
+            domains = self._domains[key] = Domains(table, key, sizes)
+        return domains
 
     @staticmethod
     def _keyed(table: NodeTable, constraints: list[Constraint]) -> np.ndarray:
@@ -254,9 +306,9 @@ class PodTopologySpread:
 
     @staticmethod
     def _included(table: NodeTable, pod, constraints: list[Constraint], required: RequiredNodeAffinity,
-                  keyed: np.ndarray) -> list[np.ndarray]:
-        """Per constraint, the rows that count as its domains: ``keyed`` and
-        passing its node inclusion policies."""
+                  keyed: np.ndarray | None) -> list[np.ndarray | None]:
+        """Per constraint, the rows that count as its domains: ``keyed`` (None: every row) and
+        passing its node inclusion policies (None: every row)."""
         by_affinity = by_taints = None
         result = []
         for constraint in constraints:
@@ -264,11 +316,11 @@ class PodTopologySpread:
             if constraint.honor_node_affinity and not required.is_empty:
                 if by_affinity is None:
                     by_affinity = table.matching_node_affinity(required)
-                mask = mask & by_affinity
+                mask = by_affinity if mask is None else mask & by_affinity
             if constraint.honor_node_taints:
                 if by_taints is None:
                     by_taints = table.tolerating(pod.spec.tolerations)
-                mask = mask & by_taints
+                mask = by_taints if mask is None else mask & by_taints
             result.append(mask)
         return result
 
@@ -386,60 +438,82 @@ class PodTopologySpread:
         feasible = state.get(FEASIBLE_ROWS_KEY)
         if feasible is None or len(feasible) != len(nodes):
             feasible = np.fromiter((snapshot.index[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
+        domains = [self._domains_of(table, constraint.topology_key) for constraint in constraints]
         require_all = bool(pod.spec.topology_spread_constraints) or not self.system_defaulted
-        keyed = self._keyed(table, constraints) if require_all else None
-        whole = keyed is None or bool(keyed.all())
-        if whole:
-            keyed, ignored, counted = np.ones(len(table), dtype=bool) if keyed is None else keyed, set(), feasible
+        keyed = None  # every row has every key, or need not
+        if require_all and not all(found.labelled for found in domains):
+            keyed = self._keyed(table, constraints)
+        if keyed is None:
+            ignored, counted = frozenset(), feasible
         else:
             ignored = {table.infos[row].name for row in feasible[~keyed[feasible]]}
             counted = feasible[keyed[feasible]]
-        namespace = pod.metadata.namespace
-        required = RequiredNodeAffinity(pod)
-        weights, counts, terms = [], [], []
-        for constraint, mask in zip(constraints, self._included(table, pod, constraints, required, keyed)):
-            key = constraint.topology_key
-            matching = self._matching(table, constraint, namespace)
-            labelled = int(table.domain_nodes(key).sum()) == len(table)
-            if key == HOSTNAME:  # read per row: a node is its own domain
-                weights.append(math.log(len(counted) + 2))
-                counts.append(matching.per_node)
-                terms.append(None if labelled else table.domain_ids(key) >= 0)
-                continue
-            # a node without the key is in the domain "" (slot 0), as upstream
-            size = table.domain_count(key) + 1
-            wanted = np.zeros(size, dtype=bool)
-            if labelled and len(counted) == len(table):  # every node, each with the key
-                wanted[1:] = table.domain_nodes(key) > 0
-            else:
-                wanted[table.domain_ids(key)[counted] + 1] = True
-            weight = math.log(int(np.count_nonzero(wanted)) + 2)
-            if mask is keyed and whole and labelled:
-                per_domain = np.concatenate(([0], matching.per_domain(key)))  # every node counts, none in ""
-            else:
-                slots = table.domain_ids(key) + 1
-                per_domain = np.bincount(slots[mask], weights=matching.per_node[mask], minlength=size).astype(np.int64)
-            weights.append(weight)
-            counts.append(np.where(wanted, per_domain, 0))
-            term = np.empty(size, dtype=np.float64)  # indexed by domain id; -1 (no key) picks the last entry, 0
-            term[:-1] = counts[-1][1:] * weight + (constraint.max_skew - 1)
-            term[-1] = 0.0
-            terms.append(term)
-        state.write(PRE_SCORE_KEY, PreScoreState(constraints, ignored, counts, weights, terms, namespace, table))
+        pre = PreScoreState(constraints, ignored, feasible, pod.metadata.namespace, table)
+        masks = self._included(table, pod, constraints, RequiredNodeAffinity(pod), keyed)
+        for constraint, found, mask in zip(constraints, domains, masks):
+            self._prescore_constraint(pre, table, constraint, found, mask, counted)
+        if len(constraints) == 1 and pre.terms[0] is not None:  # terms are never negative: truncating is flooring
+            pre.single = (pre.terms[0] + 0.5).astype(np.int64)
+        state.write(PRE_SCORE_KEY, pre)
         return None
+
+    def _prescore_constraint(self, pre: PreScoreState, table: NodeTable, constraint: Constraint, found: Domains,
+                             mask: np.ndarray | None, counted: np.ndarray) -> None:
+        """Add ``constraint``'s weight, domains and term to ``pre`` (``mask``: the rows counting as its domains,
+        None for every row; ``counted``: the feasible rows not ignored)."""
+        matching = self._matching(table, constraint, pre.namespace)
+        pre.domains.append(found)
+        if constraint.topology_key == HOSTNAME:  # read per row: a node is its own domain
+            pre.picked.append(None if found.labelled else found.ids[pre.rows])
+            pre.weights.append(math.log(len(counted) + 2))
+            pre.wanted.append(None)
+            pre.terms.append(None)
+            pre.host_counts.append(matching.per_node)
+            return
+        # a node without the key is in the domain "" (the last slot), as upstream
+        picked = found.ids[pre.rows]
+        if len(counted) == len(table):
+            wanted = found.present
+            weight = math.log(found.present_count + 2)
+        else:
+            wanted = np.zeros(found.count + 1, dtype=bool)
+            wanted[picked if counted is pre.rows else found.ids[counted]] = True  # id -1 marks the last slot
+            weight = math.log(int(np.count_nonzero(wanted)) + 2)
+        if mask is None and found.labelled:
+            per_domain = matching.per_domain(constraint.topology_key)  # every node counts, none in ""
+        else:
+            rows = slice(None) if mask is None else mask
+            per_domain = np.bincount(found.slots[rows], weights=matching.per_node[rows],
+                                     minlength=found.count + 1)[:found.count]
+        term = np.zeros(found.count + 1, dtype=np.float64)  # indexed by domain id: -1 (no key) picks the last, 0
+        np.multiply(per_domain, weight, out=term[:found.count])
+        if constraint.max_skew != 1:
+            term[:found.count] += constraint.max_skew - 1
+        pre.picked.append(picked)
+        pre.weights.append(weight)
+        pre.wanted.append(wanted)
+        pre.terms.append(term)
+        pre.host_counts.append(None)
 
     @staticmethod
     def _scores(pre: PreScoreState, rows: np.ndarray) -> np.ndarray:
         """The scores of the NodeTable ``rows``: each constraint's term summed, rounded half up."""
-        table = pre.table
+        same = rows is pre.rows
+        if same and pre.single is not None:
+            return pre.single[pre.picked[0]]
         total = np.zeros(len(rows), dtype=np.float64)
-        for index, (constraint, term) in enumerate(zip(pre.constraints, pre.terms)):
-            key = constraint.topology_key
-            if key != HOSTNAME:
-                total += term[table.domain_ids(key)[rows]]
-                continue
-            part = pre.counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
-            total += part if term is None else np.where(term[rows], part, 0.0)  # nodes without the label: nothing
+        for index, constraint in enumerate(pre.constraints):
+            term, found = pre.terms[index], pre.domains[index]
+            if term is None:  # hostname: nodes without the label score nothing
+                part = pre.host_counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
+                if not found.labelled:
+                    part = np.where((pre.picked[index] if same else found.ids[rows]) >= 0, part, 0.0)
+                total += part
+            elif same:  # the rows PreScore was given: each in a domain holding a feasible node
+                total += term[pre.picked[index]]
+            else:  # a domain without a feasible node counts no pod
+                ids = found.ids[rows]
+                total += np.where(pre.wanted[index][ids] | (ids < 0), term[ids], constraint.max_skew - 1)
         return np.floor(total + 0.5).astype(np.int64)
 
     @staticmethod
@@ -453,11 +527,13 @@ class PodTopologySpread:
                 continue
             if constraint.topology_key == HOSTNAME:
                 matching = count_matching(node_info, constraint.selector, pre.namespace)
-            else:
-                slot = pre.table.domain_id(constraint.topology_key, value) + 1
-                counts = pre.counts[index]
-                matching = int(counts[slot]) if 0 < slot < len(counts) else 0
-            total += matching * pre.weights[index] + (constraint.max_skew - 1)
+                total += matching * pre.weights[index] + (constraint.max_skew - 1)
+                continue
+            domain = pre.table.domain_id(constraint.topology_key, value)
+            if 0 <= domain < pre.domains[index].count and pre.wanted[index][domain]:
+                total += float(pre.terms[index][domain])
+            else:  # no feasible node in the domain: it counts no pod
+                total += constraint.max_skew - 1
         return int(math.floor(total + 0.5))
 
     @hookimpl
@@ -472,6 +548,8 @@ class PodTopologySpread:
         pre = state.get(PRE_SCORE_KEY)
         if pre is None:
             return np.zeros(len(rows), dtype=np.int64)
+        if rows is pre.rows and table is pre.table and not pre.ignored:  # the rows PreScore was given
+            return self._scores(pre, rows)
         return on_rows(table, rows, pre.table, lambda rows: self._rows_scores(pre, table, rows),
                        lambda info: 0 if info.name in pre.ignored else self._score_node(pre, info), dtype=np.int64)
 
@@ -489,8 +567,13 @@ class PodTopologySpread:
             return None
         if not pre.ignored:  # every node counted
             if len(scores):
-                lowest, highest = int(scores.min()), int(scores.max())
-                scores[:] = MAX_NODE_SCORE if highest == 0 else MAX_NODE_SCORE * (highest + lowest - scores) // highest
+                lowest, highest = int(np.minimum.reduce(scores)), int(np.maximum.reduce(scores))
+                if highest == 0:
+                    scores[:] = MAX_NODE_SCORE
+                else:
+                    np.subtract(highest + lowest, scores, out=scores)
+                    scores *= MAX_NODE_SCORE
+                    scores //= highest
             return None
         counted = np.array([name not in pre.ignored for name in node_names], dtype=bool)
         if not counted.any():

@@ -88,7 +88,7 @@ def cluster_page(outcome: Outcome, sort: str = "name", descending: bool = False,
             "resource": grid_resource}
     return {"summary": {"nodes": len(outcome.node_names), "pods": len(outcome.pods), "bound": outcome.bound,
                         "pending": len(outcome.pending), "utilisation": outcome.utilisation(),
-                        "simulated": outcome.timeline.duration, "attempts": outcome.sim.scheduler.stats.cycles},
+                        "simulated": outcome.timeline.duration, "attempts": outcome.cycles},
             "resources": outcome.resources, "rows": rows, "sort": sort, "descending": descending, "query": query,
             "page": page, "pages": pages_of(len(order)), "matching": len(order),
             "pending": pending, "pending_page": pending_page, "pending_pages": pages_of(len(outcome.pending)),

@@ -44,6 +44,7 @@ import uuid
 from fractions import Fraction
 from typing import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
+from kubesched.core import cel
 from kubesched.core.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.core.api.nodeaffinity import NAME_FIELD
 from kubesched.core.api.resource_v1 import (
@@ -60,12 +61,7 @@ from kubesched.core.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.core.cel import (
-    CelCompileError,
-    CelRuntimeError,
-    EvaluationAborted,
-    abort_when,
-)
+from kubesched.core.cel import CelCompileError, CelRuntimeError
 from kubesched.core.dra.allocated_devices import AllocatedState, DeviceID
 from kubesched.core.dra.allocator import capacity, compatibility
 from kubesched.core.dra.allocator.constraints import AttributeConstraint
@@ -125,9 +121,9 @@ def within_deadline(deadline: Callable[[], bool] | None) -> Iterator[None]:
     true and the block raises :class:`AllocationTimeout` (for the work around
     an allocation that evaluates selectors, such as the batch Filter's)."""
     try:
-        with abort_when(deadline):
+        with cel.abort_when(deadline):
             yield
-    except EvaluationAborted as err:
+    except cel.EvaluationAborted as err:
         raise AllocationTimeout(str(err)) from None
 
 

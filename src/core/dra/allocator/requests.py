@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Mapping
 
+from kubesched.core import cel
 from kubesched.core.api.meta import namespaced_name
 from kubesched.core.api.resource_v1 import ALLOCATION_MODE_ALL, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.core.cel import CelCompileError, CompiledSelector, compile
+from kubesched.core.cel import CelCompileError
 from kubesched.core.dra.allocated_devices import DeviceID
 from kubesched.core.dra.allocator import capacity
 from kubesched.core.dra.allocator.pools import SLICE_MEMOS, Pool, SliceMemo
@@ -81,9 +82,9 @@ class RequestSpec:
         return self.name if self.parent is not None else None
 
 
-def compiled_selector(prefix: str, index: int, selector) -> tuple[str, int, CompiledSelector | CelCompileError]:
+def compiled_selector(prefix: str, index: int, selector) -> tuple[str, int, cel.CompiledSelector | CelCompileError]:
     try:
-        return (prefix, index, compile(selector.expression or ""))
+        return (prefix, index, cel.compile(selector.expression or ""))
     except CelCompileError as err:
         return (prefix, index, err)
 
