@@ -569,6 +569,7 @@ def test_sigterm_during_a_partition_exits_within_the_request_timeout_and_the_gra
     apiserver.heal(token)
 
 
+@pytest.mark.long
 def test_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_is_killed(apiserver, tmp_path):
     for name in ("n1", "n2", "n3"):
         apiserver.cluster.create(node(name, cpu="10"))
