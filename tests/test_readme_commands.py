@@ -277,7 +277,9 @@ def run_command(command: str, comment: str, scratch: Scratch) -> None:
         elif args[:3] == ["python", "-m", "pytest"]:
             if len(args) == 3:
                 continue  # the suite this test is part of
-            done = subprocess.run([sys.executable, *args[1:], "-q", "-p", "no:cacheprovider"], cwd=scratch.path,
+            # the scratch copy's pyproject would run it on worker processes (xdist): a user's directory has none
+            done = subprocess.run([sys.executable, *args[1:], "-q", "-p", "no:cacheprovider", "-o", "addopts="],
+                                  cwd=scratch.path,
                                   env=scratch.env(), capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, f"{part}:\n{done.stdout}{done.stderr}"
         elif background:

@@ -265,6 +265,16 @@ def test_rollback_leaves_the_state_as_before(change):
     assert sim.placements() == placements
 
 
+def test_borrowing_asks_on_the_simulation_itself_and_leaves_it_and_its_decision_log_as_they_were(cluster):
+    sim = cluster.fork()
+    own_log, before = sim.simulation.scheduler.decisions, state(sim)
+    with Simulator.borrowing(sim.simulation) as borrowed:
+        borrowed.drain("worker-a1")
+        assert state(sim) != before  # the simulation itself, not a copy
+        assert borrowed.schedule(probe("asked", cpu="64")).messages["default/asked"].startswith("0/")
+    assert state(sim) == before and sim.simulation.scheduler.decisions is own_log
+
+
 def test_a_rollback_mid_transaction_goes_back_and_goes_on(cluster):
     sim = cluster.fork()
     before = state(sim)

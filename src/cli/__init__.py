@@ -14,28 +14,85 @@
 - ``kubesched plugins`` and ``kubesched config validate FILE`` (:mod:`.config`).
 
 Invalid input exits with status 2 and one line ``FILE: KIND/NAME: FIELD: problem`` (:mod:`.common`).
-Adding a command: a module here with one function, registered below.
+Adding a command: a module here with one function, named in :data:`COMMANDS`.
 """
 
 from __future__ import annotations
 
 import gc
-from typing import Any
+from collections.abc import Iterator, MutableMapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
-from .compare import compare
-from .config import config_app, plugins
-from .explain import explain
-from .perf import perf
-from .plan import plan
-from .report import report
-from .run import run
-from .simulate import simulate
-from .snapshot import snapshot
-from .sweep import sweep
-from .trace import trace_app
-from .ui import ui
+if TYPE_CHECKING:
+    from typer._click import Command  # typer's own click, as TyperGroup names it
+
+#: Every command, in the order ``kubesched --help`` lists them, as ``MODULE:ATTRIBUTE`` of this package (the
+#: function, or the Typer of subcommands, named as the attribute without ``_app``); a bare name is the function of
+#: that name in the module of that name.  A command's module is imported when that command runs (or the help
+#: lists them all), so ``kubesched simulate`` does not load what compare, perf, plan or trace need.
+_SPECS = ("simulate", "explain", "compare", "snapshot", "run", "perf", "sweep", "config:plugins", "report", "ui", "plan",
+          "config:config_app", "trace:trace_app")
+
+
+def _command(spec: str) -> tuple[str, tuple[str, str]]:
+    """``MODULE[:ATTRIBUTE]`` -> (command name, (module, attribute))."""
+    module, _, attribute = spec.partition(":")
+    attribute = attribute or module
+    return attribute.removesuffix("_app"), (f".{module}", attribute)
+
+
+#: command name -> (module, attribute), in the help's order
+COMMANDS = dict(_command(spec) for spec in _SPECS)
+
+
+class _Commands(MutableMapping[str, "Command"]):
+    """The ``kubesched`` group's commands by name, in :data:`COMMANDS`' order: each built from its module when
+    first looked up (to run it, or for the help listing them all); the names alone (a typo's "Did you mean")
+    import nothing."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Command] = {}
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._built:
+            module, attribute = COMMANDS[name]  # KeyError for a name that is no command, as a dict's
+            target = getattr(import_module(module, __name__), attribute)
+            if isinstance(target, typer.Typer):
+                command: Command = typer.main.get_group(target)
+            else:
+                single = typer.Typer(add_completion=False)
+                single.command()(target)
+                command = typer.main.get_command(single)
+            command.name = name
+            self._built[name] = command
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("kubesched's commands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS
+
+
+class _Group(TyperGroup):
+    """The ``kubesched`` group, its commands in a :class:`_Commands`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _Commands()
 
 
 class _Command(typer.Typer):
@@ -55,9 +112,10 @@ class _Command(typer.Typer):
             gc.freeze()
 
 
-app = _Command(help="kubesched: the Kubernetes scheduling framework in Python.", no_args_is_help=True,
-                  add_completion=False)
-for command in (simulate, explain, compare, snapshot, run, perf, sweep, plugins, report, ui, plan):
-    app.command()(command)
-app.add_typer(config_app, name="config")
-app.add_typer(trace_app, name="trace")
+app = _Command(cls=_Group, help="kubesched: the Kubernetes scheduling framework in Python.",
+               no_args_is_help=True, add_completion=False)
+
+
+@app.callback()
+def _kubesched() -> None:
+    """(The group's own step before any command: none.)"""

@@ -10,16 +10,17 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, NoReturn
 
 import typer
 import yaml
-from rich.console import Console
 
-from kubesched.analysis.compare import profile_as_default, split_side
 from kubesched.core.api.convert import printable
 from kubesched.core.features import NEWEST, RELEASES, FeatureGateError, FeatureGates, parse_feature_gates
 from kubesched.core.framework.config import ConfigError, parse_duration
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 #: Exit status of every command for invalid input (a bad file, field, option).
 INVALID_INPUT = 2
@@ -48,6 +49,8 @@ def emit(answer: dict, output: Output, render: Callable[[dict, Console], None]) 
     elif output is Output.yaml:
         sys.stdout.write(yaml.safe_dump(answer, sort_keys=False))
     else:
+        from rich.console import Console
+
         render(answer, Console(width=200))
 
 
@@ -109,6 +112,8 @@ def configuration(side: str | None) -> Iterator[Path | None]:
     if side is None:
         yield None
         return
+    from kubesched.analysis.compare import profile_as_default, split_side  # with a --config only: it loads perf
+
     path, profile = split_side(side)
     with tempfile.TemporaryDirectory() as scratch:
         yield profile_as_default(path, profile, Path(scratch))

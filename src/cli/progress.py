@@ -7,19 +7,12 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 #: Seconds between two plain lines when stderr is not a terminal.
 LINE_PERIOD = 5.0
@@ -46,7 +39,18 @@ class Reporter:
         self._state: tuple[str, int, int | None] = (label, 0, None)
 
     def __enter__(self) -> Reporter:
-        if self.terminal:
+        if self.terminal:  # rich's progress bar imported for a terminal only
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                                  TimeRemainingColumn(), console=Console(stderr=True), transient=True)

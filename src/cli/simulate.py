@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
 
 from kubesched.analysis.html_page import html_report
 from kubesched.core.api.manifests import InvalidManifest, write_json_list, write_yaml
@@ -28,7 +27,9 @@ from .common import (
     timed_changes,
 )
 from .progress import Reporter
-from .tables import print_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def simulate(
@@ -113,6 +114,10 @@ TABLE_ROWS = 1000
 
 
 def _print_placements(sim: Simulation) -> None:
+    from rich.console import Console  # here: -o json and -o yaml print no table
+
+    from .tables import print_table
+
     console = Console()
     rows: list[tuple[str, str, str, str]] = []
     bound = pending = 0
@@ -150,6 +155,8 @@ def _print_preemptions(sim: Simulation, console: Console) -> None:
     preemptions = sim.preemptions()
     if not preemptions:
         return
+    from .tables import print_table
+
     print_table(console, "Preemptions (Preempted events)", ("TIME", "VICTIM", "PREEMPTOR", "MESSAGE"),
                 [(f"+{preemption.time:g}s", preemption.victim, preemption.preemptor or "-", preemption.message)
                  for preemption in preemptions])

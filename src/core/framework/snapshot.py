@@ -66,6 +66,8 @@ class NodeTable:
         self._domain_nodes: dict[str, np.ndarray] = {}
         self._pod_counts = PodCounts(self)
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
+        #: matrix key -> the matrix (values, nodes); ``_columns`` holds its by-node view, kept current row by row
+        self._matrices: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -73,9 +75,7 @@ class NodeTable:
     def column(self, key: str, extract: Callable[[NodeInfo], Any], dtype: Any = np.int64,
                evictable: bool = False, of_node: bool = False) -> np.ndarray:
         """The column ``key``, built with ``extract`` the first time it is asked for; ``of_node``: ``extract``
-        reads only ``info.node`` and what NodeInfo derives from it (allocatable, labels), never the pods.  A
-        ``dtype`` of ``(type, width)`` makes a matrix (nodes, width), ``extract`` giving a row's ``width``
-        values (never evictable)."""
+        reads only ``info.node`` and what NodeInfo derives from it (allocatable, labels), never the pods."""
         entry = self._columns.get(key)
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
@@ -96,6 +96,23 @@ class NodeTable:
             self._catch_up(key, current)
             self._evictable[key] = self._log_base + len(self._log)
         return entry[1]
+
+    def _matrix(self, key: str, extract: Callable[[NodeInfo], list[int]], width: int,
+                of_node: bool = False) -> np.ndarray:
+        """The matrix ``key``: ``width`` int64 values per row (``extract`` gives a row's), kept as ``width``
+        contiguous rows of one value per node - shape (width, nodes) - so that ``matrix.take(rows, axis=1)``
+        gathers every value of many nodes in one step and a pod's amounts (``amounts[:, None]``) compare with
+        them at once; kept current as nodes change as a column is (never evictable)."""
+        matrix = self._matrices.get(key)
+        if matrix is None:
+            by_node = np.fromiter((extract(info) for info in self.infos), dtype=(np.int64, width),
+                                  count=len(self.infos))
+            matrix = self._matrices[key] = np.ascontiguousarray(by_node.T)
+            self._columns[key] = (extract, matrix.T)  # the refresh writes a node's values through this view
+            self._kept_current = None
+            if of_node:
+                self._of_node.add(key)
+        return matrix
 
     def _catch_up(self, key: str, current: int) -> None:
         """Recompute the rows of evictable column ``key`` that changed since log position ``current`` (all of them
@@ -215,28 +232,36 @@ class NodeTable:
         return self.column("free-pods", lambda info: info.allocatable.get(PODS, 0) - len(info.pods))
 
     def allocatable_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
-        """Per row, the node's allocatable of each of ``resources``: int64, shape (nodes, len(resources)), units as
-        :meth:`allocatable`; a column of its own per tuple of resources (``matrix.take(rows, axis=0)`` gathers
-        every resource of many rows in one step)."""
-        return self.column(f"allocatable[{','.join(resources)}]",
-                           lambda info: [info.allocatable.get(name, 0) for name in resources],
-                           dtype=(np.int64, len(resources)), of_node=True)
+        """:meth:`allocatable` of each of ``resources``: int64, shape (len(resources), nodes) (see
+        :meth:`_matrix`)."""
+        return self._matrix(f"allocatable[{','.join(resources)}]",
+                            lambda info: [info.allocatable.get(name, 0) for name in resources], len(resources),
+                            of_node=True)
 
     def requested_matrix(self, resources: tuple[str, ...], non_zero: bool = False) -> np.ndarray:
-        """Per row, the sum of the node's pods' requests of each of ``resources``: int64, shape (nodes,
-        len(resources)), units as :meth:`requested`; with ``non_zero`` cpu and memory as scoring counts them
-        (NodeInfo's ``non_zero_cpu`` and ``non_zero_memory``: upstream's non-zero requests)."""
+        """:meth:`requested` of each of ``resources``: int64, shape (len(resources), nodes) (see
+        :meth:`_matrix`); with ``non_zero`` cpu and memory as scoring counts them (NodeInfo's ``non_zero_cpu``
+        and ``non_zero_memory``: upstream's non-zero requests)."""
         if not non_zero:
-            return self.column(f"requested[{','.join(resources)}]",
-                               lambda info: [info.requested.get(name, 0) for name in resources],
-                               dtype=(np.int64, len(resources)))
+            return self._matrix(f"requested[{','.join(resources)}]",
+                                lambda info: [info.requested.get(name, 0) for name in resources], len(resources))
 
         def extract(info: NodeInfo) -> list[int]:
             requested = info.requested
             return [info.non_zero_cpu if name == CPU else info.non_zero_memory if name == MEMORY
                     else requested.get(name, 0) for name in resources]
 
-        return self.column(f"nonzero[{','.join(resources)}]", extract, dtype=(np.int64, len(resources)))
+        return self._matrix(f"nonzero[{','.join(resources)}]", extract, len(resources))
+
+    def free_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
+        """:meth:`free` of each of ``resources`` (``pods``: :meth:`free_pods`): int64, shape (len(resources),
+        nodes) (see :meth:`_matrix`)."""
+        def extract(info: NodeInfo) -> list[int]:
+            allocatable, requested = info.allocatable, info.requested
+            return [allocatable.get(PODS, 0) - len(info.pods) if name == PODS
+                    else allocatable.get(name, 0) - requested.get(name, 0) for name in resources]
+
+        return self._matrix(f"free[{','.join(resources)}]", extract, len(resources))
 
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with

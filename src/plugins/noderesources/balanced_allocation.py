@@ -98,31 +98,31 @@ class NodeResourcesBalancedAllocation:
             devices = device_counts(dra, backed, table) if backed else None
         alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, requests, use_requested=True,
                                                         devices=devices)
-        n, resources = alloc.shape
+        resources, n = alloc.shape
         if not resources:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
-        # (nodes, resources): each resource's requested fraction, where the node has it
+        # (resources, nodes): each resource's requested fraction, where the node has it
         if resources == 2 and np.count_nonzero(alloc) == alloc.size:  # the default (cpu, memory) on nodes that
             f = requested / alloc                                       # have both: |f1 - f2| / 2
             np.minimum(f, 1.0, out=f)
-            std = np.subtract(f[:, 0], f[:, 1])
+            std = np.subtract(f[0], f[1])
             np.abs(std, out=std)
             std /= 2
             return _score(std)
         p = alloc != 0
         f = np.where(p, np.minimum(requested / np.maximum(alloc, 1), 1.0), 0.0)
         if resources == 2:  # |f1 - f2| / 2 where both count, else 0
-            return _score(np.where(p[:, 0] & p[:, 1], np.abs(f[:, 0] - f[:, 1]) / 2, 0.0))
-        count = p.sum(axis=1)
-        mean = np.where(count > 0, f.sum(axis=1) / np.maximum(count, 1), 0.0)
-        variance = np.where(p, (f - mean[:, None]) ** 2, 0.0).sum(axis=1) / np.maximum(count, 1)
+            return _score(np.where(p[0] & p[1], np.abs(f[0] - f[1]) / 2, 0.0))
+        count = p.sum(axis=0)
+        mean = np.where(count > 0, f.sum(axis=0) / np.maximum(count, 1), 0.0)
+        variance = np.where(p, (f - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
         std = np.sqrt(variance)
         if resources >= 2:
             # upstream computes the two-resource case as |f1 - f2| / 2
-            first = np.argmax(p, axis=1)
-            second = resources - 1 - np.argmax(p[:, ::-1], axis=1)
+            first = np.argmax(p, axis=0)
+            second = resources - 1 - np.argmax(p[::-1], axis=0)
             cols = np.arange(n)
-            two = np.abs(f[cols, first] - f[cols, second]) / 2
+            two = np.abs(f[first, cols] - f[second, cols]) / 2
             std = np.where(count == 2, two, std)
         std = np.where(count <= 1, 0.0, std)
         return _score(std)

@@ -109,13 +109,17 @@ class _PreFilterState:
     """The pod's requests (scheduler units) without the ignored extended resources,
     in the order Filter checks them; ``device_backed``: the extended resources
     among them that devices can serve (DRAExtendedResource): on a node that does
-    not advertise one, DynamicResources decides instead."""
+    not advertise one, DynamicResources decides instead.  ``checked`` (a pod slot,
+    then the requests' names) and ``minimum`` (1, then the amounts, int64): what
+    a node must have free, as the NodeTable's :meth:`~NodeTable.free_matrix` rows (shape (checked, 1))."""
 
-    __slots__ = ("requests", "device_backed")
+    __slots__ = ("requests", "device_backed", "checked", "minimum")
 
     def __init__(self, requests: dict[str, int], device_backed: frozenset[str] = frozenset()):
         self.requests = {name: requests[name] for name in _ordered(requests)}
         self.device_backed = device_backed
+        self.checked = (PODS, *self.requests)
+        self.minimum = np.array([[1], *([amount] for amount in self.requests.values())], dtype=np.int64)
 
 
 class NodeResourcesFit:
@@ -195,13 +199,17 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
+        # a few rows: pick them out of the table first; many: judge every node, then pick once
         few = len(rows) * 4 < len(table)
-        pick = rows if few else slice(None)
-        ok = table.free_pods()[pick] >= 1
-        for name, amount in pre.requests.items():
-            fits = table.free(name)[pick] >= amount
-            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
+        free = table.free_matrix(pre.checked)
+        fits = (free.take(rows, axis=1) if few else free) >= pre.minimum  # (checked, nodes)
+        if pre.device_backed:  # served by devices on a node that does not advertise it: DynamicResources decides
+            for at, name in enumerate(pre.checked):
+                if name in pre.device_backed:
+                    fits[at] |= (table.allocatable(name)[rows] if few else table.allocatable(name)) == 0
+        ok = fits[0]
+        for more in fits[1:]:
+            ok &= more
         return ok if few else ok[rows]
 
     @hookimpl
@@ -263,7 +271,7 @@ class NodeResourcesFit:
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
-        # (nodes, resources) arrays, fresh: worked on in place
+        # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
         safe = np.maximum(alloc, 1)

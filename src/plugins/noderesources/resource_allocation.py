@@ -68,28 +68,29 @@ def allocatable_and_requested(
     devices: DeviceCounts | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Allocatable and requested-with-the-pod, int64 arrays of shape
-    (``rows``, resources) in scheduler units, and the resources' weights;
+    (resources, ``rows``) in scheduler units (fresh: a caller may write into
+    them), and the resources' weights;
     ``pod_all`` is the pod's :func:`scoring_requests`.  A scalar resource the
     pod does not request gets zero allocatable (so it is left out, as
     upstream).  ``devices`` (resource, rows) -> (device count, devices in use)
     or None stands in for an extended resource that devices serve on the rows
     that do not advertise it (DRAExtendedResource)."""
     names = resource_names(resources)
-    allocs = table.allocatable_matrix(names).take(rows, axis=0)
-    requests = table.requested_matrix(names, non_zero=not use_requested).take(rows, axis=0)
+    allocs = table.allocatable_matrix(names).take(rows, axis=1)
+    requests = table.requested_matrix(names, non_zero=not use_requested).take(rows, axis=1)
     asked = [pod_all.get(name, 0) for name in names]
-    requests += asked
     for i, name in enumerate(names):
         if is_scalar_resource(name) and asked[i] == 0:
-            allocs[:, i] = 0
-            requests[:, i] = 0
+            allocs[i] = 0
+            requests[i] = 0
             continue
+        requests[i] += asked[i]
         counted = devices(name, rows) if devices is not None else None
         if counted is not None:
             device_count, in_use = counted
-            classic = allocs[:, i] > 0
-            requests[:, i] = np.where(classic, requests[:, i], in_use + asked[i])
-            allocs[:, i] = np.where(classic, allocs[:, i], device_count)
+            classic = allocs[i] > 0
+            requests[i] = np.where(classic, requests[i], in_use + asked[i])
+            allocs[i] = np.where(classic, allocs[i], device_count)
     return allocs, requests, [spec.weight for spec in resources]
 
 
@@ -128,10 +129,10 @@ def weighted_average(per_resource: np.ndarray, allocs: np.ndarray, weights: list
     """Per node, the sum of weight x score over the resources with
     allocatable > 0, divided by the sum of those weights (integer division,
     or rounded); 0 when none.  ``per_resource`` and ``allocs`` are int64
-    arrays of shape (nodes, resources); returns an int64 array of nodes."""
+    arrays of shape (resources, nodes); returns an int64 array of nodes."""
     weight = np.asarray(weights, dtype=np.int64)
     if np.count_nonzero(allocs) == allocs.size:  # every resource counts on every node (the usual case)
-        total = per_resource @ weight
+        total = weight @ per_resource
         divisor = sum(weights)
         if rounding:
             return np.floor(total / divisor + 0.5).astype(np.int64)
@@ -141,8 +142,8 @@ def weighted_average(per_resource: np.ndarray, allocs: np.ndarray, weights: list
             total //= divisor
         return total
     present = allocs != 0
-    total = (per_resource * present) @ weight  # 0 on a node where no resource counts
-    safe = np.maximum(present @ weight, 1)
+    total = weight @ (per_resource * present)  # 0 on a node where no resource counts
+    safe = np.maximum(weight @ present, 1)
     if rounding:
         return np.floor(total / safe + 0.5).astype(np.int64)
     return total // safe
