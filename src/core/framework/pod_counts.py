@@ -18,12 +18,16 @@ see :func:`selector_tag`, :func:`term_tag`); a pod's own tags
 (:func:`pod_tags`) pick the counts to weigh it for.  A count without a tag
 weighs every pod.
 
-Bounds: :data:`MAX_POD_COUNTS` counts per table, the least recently used
-dropped first.  A count costs ``4 bytes x nodes`` for ``per_node`` plus as
-much per topology key asked for (hostname: one domain per node); a miss
-(a count not kept) weighs only the existing pods carrying its tag (the pods
-are indexed by tag as they come and go: a dict entry per pod and tag), every
-pod for an untagged count, plus one ``np.bincount`` per topology key.
+Bounds: the counts of a table take at most :data:`MAX_POD_COUNT_BYTES`, the
+least recently used dropped first when a count is made.  A count costs
+``4 bytes x nodes`` for ``per_node``, ``4 bytes x domains`` per topology key
+asked for (hostname: one domain per node) and :data:`COUNT_OVERHEAD_BYTES`
+for the Python objects behind it, so the bound keeps more counts on smaller
+clusters (at 5,000 nodes ~3,300 counts read per zone and hostname, ~6,500
+read per zone alone).  A miss (a count not kept) weighs only the existing
+pods carrying its tag (the pods are indexed by tag as they come and go: a
+dict entry per pod and tag), every pod for an untagged count, plus one
+``np.bincount`` per topology key.
 """
 
 from __future__ import annotations
@@ -47,9 +51,11 @@ class Table(Protocol):
 
     def domain_count(self, key: str) -> int: ...
 
-#: How many counts a table keeps (least recently used dropped first): at 5,000 nodes a count read per zone costs
-#: about 20 KB, one read per hostname too about 40 KB, so the bound costs at most ~80 MB there.
-MAX_POD_COUNTS = 2048
+#: How much memory the counts of one table may take, bytes (least recently used dropped first when a count is made):
+#: at 5,000 nodes a count read per zone costs about 21 KB, one read per hostname too about 41 KB.
+MAX_POD_COUNT_BYTES = 128 * 1024 * 1024
+#: What a count costs beside its arrays, bytes: the PodCount, its weight's closure, its key and dict entries.
+COUNT_OVERHEAD_BYTES = 1024
 
 #: the tag of a pod carrying an affinity term with a given key (see :func:`term_tag`)
 TERM = "affinity-term"
@@ -131,26 +137,36 @@ class PodCount:
     """One count: ``weight(pod_info)`` summed over the pods of each node (``per_node``, int32 per NodeTable row), and
     per domain of a topology key (:meth:`per_domain`); kept current by :class:`PodCounts`."""
 
-    __slots__ = ("weight", "tag", "per_node", "_table", "_per_domain")
+    __slots__ = ("weight", "tag", "per_node", "nbytes", "_table", "_per_domain", "_owner", "_nodes")
 
     def __init__(self, table: Table, rows: int, pods: Iterable[tuple[int, PodInfo]], weight: Callable[[PodInfo], int],
-                 tag: Hashable | None):
-        """``pods``: (row, pod) of every pod that may weigh (those carrying ``tag``, or all of them)."""
+                 tag: Hashable | None, owner: "PodCounts"):
+        """``pods``: (row, pod) of every pod that may weigh (those carrying ``tag``, or all of them); ``owner`` is
+        told of the memory the count takes."""
         self.weight = weight
         self.tag = tag
         self._table = table
-        totals = [0] * rows
+        self._owner = owner
+        #: the owner's ``nodes_version`` the per-domain counts were made at (older ones are dropped when read)
+        self._nodes = owner.nodes_version
+        weighed, amounts = [], []
         for row, info in pods:
             amount = weight(info)
             if amount:
-                totals[row] += amount
-        self.per_node = np.array(totals, dtype=np.int32)
+                weighed.append(row)
+                amounts.append(amount)
+        self.per_node = np.bincount(np.array(weighed, dtype=np.intp), weights=np.array(amounts, dtype=np.float64),
+                                    minlength=rows).astype(np.int32)
         #: topology key -> (the table's domain ids of that key, counts per domain id)
         self._per_domain: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        #: bytes the count takes (see :data:`COUNT_OVERHEAD_BYTES`)
+        self.nbytes = COUNT_OVERHEAD_BYTES + self.per_node.nbytes
 
     def per_domain(self, topology_key: str) -> np.ndarray:
         """The count per domain id of ``topology_key`` (int32, indexed by the table's ``domain_ids``; nodes without
         the label not counted).  Read-only: copy it to change it."""
+        if self._nodes != self._owner.nodes_version:
+            self._forget_domains()
         entry = self._per_domain.get(topology_key)
         if entry is None:
             ids = self._table.domain_ids(topology_key)
@@ -158,18 +174,29 @@ class PodCount:
             sums = np.bincount(ids[keyed], weights=self.per_node[keyed],
                                minlength=self._table.domain_count(topology_key)).astype(np.int32)
             entry = self._per_domain[topology_key] = (ids, sums)
+            self.nbytes += sums.nbytes
+            self._owner.nbytes += sums.nbytes
         return entry[1]
 
     def add(self, row: int, amount: int) -> None:
         """``amount`` more (or fewer) on ``row``."""
         self.per_node[row] += amount
+        if not self._per_domain:
+            return
+        if self._nodes != self._owner.nodes_version:
+            self._forget_domains()
+            return
         for ids, sums in self._per_domain.values():
             domain = ids[row]
             if domain >= 0:
                 sums[domain] += amount
 
-    def forget_domains(self) -> None:
-        """Drop the per-domain counts (nodes changed: their labels, hence domains, may have)."""
+    def _forget_domains(self) -> None:
+        """Drop the per-domain counts (nodes changed since they were made: their labels, hence domains, may have)."""
+        self._nodes = self._owner.nodes_version
+        freed = sum(sums.nbytes for _, sums in self._per_domain.values())
+        self.nbytes -= freed
+        self._owner.nbytes -= freed
         self._per_domain.clear()
 
 
@@ -178,6 +205,10 @@ class PodCounts:
 
     def __init__(self, table: Table):
         self._table = table
+        #: bytes the counts take (see :data:`MAX_POD_COUNT_BYTES`)
+        self.nbytes = 0
+        #: grows whenever Node objects change: the counts' per-domain counts made before are stale
+        self.nodes_version = 0
         self._counts: dict[str, PodCount] = {}
         self._by_tag: dict[Hashable, dict[str, PodCount]] = {}
         #: the pods of each row when last seen (None until a count is made: nothing to keep current before)
@@ -216,15 +247,19 @@ class PodCounts:
                 pods: Iterable[tuple[int, PodInfo]] = ((row, info) for row, held in enumerate(seen) for info in held)
             else:
                 pods = ((row, info) for (row, _), info in self._tagged.get(tag, {}).items())
-            count = PodCount(self._table, len(seen), pods, weight, tag)  # as last seen: refresh adds what changed
+            count = PodCount(self._table, len(seen), pods, weight, tag, self)  # as last seen: refresh adds changes
             self._by_tag.setdefault(tag, {})[key] = count
-            if len(self._counts) >= MAX_POD_COUNTS:
+            self.nbytes += count.nbytes
+            self._counts[key] = count
+            while self.nbytes > MAX_POD_COUNT_BYTES and len(self._counts) > 1:
                 self._drop(next(iter(self._counts)))
+            return count
         self._counts[key] = count
         return count
 
     def _drop(self, key: str) -> None:
         count = self._counts.pop(key)
+        self.nbytes -= count.nbytes
         tagged = self._by_tag[count.tag]
         del tagged[key]
         if not tagged:
@@ -237,8 +272,7 @@ class PodCounts:
         if seen is None:
             return
         if nodes_changed:
-            for count in self._counts.values():
-                count.forget_domains()
+            self.nodes_version += 1
         infos = self._table.infos
         for row in rows:
             before, now = seen[row], infos[row].pods
@@ -260,7 +294,8 @@ class PodCounts:
         tags = pod_tags(info)
         self._index(row, info, tags, sign > 0)
         by_tag = self._by_tag
-        for counts in (by_tag.get(None), *map(by_tag.get, tags)):  # the untagged counts, then the pod's tags'
+        for tag in (None, *tags):  # the untagged counts, then the pod's tags'
+            counts = by_tag.get(tag)
             if counts:
                 for count in counts.values():
                     amount = count.weight(info)

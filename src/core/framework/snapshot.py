@@ -193,7 +193,7 @@ class NodeTable:
         """The count ``key``: ``weight`` of each pod summed per node and per topology domain, kept current as pods
         come and go (see :mod:`.pod_counts`; ``tag``: one that every pod of positive weight carries, from
         ``selector_tag`` or ``term_tag``, or None).  The table keeps the most recently used
-        :data:`~.pod_counts.MAX_POD_COUNTS`; making one weighs every pod once."""
+        :data:`~.pod_counts.MAX_POD_COUNT_BYTES` of them; making one weighs the pods carrying its tag once."""
         return self._pod_counts.get(key, weight, tag)
 
     def domain_id(self, key: str, value: str) -> int:

@@ -119,7 +119,7 @@ class _PreFilterState:
         self.requests = {name: requests[name] for name in _ordered(requests)}
         self.device_backed = device_backed
         self.checked = (PODS, *self.requests)
-        self.minimum = np.array([[1], *([amount] for amount in self.requests.values())], dtype=np.int64)
+        self.minimum = np.array([1, *self.requests.values()], dtype=np.int64)[:, None]
 
 
 class NodeResourcesFit:
