@@ -483,9 +483,11 @@ def test_claim_writes_of_prebind_run_on_binding_workers_and_no_device_is_given_t
     assert running.stop() == 0 and daemon.scheduler.in_flight() == 0
 
 
-def test_a_binding_waits_for_the_drivers_report_arriving_through_the_watch(apiserver, tmp_path):
+def test_a_binding_waits_for_the_drivers_report_arriving_through_the_watch(apiserver, tmp_path, monkeypatch):
     """Binding conditions in the daemon: the pod binds once the driver's report
-    reaches the scheduler through its watch (the first PreBind poll after it, <= 5 s)."""
+    reaches the scheduler through its watch (the first PreBind poll after it:
+    every 0.2 s here, not 5 s, as the daemon runs on the wall clock)."""
+    monkeypatch.setattr("kubesched.plugins.dynamicresources.binding.BINDING_POLL_INTERVAL", 0.2)
     for obj in load_objects([ROOT / "examples" / "binding-conditions" / "cluster"]):
         apiserver.cluster.create(obj)
     daemon = kube_daemon(apiserver, tmp_path, "binding", scheduler_name="default-scheduler")
@@ -551,7 +553,7 @@ def test_sigterm_during_a_partition_exits_within_the_request_timeout_and_the_gra
     for obj in load_objects([ROOT / "examples" / "binding-conditions" / "cluster"]):
         apiserver.cluster.create(obj)  # a pod that waits in PreBind: the shutdown has a binding cycle to roll back
     token = "fake-token-cut-off"
-    daemon = kube_daemon(apiserver, tmp_path, "cut", token=token, request_timeout=2.0, shutdown_grace=3.0,
+    daemon = kube_daemon(apiserver, tmp_path, "cut", token=token, request_timeout=1.0, shutdown_grace=1.5,
                          scheduler_name="default-scheduler")
     running = Running(daemon)
     apiserver.wait_until(lambda: bool(apiserver.cluster.get("ResourceClaim", "fabric-gpu", "default")
@@ -563,10 +565,11 @@ def test_sigterm_during_a_partition_exits_within_the_request_timeout_and_the_gra
     running.thread.join(30)
     took = time.monotonic() - asked
     assert not running.thread.is_alive()
-    assert took <= 2.0 + 3.0 + 2.0  # one request timeout, the grace, slack for a busy machine
+    assert took <= 1.0 + 1.5 + 2.0  # one request timeout, the grace, slack for a busy machine
     apiserver.heal(token)
 
 
+@pytest.mark.long
 def test_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_is_killed(apiserver, tmp_path):
     for name in ("n1", "n2", "n3"):
         apiserver.cluster.create(node(name, cpu="10"))

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from late_write import late_write_run
 
 
+@pytest.mark.long
 def test_a_late_allocation_write_of_a_deposed_leader_leaves_no_device_under_two_pods():
     outcome = late_write_run()
     assert outcome["old_exit"] == 1  # A lost its lease

@@ -323,6 +323,7 @@ def test_the_readme_names_its_files_and_marks_what_it_does_not_run():
                                         "pip install '.[test]' && python -m pytest"]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("readme", _cases())
 def test_every_command_runs_as_written(readme, scratch):
     for name, text in named_files(readme).items():

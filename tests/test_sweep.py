@@ -55,6 +55,7 @@ def small_results(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.mark.long
 def test_a_sweep_runs_every_cell_once_and_a_rerun_skips_them(tmp_path):
     spec = small_spec(tmp_path)
     first = runner_invoke("sweep", str(spec), "--workers", "2", "--export", "csv")

@@ -93,6 +93,11 @@ def test_a_node_relabelled_moves_its_pods_to_the_new_domain(cache):
     cache.update_node(node("n1", cpu="4", labels={"zone": "a"}), node("n1", cpu="4", labels={"zone": "b"}))
     cache.update_snapshot(snapshot)
     assert list(count.per_domain("zone")) == [0, 1]
+    # back to zone a, with a pod arriving in the same refresh: weighed after the relabel
+    cache.update_node(node("n1", cpu="4", labels={"zone": "b"}), node("n1", cpu="4", labels={"zone": "a"}))
+    cache.assume_pod(mk("w2", "n1", {"app": "web"}))
+    cache.update_snapshot(snapshot)
+    assert list(count.per_domain("zone")) == [2, 0]
 
 
 def test_only_counts_a_pod_could_touch_weigh_it(cache):

@@ -137,7 +137,7 @@ class PodCount:
     """One count: ``weight(pod_info)`` summed over the pods of each node (``per_node``, int32 per NodeTable row), and
     per domain of a topology key (:meth:`per_domain`); kept current by :class:`PodCounts`."""
 
-    __slots__ = ("weight", "tag", "per_node", "nbytes", "_table", "_per_domain", "_owner")
+    __slots__ = ("weight", "tag", "per_node", "nbytes", "_table", "_per_domain", "_owner", "_nodes")
 
     def __init__(self, table: Table, rows: int, pods: Iterable[tuple[int, PodInfo]], weight: Callable[[PodInfo], int],
                  tag: Hashable | None, owner: "PodCounts"):
@@ -147,6 +147,8 @@ class PodCount:
         self.tag = tag
         self._table = table
         self._owner = owner
+        #: the owner's ``nodes_version`` the per-domain counts were made at (older ones are dropped when read)
+        self._nodes = owner.nodes_version
         weighed, amounts = [], []
         for row, info in pods:
             amount = weight(info)
@@ -163,6 +165,8 @@ class PodCount:
     def per_domain(self, topology_key: str) -> np.ndarray:
         """The count per domain id of ``topology_key`` (int32, indexed by the table's ``domain_ids``; nodes without
         the label not counted).  Read-only: copy it to change it."""
+        if self._nodes != self._owner.nodes_version:
+            self._forget_domains()
         entry = self._per_domain.get(topology_key)
         if entry is None:
             ids = self._table.domain_ids(topology_key)
@@ -177,13 +181,19 @@ class PodCount:
     def add(self, row: int, amount: int) -> None:
         """``amount`` more (or fewer) on ``row``."""
         self.per_node[row] += amount
+        if not self._per_domain:
+            return
+        if self._nodes != self._owner.nodes_version:
+            self._forget_domains()
+            return
         for ids, sums in self._per_domain.values():
             domain = ids[row]
             if domain >= 0:
                 sums[domain] += amount
 
-    def forget_domains(self) -> None:
-        """Drop the per-domain counts (nodes changed: their labels, hence domains, may have)."""
+    def _forget_domains(self) -> None:
+        """Drop the per-domain counts (nodes changed since they were made: their labels, hence domains, may have)."""
+        self._nodes = self._owner.nodes_version
         freed = sum(sums.nbytes for _, sums in self._per_domain.values())
         self.nbytes -= freed
         self._owner.nbytes -= freed
@@ -197,6 +207,8 @@ class PodCounts:
         self._table = table
         #: bytes the counts take (see :data:`MAX_POD_COUNT_BYTES`)
         self.nbytes = 0
+        #: grows whenever Node objects change: the counts' per-domain counts made before are stale
+        self.nodes_version = 0
         self._counts: dict[str, PodCount] = {}
         self._by_tag: dict[Hashable, dict[str, PodCount]] = {}
         #: the pods of each row when last seen (None until a count is made: nothing to keep current before)
@@ -260,8 +272,7 @@ class PodCounts:
         if seen is None:
             return
         if nodes_changed:
-            for count in self._counts.values():
-                count.forget_domains()
+            self.nodes_version += 1
         infos = self._table.infos
         for row in rows:
             before, now = seen[row], infos[row].pods
@@ -283,7 +294,8 @@ class PodCounts:
         tags = pod_tags(info)
         self._index(row, info, tags, sign > 0)
         by_tag = self._by_tag
-        for counts in (by_tag.get(None), *map(by_tag.get, tags)):  # the untagged counts, then the pod's tags'
+        for tag in (None, *tags):  # the untagged counts, then the pod's tags'
+            counts = by_tag.get(tag)
             if counts:
                 for count in counts.values():
                     amount = count.weight(info)
