@@ -407,9 +407,10 @@ class KeptCycle:
     placement, so that the rotating start stayed put; 0 when it stopped early), ``prescored`` (a clone of its CycleState after PreScore, or after Filter when
     one node was feasible), ``raw_scores`` (plugin -> raw scores of ``feasible``, None when not scored) and
     ``record`` (its attempt record, None when not recorded); ``nodes``, the NodeInfos of ``feasible`` (when
-    scored), and ``positions``, each feasible row's index in ``feasible`` (made by the first member reusing it)."""
+    scored); ``positions``, each feasible row's index in ``feasible``, and ``names``, their node names (an object
+    array), both made by the first member reusing it."""
 
-    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions")
+    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions", "names")
 
     def __init__(self) -> None:
         self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
@@ -419,6 +420,7 @@ class KeptCycle:
         self.record: AttemptRecord | None = None
         self.nodes: list[NodeInfo] = []
         self.positions: dict[int, int] | None = None
+        self.names: np.ndarray | None = None
 
 
 class BatchAttempt:
