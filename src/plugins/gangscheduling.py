@@ -88,11 +88,12 @@ class GangScheduling:
         scheduled, remaining = progress.scheduled, progress.remaining
         if scheduled >= min_count:
             return None
+        # named already: the framework's attribution keeps the same object (asked once per member tried)
         if scheduled + remaining < min_count:
             return Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: "
-                                               f"{scheduled} scheduled, {remaining} remaining",))
+                                               f"{scheduled} scheduled, {remaining} remaining",), NAME)
         return Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: "
-                                  f"{scheduled} scheduled, {remaining} remaining",))
+                                  f"{scheduled} scheduled, {remaining} remaining",), NAME)
 
     @hookimpl
     def events_to_register(self):

@@ -24,6 +24,7 @@ from .core_v1 import (
     Container,
     ContainerStatus,
     Pod,
+    PodStatus,
 )
 
 CPU, MEMORY = "cpu", "memory"
@@ -157,6 +158,14 @@ def _resize_pending_reason(pod: Pod) -> str | None:
         if condition.type == POD_RESIZE_PENDING:
             return condition.reason
     return None
+
+
+def status_counts(status: PodStatus) -> bool:
+    """Whether :func:`pod_requests` may read ``status``: it reports resources (an in-place resize's container
+    statuses, pod-level allocated or applied resources), so its conditions too (a resize found infeasible) count.
+    Otherwise what the pod requests is its spec's alone, whatever its status says (a kubelet's Running and Ready)."""
+    return bool(status.container_statuses or status.init_container_statuses or status.allocated_resources
+                or status.resources is not None)
 
 
 def _with_status(pod: Pod, non_missing: dict[str, int] | None, pod_level_status: bool) -> dict[str, int]:

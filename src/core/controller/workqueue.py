@@ -130,6 +130,8 @@ class WorkQueue:
         Without ``block`` returns None at once when nothing is queued; with it,
         waits (at most ``timeout`` seconds of wall time) and returns None on
         shutdown or timeout."""
+        if not block and not self._queue:  # a simulation polls every controller each step: no lock for nothing
+            return None
         with self._cond:
             if block:
                 self._cond.wait_for(lambda: self._queue or self._shutting_down, timeout)

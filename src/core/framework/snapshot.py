@@ -253,16 +253,6 @@ class NodeTable:
 
         return self._matrix(f"nonzero[{','.join(resources)}]", extract, len(resources))
 
-    def free_matrix(self, resources: tuple[str, ...]) -> np.ndarray:
-        """:meth:`free` of each of ``resources`` (``pods``: :meth:`free_pods`): int64, shape (len(resources),
-        nodes) (see :meth:`_matrix`)."""
-        def extract(info: NodeInfo) -> list[int]:
-            allocatable, requested = info.allocatable, info.requested
-            return [allocatable.get(PODS, 0) - len(info.pods) if name == PODS
-                    else allocatable.get(name, 0) - requested.get(name, 0) for name in resources]
-
-        return self._matrix(f"free[{','.join(resources)}]", extract, len(resources))
-
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with
         ``pods_only`` (only their pods changed, not their Node objects) the

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.core_v1 import Node, Pod
+from ..api.resource_helpers import status_counts
 from ..clock import Clock
 from ..framework.nodeinfo import NodeInfo, PodInfo
 from ..framework.snapshot import Snapshot
@@ -139,8 +140,10 @@ class Cache:
         if info is None:
             self._add_to_node(PodInfo(new))
             return
+        held = next((held for held in reversed(info.pods) if held.pod is old), None)
         info.remove_pod(old)
-        info.add_pod(new)
+        # a binding confirmed or a status written (the kubelet's Running): what the pod counts is unchanged
+        info.add_pod(held.with_pod(new) if held is not None and _same_footprint(old, new) else PodInfo(new))
         self._dirty.add(new.spec.node_name)
 
     def update_pod(self, old: Pod, new: Pod) -> None:
@@ -218,3 +221,17 @@ class Cache:
             for name, info in self.nodes.items()
         }
 
+
+def _same_footprint(old: Pod, new: Pod) -> bool:
+    """Whether ``new`` counts on its node exactly what ``old`` does (its :class:`PodInfo` would be equal): the same
+    namespace and spec, and none of the status fields ``pod_requests`` reads changed (the conditions only count
+    for a pod whose status reports resources: a resize found infeasible)."""
+    before, after = old.status, new.status
+    if old.metadata.namespace != new.metadata.namespace or (old.spec is not new.spec and old.spec != new.spec):
+        return False
+    if not (status_counts(before) or status_counts(after)):
+        return True
+    return (before.container_statuses == after.container_statuses
+            and before.init_container_statuses == after.init_container_statuses
+            and before.allocated_resources == after.allocated_resources and before.resources == after.resources
+            and before.conditions == after.conditions)

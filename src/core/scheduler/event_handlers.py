@@ -16,8 +16,8 @@ from typing import Any, Callable
 from kubesched.core.observability.metrics import EVENT_HANDLING_DURATION
 
 from ..api import RESOURCES
-from ..api.core_v1 import Node, Pod, PodStatus
-from ..api.resource_helpers import wants_resize_preemption
+from ..api.core_v1 import Node, Pod
+from ..api.resource_helpers import status_counts, wants_resize_preemption
 from ..cluster.informer import AddHandler, DeleteHandler, UpdateHandler
 from ..framework.resources import pod_scaled_down
 from ..framework.types import ASSIGNED_POD, NODE, ActionType, ClusterEvent
@@ -207,14 +207,7 @@ def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
             or before.container_statuses != after.container_statuses
             # the conditions count (a resize found infeasible) only for a pod whose status reports resources:
             # a kubelet's Running and Ready need no requests computed
-            or (before.conditions != after.conditions and (_reports_resources(before) or _reports_resources(after)))
+            or (before.conditions != after.conditions and (status_counts(before) or status_counts(after)))
             ) and pod_scaled_down(old, new):
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     return action
-
-
-def _reports_resources(status: PodStatus) -> bool:
-    """Whether what a pod requests is read from its status too (``pod_requests``: an in-place resize's container
-    statuses or pod-level allocated and applied resources)."""
-    return bool(status.container_statuses or status.init_container_statuses or status.allocated_resources
-                or status.resources is not None)

@@ -504,7 +504,9 @@ class PodGroupCycle:
             return None
         chosen = self.pods.select_host(total, feasible)
         if record is not None:
-            record.scored(snapshot.table.names[feasible], total, chosen)
+            if kept.names is None:
+                kept.names = snapshot.table.names[feasible]
+            record.scored(kept.names, total, chosen)
         return state, nodes[chosen].name
 
     def revert(self, fwk: Framework, result: PlacementResult) -> None:

@@ -76,6 +76,8 @@ class SchedulingCycle:
     profile's :class:`OpportunisticBatch` (while OpportunisticBatching is on),
     and ``signers``, each profile's :class:`PodSigner`."""
 
+    _ring: np.ndarray = np.empty(0, dtype=np.int64)
+
     def __init__(self, state: SchedulerState, failures: FailureHandler, rng: random.Random,
                  node_rank: dict[str, int] | None = None):
         self.shared = state
@@ -313,7 +315,7 @@ class SchedulingCycle:
                 if within is not None:
                     rows = np.intersect1d(rows, within, assume_unique=True)
             else:
-                rows = np.arange(len(snapshot), dtype=np.int64) if within is None else within
+                rows = self.every_row(len(snapshot)) if within is None else within
             feasible = self.find_nodes_that_pass_filters(fwk, state, pod, rows, nominated) if len(rows) else rows
             if len(feasible) == 0:
                 raise FitError(pod, num_nodes, fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within))
@@ -330,6 +332,15 @@ class SchedulingCycle:
             raise CycleError(err.status) from None
         state.feasible_nodes = len(feasible)
         return feasible
+
+    def every_row(self, count: int) -> np.ndarray:
+        """Snapshot rows 0..``count``-1 in order (int64, read-only): a view of a kept ring of them twice over,
+        so that :meth:`find_nodes_that_pass_filters` rotates them to its start without a copy per cycle."""
+        if len(self._ring) != 2 * count:
+            ring = np.arange(2 * count, dtype=np.int64) % max(count, 1)
+            ring.flags.writeable = False
+            self._ring = ring
+        return self._ring[:count]
 
     def passes_alone(self, fwk: Framework, state: CycleState, pod: Pod, row: int | None, within: np.ndarray | None,
                      nominated: dict[str, list[PodInfo]]) -> bool:
@@ -379,7 +390,8 @@ class SchedulingCycle:
             to_find = min(to_find, 1)  # upstream: no scoring and no extender filters, the first feasible node
         start = self.next_start_node_index % count
         if start:
-            rows = np.concatenate((rows[start:], rows[:start]))
+            rows = (self._ring[start:start + count] if rows.base is self._ring  # every row: a view, no copy
+                    else np.concatenate((rows[start:], rows[:start])))
         feasible, processed = fwk.find_feasible_rows(state, pod, self.shared.snapshot, rows, to_find, nominated)
         self.next_start_node_index = (start + processed) % count
         state.evaluated_nodes = processed
@@ -395,9 +407,10 @@ class KeptCycle:
     placement, so that the rotating start stayed put; 0 when it stopped early), ``prescored`` (a clone of its CycleState after PreScore, or after Filter when
     one node was feasible), ``raw_scores`` (plugin -> raw scores of ``feasible``, None when not scored) and
     ``record`` (its attempt record, None when not recorded); ``nodes``, the NodeInfos of ``feasible`` (when
-    scored), and ``positions``, each feasible row's index in ``feasible`` (made by the first member reusing it)."""
+    scored); ``positions``, each feasible row's index in ``feasible``, and ``names``, their node names (an object
+    array), both made by the first member reusing it."""
 
-    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions")
+    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions", "names")
 
     def __init__(self) -> None:
         self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
@@ -407,6 +420,7 @@ class KeptCycle:
         self.record: AttemptRecord | None = None
         self.nodes: list[NodeInfo] = []
         self.positions: dict[int, int] | None = None
+        self.names: np.ndarray | None = None
 
 
 class BatchAttempt:

@@ -109,17 +109,13 @@ class _PreFilterState:
     """The pod's requests (scheduler units) without the ignored extended resources,
     in the order Filter checks them; ``device_backed``: the extended resources
     among them that devices can serve (DRAExtendedResource): on a node that does
-    not advertise one, DynamicResources decides instead.  ``checked`` (a pod slot,
-    then the requests' names) and ``minimum`` (1, then the amounts, int64): what
-    a node must have free, as the NodeTable's :meth:`~NodeTable.free_matrix` rows (shape (checked, 1))."""
+    not advertise one, DynamicResources decides instead."""
 
-    __slots__ = ("requests", "device_backed", "checked", "minimum")
+    __slots__ = ("requests", "device_backed")
 
     def __init__(self, requests: dict[str, int], device_backed: frozenset[str] = frozenset()):
         self.requests = {name: requests[name] for name in _ordered(requests)}
         self.device_backed = device_backed
-        self.checked = (PODS, *self.requests)
-        self.minimum = np.array([1, *self.requests.values()], dtype=np.int64)[:, None]
 
 
 class NodeResourcesFit:
@@ -199,17 +195,13 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        # a few rows: pick them out of the table first; many: judge every node, then pick once
+        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
         few = len(rows) * 4 < len(table)
-        free = table.free_matrix(pre.checked)
-        fits = (free.take(rows, axis=1) if few else free) >= pre.minimum  # (checked, nodes)
-        if pre.device_backed:  # served by devices on a node that does not advertise it: DynamicResources decides
-            for at, name in enumerate(pre.checked):
-                if name in pre.device_backed:
-                    fits[at] |= (table.allocatable(name)[rows] if few else table.allocatable(name)) == 0
-        ok = fits[0]
-        for more in fits[1:]:
-            ok &= more
+        pick = rows if few else slice(None)
+        ok = table.free_pods()[pick] >= 1
+        for name, amount in pre.requests.items():
+            fits = table.free(name)[pick] >= amount
+            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
         return ok if few else ok[rows]
 
     @hookimpl
