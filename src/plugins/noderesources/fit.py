@@ -58,6 +58,8 @@ from .resource_allocation import (
     device_counts,
     dra_manager,
     resources_or_default,
+    row_allocatable_and_requested,
+    row_weighted_average,
     scoring_requests,
     weighted_average,
 )
@@ -263,6 +265,10 @@ class NodeResourcesFit:
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
+        if len(rows) == 1 and devices is None and self.strategy != REQUESTED_TO_CAPACITY_RATIO:
+            one = self._score_row(table, int(rows[0]), requests)
+            if one is not None:
+                return np.array((one,), dtype=np.int64)
         # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
@@ -285,6 +291,21 @@ class NodeResourcesFit:
         scores[alloc == 0] = 0
         # upstream averages only the resources whose shape score is positive
         return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
+
+    def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
+        """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
+        arithmetic (the same answer; None: values too large for it, the array path decides)."""
+        counted = row_allocatable_and_requested(table, row, self.resources, requests, use_requested=False)
+        if counted is None:
+            return None
+        allocs, requested = counted
+        if self.strategy == LEAST_ALLOCATED:
+            per_resource = [max(alloc - asked, 0) * MAX_NODE_SCORE // max(alloc, 1)
+                            for alloc, asked in zip(allocs, requested)]
+        else:
+            per_resource = [min(asked, alloc) * MAX_NODE_SCORE // max(alloc, 1)
+                            for alloc, asked in zip(allocs, requested)]
+        return row_weighted_average(per_resource, allocs, [spec.weight for spec in self.resources])
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 
