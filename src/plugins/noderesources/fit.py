@@ -57,6 +57,7 @@ from .resource_allocation import (
     allocatable_and_requested,
     device_counts,
     dra_manager,
+    resource_names,
     resources_or_default,
     row_allocatable_and_requested,
     row_weighted_average,
@@ -132,6 +133,8 @@ class NodeResourcesFit:
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = strategy.resources
+        self._names = resource_names(self.resources)
+        self._weights = [spec.weight for spec in self.resources]
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
 
@@ -295,7 +298,7 @@ class NodeResourcesFit:
     def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
         """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
         arithmetic (the same answer; None: values too large for it, the array path decides)."""
-        counted = row_allocatable_and_requested(table, row, self.resources, requests, use_requested=False)
+        counted = row_allocatable_and_requested(table, row, self._names, requests, use_requested=False)
         if counted is None:
             return None
         allocs, requested = counted
@@ -305,7 +308,7 @@ class NodeResourcesFit:
         else:
             per_resource = [min(asked, alloc) * MAX_NODE_SCORE // max(alloc, 1)
                             for alloc, asked in zip(allocs, requested)]
-        return row_weighted_average(per_resource, allocs, [spec.weight for spec in self.resources])
+        return row_weighted_average(per_resource, allocs, self._weights)
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 

@@ -99,13 +99,12 @@ def allocatable_and_requested(
 EXACT_BOUND = 1 << 53
 
 
-def row_allocatable_and_requested(table, row: int, resources, pod_all: dict[str, int],
+def row_allocatable_and_requested(table, row: int, names: tuple[str, ...], pod_all: dict[str, int],
                                   use_requested: bool) -> tuple[list[int], list[int]] | None:
-    """:func:`allocatable_and_requested` of the one NodeTable ``row`` as Python ints per resource (re-scoring
-    one node, as a PodGroup's next member does: numpy's cost per call exceeds the arithmetic then), or None
-    when a value reaches :data:`EXACT_BOUND` (the caller takes the array path).  Without device-backed
-    extended resources (a caller with some takes the array path)."""
-    names = resource_names(resources)
+    """:func:`allocatable_and_requested` of the one NodeTable ``row`` as Python ints per resource of ``names``
+    (:func:`resource_names`) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call
+    exceeds the arithmetic then - or None when a value reaches :data:`EXACT_BOUND` (the caller takes the array
+    path).  Without device-backed extended resources (a caller with some takes the array path)."""
     allocs = table.allocatable_matrix(names)[:, row].tolist()
     requests = table.requested_matrix(names, non_zero=not use_requested)[:, row].tolist()
     for i, name in enumerate(names):
