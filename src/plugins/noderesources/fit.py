@@ -200,14 +200,20 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
-        few = len(rows) * 4 < len(table)
-        pick = rows if few else slice(None)
-        ok = table.free_pods()[pick] >= 1
+        # whether each node fits a pod of these requests, kept for the next pod of the same requests (the
+        # nodes changed since judged again, by Filter itself): a cycle costs those nodes, not a pass over the rows
+        key = (self, tuple(pre.requests.items()), pre.device_backed)
+        return table.derived(key, lambda some: self._fits(table, some, pre),
+                             lambda info: self.filter(state, pod, info) is None)[rows]
+
+    @staticmethod
+    def _fits(table: NodeTable, rows: np.ndarray, pre: _PreFilterState) -> np.ndarray:
+        """:meth:`filter`'s verdict on each of ``rows`` at once (True: the node has room)."""
+        ok = table.free_pods()[rows] >= 1
         for name, amount in pre.requests.items():
-            fits = table.free(name)[pick] >= amount
-            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
-        return ok if few else ok[rows]
+            fits = table.free(name)[rows] >= amount
+            ok &= (fits | (table.allocatable(name)[rows] == 0)) if name in pre.device_backed else fits
+        return ok
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
