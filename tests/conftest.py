@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 
 import pytest
 
@@ -22,6 +23,17 @@ def pytest_collection_finish(session):
     (they took a third of the CPU time of tests/perf)."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def plugin_metrics_sampled_per_test(request, monkeypatch):
+    """Which scheduling cycles time their plugins is a random draw (10 % of cycles, as upstream samples
+    them), and which metric series a test reaches depends on it: each test draws from a generator seeded
+    by its own id, so it samples the same cycles whichever worker runs it and whatever ran before it.
+    (A test that needs every cycle sampled patches ``_SAMPLE`` itself, after this.)"""
+    from kubesched.core.framework import cycle_state
+
+    monkeypatch.setattr(cycle_state, "_SAMPLE", random.Random(request.node.nodeid).random)
 
 
 @pytest.fixture

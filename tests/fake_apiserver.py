@@ -68,9 +68,17 @@ MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _BREAK, _BOOKMARK, _END = object(), object(), object()
 
 
-def wait_until(predicate, changed: threading.Event, timeout: float = 10.0) -> None:
+#: How long :func:`wait_until` waits by default: a guard against a hang on a loaded machine, never what a test
+#: measures (a condition met at all is met within seconds).
+WAIT_TIMEOUT = 30.0
+#: :func:`wait_until` also looks again this often (seconds): a predicate on a daemon's own state (ready,
+#: leading) can become true after the last change ``changed`` signalled, with no request to signal it.
+RECHECK_SECONDS = 0.2
+
+
+def wait_until(predicate, changed: threading.Event, timeout: float = WAIT_TIMEOUT) -> None:
     """Return once ``predicate()`` is true, checking it again whenever
-    ``changed`` is set; AssertionError after ``timeout`` seconds."""
+    ``changed`` is set (and every :data:`RECHECK_SECONDS`); AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         changed.clear()
@@ -79,7 +87,7 @@ def wait_until(predicate, changed: threading.Event, timeout: float = 10.0) -> No
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise AssertionError(f"timed out after {timeout}s waiting for {getattr(predicate, '__name__', predicate)}")
-        changed.wait(remaining)
+        changed.wait(min(remaining, RECHECK_SECONDS))
 
 
 def status(code: int, reason: str, message: str) -> dict:
@@ -300,9 +308,9 @@ class FakeAPIServer:
         with self._lock:
             return len(self._watches)
 
-    def wait_until(self, predicate, timeout: float = 10.0) -> None:
+    def wait_until(self, predicate, timeout: float = WAIT_TIMEOUT) -> None:
         """Return once ``predicate()`` is true, checking after every request
-        the server answers; AssertionError after ``timeout`` seconds."""
+        the server answers (and every :data:`RECHECK_SECONDS`); AssertionError after ``timeout`` seconds."""
         wait_until(predicate, self.changed, timeout)
 
     def count(self, method: str, path_pattern: str) -> int:

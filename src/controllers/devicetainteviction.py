@@ -258,6 +258,12 @@ class DeviceTaintEvictionController(Controller):
     def handle_pod_change(self, old: Pod | None, new: Pod | None) -> None:
         """A pod was added, updated or deleted.  Only a new pod, a change of
         ``nodeName`` or of ``resourceClaimStatuses`` can change its eviction."""
+        if (old is not None and new is not None and old.spec is new.spec and old.metadata.uid == new.metadata.uid
+                and old.status.resource_claim_statuses == new.status.resource_claim_statuses
+                and old.status.extended_resource_claim_status == new.status.extended_resource_claim_status):
+            with self._lock:  # a status write (same spec object: same node and PodGroup): only the latest pod kept
+                self._pods[new.key] = new
+            return
         with self._lock:
             if new is None:
                 gone = changed_object(old, new)

@@ -59,6 +59,7 @@ class DisruptionController(Controller):
         super().__init__(ctx)
         #: controller UID -> the most pods seen naming it as their controller
         self._scale: dict[str, int] = {}
+        self._pdbs = self.informers.store(PDB)
         self.informers.add_handlers(PDB, self._enqueue, lambda old, new: self._enqueue(new))
         self.informers.add_handlers("Pod", self._on_pod, self._on_pod_update, self._on_pod)
 
@@ -66,14 +67,18 @@ class DisruptionController(Controller):
         self.queue.add(namespaced_name(pdb.metadata))
 
     def _on_pod(self, pod: Pod) -> None:
+        if not self._pdbs:
+            return
         labels = pod.metadata.labels
-        for key, pdb in self.informers.store(PDB).items():
+        for key, pdb in self._pdbs.items():
             selector = pdb.spec.selector
             if pdb.metadata.namespace == pod.metadata.namespace and selector is not None and selector.matches(labels):
                 self.queue.add(key)
 
     def _on_pod_update(self, old: Pod, new: Pod) -> None:
-        self._on_pod(old)
+        before, after = old.metadata, new.metadata
+        if before.namespace != after.namespace or (before.labels is not after.labels and before.labels != after.labels):
+            self._on_pod(old)  # the budgets that selected it before (a status write keeps its labels: the same ones)
         self._on_pod(new)
 
     def sync(self, item: Any) -> None:

@@ -32,7 +32,8 @@ class EphemeralVolumeController(Controller):
                                     self._pod_deleted)
 
     def _pod_changed(self, pod: Pod) -> None:
-        if any(v.ephemeral is not None for v in pod.spec.volumes):
+        volumes = pod.spec.volumes
+        if volumes and any(v.ephemeral is not None for v in volumes):
             self.queue.add(pod.key)
 
     def _pod_deleted(self, pod: Pod) -> None:

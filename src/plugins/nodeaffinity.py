@@ -27,6 +27,7 @@ from kubesched import (
     node_affinity_fragments,
 )
 from kubesched.core.api.core_v1 import NodeAffinity as NodeAffinitySpec
+from kubesched.core.api.core_v1 import NodeSelectorTerm
 from kubesched.core.api.nodeaffinity import (
     NAME_FIELD,
     RequiredNodeAffinity,
@@ -42,12 +43,8 @@ FILTER_KEY = "PreFilterNodeAffinity"
 SCORE_KEY = "PreScoreNodeAffinity"
 
 
-def _preference_matches(table, preference) -> np.ndarray:
-    """Per row of ``table``, whether the node matches the preferred term's ``preference`` (an evictable column per
-    distinct term: pods of one workload share theirs)."""
-    return table.column(f"NodeAffinity/preferred/{preference!r}",
-                        lambda info: term_matches(preference, info.require_node().metadata.labels, info.name),
-                        dtype=bool, evictable=True, of_node=True)
+#: How many distinct preferred terms' column keys a NodeAffinity plugin remembers (it starts afresh when full).
+MAX_PREFERENCE_KEYS = 4096
 
 
 @frozen
@@ -70,6 +67,8 @@ class NodeAffinity:
         added = args.added_affinity
         self.added_required = added.required_during_scheduling_ignored_during_execution if added else None
         self.added_preferred = added.preferred_during_scheduling_ignored_during_execution if added else ()
+        #: preferred term -> its column's key (the term's text, made once per distinct term rather than per pod)
+        self._preference_keys: dict[NodeSelectorTerm, str] = {}
 
     @staticmethod
     def _required(pod):
@@ -158,8 +157,20 @@ class NodeAffinity:
         rows = np.asarray(rows, dtype=np.intp)
         scores = np.zeros(len(rows), dtype=np.int64)
         for term in self._scored_terms(state, pod):
-            scores += term.weight * _preference_matches(table, term.preference)[rows]
+            scores += term.weight * self._preference_matches(table, term.preference)[rows]
         return scores
+
+    def _preference_matches(self, table, preference: NodeSelectorTerm) -> np.ndarray:
+        """Per row of ``table``, whether the node matches the preferred term's ``preference`` (an evictable column
+        per distinct term: pods of one workload share theirs)."""
+        key = self._preference_keys.get(preference)
+        if key is None:
+            if len(self._preference_keys) >= MAX_PREFERENCE_KEYS:
+                self._preference_keys.clear()
+            key = self._preference_keys[preference] = f"NodeAffinity/preferred/{preference!r}"
+        return table.column(key, lambda info: term_matches(preference, info.require_node().metadata.labels,
+                                                           info.name),
+                            dtype=bool, evictable=True, of_node=True)
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

@@ -74,6 +74,29 @@ def test_the_informer_confirms_an_assumed_pod(cache):
     assert cache.pod_count() == 1  # confirmed pods never expire
 
 
+ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def test_a_confirmed_or_updated_pod_goes_last_on_its_node_counted_as_before(cache):
+    a, b = on(mk("a", labels={"app": "db"}, affinity=ANTI, host_ports=[80]), "n1"), on(mk("b"), "n1")
+    cache.assume_pod(a)
+    cache.assume_pod(b)
+    info = cache.nodes["n1"]
+    held, generation = info.pods[0], info.generation
+    bound = evolve_meta(a, resource_version="9")
+    cache.add_pod(bound)  # the binding confirmed: a goes after b, as when removed and added again
+    assert [p.pod for p in info.pods] == [b, bound] and info.generation > generation
+    assert info.pods[1].requests is held.requests  # nothing recomputed for the same spec
+    assert [p.pod for p in info.pods_with_affinity] == [bound] == [p.pod for p in info.pods_with_required_anti_affinity]
+    assert info.used_ports == [("0.0.0.0", "TCP", 80)] and cpu_used(cache, "n1") == 2000
+    running = attrs.evolve(bound, status=attrs.evolve(bound.status, phase="Running"))
+    cache.update_pod(bound, running)
+    cache.update_pod(b, b)  # b's own update moves it last again
+    assert [p.pod for p in info.pods] == [running, b] and info.pods_with_affinity[0].pod is running
+    assert cpu_used(cache, "n1") == 2000 and info.non_zero_cpu == 2000
+
+
 def test_confirmation_on_another_node_moves_the_pod(cache):
     p = on(mk("p"), "n1")
     cache.assume_pod(p)

@@ -158,6 +158,8 @@ def test_bad_patches_are_refused(cluster):
                       subresource="status")
     with pytest.raises(BadRequest, match="does not match the name on the URL"):
         cluster.patch("Pod", "web", {"metadata": {"name": "other"}, "status": {}}, "default", subresource="status")
+    with pytest.raises(Invalid, match=r'Pod "web" is invalid: metadata\.uid: expected a string, got number 5'):
+        cluster.patch("Pod", "web", {"metadata": {"uid": 5}, "status": {}}, "default", subresource="status")
 
 
 def test_a_patch_is_one_watch_event(cluster):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import attrs
+import numpy as np
 import pytest
 
 import kubesched
@@ -10,7 +13,7 @@ from kubesched import Code, PostFilterResult, Status
 from kubesched.core.api.meta import evolve_meta
 from kubesched.core.cluster.client import ApiError, Conflict
 from kubesched.core.features import FeatureGates
-from kubesched.core.scheduler.scheduling_cycle import num_feasible_nodes_to_find
+from kubesched.core.scheduler.scheduling_cycle import FEW_SCORED_NODES, SchedulingCycle, num_feasible_nodes_to_find
 from kubesched.testing import node, pod
 
 from .helpers import DEFAULT, condition, config, plugin, simulation
@@ -44,6 +47,18 @@ def test_adaptive_number_of_feasible_nodes(nodes, expected):
 )
 def test_explicit_percentage_of_nodes_to_score(percentage, nodes, expected):
     assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+@pytest.mark.parametrize("count", [1, 5, FEW_SCORED_NODES, FEW_SCORED_NODES + 1, 300])
+def test_select_host_draws_among_the_best_alike_for_few_and_many_nodes(count):
+    # the same seed gives the same draws whether the scores are compared in Python (few nodes) or by numpy
+    totals = [np.array([(i * 7 + k) % 3 for i in range(count)], dtype=np.int64) for k in range(20)]
+    cycle = SchedulingCycle(None, None, random.Random(11))
+    reference = random.Random(11)
+    for total in totals:
+        ties = [i for i, v in enumerate(total.tolist()) if v == max(total.tolist())]
+        expected = ties[0] if len(ties) == 1 else ties[reference.randrange(len(ties))]
+        assert cycle.select_host(total, np.arange(count)) == expected
 
 
 class CountScored:

@@ -81,7 +81,7 @@ def test_an_idle_connection_and_a_stalled_handshake_are_closed_after_their_timeo
 
 def test_clients_hanging_up_and_bad_requests_log_one_json_line_each(tmp_path):
     out = io.StringIO()
-    configure_logging("json", v=2, stream=out)
+    restore_logging = configure_logging("json", v=2, stream=out)
     cert, key = self_signed(tmp_path)
     server = HealthServer("127.0.0.1", 0, lambda: True, lambda: True, tls=(cert, key))
     server.start()
@@ -100,7 +100,7 @@ def test_clients_hanging_up_and_bad_requests_log_one_json_line_each(tmp_path):
         assert get(server.port, "/healthz", context) == (200, b"ok")
     finally:
         server.stop()
-        configure_logging("text")
+        restore_logging()  # the root logger as the tests after this one on the worker expect it
     lines = out.getvalue().splitlines()
     assert any("bad request" in line for line in lines)
     for line in lines:

@@ -66,7 +66,7 @@ def test_a_blocking_get_returns_on_shutdown():
     thread = threading.Thread(target=lambda: got.append(queue.get(block=True)))
     thread.start()
     queue.shut_down()
-    thread.join(5)
+    thread.join(60)  # a guard against a hang: the get returns at once
     assert got == [None]
 
 

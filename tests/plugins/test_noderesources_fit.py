@@ -8,6 +8,7 @@ import pytest
 
 from kubesched.core.framework.config import ConfigError
 from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.nodeinfo import PodInfo
 from kubesched.core.framework.registry import PluginError, build_args
 from kubesched.core.framework.status import Code
 from kubesched.drivers.simulation import Simulation
@@ -202,6 +203,12 @@ def test_filter_batch_agrees_on_a_mixed_cluster():
     statuses = filter_all(plugin, state, p, infos)
     assert [reasons(s) for s in statuses] == [
         (), (f"Insufficient {GPU}",), ("Insufficient cpu",), ("Too many pods",), ("Insufficient memory",)]
+    # the batch answer kept for pods of these requests follows the nodes that change: "ok" fills up, "busy" empties
+    infos[0].add_pod(PodInfo(on(pod("e3", extra_resources={GPU: "1"}), "ok")))
+    infos[2].remove_pod(infos[2].pods[0].pod)
+    statuses = filter_all(plugin, state, p, infos)
+    assert [reasons(s) for s in statuses] == [
+        (f"Insufficient {GPU}",), (f"Insufficient {GPU}",), (), ("Too many pods",), ("Insufficient memory",)]
 
 
 # --- Score ---------------------------------------------------------------------------------

@@ -166,6 +166,19 @@ def test_match_label_keys_spread_each_revision_on_its_own():
     assert new_zones == Counter({"a": 1, "b": 1})
 
 
+def test_pods_alike_but_for_a_match_label_keys_value_count_their_own_revision():
+    plugin = make(PodTopologySpread)
+    nodes = [info(node("a1", labels={"zone": "a"}), *(on(pod(f"old{i}", labels={**WEB, "rev": "1"}), "a1")
+                                                     for i in range(2))),
+             info(node("b1", labels={"zone": "b"}))]
+    verdicts = {}
+    for rev in ("1", "2", "1"):  # the same constraints, asked about in turn by pods of two revisions
+        incoming = web(f"in{rev}", spread(matchLabelKeys=["rev"]), labels={"rev": rev})
+        state, _, _ = run_pre_filter(plugin, incoming, nodes)
+        verdicts.setdefault(rev, []).append([code(status) for status in filter_all(plugin, state, incoming, nodes)])
+    assert verdicts == {"1": [[Code.UNSCHEDULABLE, Code.SUCCESS]] * 2, "2": [[Code.SUCCESS, Code.SUCCESS]]}
+
+
 def test_add_pod_and_remove_pod_update_the_counts():
     plugin = make(PodTopologySpread)
     nodes = [info(node("a1", labels={"zone": "a"})), info(node("b1", labels={"zone": "b"}))]

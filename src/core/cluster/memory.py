@@ -66,7 +66,7 @@ from .client import (
     WatchSink,
 )
 from .gated import admit_gated
-from .patch import STRATEGIC_MERGE_PATCH, apply_patch, field_models, with_preconditions
+from .patch import STRATEGIC_MERGE_PATCH, apply_patch, field_models, status_manifest, with_preconditions
 
 #: A pod's grace period in its metadata while it terminates (upstream ``deletionGracePeriodSeconds``).
 GRACE_KEY = "deletionGracePeriodSeconds"
@@ -651,6 +651,10 @@ def _uuid4(bits: int) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+#: the metadata keys a client states preconditions with (:func:`~.patch.with_preconditions`), by manifest key
+_PRECONDITIONS = frozenset({"uid", "resourceVersion"})
+
+
 def _patched(current: Any, subresource: str, body: Any, patch_type: str, cls: type) -> Any:
     """``current`` (of class ``cls``) with the patch ``body`` applied, decoded as the API server decodes it (raises
     :class:`ManifestError` naming the field, :class:`BadRequest` for a bad patch).  A patch of ``/status`` that
@@ -663,6 +667,16 @@ def _patched(current: Any, subresource: str, body: Any, patch_type: str, cls: ty
             or not set(body) <= {"status", "metadata"}:
         return from_manifest(apply_patch(to_manifest(current), body, patch_type, cls))
     meta = current.metadata
+    preconditions = body.get("metadata", {})
+    status_patch = body.get("status", {})
+    if patch_type == STRATEGIC_MERGE_PATCH and isinstance(status_patch, dict) and isinstance(preconditions, dict) \
+            and all(key in _PRECONDITIONS and type(value) is str for key, value in preconditions.items()):
+        # metadata holds only string preconditions (what patch_status sends): the identity they merge into is
+        # decoded as it reads, and the status is merged on its own (the same merge as within the whole body)
+        status = apply_patch(status_manifest(current.status), status_patch, patch_type, status_cls)
+        checked = ObjectMeta(name=meta.name, namespace=meta.namespace, uid=preconditions.get("uid", meta.uid),
+                             resource_version=preconditions.get("resourceVersion", meta.resource_version))
+        return evolve(current, metadata=checked, status=_decoded({"status": status}, "status", status_cls))
     identity = {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "resourceVersion": meta.resource_version}
     merged = apply_patch({"metadata": {key: value for key, value in identity.items() if value},
                           "status": unstructure(current.status)}, body, patch_type, cls)

@@ -140,12 +140,30 @@ def patch_status(cluster: ClusterClient, obj: Any, status: Any, resource_version
     adds that precondition too (for a change that must not race, such as a
     deallocation).  Returns the stored object, or ``obj`` when nothing
     changed (no request).  Raises what :meth:`ClusterClient.patch` raises."""
-    diff = two_way_merge_patch(unstructure(obj.status), unstructure(status), type(status))
+    diff = two_way_merge_patch(status_manifest(obj.status), unstructure(status), type(status))
     if not diff:
         return obj
     meta = obj.metadata
     return cluster.patch(resource_of(obj).kind, meta.name, {"status": diff}, meta.namespace, subresource="status",
                          uid=meta.uid, resource_version=resource_version)
+
+
+#: the status :func:`status_manifest` turned into a manifest last, and that manifest
+_last_status: tuple[Any, dict] = (None, {})
+
+
+def status_manifest(status: Any) -> dict:
+    """``unstructure(status)``, the last answer kept: :func:`patch_status` diffs from the informer's copy of an
+    object's status, and the embedded API server then merges the patch into the stored status, usually that same
+    (frozen) object, so a status write turns it into a manifest once.  The dict is shared: read it, never change
+    it (:func:`two_way_merge_patch` and :func:`apply_patch` only read theirs)."""
+    global _last_status
+    last = _last_status
+    if last[0] is status:
+        return last[1]
+    manifest = unstructure(status)
+    _last_status = (status, manifest)
+    return manifest
 
 
 def apply_patch(doc: dict, patch: Any, patch_type: str, cls: type | None = None) -> Any:
@@ -212,8 +230,10 @@ def _merge_map(original: dict, patch: dict, cls: type | None) -> dict:
             merged[key] = _merge_map(current, value, element)
         elif isinstance(value, list) and isinstance(current, list) and _merges(cls, key, element):
             merged[key] = _merge_list(current, value, element)
-        else:
+        elif isinstance(value, (dict, list)):
             merged[key] = _strip(value, element)
+        else:
+            merged[key] = value  # a scalar: nothing to strip
     if ordered:
         for key, order in patch.items():
             if key.startswith(_ELEMENT_ORDER) and isinstance(merged.get(key[len(_ELEMENT_ORDER):]), list):

@@ -152,6 +152,8 @@ class OwnedPods:
         informers.add_handlers("Pod", self._added, self._updated, self._deleted)
 
     def _ref(self, pod: Pod) -> OwnerReference | None:
+        if not pod.metadata.owner_references:
+            return None
         ref = controller_of(pod)
         return ref if ref is not None and ref.kind == self.kind else None
 

@@ -184,6 +184,30 @@ class NodeInfo:
         self.generation = next_generation()
         return True
 
+    def replace_pod(self, old: Pod, new: Pod, counts_same: bool) -> PodInfo:
+        """Count ``new``, a newer copy of ``old`` (same UID), instead of it, as :meth:`remove_pod` then
+        :meth:`add_pod` would (the pod goes to the end of :attr:`pods`, a new generation); returns its PodInfo.
+        With ``counts_same`` (``new`` counts what ``old`` does: the same spec, no resources in its status) the
+        PodInfo held for ``old`` is kept for ``new`` (:meth:`PodInfo.with_pod`) and the sums are left as they
+        are, in one pass over the pods."""
+        pods = self.pods
+        if counts_same:
+            uid = old.metadata.uid
+            for index in range(len(pods) - 1, -1, -1):
+                held = pods[index]
+                if held.pod is old:
+                    info = held.with_pod(new)
+                    del pods[index]
+                    pods.append(info)
+                    if self.pods_with_affinity and _pop_by_uid(self.pods_with_affinity, uid) is not None:
+                        self.pods_with_affinity.append(info)
+                        if _pop_by_uid(self.pods_with_required_anti_affinity, uid) is not None:
+                            self.pods_with_required_anti_affinity.append(info)
+                    self.generation = next_generation()
+                    return info
+        self.remove_pod(old)
+        return self.add_pod(new)
+
     def restore(self, copy: "NodeInfo") -> None:
         """Take back the pods and sums of ``copy`` (a :meth:`clone` of this
         NodeInfo made earlier), as a change: a new generation."""

@@ -77,6 +77,7 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self._instantiate(registry)
         self.points: dict[str, list[str]] = self._resolve_points()
         self.score_weights = self._score_weights()
+        self._score_plans = {}
         self.placement_score_weights = self._score_weights("placementScore")
         self._bind_methods()
         self._check_required()

@@ -24,6 +24,9 @@ from .status import Code, Status
 from .timing import extension_point, no_status
 from .types import MAX_NODE_SCORE, MIN_NODE_SCORE
 
+#: How many skip sets' plans (:meth:`ScoreExtensionPoints._score_plan`) a profile keeps before starting afresh.
+MAX_SCORE_PLANS = 256
+
 
 class ScoreError(Exception):
     """A Score or NormalizeScore failure; ``status`` is the Error status."""
@@ -82,6 +85,8 @@ class ScoreExtensionPoints:
     _lists: tuple[dict[str, Any], dict[str, Any]]
     _evaluations: dict[tuple[str, str, str], int]
     _evaluation_key: dict[str, dict[str, tuple[str, str, str]]]
+    #: skip set -> (the Score plugins that run, their weights): see :meth:`_score_plan`
+    _score_plans: dict[frozenset[str], tuple[list[tuple[str, Callable]], np.ndarray]]
 
     @extension_point("PreScore")
     def run_pre_score(self, state: CycleState, pod: Any, nodes: list[NodeInfo],
@@ -119,8 +124,7 @@ class ScoreExtensionPoints:
         signature, and only the changed rows are scored again (a PodGroup's next member).  Raises
         :class:`ScoreError` for a plugin error or a score out of range (the first plugin in the profile's order
         that has one)."""
-        skip = state.skip_score_plugins
-        plugins = [(name, method) for name, method in self.score_plugins if name not in skip]
+        plugins, factors = self._score_plan(state.skip_score_plugins)
         scored = np.empty((len(plugins), len(rows)), dtype=np.int64)  # row i: plugin i's normalised scores
         raws: list[np.ndarray] = []
         record = state.record
@@ -160,12 +164,25 @@ class ScoreExtensionPoints:
             scored[at] = scores
         self._check_range(plugins, scored)
         weights = self.score_weights
-        factors = np.array([weights[name] for name, _ in plugins], dtype=np.int64)
         if record is not None:
             for at, (name, _) in enumerate(plugins):
                 record.plugin_scored(name, weights[name], raws[at], scored[at])
         weighted = {name: scored[at] * factors[at] for at, (name, _) in enumerate(plugins)} if per_plugin else {}
         return factors @ scored, weighted
+
+    def _score_plan(self, skip: set[str]) -> tuple[list[tuple[str, Callable]], np.ndarray]:
+        """The Score plugins that run when those in ``skip`` are skipped (in the profile's order) and their
+        weights (a read-only int64 array), kept per skip set: a PodGroup's members, and most pods, share one."""
+        key = frozenset(skip)
+        plan = self._score_plans.get(key)
+        if plan is None:
+            if len(self._score_plans) >= MAX_SCORE_PLANS:
+                self._score_plans.clear()
+            plugins = [(name, method) for name, method in self.score_plugins if name not in skip]
+            factors = np.array([self.score_weights[name] for name, _ in plugins], dtype=np.int64)
+            factors.flags.writeable = False
+            plan = self._score_plans[key] = (plugins, factors)
+        return plan
 
     def _plugin_scores(self, name: str, method: Callable, state: CycleState, pod: Any, table: NodeTable,
                        rows: np.ndarray, nodes: list[NodeInfo]) -> np.ndarray:

@@ -25,6 +25,11 @@ from .resources import CPU, MEMORY, PODS
 MAX_EVICTABLE_COLUMNS = 1024
 #: A merged dict (see :meth:`NodeTable.merged`) past this size is rebuilt from the rows.
 MAX_MERGED_ENTRIES = 4096
+#: How many derived columns (see :meth:`NodeTable.derived`: whether a pod of some requests fits, say) a NodeTable keeps, least
+#: recently used dropped first: a kept one costs a number per node; a miss computes it over every row at once.
+MAX_DERIVED_COLUMNS = 64
+#: At most this many changed rows of a derived column are judged one by one (more: at once, vectorised).
+MAX_JUDGED_ROWS = 16
 
 
 class NodeTable:
@@ -68,6 +73,9 @@ class NodeTable:
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
         #: matrix key -> the matrix (values, nodes); ``_columns`` holds its by-node view, kept current row by row
         self._matrices: dict[str, np.ndarray] = {}
+        #: derived column key -> (its values over every row, the position in ``_log`` up to which they are current),
+        #: least recently used first
+        self._derived: dict[Hashable, tuple[np.ndarray, int]] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -114,6 +122,36 @@ class NodeTable:
                 self._of_node.add(key)
         return matrix
 
+    def derived(self, key: Hashable, compute: Callable[[np.ndarray], np.ndarray],
+                judge: Callable[[NodeInfo], Any] | None = None) -> np.ndarray:
+        """The column ``key`` computed by ``compute`` (vectorised: given ascending int64 rows, their values as an
+        array) over every row the first time it is asked for; on each later use only the rows changed since
+        (their nodes or their pods) are judged again, one by one with ``judge`` (a row's NodeInfo -> its value,
+        the same as ``compute``'s) when given and they are few, else by ``compute``: a value that depends on a
+        pod's shape and a node (whether the pod fits there, say) then costs a cycle the nodes changed since its
+        last use.  ``compute`` must read only what the table keeps current (columns and matrices that are not
+        evictable) and give each row a value of its own alone.  The :data:`MAX_DERIVED_COLUMNS` most recently used
+        are kept.  Read-only: index it (``values[rows]`` is a copy), never write into it."""
+        now = self._log_base + len(self._log)
+        entry = self._derived.pop(key, None)
+        if entry is None or entry[1] < self._log_base:
+            values = compute(np.arange(len(self.infos), dtype=np.int64))
+        else:
+            values, current = entry
+            if current < now:
+                changed = {row for row, _ in self._log[current - self._log_base:]}
+                if judge is not None and len(changed) <= MAX_JUDGED_ROWS:
+                    infos = self.infos
+                    for row in changed:
+                        values[row] = judge(infos[row])
+                else:
+                    rows = np.array(sorted(changed), dtype=np.int64)
+                    values[rows] = compute(rows)
+        self._derived[key] = (values, now)
+        if len(self._derived) > MAX_DERIVED_COLUMNS:
+            del self._derived[next(iter(self._derived))]
+        return values
+
     def _catch_up(self, key: str, current: int) -> None:
         """Recompute the rows of evictable column ``key`` that changed since log position ``current`` (all of them
         when the log no longer reaches back that far)."""
@@ -158,10 +196,9 @@ class NodeTable:
         """Per row, whether the node has no NoSchedule/NoExecute taint that
         ``tolerations`` leave untolerated (an evictable column per distinct
         tolerations; a node without such taints costs nothing)."""
-        tainted = self.column("taints/hard", lambda info: any(is_hard(t) for t in info.require_node().spec.taints), dtype=bool,
-                              of_node=True)
         if not tolerations:
-            return ~tainted
+            return self.column("untainted/hard", lambda info: not any(is_hard(t) for t in info.require_node().spec.taints),
+                               dtype=bool, of_node=True)
         return self.column("tolerated/" + repr(tolerations), lambda info: not info.require_node().spec.taints or (
             find_untolerated_taint(info.require_node().spec.taints, tolerations, is_hard) is None), dtype=bool, evictable=True,
             of_node=True)

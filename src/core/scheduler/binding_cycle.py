@@ -271,9 +271,10 @@ class BindingCycle:
         self.shared.cache.finish_binding(assumed)
         self.shared.stats.bound += 1
         self._record_binding(state, node_name, None)
-        log.info("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name,
-                                                          "evaluatedNodes": state.evaluated_nodes,
-                                                          "feasibleNodes": state.feasible_nodes})
+        if log.isEnabledFor(logging.INFO):  # once per bound pod: its fields only when a handler will see them
+            log.info("Successfully bound pod to node", extra={"pod": assumed.key, "node": node_name,
+                                                              "evaluatedNodes": state.evaluated_nodes,
+                                                              "feasibleNodes": state.feasible_nodes})
         started = self.shared.attempt_started.pop(assumed.metadata.uid, None)
         if started is not None:
             metrics.observe_attempt(metrics.SCHEDULED, fwk.profile_name, time.perf_counter() - started)

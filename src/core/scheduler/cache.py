@@ -140,10 +140,8 @@ class Cache:
         if info is None:
             self._add_to_node(PodInfo(new))
             return
-        held = next((held for held in reversed(info.pods) if held.pod is old), None)
-        info.remove_pod(old)
         # a binding confirmed or a status written (the kubelet's Running): what the pod counts is unchanged
-        info.add_pod(held.with_pod(new) if held is not None and _same_footprint(old, new) else PodInfo(new))
+        info.replace_pod(old, new, _same_footprint(old, new))
         self._dirty.add(new.spec.node_name)
 
     def update_pod(self, old: Pod, new: Pod) -> None:

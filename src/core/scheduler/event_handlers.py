@@ -176,9 +176,13 @@ def timed(label: Callable[..., str], handler: Callable[..., None]) -> Callable[.
     return handle
 
 
+#: no update bit (made once: calling an IntFlag class costs more than the comparisons deciding the bits)
+_NO_ACTION = ActionType(0)
+
+
 def node_update_action(old: Node, new: Node) -> ActionType:
     """Which Node update bits changed (upstream ``nodeSchedulingPropertiesChange``)."""
-    action = ActionType(0)
+    action = _NO_ACTION
     if old.allocatable != new.allocatable:
         action |= ActionType.UPDATE_NODE_ALLOCATABLE
     if old.metadata.labels != new.metadata.labels:
@@ -199,7 +203,7 @@ def assigned_pod_update_action(old: Pod, new: Pod) -> ActionType:
     pod now counts less of a resource, by its spec or by what its status says
     the kubelet allocated after an in-place resize (upstream
     ``extractPodScaleDown``)."""
-    action = ActionType(0)
+    action = _NO_ACTION
     if old.metadata.labels != new.metadata.labels:
         action |= ActionType.UPDATE_POD_LABEL
     before, after = old.status, new.status

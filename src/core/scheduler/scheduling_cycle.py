@@ -45,6 +45,9 @@ from .state import SchedulerState
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+#: Up to this many scored nodes (a PodGroup's placement, say) :meth:`SchedulingCycle.select_host` compares them in
+#: Python, which costs less than numpy's steps there; the same node, drawn the same way.
+FEW_SCORED_NODES = 64
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -260,6 +263,11 @@ class SchedulingCycle:
         """Index of the highest total score (``rows``: the snapshot rows
         scored); ties broken uniformly at random (upstream), or by the lowest
         :attr:`node_rank` when one is set."""
+        if len(total) <= FEW_SCORED_NODES and self.node_rank is None:  # a placement's few nodes: Python is cheaper
+            values = total.tolist()
+            top = max(values)
+            ties = [at for at, value in enumerate(values) if value == top]
+            return ties[0] if len(ties) == 1 else ties[self.rng.randrange(len(ties))]
         best = np.flatnonzero(total == np.maximum.reduce(total))  # the ufunc itself: .max() wraps it in Python
         if len(best) == 1:
             return int(best[0])

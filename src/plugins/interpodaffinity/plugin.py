@@ -114,11 +114,13 @@ class InterPodAffinity:
 
     @hookimpl
     def pre_filter(self, state, pod, nodes):
-        terms = AffinityTerms.of(pod)
+        terms = state.pod_info_of(pod).affinity_terms
         snapshot = self.handle.snapshot
         table = snapshot.table if nodes is snapshot.nodes else NodeTable(list(nodes))
-        if not (terms.required_affinity or terms.required_anti_affinity or table.merged(ANTI_TERMS, anti_terms)):
-            return Status.skip()  # no required term of the pod's, none of an existing pod's to respect
+        if not (terms.required_affinity or terms.required_anti_affinity):
+            existing = table.merged(ANTI_TERMS, anti_terms)
+            if next(self._existing_anti.selecting(existing, pod.metadata.labels), None) is None:
+                return Status.skip()  # no required term of the pod's, no existing pod's that may select it
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
                              self._namespace_labels(pod.metadata.namespace), table)
         pre.count_existing_anti(self._existing_anti)
@@ -170,7 +172,7 @@ class InterPodAffinity:
     def pre_score(self, state, pod, nodes):
         if not nodes:
             return None
-        terms = AffinityTerms.of(pod)
+        terms = state.pod_info_of(pod).affinity_terms
         has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()

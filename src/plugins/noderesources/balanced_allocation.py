@@ -20,7 +20,9 @@ from .resource_allocation import (
     allocatable_and_requested,
     device_counts,
     dra_manager,
+    resource_names,
     resources_or_default,
+    row_allocatable_and_requested,
     scoring_requests,
 )
 
@@ -57,6 +59,7 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle):
         self.resources = args.resources
+        self._names = resource_names(self.resources)
         self.handle = handle
         #: configured extended resources a DeviceClass might serve (DRAExtendedResource)
         self._extended = [spec.name for spec in self.resources if spec.name not in NATIVE_RESOURCES]
@@ -96,6 +99,10 @@ class NodeResourcesBalancedAllocation:
         if dra is not None:
             backed = dra.device_backed(self._extended)
             devices = device_counts(dra, backed, table) if backed else None
+        if len(rows) == 1 and devices is None and len(self.resources) == 2:
+            one = _score_row(table, int(rows[0]), self._names, requests)
+            if one is not None:
+                return np.array((one,), dtype=np.int64)
         alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, requests, use_requested=True,
                                                         devices=devices)
         resources, n = alloc.shape
@@ -126,6 +133,20 @@ class NodeResourcesBalancedAllocation:
             std = np.where(count == 2, two, std)
         std = np.where(count <= 1, 0.0, std)
         return _score(std)
+
+
+def _score_row(table, row: int, names: tuple[str, str], requests: dict[str, int]) -> int | None:
+    """:meth:`NodeResourcesBalancedAllocation.score_batch` of the one NodeTable ``row`` for two resources that
+    the node both has, in Python arithmetic on float64 values (the same answer); None otherwise (the array path
+    decides)."""
+    counted = row_allocatable_and_requested(table, row, names, requests, use_requested=True)
+    if counted is None:
+        return None
+    (alloc0, alloc1), (asked0, asked1) = counted
+    if not (alloc0 and alloc1):
+        return None
+    std = abs(min(float(asked0) / float(alloc0), 1.0) - min(float(asked1) / float(alloc1), 1.0)) / 2
+    return int((1 - std) * MAX_NODE_SCORE)
 
 
 def _score(std: np.ndarray) -> np.ndarray:

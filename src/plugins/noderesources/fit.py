@@ -57,7 +57,10 @@ from .resource_allocation import (
     allocatable_and_requested,
     device_counts,
     dra_manager,
+    resource_names,
     resources_or_default,
+    row_allocatable_and_requested,
+    row_weighted_average,
     scoring_requests,
     weighted_average,
 )
@@ -130,6 +133,8 @@ class NodeResourcesFit:
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = strategy.resources
+        self._names = resource_names(self.resources)
+        self._weights = [spec.weight for spec in self.resources]
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
 
@@ -195,14 +200,20 @@ class NodeResourcesFit:
     @hookimpl
     def filter_batch(self, state, pod, table, rows):
         pre = self._state(state, pod)
-        # a few rows (a PodGroup's placement): pick them out of each column; many: judge every node, then pick once
-        few = len(rows) * 4 < len(table)
-        pick = rows if few else slice(None)
-        ok = table.free_pods()[pick] >= 1
+        # whether each node fits a pod of these requests, kept for the next pod of the same requests (the
+        # nodes changed since judged again, by Filter itself): a cycle costs those nodes, not a pass over the rows
+        key = (self, tuple(pre.requests.items()), pre.device_backed)
+        return table.derived(key, lambda some: self._fits(table, some, pre),
+                             lambda info: self.filter(state, pod, info) is None)[rows]
+
+    @staticmethod
+    def _fits(table: NodeTable, rows: np.ndarray, pre: _PreFilterState) -> np.ndarray:
+        """:meth:`filter`'s verdict on each of ``rows`` at once (True: the node has room)."""
+        ok = table.free_pods()[rows] >= 1
         for name, amount in pre.requests.items():
-            fits = table.free(name)[pick] >= amount
-            ok &= (fits | (table.allocatable(name)[pick] == 0)) if name in pre.device_backed else fits
-        return ok if few else ok[rows]
+            fits = table.free(name)[rows] >= amount
+            ok &= (fits | (table.allocatable(name)[rows] == 0)) if name in pre.device_backed else fits
+        return ok
 
     @hookimpl
     def filter_batch_status(self, state, pod, table, rows):
@@ -263,6 +274,10 @@ class NodeResourcesFit:
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
+        if len(rows) == 1 and devices is None and self.strategy != REQUESTED_TO_CAPACITY_RATIO:
+            one = self._score_row(table, int(rows[0]), requests)
+            if one is not None:
+                return np.array((one,), dtype=np.int64)
         # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
@@ -285,6 +300,21 @@ class NodeResourcesFit:
         scores[alloc == 0] = 0
         # upstream averages only the resources whose shape score is positive
         return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
+
+    def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
+        """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
+        arithmetic (the same answer; None: values too large for it, the array path decides)."""
+        counted = row_allocatable_and_requested(table, row, self._names, requests, use_requested=False)
+        if counted is None:
+            return None
+        allocs, requested = counted
+        if self.strategy == LEAST_ALLOCATED:
+            per_resource = [max(alloc - asked, 0) * MAX_NODE_SCORE // max(alloc, 1)
+                            for alloc, asked in zip(allocs, requested)]
+        else:
+            per_resource = [min(asked, alloc) * MAX_NODE_SCORE // max(alloc, 1)
+                            for alloc, asked in zip(allocs, requested)]
+        return row_weighted_average(per_resource, allocs, self._weights)
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 

@@ -94,6 +94,41 @@ def allocatable_and_requested(
     return allocs, requests, [spec.weight for spec in resources]
 
 
+#: Values below this are exact as float64 and never overflow int64 once scaled to a score: the bound of the
+#: one-row path (:func:`row_allocatable_and_requested`), so that its Python arithmetic gives numpy's answers.
+EXACT_BOUND = 1 << 53
+
+
+def row_allocatable_and_requested(table, row: int, names: tuple[str, ...], pod_all: dict[str, int],
+                                  use_requested: bool) -> tuple[list[int], list[int]] | None:
+    """:func:`allocatable_and_requested` of the one NodeTable ``row`` as Python ints per resource of ``names``
+    (:func:`resource_names`) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call
+    exceeds the arithmetic then - or None when a value reaches :data:`EXACT_BOUND` (the caller takes the array
+    path).  Without device-backed extended resources (a caller with some takes the array path)."""
+    allocs = table.allocatable_matrix(names)[:, row].tolist()
+    requests = table.requested_matrix(names, non_zero=not use_requested)[:, row].tolist()
+    for i, name in enumerate(names):
+        asked = pod_all.get(name, 0)
+        if asked == 0 and is_scalar_resource(name):
+            allocs[i] = requests[i] = 0
+        else:
+            requests[i] += asked
+    if max(allocs, default=0) >= EXACT_BOUND or max(requests, default=0) >= EXACT_BOUND:
+        return None
+    return allocs, requests
+
+
+def row_weighted_average(per_resource: list[int], allocs: list[int], weights: list[int]) -> int:
+    """:func:`weighted_average` (without rounding) of one node: the sum of weight x score over the resources
+    with allocatable > 0, floor-divided by the sum of their weights; 0 when none."""
+    total = divisor = 0
+    for score, alloc, weight in zip(per_resource, allocs, weights):
+        if alloc:
+            total += weight * score
+            divisor += weight
+    return total // divisor if divisor else 0
+
+
 def dra_manager(handle) -> Any:
     """The handle's DRA manager, or None in a profile whose Filter does not
     run DynamicResources or while DRAExtendedResource is off: then no extended

@@ -113,3 +113,41 @@ def count_matching(node_info: NodeInfo, selector: LabelSelector, namespace: str)
     """Pods on the node in ``namespace`` that ``selector`` matches, terminating
     pods left out (upstream ``countPodsMatchSelector``)."""
     return sum(1 for info in node_info.pods if matches(info.pod, selector, namespace))
+
+
+#: How many distinct sets of pod constraints a :class:`ConstraintCache` keeps (it starts afresh when full).
+MAX_CACHED_CONSTRAINT_SETS = 4096
+
+
+def _spec_key(spec: TopologySpreadConstraint, labels: dict[str, str]) -> tuple:
+    """What :func:`pod_constraints` reads of one spec and the pod's labels, as a hashable tuple."""
+    selector = spec.label_selector
+    keys = spec.match_label_keys
+    return (spec.max_skew, spec.topology_key, spec.when_unsatisfiable, spec.min_domains, spec.node_affinity_policy,
+            spec.node_taints_policy, keys,
+            None if selector is None else tuple(selector.match_labels.items()),
+            None if selector is None else selector.match_expressions,
+            tuple(labels.get(key) for key in keys) if keys else ())
+
+
+class ConstraintCache:
+    """:func:`pod_constraints` of pods whose constraints (and the labels their ``matchLabelKeys`` name) are equal,
+    built once: the pods of one workload share their read-only :class:`Constraint` lists.  Keeps at most
+    :data:`MAX_CACHED_CONSTRAINT_SETS` pods' sets, then starts afresh (a miss builds the pod's constraints)."""
+
+    __slots__ = ("_built",)
+
+    def __init__(self) -> None:
+        self._built: dict[tuple, dict[str, list[Constraint]]] = {}
+
+    def of(self, pod: Pod) -> dict[str, list[Constraint]]:
+        """``pod_constraints(pod, action)`` by action (``DoNotSchedule``, ``ScheduleAnyway``); read-only."""
+        labels = pod.metadata.labels
+        key = tuple(_spec_key(spec, labels) for spec in pod.spec.topology_spread_constraints)
+        found = self._built.get(key)
+        if found is None:
+            if len(self._built) >= MAX_CACHED_CONSTRAINT_SETS:
+                self._built.clear()
+            found = self._built[key] = {action: pod_constraints(pod, action)
+                                        for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)}
+        return found

@@ -30,7 +30,7 @@ however many workloads' selectors are live.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from attrs import frozen
@@ -59,14 +59,15 @@ from kubesched.core.plugin_helpers.verdicts import filter_status, on_rows
 from .constraints import (
     DO_NOT_SCHEDULE,
     HOSTNAME,
+    MAX_CACHED_CONSTRAINT_SETS,
     SCHEDULE_ANYWAY,
     ZONE,
     Constraint,
+    ConstraintCache,
     count_matching,
     default_constraints,
     has_all_keys,
     matches,
-    pod_constraints,
 )
 
 NAME = "PodTopologySpread"
@@ -242,6 +243,10 @@ class PodTopologySpread:
         #: the last pod asked about, the workload index's version then, its constraints by action (PreFilter,
         #: PreScore, sign_pod and the hints ask about the same pod in turn)
         self._last: tuple[object, int, dict[str, list[Constraint]]] = (None, -1, {})
+        #: pods' own constraints, shared by the pods whose constraints are alike
+        self._own = ConstraintCache()
+        #: (namespace, selector key) -> the NodeTable count's key and weight (at most MAX_CACHED_CONSTRAINT_SETS)
+        self._counted: dict[tuple[str, str], tuple[str, Callable[[Any], int]]] = {}
         #: topology key -> its domains in the snapshot's table (see :class:`Domains`)
         self._domains: dict[str, Domains] = {}
 
@@ -252,16 +257,15 @@ class PodTopologySpread:
         kept until a workload object changes (read-only)."""
         version = self._workloads.version if self._workloads is not None else 0
         last = self._last
-        if last[0] is not pod or last[1] != version:
-            last = self._last = (pod, version, {})
+        if last[0] is not pod or last[1] != version:  # a pod's own constraints are shared by the pods alike
+            last = self._last = (pod, version, self._own.of(pod) if pod.spec.topology_spread_constraints else {})
         found = last[2].get(action)
         if found is None:
             found = last[2][action] = self._find_constraints(pod, action)
         return found
 
     def _find_constraints(self, pod, action: str) -> list[Constraint]:
-        if pod.spec.topology_spread_constraints:
-            return pod_constraints(pod, action)
+        """The profile's default constraints of ``action`` for a pod without constraints of its own."""
         if action not in self._default_actions or self._workloads is None:
             return []
         workloads = self._workloads.selecting(pod)
@@ -281,13 +285,17 @@ class PodTopologySpread:
             return snapshot.table
         return NodeTable(list(nodes))
 
-    @staticmethod
-    def _matching(table: NodeTable, constraint: Constraint, namespace: str) -> PodCount:
+    def _matching(self, table: NodeTable, constraint: Constraint, namespace: str) -> PodCount:
         """The pods in ``namespace`` that the constraint selects, per row and per domain (kept current as pods come
         and go)."""
-        selector = constraint.selector
-        return table.matching_pods(f"{NAME}/{namespace}/{constraint.key}",
-                                   lambda info: matches(info.pod, selector, namespace), constraint.tag)
+        counted = self._counted.get((namespace, constraint.key))
+        if counted is None:
+            if len(self._counted) >= MAX_CACHED_CONSTRAINT_SETS:
+                self._counted.clear()
+            selector = constraint.selector
+            counted = self._counted[namespace, constraint.key] = (
+                f"{NAME}/{namespace}/{constraint.key}", lambda info: matches(info.pod, selector, namespace))
+        return table.matching_pods(counted[0], counted[1], constraint.tag)
 
     def _domains_of(self, table: NodeTable, key: str) -> Domains:
         """The domains of ``key`` in ``table`` (kept while its nodes do not change)."""
@@ -501,20 +509,28 @@ class PodTopologySpread:
         same = rows is pre.rows
         if same and pre.single is not None:
             return pre.single[pre.picked[0]]
-        total = np.zeros(len(rows), dtype=np.float64)
+        total = None  # the first constraint's part (a new array), the others' added to it in their order
         for index, constraint in enumerate(pre.constraints):
             term, found = pre.terms[index], pre.domains[index]
             if term is None:  # hostname: nodes without the label score nothing
-                part = pre.host_counts[index][rows] * pre.weights[index] + (constraint.max_skew - 1)
+                part = pre.host_counts[index][rows] * pre.weights[index]
+                if constraint.max_skew != 1:
+                    part += constraint.max_skew - 1
                 if not found.labelled:
                     part = np.where((pre.picked[index] if same else found.ids[rows]) >= 0, part, 0.0)
-                total += part
             elif same:  # the rows PreScore was given: each in a domain holding a feasible node
-                total += term[pre.picked[index]]
+                part = term[pre.picked[index]]
             else:  # a domain without a feasible node counts no pod
                 ids = found.ids[rows]
-                total += np.where(pre.wanted[index][ids] | (ids < 0), term[ids], constraint.max_skew - 1)
-        return np.floor(total + 0.5).astype(np.int64)
+                part = np.where(pre.wanted[index][ids] | (ids < 0), term[ids], float(constraint.max_skew - 1))
+            if total is None:
+                total = part
+            else:
+                total += part
+        if total is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        total += 0.5
+        return np.floor(total, out=total).astype(np.int64)
 
     @staticmethod
     def _score_node(pre: PreScoreState, node_info: NodeInfo) -> int:
