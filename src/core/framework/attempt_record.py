@@ -159,14 +159,13 @@ class AttemptRecord:
         else:
             top = np.arange(count)
         top = top[np.lexsort((top, -total[top]))]  # best first, then by scored order
-        return {
-            "scored": count,
-            "nodes": [str(names[i]) for i in top],
-            "plugins": [{"plugin": plugin, "weight": weight, "raw": raw[top].tolist(),
-                         "normalized": normalized[top].tolist(), "weighted": (normalized[top] * weight).tolist()}
-                        for plugin, weight, raw, normalized in self._plugin_scores],
-            "total": total[top].tolist(),
-        }
+        plugins = []
+        for plugin, weight, raw, normalized in self._plugin_scores:
+            kept = normalized[top].tolist()  # scores within [0, MaxNodeScore]: weighed as Python numbers alike
+            plugins.append({"plugin": plugin, "weight": weight, "raw": raw[top].tolist(), "normalized": kept,
+                            "weighted": [score * weight for score in kept]})
+        return {"scored": count, "nodes": [str(names[i]) for i in top], "plugins": plugins,
+                "total": total[top].tolist()}
 
     def to_json(self) -> dict[str, Any]:
         """The scheduling-phase line of the decision log: a JSON-ready dict with camelCase keys, empty fields left out

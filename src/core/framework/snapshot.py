@@ -304,16 +304,25 @@ class NodeTable:
             kept = self._kept_current = ([entry for _, entry in every],
                                          [entry for key, entry in every if key not in self._of_node])
         infos = self.infos
-        for extract, values in kept[pods_only]:
-            for row in rows:
-                values[row] = extract(infos[row])
-        for extract, union in self._merged.values():
-            for row in rows:
-                union.update(extract(self.infos[row]))
+        if len(rows) == 1:  # the usual change (a pod assumed or forgotten): no loop per column
+            row = rows[0]
+            info = infos[row]
+            for extract, values in kept[pods_only]:
+                values[row] = extract(info)
+            for extract, union in self._merged.values():
+                union.update(extract(info))
+            self._log.append((row, pods_only))
+        else:
+            for extract, values in kept[pods_only]:
+                for row in rows:
+                    values[row] = extract(infos[row])
+            for extract, union in self._merged.values():
+                for row in rows:
+                    union.update(extract(infos[row]))
+            self._log.extend((row, pods_only) for row in rows)
         if not pods_only:
             self._domain_nodes.clear()
         self._pod_counts.refresh(rows, nodes_changed=not pods_only)
-        self._log.extend((row, pods_only) for row in rows)
         reach = max(len(self.infos), 1)
         if len(self._log) > 2 * reach:  # a column further behind than a whole table is rebuilt instead
             dropped = len(self._log) - reach

@@ -20,6 +20,10 @@ from ..cluster.patch import MERGE_PATCH
 
 log = logging.getLogger(__name__)
 
+#: a line's JSON, compact; made once (``json.dumps`` with separators builds an encoder per call); a record is a
+#: tree of fresh dicts and lists, never a cycle, so containers are not tracked for one
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
 
 class DecisionLog:
     """A sink for attempt records (dicts, see
@@ -48,7 +52,7 @@ class DecisionLog:
         with self._lock:
             self.written += 1
             if self._file is not None:
-                self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+                self._file.write(_ENCODER.encode(record) + "\n")
             else:
                 self.records.append(record)
 
