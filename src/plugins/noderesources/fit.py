@@ -54,12 +54,12 @@ from kubesched.core.plugin_helpers.shape import (
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
+    RowReader,
     allocatable_and_requested,
     device_counts,
     dra_manager,
     resource_names,
     resources_or_default,
-    row_allocatable_and_requested,
     row_weighted_average,
     scoring_requests,
     weighted_average,
@@ -133,7 +133,7 @@ class NodeResourcesFit:
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = strategy.resources
-        self._names = resource_names(self.resources)
+        self._row = RowReader(resource_names(self.resources), use_requested=False)
         self._weights = [spec.weight for spec in self.resources]
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
@@ -316,7 +316,7 @@ class NodeResourcesFit:
     def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
         """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
         arithmetic (the same answer; None: values too large for it, the array path decides)."""
-        counted = row_allocatable_and_requested(table, row, self._names, requests, use_requested=False)
+        counted = self._row.read(table, row, requests)
         if counted is None:
             return None
         allocs, requested = counted
