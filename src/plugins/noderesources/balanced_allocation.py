@@ -107,8 +107,8 @@ class NodeResourcesBalancedAllocation:
             return self._scores(table, rows, requests, devices)
         # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
         # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
-        key = (self, tuple(requests.get(name, 0) for name in self._names))
-        judge = (lambda row: _score_row(table, row, self._names, requests)) if len(self.resources) == 2 else None
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
+        judge = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
         return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
 
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:

@@ -282,7 +282,7 @@ class NodeResourcesFit:
             return self._scores(table, rows, requests, devices)
         # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
         # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
-        key = (self, tuple(requests.get(name, 0) for name in self._names))
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
         judge = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
             lambda row: self._score_row(table, row, requests))
         return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
