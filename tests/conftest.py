@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gc
+import logging
+import os
 import random
+import signal
 
 import pytest
 
@@ -25,8 +28,31 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def _process_state() -> dict:
+    """What of the worker process a test must leave as it found it: the tests after it on the same worker
+    (which ones, xdist decides) would otherwise run in another process than the one they were written for."""
+    root = logging.getLogger()
+    return {"environment": {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
+            "working directory": os.getcwd(),
+            "root logger": (root.level, [h for h in root.handlers if not type(h).__module__.startswith("_pytest")]),
+            "signal handlers": [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)]}
+
+
 @pytest.fixture(autouse=True)
-def plugin_metrics_sampled_per_test(request, monkeypatch):
+def process_state_left_as_found():
+    """A test that changes process-wide state (an environment variable, the working directory, the root
+    logger, a signal handler) and does not put it back errors here, at once and in that test, instead of
+    making a later test on the worker fail now and then.  (Set up before monkeypatch - see the fixture
+    below - and every fixture of the test, so checked after they are torn down and monkeypatch undone.)"""
+    before = _process_state()
+    yield
+    after = _process_state()
+    changed = sorted(key for key in before if before[key] != after[key])
+    assert not changed, f"the test left process-wide state changed: {', '.join(changed)}"
+
+
+@pytest.fixture(autouse=True)
+def plugin_metrics_sampled_per_test(process_state_left_as_found, request, monkeypatch):
     """Which scheduling cycles time their plugins is a random draw (10 % of cycles, as upstream samples
     them), and which metric series a test reaches depends on it: each test draws from a generator seeded
     by its own id, so it samples the same cycles whichever worker runs it and whatever ran before it.
