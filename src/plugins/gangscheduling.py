@@ -28,6 +28,8 @@ from kubesched import (
 from kubesched.core.api.scheduling_v1beta1 import PodGroup, pod_group_name
 
 NAME = "GangScheduling"
+#: How many PlacementFeasible answers (one per minCount and progress) the plugin keeps before starting afresh.
+MAX_ANSWERS = 4096
 def quoted(name: str) -> str:
     """``name`` as Go's ``%q`` prints it (a PodGroup name is a DNS label: no escapes needed)."""
     return json.dumps(name)
@@ -47,6 +49,8 @@ class GangScheduling:
 
     def __init__(self, args: Any, handle: Any):
         self.handle = handle
+        #: (minCount, scheduled, remaining) -> PlacementFeasible's answer, up to :data:`MAX_ANSWERS` of them
+        self._answers: dict[tuple[int, int, int], Status] = {}
 
     @hookimpl
     def pre_enqueue(self, pod):
@@ -88,12 +92,21 @@ class GangScheduling:
         scheduled, remaining = progress.scheduled, progress.remaining
         if scheduled >= min_count:
             return None
-        # named already: the framework's attribution keeps the same object (asked once per member tried)
-        if scheduled + remaining < min_count:
-            return Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: "
-                                               f"{scheduled} scheduled, {remaining} remaining",), NAME)
-        return Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: "
-                                  f"{scheduled} scheduled, {remaining} remaining",), NAME)
+        # asked once per member tried, the same progress in every placement: each answer made once (a Status is
+        # frozen), named already (the framework's attribution keeps the same object)
+        key = (min_count, scheduled, remaining)
+        status = self._answers.get(key)
+        if status is None:
+            if len(self._answers) >= MAX_ANSWERS:
+                self._answers.clear()
+            if scheduled + remaining < min_count:
+                status = Status(Code.UNSCHEDULABLE, (f"minCount ({min_count}) cannot be satisfied: "
+                                                     f"{scheduled} scheduled, {remaining} remaining",), NAME)
+            else:
+                status = Status(Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: "
+                                            f"{scheduled} scheduled, {remaining} remaining",), NAME)
+            self._answers[key] = status
+        return status
 
     @hookimpl
     def events_to_register(self):

@@ -43,7 +43,7 @@ class NodeUnschedulable:
     def filter_batch(self, state, pod, table, rows):
         if tolerates(pod.spec.tolerations, UNSCHEDULABLE_TAINT):
             return np.ones(len(rows), dtype=bool)
-        return ~table.column("unschedulable", lambda info: info.node.spec.unschedulable, bool, of_node=True)[rows]
+        return table.column("schedulable", lambda info: not info.node.spec.unschedulable, bool, of_node=True)[rows]
 
     @hookimpl
     def events_to_register(self):

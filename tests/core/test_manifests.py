@@ -264,6 +264,23 @@ def test_hostile_manifests_are_refused_with_one_line(tmp_path, name, text, probl
     assert problem in str(refused.value) and str(path) in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_equal_pod_specs_are_decoded_once_and_shared_but_never_mistaken_for_an_equal_value():
+    def pod(name, spec):
+        return from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+    def spec(priority):
+        return {"priority": priority, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+
+    first, second = pod("a", spec(1)), pod("b", spec(1))
+    assert first.spec is second.spec and first.spec.containers[0].resources.requests == {"cpu": 1000}
+    assert pod("c", spec(1.0)).spec == first.spec  # 4.0 reads as the integer 4, as JSON does
+    with pytest.raises(Exception, match="spec.priority: expected an integer, got boolean True"):
+        pod("d", spec(True))  # True == 1 and hashes alike: still refused after 1 was read
+    with pytest.raises(Exception, match="spec.priority: expected an integer, got string '1'"):
+        pod("e", spec("1"))
+    assert pod("f", spec(2)).spec.priority == 2 and pod("g", {**spec(1), "nodeName": None}).spec == first.spec
+
+
 def test_resource_lists_read_alike_are_remembered_but_never_mistaken_for_an_equal_value():
     def node(allocatable):
         return from_manifest({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},

@@ -15,6 +15,8 @@ camelCase dicts.  One converter handles every model class:
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
 - fields equal to their default are left out when writing;
+- a class with ``SHARED = True`` (a pod's spec: a workload's pods repeat it) is decoded once per distinct
+  manifest and that frozen object shared, the maps inside it included (:func:`_shared_decoding`);
 - a class with ``STRICT = True`` (configuration types) refuses unknown keys;
   :func:`structure_args` (plugin args) refuses them in every class that does
   not set ``STRICT = False`` or keep them in ``extra``.
@@ -32,6 +34,7 @@ from typing import Any, Callable, Union, get_args, get_origin
 
 import attrs
 import cattrs
+import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from kubesched.core.quantity import (
@@ -207,14 +210,17 @@ def _structure_factory(cls: type, conv: cattrs.Converter):
     attrs.resolve_types(cls)
     fields = [(manifest_key(f), f.name, _field_hook(f, conv)) for f in attrs.fields(cls) if f.name != EXTRA]
     has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
-    by_key = {key: (name, *hook) for key, name, hook in fields}
+    # key -> (field name, the class of a value taken as it is, its bounds, the field's hook and type)
+    by_key: dict[str, tuple[str, Any, int, int, Callable[[Any, Any], Any], Any]] = {
+        key: (name, *_taken_as_is(hook), *hook) for key, name, hook in fields}
     strict = getattr(cls, "STRICT", conv is _args_converter)
 
     def structure(data: Any, _type: Any = cls):
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ManifestError("", f"expected an object, got {data!r}")
+        if data.__class__ is not dict:
+            if data is None:
+                data = {}
+            elif not isinstance(data, dict):
+                raise ManifestError("", f"expected an object, got {data!r}")
         kwargs = {}
         unknown: dict[str, Any] = {}
         for key, value in data.items():  # manifests set few of a kind's fields: walk the keys given
@@ -224,7 +230,10 @@ def _structure_factory(cls: type, conv: cattrs.Converter):
                 continue
             if value is None:
                 continue
-            name, hook, type_ = entry
+            name, scalar, low, high, hook, type_ = entry
+            if value.__class__ is scalar and (scalar is not int or low <= value <= high):
+                kwargs[name] = value  # what the field's hook returns as it is (a string, a boolean, an int64)
+                continue
             try:
                 kwargs[name] = hook(value, type_)
             except ManifestError as err:
@@ -242,7 +251,53 @@ def _structure_factory(cls: type, conv: cattrs.Converter):
         except (TypeError, ValueError) as err:
             raise ManifestError("", str(err)) from None
 
-    return structure
+    return _shared_decoding(structure) if getattr(cls, "SHARED", False) else structure
+
+
+#: Distinct manifests a ``SHARED`` class remembers the object of (beyond that it forgets them all and starts again).
+_MAX_SHARED = 4096
+
+
+def _shared_decoding(structure: Callable[..., Any]) -> Callable[..., Any]:
+    """``structure`` remembering its object per distinct manifest, keyed by the manifest's compact JSON (orjson:
+    keys in their order, ``1`` apart from ``1.0``, ``true`` and ``"1"``), so equal manifests share one frozen
+    object.  Errors are raised again each time, never remembered; a manifest JSON cannot tell apart exactly (a
+    null, where NaN and infinities write null too; a key that is not a string; an integer beyond 64 bits) is
+    decoded each time."""
+    remembered: dict[bytes, Any] = {}
+
+    def structure_shared(data: Any, _type: Any = None) -> Any:
+        try:
+            key = orjson.dumps(data)
+        except TypeError:  # orjson.JSONEncodeError too
+            return structure(data)
+        if b"null" in key:
+            return structure(data)
+        obj = remembered.get(key)
+        if obj is None:
+            obj = structure(data)
+            if len(remembered) >= _MAX_SHARED:
+                remembered.clear()
+            remembered[key] = obj
+        return obj
+
+    return structure_shared
+
+
+def _taken_as_is(hook: tuple[Callable[[Any, Any], Any], Any]) -> tuple[type | None, int, int]:
+    """(class, low, high): a value of exactly that class (an int within low..high) is what the field's ``hook``
+    would return for it, so :func:`_structure_factory` takes it without calling the hook; (None, 0, 0) for a
+    hook that must always run."""
+    function = hook[0]
+    if function is _structure_str:
+        return str, 0, 0
+    if function is _structure_bool:
+        return bool, 0, 0
+    if function is _structure_int:
+        return int, *_INT64
+    if function is _structure_int32:
+        return int, *_INT32
+    return None, 0, 0
 
 
 def _join(head: str, tail: str) -> str:

@@ -7,7 +7,7 @@ scheduler units (milli-CPU for ``cpu``, bytes for memory and storage).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import field, frozen
 
@@ -427,6 +427,9 @@ class PodSpec:
     """core/v1 PodSpec: the fields the scheduler reads (resources in scheduler units), the rest in ``extra``.
     Raises ManifestError for two topology spread constraints with the same topologyKey and whenUnsatisfiable, as
     the API server's validation."""
+
+    #: decoded once per distinct manifest, the object shared: a workload's pods repeat one spec (convert.py)
+    SHARED: ClassVar[bool] = True
 
     node_name: str = ""
     scheduler_name: str = "default-scheduler"

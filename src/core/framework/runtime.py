@@ -30,7 +30,7 @@ from .placements import PlacementExtensionPoints
 from .registry import PluginError, Registry, build_args, implemented_hooks
 from .scoring import ScoreExtensionPoints
 from .snapshot import Snapshot
-from .status import Code, Status
+from .status import SKIP, Code, Status
 from .timing import TIMED_POINTS, extension_point, no_status, timed_plugin
 from .types import (
     EVERY_EVENT,
@@ -325,6 +325,14 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         evaluations, keys = self._evaluations, self._evaluation_key["PreFilter"]
         for name, method in self._lists[state.record_plugin_metrics]["pre_filter_plugins"]:
             answer = method(state, pod, nodes)
+            if answer is None:  # the usual success: nothing narrowed, nothing to note
+                evaluations[keys[name]] += 1
+                continue
+            if answer is SKIP:  # the shared Skip: the plugin's Filter has nothing to do
+                state.skip_filter_plugins.add(name)
+                if record is not None:
+                    record.pre_filter_answer(name, answer, None)
+                continue
             plugin_result, status = answer if isinstance(answer, tuple) else (None, answer)
             if status is None or status.code != Code.SKIP:
                 evaluations[keys[name]] += 1

@@ -20,7 +20,7 @@ from kubesched.core.observability import metrics
 from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
 from .nodeinfo import NodeInfo
 from .snapshot import NodeTable
-from .status import Code, Status
+from .status import SKIP, Code, Status
 from .timing import extension_point, no_status
 from .types import MAX_NODE_SCORE, MIN_NODE_SCORE
 
@@ -103,7 +103,7 @@ class ScoreExtensionPoints:
             if status is None:
                 evaluations[keys[name]] += 1
                 continue
-            if status.code == Code.SKIP:
+            if status is SKIP or status.code == Code.SKIP:
                 state.skip_score_plugins.add(name)
                 continue
             evaluations[keys[name]] += 1

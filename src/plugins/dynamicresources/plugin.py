@@ -358,7 +358,7 @@ class DynamicResources:
     def pre_filter(self, state, pod, nodes):
         extended = extended_resource_claim(pod, self.dra)
         if not pod.spec.resource_claims and extended is None:
-            return Status(Code.SKIP)
+            return Status.skip()
         data = _State([])  # upstream writes an empty state first: PostFilter then has nothing to deallocate
         state.write(STATE_KEY, data)
         group = data.group = self._group(pod)
@@ -374,7 +374,7 @@ class DynamicResources:
             claims.append(extended.claim)
             data.extended = extended
         if not claims:
-            return Status(Code.SKIP)
+            return Status.skip()
         for index, claim in enumerate(claims):
             if claim.status.allocation is not None:
                 continue
@@ -707,7 +707,7 @@ class DynamicResources:
         data: _State | None = state.get(STATE_KEY)
         if data is None or not any(r.first_available for i in data.to_allocate
                                    for r in data.claims[i].spec.devices.requests):
-            return Status(Code.SKIP)
+            return Status.skip()
         return None
 
     @hookimpl

@@ -17,12 +17,12 @@ from kubesched.core.api.convert import ManifestError
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
+    RowReader,
     allocatable_and_requested,
     device_counts,
     dra_manager,
     resource_names,
     resources_or_default,
-    row_allocatable_and_requested,
     scoring_requests,
 )
 
@@ -59,7 +59,7 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs, handle):
         self.resources = args.resources
-        self._names = resource_names(self.resources)
+        self._row = RowReader(resource_names(self.resources), use_requested=True)
         self.handle = handle
         #: configured extended resources a DeviceClass might serve (DRAExtendedResource)
         self._extended = [spec.name for spec in self.resources if spec.name not in NATIVE_RESOURCES]
@@ -100,9 +100,20 @@ class NodeResourcesBalancedAllocation:
             backed = dra.device_backed(self._extended)
             devices = device_counts(dra, backed, table) if backed else None
         if len(rows) == 1 and devices is None and len(self.resources) == 2:
-            one = _score_row(table, int(rows[0]), self._names, requests)
+            one = _score_row(self._row, table, int(rows[0]), requests)
             if one is not None:
                 return np.array((one,), dtype=np.int64)
+        if devices is not None:  # devices' allocations are not the table's: scored afresh
+            return self._scores(table, rows, requests, devices)
+        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
+        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
+        judge = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
+        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+
+    def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
+        """The scores of ``rows`` (int64) for a pod of ``requests`` (``devices``: the device counts of
+        device-backed extended resources, or None)."""
         alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, requests, use_requested=True,
                                                         devices=devices)
         resources, n = alloc.shape
@@ -135,11 +146,11 @@ class NodeResourcesBalancedAllocation:
         return _score(std)
 
 
-def _score_row(table, row: int, names: tuple[str, str], requests: dict[str, int]) -> int | None:
+def _score_row(reader: RowReader, table, row: int, requests: dict[str, int]) -> int | None:
     """:meth:`NodeResourcesBalancedAllocation.score_batch` of the one NodeTable ``row`` for two resources that
     the node both has, in Python arithmetic on float64 values (the same answer); None otherwise (the array path
     decides)."""
-    counted = row_allocatable_and_requested(table, row, names, requests, use_requested=True)
+    counted = reader.read(table, row, requests)
     if counted is None:
         return None
     (alloc0, alloc1), (asked0, asked1) = counted

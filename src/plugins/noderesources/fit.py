@@ -54,12 +54,12 @@ from kubesched.core.plugin_helpers.shape import (
 from .resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
+    RowReader,
     allocatable_and_requested,
     device_counts,
     dra_manager,
     resource_names,
     resources_or_default,
-    row_allocatable_and_requested,
     row_weighted_average,
     scoring_requests,
     weighted_average,
@@ -133,7 +133,7 @@ class NodeResourcesFit:
         strategy = args.scoring_strategy
         self.strategy = strategy.type
         self.resources = strategy.resources
-        self._names = resource_names(self.resources)
+        self._row = RowReader(resource_names(self.resources), use_requested=False)
         self._weights = [spec.weight for spec in self.resources]
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
@@ -204,7 +204,7 @@ class NodeResourcesFit:
         # nodes changed since judged again, by Filter itself): a cycle costs those nodes, not a pass over the rows
         key = (self, tuple(pre.requests.items()), pre.device_backed)
         return table.derived(key, lambda some: self._fits(table, some, pre),
-                             lambda info: self.filter(state, pod, info) is None)[rows]
+                             lambda row: self.filter(state, pod, table.infos[row]) is None)[rows]
 
     @staticmethod
     def _fits(table: NodeTable, rows: np.ndarray, pre: _PreFilterState) -> np.ndarray:
@@ -278,6 +278,18 @@ class NodeResourcesFit:
             one = self._score_row(table, int(rows[0]), requests)
             if one is not None:
                 return np.array((one,), dtype=np.int64)
+        if devices is not None:  # devices' allocations are not the table's: scored afresh
+            return self._scores(table, rows, requests, devices)
+        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
+        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
+        judge = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
+            lambda row: self._score_row(table, row, requests))
+        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+
+    def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
+        """The scores of ``rows`` (int64) for a pod of scoring ``requests`` (``devices``: the device counts of
+        device-backed extended resources, or None)."""
         # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
@@ -304,7 +316,7 @@ class NodeResourcesFit:
     def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
         """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
         arithmetic (the same answer; None: values too large for it, the array path decides)."""
-        counted = row_allocatable_and_requested(table, row, self._names, requests, use_requested=False)
+        counted = self._row.read(table, row, requests)
         if counted is None:
             return None
         allocs, requested = counted

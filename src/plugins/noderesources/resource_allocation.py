@@ -10,6 +10,7 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -95,27 +96,45 @@ def allocatable_and_requested(
 
 
 #: Values below this are exact as float64 and never overflow int64 once scaled to a score: the bound of the
-#: one-row path (:func:`row_allocatable_and_requested`), so that its Python arithmetic gives numpy's answers.
+#: one-row path (:class:`RowReader`), so that its Python arithmetic gives numpy's answers.
 EXACT_BOUND = 1 << 53
 
 
-def row_allocatable_and_requested(table, row: int, names: tuple[str, ...], pod_all: dict[str, int],
-                                  use_requested: bool) -> tuple[list[int], list[int]] | None:
-    """:func:`allocatable_and_requested` of the one NodeTable ``row`` as Python ints per resource of ``names``
-    (:func:`resource_names`) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call
-    exceeds the arithmetic then - or None when a value reaches :data:`EXACT_BOUND` (the caller takes the array
-    path).  Without device-backed extended resources (a caller with some takes the array path)."""
-    allocs = table.allocatable_matrix(names)[:, row].tolist()
-    requests = table.requested_matrix(names, non_zero=not use_requested)[:, row].tolist()
-    for i, name in enumerate(names):
-        asked = pod_all.get(name, 0)
-        if asked == 0 and is_scalar_resource(name):
-            allocs[i] = requests[i] = 0
-        else:
-            requests[i] += asked
-    if max(allocs, default=0) >= EXACT_BOUND or max(requests, default=0) >= EXACT_BOUND:
-        return None
-    return allocs, requests
+class RowReader:
+    """:func:`allocatable_and_requested` of one NodeTable row as Python ints per resource of ``names``
+    (:func:`resource_names`), counting requests as a scorer does (``use_requested``: real requests, else cpu and
+    memory non-zero) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call exceeds the
+    arithmetic then.  The table's matrices are looked up once per table (a table keeps each matrix for its
+    life, current row by row)."""
+
+    __slots__ = ("names", "use_requested", "_table", "_matrices")
+
+    def __init__(self, names: tuple[str, ...], use_requested: bool):
+        self.names = names
+        self.use_requested = use_requested
+        self._table: weakref.ref | None = None
+        self._matrices: tuple[np.ndarray, np.ndarray] | None = None
+
+    def read(self, table, row: int, pod_all: dict[str, int]) -> tuple[list[int], list[int]] | None:
+        """(allocatable, requested with the pod) at ``row``, ``pod_all`` being the pod's
+        :func:`scoring_requests`; None when a value reaches :data:`EXACT_BOUND` (the caller takes the array path).
+        Without device-backed extended resources (a caller with some takes the array path)."""
+        matrices = self._matrices
+        if matrices is None or self._table is None or self._table() is not table:
+            matrices = self._matrices = (table.allocatable_matrix(self.names),
+                                         table.requested_matrix(self.names, non_zero=not self.use_requested))
+            self._table = weakref.ref(table)
+        allocs = matrices[0][:, row].tolist()
+        requests = matrices[1][:, row].tolist()
+        for i, name in enumerate(self.names):
+            asked = pod_all.get(name, 0)
+            if asked == 0 and is_scalar_resource(name):
+                allocs[i] = requests[i] = 0
+            else:
+                requests[i] += asked
+        if max(allocs, default=0) >= EXACT_BOUND or max(requests, default=0) >= EXACT_BOUND:
+            return None
+        return allocs, requests
 
 
 def row_weighted_average(per_resource: list[int], allocs: list[int], weights: list[int]) -> int:
