@@ -413,8 +413,8 @@ class DeviceTaintEvictionController(Controller):
         claims' own, for the dry run), or None.  Only claims the pod may use
         count: owned by it when generated (the claim the scheduler made for its
         extended resources too), and its UID in ``reservedFor``."""
-        if not pod.spec.node_name or is_pod_done(pod):
-            return None
+        if not self._claims or not pod.spec.node_name or is_pod_done(pod):
+            return None  # no allocated claim known: none the pod uses can evict it
         eviction: Eviction | None = None
         group = self._group_of(pod)
         for name, must_check_owner in self._claim_names(pod, group):

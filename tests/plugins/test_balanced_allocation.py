@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubesched.core.framework.cycle_state import CycleState
+from kubesched.core.framework.nodeinfo import PodInfo
 from kubesched.core.framework.registry import PluginError, build_args
 from kubesched.core.framework.status import Code
 from kubesched.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
@@ -37,6 +38,17 @@ def test_two_resources_use_half_the_difference():
         100,  # cpu 2/4 = 0.5, memory 4/8 = 0.5: std 0
         93,   # cpu 0.25, memory 3/8 = 0.375: std |0.25-0.375|/2 = 0.0625 -> 93.75
     ]
+
+
+def test_scores_kept_for_a_pod_shape_follow_the_nodes_that_change():
+    plugin = make(NodeResourcesBalancedAllocation)
+    p = pod("p", cpu="1", memory="3Gi")
+    infos = [info(n48("a")), info(n48("b")), info(n48("c"))]
+    state = CycleState()
+    assert plugin.pre_score(state, p, infos) is None
+    assert score_all(plugin, state, p, infos) == [93, 93, 93]
+    infos[1].add_pod(PodInfo(on(pod("e", cpu="1", memory="1Gi"), "b")))  # b: as "even" above
+    assert score_all(plugin, state, p, infos) == [93, 100, 93]
 
 
 def test_real_requests_not_the_non_zero_defaults():

@@ -245,6 +245,20 @@ def test_least_allocated_default():
     ]
 
 
+@pytest.mark.parametrize("args, before, after", [
+    (None, [75, 75], [50, 75]),
+    (strategy("MostAllocated"), [25, 25], [50, 25]),
+    (strategy("RequestedToCapacityRatio", shape=[(0, 0), (100, 10)]), [25, 25], [50, 25]),
+])
+def test_scores_kept_for_a_pod_shape_follow_the_nodes_that_change(args, before, after):
+    plugin = make(NodeResourcesFit, args)
+    p = pod("p", cpu="1", memory="2Gi")
+    infos = [info(n48("a")), info(n48("b"))]
+    assert score_all(plugin, CycleState(), p, infos) == before  # the batch form agrees with Score on each node
+    infos[0].add_pod(PodInfo(on(pod("e", cpu="1", memory="2Gi"), "a")))
+    assert score_all(plugin, CycleState(), p, infos) == after
+
+
 def test_least_allocated_counts_a_request_less_incoming_pod_as_100m_200mi():
     n = node("n", cpu="2", memory="4Gi")
     # cpu (2000-100)*100//2000 = 95, memory (4096-200)*100//4096 = 95

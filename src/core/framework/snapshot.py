@@ -123,15 +123,16 @@ class NodeTable:
         return matrix
 
     def derived(self, key: Hashable, compute: Callable[[np.ndarray], np.ndarray],
-                judge: Callable[[NodeInfo], Any] | None = None) -> np.ndarray:
+                judge: Callable[[int], Any] | None = None) -> np.ndarray:
         """The column ``key`` computed by ``compute`` (vectorised: given ascending int64 rows, their values as an
         array) over every row the first time it is asked for; on each later use only the rows changed since
-        (their nodes or their pods) are judged again, one by one with ``judge`` (a row's NodeInfo -> its value,
-        the same as ``compute``'s) when given and they are few, else by ``compute``: a value that depends on a
-        pod's shape and a node (whether the pod fits there, say) then costs a cycle the nodes changed since its
-        last use.  ``compute`` must read only what the table keeps current (columns and matrices that are not
-        evictable) and give each row a value of its own alone.  The :data:`MAX_DERIVED_COLUMNS` most recently used
-        are kept.  Read-only: index it (``values[rows]`` is a copy), never write into it."""
+        (their nodes or their pods) are judged again, one by one with ``judge`` (a row -> its value, the same as
+        ``compute``'s, or None to leave that row to ``compute``) when given and they are few, else by
+        ``compute``: a value that depends on a pod's shape and a node (whether the pod fits there, its score
+        there) then costs a cycle the nodes changed since its last use.  ``compute`` must read only what the
+        table keeps current (columns and matrices that are not evictable) and give each row a value of its own
+        alone.  The :data:`MAX_DERIVED_COLUMNS` most recently used are kept.  Read-only: index it (``values[rows]``
+        is a copy), never write into it."""
         now = self._log_base + len(self._log)
         entry = self._derived.pop(key, None)
         if entry is None or entry[1] < self._log_base:
@@ -141,10 +142,15 @@ class NodeTable:
             if current < now:
                 changed = {row for row, _ in self._log[current - self._log_base:]}
                 if judge is not None and len(changed) <= MAX_JUDGED_ROWS:
-                    infos = self.infos
+                    left = []
                     for row in changed:
-                        values[row] = judge(infos[row])
-                else:
+                        value = judge(row)
+                        if value is None:
+                            left.append(row)
+                        else:
+                            values[row] = value
+                    changed = set(left)
+                if changed:
                     rows = np.array(sorted(changed), dtype=np.int64)
                     values[rows] = compute(rows)
         self._derived[key] = (values, now)

@@ -103,6 +103,17 @@ class NodeResourcesBalancedAllocation:
             one = _score_row(self._row, table, int(rows[0]), requests)
             if one is not None:
                 return np.array((one,), dtype=np.int64)
+        if devices is not None:  # devices' allocations are not the table's: scored afresh
+            return self._scores(table, rows, requests, devices)
+        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
+        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
+        judge = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
+        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+
+    def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
+        """The scores of ``rows`` (int64) for a pod of ``requests`` (``devices``: the device counts of
+        device-backed extended resources, or None)."""
         alloc, requested, _ = allocatable_and_requested(table, rows, self.resources, requests, use_requested=True,
                                                         devices=devices)
         resources, n = alloc.shape

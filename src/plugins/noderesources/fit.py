@@ -204,7 +204,7 @@ class NodeResourcesFit:
         # nodes changed since judged again, by Filter itself): a cycle costs those nodes, not a pass over the rows
         key = (self, tuple(pre.requests.items()), pre.device_backed)
         return table.derived(key, lambda some: self._fits(table, some, pre),
-                             lambda info: self.filter(state, pod, info) is None)[rows]
+                             lambda row: self.filter(state, pod, table.infos[row]) is None)[rows]
 
     @staticmethod
     def _fits(table: NodeTable, rows: np.ndarray, pre: _PreFilterState) -> np.ndarray:
@@ -278,6 +278,18 @@ class NodeResourcesFit:
             one = self._score_row(table, int(rows[0]), requests)
             if one is not None:
                 return np.array((one,), dtype=np.int64)
+        if devices is not None:  # devices' allocations are not the table's: scored afresh
+            return self._scores(table, rows, requests, devices)
+        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
+        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
+        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
+        judge = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
+            lambda row: self._score_row(table, row, requests))
+        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+
+    def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
+        """The scores of ``rows`` (int64) for a pod of scoring ``requests`` (``devices``: the device counts of
+        device-backed extended resources, or None)."""
         # (resources, nodes) arrays, fresh: worked on in place
         alloc, requested, weights = allocatable_and_requested(table, rows, self.resources, requests,
                                                               use_requested=False, devices=devices)
