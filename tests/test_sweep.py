@@ -7,6 +7,8 @@ head on 127.0.0.1) or on a Ray started for the test (the test extra installs Ray
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,6 +140,20 @@ def test_an_unreadable_results_table_is_refused_and_left_alone(tmp_path):
     assert not list((tmp_path / "out/cells").glob("*.parquet"))
 
 
+@pytest.fixture
+def ray_leaves_the_process_as_it_was():
+    """Ray's driver, started in this worker, sets environment variables, a SIGTERM handler and a sys.path entry
+    that outlive ray.shutdown(): put back, so the tests after this one on the worker run as before."""
+    environ, path, handler = dict(os.environ), list(sys.path), signal.getsignal(signal.SIGTERM)
+    yield
+    os.environ.clear()
+    os.environ.update(environ)
+    sys.path[:] = path
+    if handler is not None:  # None: a handler not set from Python, left alone
+        signal.signal(signal.SIGTERM, handler)
+
+
+@pytest.mark.usefixtures("ray_leaves_the_process_as_it_was")
 def test_the_ray_engine_gives_the_same_numbers_per_cell(tmp_path, small_results):
     spec = load_spec(small_spec(tmp_path))
     local = read_results(small_results / "small-results/small.parquet")  # the same grid on a local worker

@@ -20,6 +20,7 @@ one), (200,000, 10, 10) 0.37 s (4 young ones); peak RSS unchanged (360 MiB).
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,13 +28,35 @@ from contextlib import contextmanager
 BATCH_THRESHOLDS = (200_000, 10, 10)
 
 
+class _Batches:
+    """The blocks running under :func:`batch_collection` now, in every thread: the first one in sets
+    the thresholds, the last one out puts back those it found (two runs on two threads - the UI's
+    background runs beside a request's - would otherwise leave the batch thresholds set for good
+    when their blocks interleave)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.before = gc.get_threshold()
+
+
+_BATCHES = _Batches()
+
+
 @contextmanager
 def batch_collection() -> Iterator[None]:
     """Run the block with :data:`BATCH_THRESHOLDS` (process-wide, as
-    ``gc.set_threshold`` is), then put the previous thresholds back."""
-    before = gc.get_threshold()
-    gc.set_threshold(*BATCH_THRESHOLDS)
+    ``gc.set_threshold`` is), then put the previous thresholds back once no
+    block of any thread runs under it any more."""
+    with _BATCHES.lock:
+        if _BATCHES.running == 0:
+            _BATCHES.before = gc.get_threshold()
+            gc.set_threshold(*BATCH_THRESHOLDS)
+        _BATCHES.running += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _BATCHES.lock:
+            _BATCHES.running -= 1
+            if _BATCHES.running == 0:
+                gc.set_threshold(*_BATCHES.before)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from kubesched.cli import app
 from kubesched.core.api.manifests import InvalidManifest
 from kubesched.core.gpu.gpus import NodeGpus
-from kubesched.drivers.batch_gc import BATCH_THRESHOLDS
+from kubesched.drivers.batch_gc import BATCH_THRESHOLDS, batch_collection
 from kubesched.drivers.harness import Harness
 from kubesched.testing import config, device, device_class, node, pod, resource_claim, resource_slice
 from kubesched.trace.gorand import GoRand
@@ -90,6 +90,18 @@ def test_a_replay_collects_garbage_in_larger_batches_and_then_puts_the_process_s
     before = gc.get_threshold()
     replay(trace, PACKING, limit=5)
     assert seen == [BATCH_THRESHOLDS] and gc.get_threshold() == before
+
+
+def test_blocks_of_two_runs_that_interleave_put_the_thresholds_back_when_the_last_one_ends():
+    # a UI's background run beside a request's run, on two threads: the first ends while the second runs
+    before = gc.get_threshold()
+    first, second = batch_collection(), batch_collection()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == BATCH_THRESHOLDS  # the second still runs in batches
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == before
 
 
 def test_ranked_tie_break_is_a_seeded_permutation():
