@@ -15,8 +15,8 @@ camelCase dicts.  One converter handles every model class:
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
 - fields equal to their default are left out when writing;
-- a class with ``SHARED = True`` (a pod's spec: a workload's pods repeat it) is decoded once per distinct
-  manifest and that frozen object shared, the maps inside it included (:func:`_shared_decoding`);
+- a class with ``SHARED = True`` (a pod's spec and status: a workload's pods repeat them) is decoded once per
+  distinct manifest and that frozen object shared, the maps inside it included (:func:`_shared_decoding`);
 - a class with ``STRICT = True`` (configuration types) refuses unknown keys;
   :func:`structure_args` (plugin args) refuses them in every class that does
   not set ``STRICT = False`` or keep them in ``extra``.
