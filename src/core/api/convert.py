@@ -15,8 +15,8 @@ camelCase dicts.  One converter handles every model class:
 - a field named ``extra`` keeps every manifest key the class does not model, so
   an object is written back with nothing lost;
 - fields equal to their default are left out when writing;
-- a class with ``SHARED = True`` (a pod's spec: a workload's pods repeat it) is decoded once per distinct
-  manifest and that frozen object shared, the maps inside it included (:func:`_shared_decoding`);
+- a class with ``SHARED = True`` (a pod's spec and status: a workload's pods repeat them) is decoded once per
+  distinct manifest and that frozen object shared, the maps inside it included (:func:`_shared_decoding`);
 - a class with ``STRICT = True`` (configuration types) refuses unknown keys;
   :func:`structure_args` (plugin args) refuses them in every class that does
   not set ``STRICT = False`` or keep them in ``extra``.
@@ -35,7 +35,6 @@ from typing import Any, Callable, Union, get_args, get_origin
 import attrs
 import cattrs
 import orjson
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from kubesched.core.quantity import (
     QuantityError,
@@ -324,33 +323,55 @@ def _is_struct_default(field: attrs.Attribute) -> bool:
     return attrs.has(type(field.default))
 
 
-def _unstructure_factory(cls: type):
+#: How a field of a model class is written: its value's hook, by the field's ``kind`` metadata.
+_KIND_UNSTRUCTURE: dict[str, Callable[[Any], Any]] = {"quantity": format_resource_list, "time": format_time,
+                                                      "microtime": format_micro_time, "bytes": _format_bytes}
+
+
+def _unstructure_factory(cls: type) -> Callable[[Any], dict]:
+    """``cls``'s unstructure hook, generated as straight-line code in one pass: the fields always written first
+    (a sub-object field only when it comes out non-empty), then the others unless equal to their default, each
+    in field order and under its manifest key, through its kind's or its type's hook (none for a string, a
+    number, a boolean); then the keys of ``extra`` the fields did not write."""
     attrs.resolve_types(cls)
-    hooks: dict[str, Callable[[Any], Any]] = {"quantity": format_resource_list, "time": format_time,
-                                              "microtime": format_micro_time, "bytes": _format_bytes}
-    overrides: dict[str, Any] = {}
-    for f in attrs.fields(cls):
-        hook = hooks.get(f.metadata.get("kind", ""))
-        keep = _always_written(f) or _is_struct_default(f)
-        overrides[f.name] = override(rename=manifest_key(f), unstruct_hook=hook, omit_if_default=False if keep else None)
-    base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-        cls, converter, _cattrs_omit_if_default=True, **overrides)
-    has_extra = any(f.name == EXTRA for f in attrs.fields(cls))
-    structs = [manifest_key(f) for f in attrs.fields(cls) if _is_struct_default(f)]
+    namespace: dict[str, Any] = {}
+    first: list[str] = []
+    rest: list[str] = []
+    extra = None
+    for index, f in enumerate(attrs.fields(cls)):
+        if not f.init:
+            continue  # state of the object, not of its manifest
+        key, read = manifest_key(f), f"o.{f.name}"
+        hook = _KIND_UNSTRUCTURE.get(f.metadata.get("kind", "")) or _unstructure_hook(f.type)
+        if hook is not cattrs.fns.identity:
+            namespace[f"h{index}"] = hook
+            read = f"h{index}(o.{f.name})"
+        if f.name == EXTRA:
+            extra = read
+            continue
+        if _is_struct_default(f):
+            first += [f"    v = {read}", "    if v != {}:", f"        res[{key!r}] = v"]
+        elif _always_written(f) or f.default is attrs.NOTHING:
+            first.append(f"    res[{key!r}] = {read}")
+        else:
+            default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore
+            namespace[f"d{index}"] = f.converter(default) if f.converter is not None else default  # as set
+            rest += [f"    if o.{f.name} != d{index}:", f"        res[{key!r}] = {read}"]
+    lines = [f"def unstructure_{cls.__name__}(o):", "    res = {}", *first, *rest]
+    if extra is not None:
+        lines += [f"    if o.{EXTRA}:", f"        for key, value in {extra}.items():",
+                  "            if key not in res:", "                res[key] = value"]
+    lines.append("    return res")
+    exec(compile("\n".join(lines), f"<kubesched unstructure {cls.__qualname__}>", "exec"), namespace)
+    return namespace[f"unstructure_{cls.__name__}"]
 
-    def unstructure(obj: Any) -> dict:
-        data = base(obj)
-        for key in structs:
-            if data.get(key) == {}:
-                del data[key]
-        if has_extra:
-            extra = data.pop(EXTRA, None)
-            if extra:
-                for key, value in extra.items():
-                    data.setdefault(key, value)
-        return data
 
-    return unstructure
+def _unstructure_hook(type_: Any) -> Callable[[Any], Any]:
+    """The converter's unstructure hook of a field's type (its generic one for a class that holds itself)."""
+    try:
+        return converter.get_unstructure_hook(type_, cache_result=False)
+    except RecursionError:
+        return converter.unstructure
 
 
 def _structure_list_factory(type_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], tuple]:

@@ -516,6 +516,9 @@ class PodStatus:
     resize reports (container statuses; pod-level ``allocatedResources`` and ``resources``, scheduler units);
     times are seconds since the epoch."""
 
+    #: decoded once per distinct manifest, the object shared: the kubelet writes many pods the same status
+    SHARED: ClassVar[bool] = True
+
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""

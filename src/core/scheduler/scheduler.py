@@ -117,7 +117,8 @@ class Scheduler:
         workload_aware = any(fw.placement_feasible_plugins for fw in self.profiles.values())
         state.queue = SchedulingQueue(
             clock=clock,
-            less=next(iter(self.profiles.values())).less,
+            # the QueueSort plugin's own less (Framework.less without its frame: ~19 comparisons per pod popped)
+            less=next(iter(self.profiles.values())).queue_sort_plugins[0][1],
             pre_enqueue=lambda pod: state.profiles[pod.spec.scheduler_name].run_pre_enqueue(pod),
             hints={name: fw.events_to_register() for name, fw in self.profiles.items()},
             profile_of=lambda pod: pod.spec.scheduler_name,

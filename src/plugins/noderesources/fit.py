@@ -69,6 +69,8 @@ LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO = (
     "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio",
 )
 STATE_KEY = "PreFilterNodeResourcesFit"
+#: How many pod shapes' PreFilter states NodeResourcesFit keeps (all dropped when full)
+MAX_KEPT_STATES = 1024
 PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
 
 
@@ -137,6 +139,9 @@ class NodeResourcesFit:
         self._weights = [spec.weight for spec in self.resources]
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
             self.shape = BrokenLinear(strategy.requested_to_capacity_ratio.shape)
+        #: the PreFilter state of pods asking for native resources alone, by their requests (read-only, shared by
+        #: the cycles of pods of one shape: it depends on the requests and this plugin's args alone)
+        self._native_states: dict[tuple[tuple[str, int], ...], _PreFilterState] = {}
 
     # --- Filter --------------------------------------------------------------------------
 
@@ -163,8 +168,17 @@ class NodeResourcesFit:
         return self._state(state, pod).requests
 
     def _pre_filter_state(self, state, pod) -> _PreFilterState:
-        requests = self._checked_requests(state.pod_info_of(pod).requests)
-        return _PreFilterState(requests, self._device_backed(requests))
+        asked = state.pod_info_of(pod).requests
+        key = tuple(asked.items())
+        pre = self._native_states.get(key)
+        if pre is None:
+            requests = self._checked_requests(asked)
+            pre = _PreFilterState(requests, self._device_backed(requests))
+            if all(name in NATIVE_RESOURCES for name in asked):  # nothing for devices or the DRA state to decide
+                if len(self._native_states) >= MAX_KEPT_STATES:
+                    self._native_states.clear()
+                self._native_states[key] = pre
+        return pre
 
     @hookimpl
     def sign_pod(self, pod):
