@@ -113,8 +113,14 @@ def late_write_run() -> dict[str, object]:
         a_jump = _jumping_clock(a)
         a_thread, a_result = _running(a)
         server.wait_until(lambda: server.holding(old), timeout=30)
-        a_jump(a.elector.config.renew_deadline)  # A stalled: its next renewal is past the deadline
-        a_thread.join(30)  # A lost its lease and stopped
+        # A stalled: its next renewal is past the deadline, so A loses its lease and stops.  The jump moves
+        # A's clock alone, not the real-time bound of a renewal already under way: one that reads the clock
+        # after the jump still succeeds (a paused process's would have timed out), so A stalls again
+        for _ in range(30):
+            a_jump(a.elector.config.renew_deadline)
+            a_thread.join(1.0)
+            if not a_thread.is_alive():
+                break
         server.cluster.create(from_manifest(_pod("pod2", "c2", 100)))
         server.delay("PUT", r"/resourceclaims/c1/status$", 0.5)  # B's write of c1 comes after A's
         b = _daemon(server, Path(scratch), "b", new)
