@@ -105,18 +105,24 @@ class ClaimBinder:
         record_in_pod(cluster, pod, mappings, updated.metadata.name)
         return updated
 
-    def device_conflict(self, pod, claims: Sequence[tuple[ResourceClaim, Any, str]]) -> Status | None:
+    def device_conflict(self, pod, claims: Sequence[tuple[ResourceClaim, Any, str]]) -> tuple[int, Status] | None:
         """Never bind a pod whose claim, as PreBind left it, holds a device
         that another claim in use (reserved for another consumer) holds too:
         what a deposed leader's late allocation write leaves behind (it may
         have allocated and reserved the claim for this very pod meanwhile).
         The claim in use keeps the device; the pod fails its binding cycle
-        (Unschedulable; Unreserve drops its reservation), the ResourceClaim
-        controller withdraws the allocation no running pod uses, and the pod is
-        allocated again.  A Warning Event names both claims and the device.
-        ``claims``: each claim as PreBind left it, the allocation this cycle
-        planned for it (None: none) and the UID of its consumer."""
-        for claim, planned, consumer in claims:
+        (Unschedulable) and Unreserve drops its reservation and withdraws the
+        allocation (on the resourceVersion read: a reservation made meanwhile
+        is never lost; the ResourceClaim controller withdraws an allocation no
+        running pod uses too), and the pod is allocated again.  Withdrawing it
+        here, not only in the controller, matters: a pod retried at once would
+        otherwise reserve the same claim again before the controller sees it
+        unused, again and again.  A Warning Event names both claims and the
+        device.  ``claims``: each claim as PreBind left it, the allocation this
+        cycle planned for it (None: none) and the UID of its consumer.
+        Returns the index of the refused claim and the Unschedulable status,
+        or None."""
+        for index, (claim, planned, consumer) in enumerate(claims):
             allocation = claim.status.allocation
             if allocation is None:
                 continue
@@ -128,7 +134,7 @@ class ClaimBinder:
                 message = (f"device {device} of claim {claim.key} is also allocated to claim {other.key}, "
                            f"which is in use: not binding until claim {claim.key} is allocated again")
                 self.handle.recorder.event(pod, "Warning", "DeviceAllocatedTwice", "Binding", message)
-                return Status.unschedulable(message)
+                return index, Status.unschedulable(message)
         return None
 
     def wait_for_binding_conditions(self, pod, node_name: str, claims: Sequence[ResourceClaim],

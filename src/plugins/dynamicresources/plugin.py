@@ -183,8 +183,10 @@ class _State:
     in ``claims`` (None: the pod has none).  ``group`` is the pod's PodGroup
     (None: none, or not known yet); ``shared`` the indices of the claims it
     shares with that group, ``joined`` those whose in-flight allocation another
-    member made (``claims`` holds that version) and ``bound`` those PreBind
-    found or made reserved for this pod (or its group).
+    member made (``claims`` holds that version), ``bound`` those PreBind
+    found or made reserved for this pod (or its group) and ``refused`` the one
+    PreBind refused for a device another claim in use holds (Unreserve
+    withdraws its allocation).
     """
 
     claims: list[ResourceClaim]
@@ -203,6 +205,7 @@ class _State:
     shared: set[int] = field(factory=set)
     joined: set[int] = field(factory=set)
     bound: set[int] = field(factory=set)
+    refused: set[int] = field(factory=set)
     #: when this cycle's filterTimeout runs out (``time.monotonic()`` seconds; None: Filter not called yet)
     filter_ends: float | None = None
     #: the batch Filter ran out of filterTimeout: every node timed out
@@ -801,7 +804,8 @@ class DynamicResources:
                     continue
             if any(ref.uid == consumer.uid for ref in current.status.reserved_for):
                 try:
-                    self.binder.drop_reservation(current, consumer.uid, deallocate=index in data.shared)
+                    self.binder.drop_reservation(current, consumer.uid,
+                                                 deallocate=index in data.shared or index in data.refused)
                 except ApiError:
                     pass  # upstream only logs: the claim controller drops stale reservations
 
@@ -843,7 +847,9 @@ class DynamicResources:
         conflict = self.binder.device_conflict(pod, [(claim, data.allocations.get(index), data.consumer(index, pod).uid)
                                                      for index, claim in enumerate(data.claims)])
         if conflict is not None:
-            return conflict
+            index, status = conflict
+            data.refused.add(index)
+            return status
         return self.binder.wait_for_binding_conditions(pod, node_name, data.claims, self.binding_timeout)
 
 

@@ -1,6 +1,7 @@
 """A deposed leader's late allocation write can leave one device in two claims (the API server knows
 nothing of leases): the scheduler never binds a pod on such a claim while the other is in use, the
-ResourceClaim controller withdraws the allocation no pod uses, and the pod is allocated again."""
+allocation is withdrawn (by the binding cycle that refused it, or by the ResourceClaim controller when no pod
+uses it), and the pod is allocated again."""
 
 from __future__ import annotations
 
@@ -83,6 +84,27 @@ def test_a_device_in_two_claims_ends_under_one_pod_and_the_other_claim_is_alloca
     assert devices == {"c1": ["gpu-1"], "c2": ["gpu-0"]}  # c2 kept the device it had in use
     messages = [e.message for e in sim.events("DeviceAllocatedTwice")]
     assert any("gpu.example.com/n1/gpu-0" in m and "default/c1" in m and "default/c2" in m for m in messages)
+
+
+def test_a_late_write_reserved_for_the_pod_itself_is_withdrawn_by_the_binding_cycle_that_refuses_it():
+    """The deposed leader's write allocated gpu-0 and reserved c1 for pod1 itself: PreBind refuses it and
+    Unreserve withdraws the allocation at once (else pod1, retried at once, would reserve c1 again before the
+    controller sees it unused, again and again: a daemon under load did so for good)."""
+    sim = Simulation()
+    for doc in yaml.safe_load_all(MANIFESTS):
+        sim.cluster.create(from_manifest(doc))
+    for doc in (claim("c1"), claim("c2"), pod("pod2", "c2", node="n1"), pod("pod1", "c1")):
+        sim.cluster.create(from_manifest(doc))
+    allocate(sim, "c2", "gpu-0", "pod2")
+    allocate(sim, "c1", "gpu-0", "pod1")
+    sim.run()
+    assert sim.pod("pod1").spec.node_name == "n1"
+    devices = {c.metadata.name: [r.device for r in c.status.allocation.devices.results]
+               for c in sim.cluster.list("ResourceClaim").items}
+    assert devices == {"c1": ["gpu-1"], "c2": ["gpu-0"]}
+    # one refusal, on the pod; the controller found no allocation of c1 left to withdraw
+    assert [(e.involved_object.kind, e.involved_object.name) for e in sim.events("DeviceAllocatedTwice")] == [
+        ("Pod", "pod1")]
 
 
 def test_a_device_shared_by_design_is_no_conflict():
