@@ -21,6 +21,7 @@ from .resource_allocation import (
     allocatable_and_requested,
     device_counts,
     dra_manager,
+    kept_scores,
     resource_names,
     resources_or_default,
     scoring_requests,
@@ -99,17 +100,11 @@ class NodeResourcesBalancedAllocation:
         if dra is not None:
             backed = dra.device_backed(self._extended)
             devices = device_counts(dra, backed, table) if backed else None
-        if len(rows) == 1 and devices is None and len(self.resources) == 2:
-            one = _score_row(self._row, table, int(rows[0]), requests)
-            if one is not None:
-                return np.array((one,), dtype=np.int64)
         if devices is not None:  # devices' allocations are not the table's: scored afresh
             return self._scores(table, rows, requests, devices)
-        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
-        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
-        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
-        judge = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
-        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+        score_row = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
+        return kept_scores(self, table, rows, requests, self._row.names,
+                           lambda some: self._scores(table, some, requests, None), score_row)
 
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of ``requests`` (``devices``: the device counts of

@@ -58,6 +58,7 @@ from .resource_allocation import (
     allocatable_and_requested,
     device_counts,
     dra_manager,
+    kept_scores,
     resource_names,
     resources_or_default,
     row_weighted_average,
@@ -288,18 +289,12 @@ class NodeResourcesFit:
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
-        if len(rows) == 1 and devices is None and self.strategy != REQUESTED_TO_CAPACITY_RATIO:
-            one = self._score_row(table, int(rows[0]), requests)
-            if one is not None:
-                return np.array((one,), dtype=np.int64)
         if devices is not None:  # devices' allocations are not the table's: scored afresh
             return self._scores(table, rows, requests, devices)
-        # a pod's scores depend on its requests and each node: kept for the next pod of the same requests, the
-        # nodes changed since scored again (one by one in Python arithmetic when it gives the same answer)
-        key = (self, tuple(requests.get(name, 0) for name in self._row.names))
-        judge = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
+        score_row = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
             lambda row: self._score_row(table, row, requests))
-        return table.derived(key, lambda some: self._scores(table, some, requests, None), judge)[rows]
+        return kept_scores(self, table, rows, requests, self._row.names,
+                           lambda some: self._scores(table, some, requests, None), score_row)
 
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of scoring ``requests`` (``devices``: the device counts of

@@ -148,6 +148,23 @@ def row_weighted_average(per_resource: list[int], allocs: list[int], weights: li
     return total // divisor if divisor else 0
 
 
+def kept_scores(owner: object, table, rows: np.ndarray, requests: dict[str, int], names: tuple[str, ...],
+                scores: Callable[[np.ndarray], np.ndarray],
+                score_row: Callable[[int], int | None] | None) -> np.ndarray:
+    """A scorer's scores of ``rows`` (int64) for a pod of scoring ``requests``, without device-backed extended
+    resources: ``scores(rows)`` is its array path, ``score_row(row)`` (None: it has none) the same answer for
+    one row in Python arithmetic, or None where it cannot tell.  One row (a PodGroup's next member re-scoring
+    the node the member before was assumed on) is scored alone; otherwise the scores are a NodeTable derived
+    column keyed by ``owner`` and the requests of ``names``: kept for the next pod of the same requests, only
+    the nodes changed since scored again."""
+    if score_row is not None and len(rows) == 1:
+        one = score_row(int(rows[0]))
+        if one is not None:
+            return np.array((one,), dtype=np.int64)
+    key = (owner, tuple(requests.get(name, 0) for name in names))
+    return table.derived(key, scores, score_row)[rows]
+
+
 def dra_manager(handle) -> Any:
     """The handle's DRA manager, or None in a profile whose Filter does not
     run DynamicResources or while DRAExtendedResource is off: then no extended
