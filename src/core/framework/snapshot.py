@@ -17,7 +17,7 @@ from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo, PodInfo
 from .pod_counts import PodCount, PodCounts
-from .resources import CPU, MEMORY, PODS
+from .resources import PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
 #: per node) and, when asked for again, recomputing the rows changed since; more distinct live keys than this (say,
@@ -285,16 +285,8 @@ class NodeTable:
         """:meth:`requested` of each of ``resources``: int64, shape (len(resources), nodes) (see
         :meth:`_matrix`); with ``non_zero`` cpu and memory as scoring counts them (NodeInfo's ``non_zero_cpu``
         and ``non_zero_memory``: upstream's non-zero requests)."""
-        if not non_zero:
-            return self._matrix(f"requested[{','.join(resources)}]",
-                                lambda info: [info.requested.get(name, 0) for name in resources], len(resources))
-
-        def extract(info: NodeInfo) -> list[int]:
-            requested = info.requested
-            return [info.non_zero_cpu if name == CPU else info.non_zero_memory if name == MEMORY
-                    else requested.get(name, 0) for name in resources]
-
-        return self._matrix(f"nonzero[{','.join(resources)}]", extract, len(resources))
+        return self._matrix(f"{'nonzero' if non_zero else 'requested'}[{','.join(resources)}]",
+                            lambda info: info.scoring_requested(resources, non_zero), len(resources))
 
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
         """Recompute every column at ``rows`` (after those nodes changed); with
