@@ -25,7 +25,8 @@ saves what is pending (queue, timers, counters); rolling back undoes the
 writes and hands the informers the changes back, so both are proportional to
 what changed, not to the cluster (:mod:`kubesched.sim.transaction`).
 :meth:`~Simulator.can_schedule` of one plain pod is one scheduling cycle on
-the state as it is (nothing written); of anything else, a transaction rolled
+the state as it is (nothing written), of a new PodGroup with its pods that
+fits one PodGroup cycle likewise; of anything else, a transaction rolled
 back.
 :meth:`~Simulator.fork` is a full copy, O(cluster): a new simulation over the
 same objects.  ``benchmarks/sim_whatif.py`` measures them.
@@ -187,12 +188,27 @@ class Simulator:
         member pods (typed objects or manifest dicts).  This simulator's
         objects, queue and allocated devices are left as they were.
 
-        One pod that the scheduler alone decides (no ResourceClaims, volumes
-        from claims, PodGroup, scheduling gates or ``nodeName``), without
-        preemption, is answered by one scheduling cycle on the state as it is,
-        nothing assumed or written (:meth:`Scheduler.dry_run`): the node a pod
-        created now would get.  Anything else is created and scheduled to
-        quiescence in a transaction that is rolled back.
+        Which path answers (the verdicts are the same; the first two cost one
+        cycle, not the creation, binding and rollback of every object):
+
+        - one pod that the scheduler alone decides (no ResourceClaims, volumes
+          from claims, PodGroup, scheduling gates or ``nodeName``), without
+          preemption: one scheduling cycle on the state as it is, nothing
+          assumed or written (:meth:`Scheduler.dry_run`): the node a pod
+          created now would get;
+        - a PodGroup followed by its member pods, without preemption: a plain
+          PodGroup (no CompositePodGroup parent) that is new (neither it nor a
+          pod naming it in the cluster), at least ``minCount`` members, each
+          one the scheduler alone decides as above, one profile with no Permit
+          plugin: one PodGroup cycle on the state as it is, as the queue hands
+          the group over once every member arrived (placements, each member
+          assumed within its placement, PlacementScore), then everything undone
+          (:meth:`Scheduler.dry_run_group`), when that cycle places every
+          member: the chosen placement's nodes.  When it does not (the group
+          does not fit, or a member is left without a node), the question goes
+          on to the transaction below, for kube-scheduler's words;
+        - anything else (and ``preempt=True``): created and scheduled to
+          quiescence in a transaction that is rolled back.
 
         ``preempt``: whether lower-priority pods may be preempted (False: the
         pods are asked about with ``preemptionPolicy: Never``, so that
