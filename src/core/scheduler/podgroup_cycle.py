@@ -514,15 +514,14 @@ class PodGroupCycle:
         if record is not None and kept.record is not None:
             record.filtered_as(kept.record)
         state.evaluated_nodes, state.feasible_nodes = kept.evaluated, len(feasible)
-        if kept.raw_scores is None:  # the one feasible node: nothing was scored
+        if kept.scores is None:  # the one feasible node: nothing was scored
             return state, previous_node
         nodes = kept.nodes
         positions = kept.positions
         if positions is None:
             positions = kept.positions = {r: at for at, r in enumerate(feasible.tolist())}
         try:
-            total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes, kept.raw_scores,
-                                     np.array((positions[row],)))
+            total = fwk.rescore(state, pod, snapshot.table, feasible, nodes, kept.scores, positions[row])
         except ScoreError:
             return None
         chosen = self.pods.select_host(total, feasible)
