@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import pytest
 
-from kubesched.core.api.meta import evolve_meta
+from kubesched.core.api import from_manifest
+from kubesched.core.api.core_v1 import Pod, PodSpec
+from kubesched.core.api.meta import evolve_meta, replacer
 from kubesched.core.clock import FakeClock
 from kubesched.core.framework.snapshot import Snapshot
+from kubesched.core.scheduler.assume import on_node
 from kubesched.core.scheduler.cache import Cache, CacheError
 from kubesched.testing import node, pod
 
@@ -40,6 +45,76 @@ def test_assume_counts_the_pod_before_binding(cache):
     assert cache.dump() == {"n1": ["default/p*"], "n2": []}
     with pytest.raises(CacheError, match="is in the cache, so can't be assumed"):
         cache.assume_pod(p)
+    bound = mk("b", node_name="n2")
+    cache.add_pod(bound)
+    for again in (on(p, "n2"), bound):  # refused, and nothing counted twice
+        with pytest.raises(CacheError, match=r"pod default/\w \(uid uid-\w\) is in the cache, so can't be assumed"):
+            cache.assume_pod(again)
+    assert cache.dump() == {"n1": ["default/p*"], "n2": ["default/b"]} and cache.pod_count() == 2
+    assert cpu_used(cache, "n1") == 1000 == cpu_used(cache, "n2") and cache.assumed_node(p) == "n1"
+
+
+RICH = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+    "hostNetwork": True, "tolerations": [{"operator": "Exists"}], "priority": 7}
+
+
+def test_the_assumed_pod_is_the_pod_evolved_onto_its_node():
+    p = from_manifest({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u", "labels": {"a": "b"}},
+                       "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}],
+                                **RICH},
+                       "status": {"phase": "Pending"}})
+    assumed = on_node(p, "n1")
+    assert type(assumed) is Pod and assumed == on(p, "n1") and assumed.spec.node_name == "n1"
+    assert p.spec.node_name == "" and assumed.spec.extra == {"hostNetwork": True}
+    assert all(getattr(assumed.spec, f.name) is getattr(p.spec, f.name)
+               for f in attrs.fields(PodSpec) if f.name != "node_name")
+    assert (assumed.metadata, assumed.status) == (p.metadata, p.status) and assumed.metadata is p.metadata
+
+
+@attrs.frozen
+class _Checked:
+    a: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
+
+
+@attrs.frozen
+class _Converted:
+    a: int = attrs.field(default=0, converter=int)
+
+
+@attrs.frozen
+class _PostInit:
+    a: int = 0
+    b: int = 0
+
+    def __attrs_post_init__(self):
+        if self.a < 0:
+            raise ValueError("a")
+
+
+@attrs.define
+class _Mutable:
+    a: int = 0
+
+
+@attrs.frozen(slots=False)
+class _NoSlots:
+    a: int = 0
+
+
+@pytest.mark.parametrize("cls, name, problem", [
+    (_Checked, "a", "_Checked.a has a validator or converter"),
+    (_Converted, "a", "_Converted.a has a validator or converter"),
+    (_PostInit, "a", "_PostInit.__attrs_post_init__ reads 'a'"),
+    (_PostInit, "c", "_PostInit has no init field 'c'"),
+    (_Mutable, "a", "_Mutable is not a frozen attrs class with slots"),
+    (_NoSlots, "a", "_NoSlots is not a frozen attrs class with slots"),
+])
+def test_a_one_field_copy_without_init_is_refused_where_init_could_matter(cls, name, problem):
+    with pytest.raises(TypeError, match=re.escape(f"replacer: {problem}")):
+        replacer(cls, name)
+    assert replacer(_PostInit, "b")(_PostInit(1, 2), 3) == _PostInit(1, 3)
 
 
 def test_forget_undoes_assume(cache):
@@ -48,6 +123,22 @@ def test_forget_undoes_assume(cache):
     cache.forget_pod(p)
     assert not cache.is_assumed(p) and cache.pod_count() == 0
     assert cpu_used(cache, "n1") == 0
+
+
+def test_forgetting_a_pod_before_the_last_one_takes_off_what_it_counted(cache):
+    a = on(mk("a", labels={"app": "db"}, affinity=ANTI, host_ports=[80]), "n1")
+    b, c = on(mk("b", affinity=ANTI, host_ports=[81]), "n1"), on(mk("c"), "n1")
+    for p in (a, b, c):
+        cache.assume_pod(p)
+    info = cache.nodes["n1"]
+    cache.forget_pod(a)
+    assert [p.pod for p in info.pods] == [b, c] and [p.pod for p in info.pods_with_affinity] == [b]
+    assert [p.pod for p in info.pods_with_required_anti_affinity] == [b]
+    assert info.used_ports == [("0.0.0.0", "TCP", 81)] and cpu_used(cache, "n1") == 2000 == info.non_zero_cpu
+    cache.forget_pod(c)
+    cache.forget_pod(on(b, ""))  # a copy without its node: found by UID
+    assert info.pods == info.pods_with_affinity == info.used_ports == [] and cpu_used(cache, "n1") == 0
+    assert cache.pod_count() == 0 and cache.dump() == {"n1": [], "n2": []}
 
 
 def test_forget_refuses_a_confirmed_pod_or_the_wrong_node(cache):

@@ -163,6 +163,33 @@ def _copier(cls: type) -> Callable[[type, Any, dict[str, Any]], Any]:
     return namespace["copier"]
 
 
+def replacer(cls: type, name: str) -> Callable[[Any, Any], Any]:
+    """``replace(obj, value)``: a copy of ``obj`` (a ``cls``, a frozen attrs class with slots) with its field
+    ``name`` set to ``value``, equal to ``evolve(obj, name=value)`` and about three times cheaper: the slots are
+    copied without ``__init__``, which for such a class could only run validators, converters and
+    ``__attrs_post_init__``.  Raises TypeError when made for a class where skipping them could matter: without
+    slots, not frozen, an unknown or non-init field, a field with a validator or converter, or an
+    ``__attrs_post_init__`` that names ``name`` (one that reads other fields only sees them as the original,
+    already built, had them).  For a hot path's one-field copies (a pod assumed on its node)."""
+    fields = attrs.fields(cls)
+    by_name = {f.name: f for f in fields}
+    post_init = getattr(cls, "__attrs_post_init__", None)
+    if "__slots__" not in cls.__dict__ or cls.__setattr__ is object.__setattr__:
+        raise TypeError(f"replacer: {cls.__name__} is not a frozen attrs class with slots")
+    if name not in by_name or not by_name[name].init:
+        raise TypeError(f"replacer: {cls.__name__} has no init field {name!r}")
+    checked = [f.name for f in fields if f.validator is not None or f.converter is not None]
+    if checked:
+        raise TypeError(f"replacer: {cls.__name__}.{checked[0]} has a validator or converter")
+    if post_init is not None and name in post_init.__code__.co_names:
+        raise TypeError(f"replacer: {cls.__name__}.__attrs_post_init__ reads {name!r}")
+    setters = {f"set_{f.name}": getattr(cls, f.name).__set__ for f in fields}
+    lines = "".join(f"    set_{f.name}(copy, {'value' if f.name == name else 'obj.' + f.name})\n" for f in fields)
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls, **setters}
+    exec(f"def replace(obj, value):\n    copy = new(cls)\n{lines}    return copy\n", namespace)  # noqa: S102
+    return namespace["replace"]
+
+
 def evolve_meta(obj: Any, **changes: Any) -> Any:
     """Return ``obj`` with ``metadata`` fields replaced."""
     return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, **changes))

@@ -16,6 +16,7 @@ from .affinity import AffinityTerms, has_pod_affinity, has_required_anti_affinit
 from .resources import non_zero_requests, pod_requests
 
 _generation = itertools.count(1)
+_new_pod_info = object.__new__
 
 
 def next_generation() -> int:
@@ -34,16 +35,21 @@ def host_ports(pod: Pod) -> tuple[tuple[str, str, int], ...]:
 class PodInfo:
     """A pod plus what the scheduler derives from it once: ``requests`` (dict in
     scheduler units), ``non_zero_cpu`` (milli-CPU), ``non_zero_memory`` (bytes),
-    ``host_ports`` ((ip, protocol, port) triples); :attr:`affinity_terms` its
-    inter-pod affinity terms, parsed on first use."""
+    ``host_ports`` ((ip, protocol, port) triples), ``with_affinity`` (it has pod
+    affinity or anti-affinity: :attr:`NodeInfo.pods_with_affinity` lists it),
+    ``with_required_anti_affinity`` (it has required anti-affinity terms);
+    :attr:`affinity_terms` its inter-pod affinity terms, parsed on first use."""
 
-    __slots__ = ("pod", "requests", "non_zero_cpu", "non_zero_memory", "host_ports", "_affinity_terms")
+    __slots__ = ("pod", "requests", "non_zero_cpu", "non_zero_memory", "host_ports", "with_affinity",
+                 "with_required_anti_affinity", "_affinity_terms")
 
     def __init__(self, pod: Pod):
         self.pod = pod
         self.requests = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
         self.host_ports = host_ports(pod)
+        self.with_affinity = has_pod_affinity(pod)
+        self.with_required_anti_affinity = self.with_affinity and has_required_anti_affinity(pod)
         self._affinity_terms: AffinityTerms | None = None
 
     @property
@@ -54,14 +60,16 @@ class PodInfo:
         return terms
 
     def with_pod(self, pod: Pod) -> "PodInfo":
-        """This info for a newer copy of the same pod whose requests did not
-        change (e.g. with ``spec.nodeName`` set)."""
-        copy = PodInfo.__new__(PodInfo)
+        """This info for a newer copy of the same pod whose spec did not change but for
+        ``spec.nodeName`` (and whose status reports no other resources)."""
+        copy = _new_pod_info(PodInfo)
         copy.pod = pod
         copy.requests = self.requests
         copy.non_zero_cpu = self.non_zero_cpu
         copy.non_zero_memory = self.non_zero_memory
         copy.host_ports = self.host_ports
+        copy.with_affinity = self.with_affinity
+        copy.with_required_anti_affinity = self.with_required_anti_affinity
         copy._affinity_terms = self._affinity_terms
         return copy
 
@@ -158,22 +166,25 @@ class NodeInfo:
         self.non_zero_memory += info.non_zero_memory
         if info.host_ports:
             self.used_ports.extend(info.host_ports)
-        if has_pod_affinity(info.pod):
+        if info.with_affinity:
             self.pods_with_affinity.append(info)
-            if has_required_anti_affinity(info.pod):
+            if info.with_required_anti_affinity:
                 self.pods_with_required_anti_affinity.append(info)
-        self.generation = next_generation()
+        self.generation = next(_generation)
         return info
 
     def remove_pod(self, pod: Pod) -> bool:
         """Stop accounting for the pod with ``pod``'s UID; False if it was not here."""
-        uid = pod.metadata.uid
-        info = _pop_by_uid(self.pods, uid)
+        pods = self.pods
+        # the pod added last, as held (an assumed pod forgotten), else searched by UID
+        info = pods.pop() if pods and pods[-1].pod is pod else _pop_by_uid(pods, pod.metadata.uid)
         if info is None:
             return False
-        if self.pods_with_affinity:
+        if info.with_affinity:
+            uid = pod.metadata.uid
             _pop_by_uid(self.pods_with_affinity, uid)
-            _pop_by_uid(self.pods_with_required_anti_affinity, uid)
+            if info.with_required_anti_affinity:
+                _pop_by_uid(self.pods_with_required_anti_affinity, uid)
         requested = self.requested
         for name, amount in info.requests.items():
             requested[name] = requested.get(name, 0) - amount
@@ -181,7 +192,7 @@ class NodeInfo:
         self.non_zero_memory -= info.non_zero_memory
         for port in info.host_ports:
             self.used_ports.remove(port)
-        self.generation = next_generation()
+        self.generation = next(_generation)
         return True
 
     def replace_pod(self, old: Pod, new: Pod, counts_same: bool) -> PodInfo:

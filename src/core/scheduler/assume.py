@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from ..api.core_v1 import Pod
-from ..api.meta import evolve
+from ..api.core_v1 import Pod, PodSpec
+from ..api.meta import replacer
 from ..framework.cycle_state import CycleState
 from ..framework.runtime import Framework
 from ..framework.status import Status
@@ -19,6 +19,16 @@ from .cache import Cache, CacheError
 from .queue import Nominator, QueuedPodInfo
 
 log = logging.getLogger(__name__)
+
+_with_spec = replacer(Pod, "spec")
+_with_node_name = replacer(PodSpec, "node_name")
+
+
+def on_node(pod: Pod, node_name: str) -> Pod:
+    """``pod`` with ``spec.nodeName`` set to ``node_name``: the pod as assumed (equal to
+    ``evolve(pod, spec=evolve(pod.spec, node_name=node_name))``; PodSpec's one check, of its topology spread
+    constraints, passed for ``pod`` already)."""
+    return _with_spec(pod, _with_node_name(pod.spec, node_name))
 
 
 def assume_and_reserve(cache: Cache, nominator: Nominator, fwk: Framework, state: CycleState, info: QueuedPodInfo,
@@ -28,7 +38,7 @@ def assume_and_reserve(cache: Cache, nominator: Nominator, fwk: Framework, state
     (None: it holds its node); after a failure the pod is already unreserved
     and forgotten."""
     pod = info.pod
-    assumed = evolve(pod, spec=evolve(pod.spec, node_name=node_name))
+    assumed = on_node(pod, node_name)
     cache.assume_pod(assumed, info.pod_info)
     nominator.delete(pod)
     status = fwk.run_reserve(state, assumed, node_name)

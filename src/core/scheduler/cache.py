@@ -25,9 +25,9 @@ class CacheError(RuntimeError):
 class _PodState:
     __slots__ = ("pod", "node_name", "assumed", "deadline")
 
-    def __init__(self, pod: Pod, assumed: bool):
+    def __init__(self, pod: Pod, assumed: bool, node_name: str | None = None):
         self.pod = pod
-        self.node_name = pod.spec.node_name
+        self.node_name = pod.spec.node_name if node_name is None else node_name
         self.assumed = assumed
         self.deadline: float | None = None
 
@@ -92,10 +92,14 @@ class Cache:
         """Count ``pod`` (with ``spec.node_name`` set) on its node before binding.
         Raises :class:`CacheError` when it is already in the cache."""
         uid = pod.metadata.uid
-        if uid in self._pods:
+        node_name = pod.spec.node_name
+        info = PodInfo(pod) if pod_info is None else pod_info.with_pod(pod)
+        state = _PodState(pod, True, node_name)
+        if self._pods.setdefault(uid, state) is not state:  # one lookup: the check and the entry
             raise CacheError(f"pod {pod.key} (uid {uid}) is in the cache, so can't be assumed")
-        self._add_to_node(PodInfo(pod) if pod_info is None else pod_info.with_pod(pod))
-        self._pods[uid] = _PodState(pod, assumed=True)
+        node = self.nodes.get(node_name)
+        (self._node(node_name) if node is None else node).add_pod(info)
+        self._dirty.add(node_name)
 
     def finish_binding(self, pod: Pod) -> None:
         """Binding was sent; start the expiry clock of the assumed pod (when ttl > 0)."""
@@ -107,15 +111,17 @@ class Cache:
     def forget_pod(self, pod: Pod) -> None:
         """Undo :meth:`assume_pod`.  Raises :class:`CacheError` for a pod that is
         not assumed (or assumed on another node)."""
-        state = self._pods.get(pod.metadata.uid)
+        uid = pod.metadata.uid
+        state = self._pods.get(uid)
         if state is None:
             return
         if not state.assumed:
             raise CacheError(f"pod {pod.key} wasn't assumed so cannot be forgotten")
-        if pod.spec.node_name and state.node_name != pod.spec.node_name:
-            raise CacheError(f"pod {pod.key} was assumed on {state.node_name} but assigned to {pod.spec.node_name}")
-        self._remove_from_node(state.pod, state.node_name)
-        del self._pods[pod.metadata.uid]
+        node_name = state.node_name
+        if pod.spec.node_name and node_name != pod.spec.node_name:
+            raise CacheError(f"pod {pod.key} was assumed on {node_name} but assigned to {pod.spec.node_name}")
+        del self._pods[uid]
+        self._remove_from_node(state.pod, node_name)
 
     def add_pod(self, pod: Pod) -> None:
         """A bound pod arrived from the informer: confirm the assumed copy or add it."""
