@@ -37,6 +37,18 @@ def _intolerable(tolerations, taints) -> int:
     return sum(1 for t in taints if _prefer_no_schedule(t) and not tolerates(tolerations, t))
 
 
+def _intolerable_column(state, table) -> np.ndarray:
+    """Per NodeTable row, how many PreferNoSchedule taints the pod's PreScore tolerations do not tolerate (a
+    column per set of tolerations)."""
+    tolerations = state.get(STATE_KEY)
+    if not tolerations:
+        return table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)),
+                            of_node=True)
+    return table.column(f"taints/soft-untolerated/{tolerations!r}",
+                        lambda info: _intolerable(tolerations, info.require_node().spec.taints),
+                        evictable=True, of_node=True)
+
+
 class TaintToleration:
     """Filter, PreScore, Score, NormalizeScore and a queueing hint on node add/taint updates: hard taints the pod does
     not tolerate reject the node, intolerable PreferNoSchedule taints lower its score (upstream plugin
@@ -74,13 +86,11 @@ class TaintToleration:
 
     @hookimpl
     def score_batch(self, state, pod, table, rows):
-        tolerations = state.get(STATE_KEY)
-        if not tolerations:
-            return table.column("taints/soft", lambda info: sum(map(_prefer_no_schedule, info.node.spec.taints)),
-                                of_node=True)[rows]
-        return table.column(f"taints/soft-untolerated/{tolerations!r}",
-                            lambda info: _intolerable(tolerations, info.require_node().spec.taints),
-                            evictable=True, of_node=True)[rows]
+        return _intolerable_column(state, table)[rows]
+
+    @hookimpl
+    def score_row(self, state, pod, table, row):
+        return int(_intolerable_column(state, table)[row])
 
     @hookimpl
     def normalize_score(self, state, pod, node_names, scores):

@@ -2,11 +2,17 @@
 topology domain, members that arrive late, what a failed gang releases, and
 the PodGroup's condition."""
 
+import pytest
+
+import kubesched
+from kubesched import Status
 from kubesched.core.api import from_manifest
 from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.simulation import Simulation
 from kubesched.testing import DRIVER, device, device_class, node, pod, pod_group, resource_slice
+
+from .helpers import config, simulation
 
 
 def run(*objects, **kwargs) -> Simulation:
@@ -229,3 +235,58 @@ def test_the_record_says_how_many_devices_a_rack_lacks():
     (record, *_) = [r for r in log.records if r.get("phase") == "podgroup"]
     first = record["placements"][0]["firstUnplaced"]
     assert first["shortfall"] == {"n0": {f"{DRIVER} devices": 2}, "n1": {f"{DRIVER} devices": 2}}
+
+
+class Crowded:
+    """Scores a node by the pods on it, out of range (or failing) once one is there; ``how`` (its args): a score
+    above 100 through ``score``, or through ``score_row`` too, a Score error, or a NormalizeScore error."""
+
+    name = "Crowded"
+
+    def __init__(self, args, handle):
+        self.how = args["how"]
+
+    @kubesched.hookimpl
+    def sign_pod(self, pod):
+        return []  # reads nothing of the pod: members may reuse the cycle before
+
+    @kubesched.hookimpl
+    def score(self, state, pod, node_info):
+        if node_info.pods and self.how == "error":
+            return Status.as_error("too crowded")
+        return 40 + 70 * len(node_info.pods)
+
+    @kubesched.hookimpl
+    def score_row(self, state, pod, table, row):
+        return self.score(state, pod, table.info_array[row]) if self.how == "row" else None
+
+    @kubesched.hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        if self.how == "normalize" and scores.max() > 100:
+            return Status.as_error("cannot normalize a crowd")
+        if self.how == "normalize":
+            scores.fill(0)
+        return None
+
+
+@pytest.mark.parametrize("how, message", [
+    ("range", 'plugin "Crowded" returns an invalid score 110, it should in the range of [0, 100] after normalizing'),
+    ("row", 'plugin "Crowded" returns an invalid score 110, it should in the range of [0, 100] after normalizing'),
+    ("error", 'running Score plugin "Crowded": too crowded'),
+    ("normalize", 'running Normalize on Score plugin "Crowded": cannot normalize a crowd'),
+])
+def test_a_score_error_of_a_member_reusing_the_cycle_before_fails_the_group_as_a_full_cycle_does(how, message):
+    """The second member re-scores only the node the first took (the same signature), and finds the same error
+    there as a member signed apart, scoring every node, does."""
+    cfg = config({"plugins": {"score": {"enabled": [{"name": "Crowded"}]}},
+                  "pluginConfig": [{"name": "Crowded", "args": {"how": how}}]})
+    got = []
+    for distinct in (False, True):
+        sim = simulation(cfg, Crowded)
+        sim.create([*rack_nodes(racks=1, per_rack=3, cpu="4"), pod_group("g", 2),
+                    *(pod(f"p{i}", cpu="1", pod_group="g", labels={"i": str(i) if distinct else ""})
+                      for i in range(2))])
+        sim.run()
+        got.append((members(sim), condition(sim).reason, condition(sim).message))
+    assert got[0] == got[1]
+    assert got[0][0] == {"p0": "", "p1": ""} and got[0][1] == "SchedulerError" and message in got[0][2], got[0]

@@ -50,15 +50,17 @@ def test_explicit_percentage_of_nodes_to_score(percentage, nodes, expected):
 
 
 @pytest.mark.parametrize("count", [1, 5, FEW_SCORED_NODES, FEW_SCORED_NODES + 1, 300])
-def test_select_host_draws_among_the_best_alike_for_few_and_many_nodes(count):
-    # the same seed gives the same draws whether the scores are compared in Python (few nodes) or by numpy
+@pytest.mark.parametrize("as_list", [False, True])
+def test_select_host_draws_among_the_best_alike_for_few_and_many_nodes(count, as_list):
+    # the same seed gives the same draws whether the scores are compared in Python (few nodes, or a list of
+    # them: a PodGroup member's re-scoring) or by numpy
     totals = [np.array([(i * 7 + k) % 3 for i in range(count)], dtype=np.int64) for k in range(20)]
     cycle = SchedulingCycle(None, None, random.Random(11))
     reference = random.Random(11)
     for total in totals:
         ties = [i for i, v in enumerate(total.tolist()) if v == max(total.tolist())]
         expected = ties[0] if len(ties) == 1 else ties[reference.randrange(len(ties))]
-        assert cycle.select_host(total, np.arange(count)) == expected
+        assert cycle.select_host(total.tolist() if as_list else total, np.arange(count)) == expected
 
 
 class CountScored:

@@ -112,6 +112,10 @@ def score_all(plugin, state: CycleState, p, infos: list[NodeInfo], normalize: bo
         rows = np.array(list(range(len(infos)))[::-1], dtype=np.int64)
         got = plugin.score_batch(state, p, table, rows)
         assert [int(v) for v in got] == [int(raw[r]) for r in rows]
+    if hasattr(plugin, "score_row"):  # None: the plugin declines, score_batch scores the row
+        got = [plugin.score_row(state, p, table, r) for r in range(len(infos))]
+        assert all(v is None or type(v) is int for v in got), got
+        assert [v for v in got if v is not None] == [int(raw[r]) for r, v in enumerate(got) if v is not None]
     scores = np.array(raw, dtype=np.int64)
     if normalize and hasattr(plugin, "normalize_score"):
         assert plugin.normalize_score(state, p, [ni.name for ni in infos], scores) is None

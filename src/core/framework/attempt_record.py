@@ -89,8 +89,8 @@ class AttemptRecord:
     message: str = ""
     failed_at: dict[str, Any] | None = None
     extenders: list[dict[str, Any]] = field(factory=list)
-    _plugin_scores: list[tuple[str, int, np.ndarray, np.ndarray]] = field(factory=list, repr=False)
-    _scored: tuple[Any, np.ndarray, int] | None = field(default=None, repr=False)
+    _plugin_scores: list[tuple[str, int, Sequence[int], Sequence[int]]] = field(factory=list, repr=False)
+    _scored: tuple[Any, Sequence[int], int] | None = field(default=None, repr=False)
 
     def pre_filter_answer(self, plugin: str, status: Status | None, narrowed_to: int | None) -> None:
         """Note a PreFilter plugin's answer when it is not a plain success."""
@@ -138,19 +138,22 @@ class AttemptRecord:
             entry["scores"] = dict(best)
         self.extenders.append(entry)
 
-    def plugin_scored(self, plugin: str, weight: int, raw: np.ndarray, normalized: np.ndarray) -> None:
-        """One Score plugin's raw (before NormalizeScore) and normalized scores over the scored nodes."""
+    def plugin_scored(self, plugin: str, weight: int, raw: Sequence[int], normalized: Sequence[int]) -> None:
+        """One Score plugin's raw (before NormalizeScore) and normalized scores over the scored nodes (int64 arrays
+        or lists of int, kept as they are: read when the record is written out)."""
         self._plugin_scores.append((plugin, weight, raw, normalized))
 
-    def scored(self, names: Sequence[str] | np.ndarray, total: np.ndarray, chosen: int) -> None:
-        """The final scores over ``names`` (the scored nodes, a list or an array)
+    def scored(self, names: Sequence[str] | np.ndarray, total: Sequence[int], chosen: int) -> None:
+        """The final scores (an int64 array or a list of int) over ``names`` (the scored nodes, a list or an array)
         and the chosen index: the :data:`TOP_NODES` best nodes' breakdown is kept
         when the record is written out (:meth:`to_json`; most attempts of a
         PodGroup's members are in placements not kept, and never written)."""
         self._scored, self.score = (names, total, chosen), None
 
-    def _score_breakdown(self, names: Sequence[str] | np.ndarray, total: np.ndarray, chosen: int) -> dict[str, Any]:
+    def _score_breakdown(self, names: Sequence[str] | np.ndarray, scores: Sequence[int], chosen: int
+                         ) -> dict[str, Any]:
         """``score``: the :data:`TOP_NODES` best of ``names``, each Score plugin's part, the totals (see :meth:`scored`)."""
+        total = np.asarray(scores, dtype=np.int64)
         count = len(names)
         if count > TOP_NODES:
             top = np.argpartition(-total, TOP_NODES - 1)[:TOP_NODES]
@@ -161,8 +164,8 @@ class AttemptRecord:
         top = top[np.lexsort((top, -total[top]))]  # best first, then by scored order
         plugins = []
         for plugin, weight, raw, normalized in self._plugin_scores:
-            kept = normalized[top].tolist()  # scores within [0, MaxNodeScore]: weighed as Python numbers alike
-            plugins.append({"plugin": plugin, "weight": weight, "raw": raw[top].tolist(), "normalized": kept,
+            kept = np.asarray(normalized)[top].tolist()  # within [0, MaxNodeScore]: weighed as Python numbers alike
+            plugins.append({"plugin": plugin, "weight": weight, "raw": np.asarray(raw)[top].tolist(), "normalized": kept,
                             "weighted": [score * weight for score in kept]})
         return {"scored": count, "nodes": [str(names[i]) for i in top], "plugins": plugins,
                 "total": total[top].tolist()}

@@ -190,6 +190,13 @@ class ExtensionPoints:
         ``rows``.  Must agree with :meth:`score`."""
 
     @hookspec
+    def score_row(self, state: CycleState, pod: Pod, table: NodeTable, row: int) -> int | None:
+        """One-row form of Score: the int :meth:`score_batch` would give the NodeTable ``row``, for a
+        PodGroup's next member re-scoring the one node the member before it was placed on (numpy's cost per
+        call exceeds a row's arithmetic); None when the plugin cannot tell (then :meth:`score_batch` scores
+        it).  Optional, with :meth:`score_batch`; must agree with it."""
+
+    @hookspec
     def normalize_score(self, state: CycleState, pod: Pod, node_names: Any, scores: np.ndarray) -> Status | None:
         """NormalizeScore: rewrite ``scores`` (int64 numpy array, in place),
         one per name in ``node_names``, into [0, 100].  Returns Status or None."""
@@ -295,7 +302,7 @@ EXTENSION_POINTS: dict[str, tuple[str, ...]] = {
     "filter": ("filter", "filter_batch", "filter_batch_status"),
     "postFilter": ("post_filter",),
     "preScore": ("pre_score",),
-    "score": ("score", "score_batch", "normalize_score"),
+    "score": ("score", "score_batch", "score_row", "normalize_score"),
     "reserve": ("reserve", "unreserve"),
     "permit": ("permit",),
     "preBind": ("pre_bind", "pre_bind_pre_flight"),

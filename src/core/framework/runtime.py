@@ -248,6 +248,7 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self.pre_score_plugins = self._methods("preScore")
         self.score_plugins = self._methods("score")
         self.score_batch = dict(self._methods("score", "score_batch"))
+        self.score_row = dict(self._methods("score", "score_row"))
         self.normalize = dict(self._methods("score", "normalize_score"))
         self.reserve_plugins = self._methods("reserve")
         self.unreserve_plugins = self._methods("reserve", "unreserve")

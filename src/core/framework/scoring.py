@@ -77,10 +77,35 @@ class NodeNames(Sequence):
         return repr(self._strings())
 
 
+class KeptScores:
+    """One scoring of a placement's feasible rows, kept for a PodGroup's next member of the same signature
+    (:meth:`ScoreExtensionPoints.rescore`): the Score plugins that ran (the profile's order, as
+    ``(name, method)``) and their ``weights``, the rows' ``names`` as NormalizeScore is handed them, and per
+    plugin its ``raw`` scores (before NormalizeScore) and ``normalized`` ones, with the weighted ``total`` per
+    row: lists of int, one per row, read-only once kept (a member's attempt record holds them)."""
+
+    __slots__ = ("plugins", "weights", "names", "raw", "normalized", "total")
+
+    def __init__(self) -> None:
+        self.plugins: list[tuple[str, Callable]] = []
+        self.weights: list[int] = []
+        self.names: NodeNames | None = None
+        self.raw: list[list[int]] = []
+        self.normalized: list[list[int]] = []
+        self.total: list[int] = []
+
+    def keep(self, plugins: list[tuple[str, Callable]], weights: list[int], names: NodeNames,
+             raw: list[list[int]], normalized: list[list[int]], total: list[int]) -> None:
+        """Keep a whole scoring (see the class doc)."""
+        self.plugins, self.weights, self.names = plugins, weights, names
+        self.raw, self.normalized, self.total = raw, normalized, total
+
+
 class ScoreExtensionPoints:
     """PreScore and Score of one profile (bound methods in the profile's order, set by the Framework)."""
 
     score_plugins: list[tuple[str, Callable]]
+    score_row: dict[str, Callable]
     score_weights: dict[str, int]
     _lists: tuple[dict[str, Any], dict[str, Any]]
     _evaluations: dict[tuple[str, str, str], int]
@@ -115,44 +140,28 @@ class ScoreExtensionPoints:
     @extension_point("Score", no_status)
     def run_score(
         self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
-        raw_scores: dict[str, np.ndarray] | None = None, changed: np.ndarray | None = None, per_plugin: bool = False,
+        kept: KeptScores | None = None, per_plugin: bool = False,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Score the feasible ``nodes`` (NodeTable ``rows``): each plugin's scores, normalised, range-checked,
         weighted and summed.  Returns (total int64 array, {plugin: weighted scores}); the dict is filled only
-        with ``per_plugin``.  ``raw_scores``, when given, gets each plugin's scores before NormalizeScore; with
-        ``changed`` (positions in ``rows``) it holds them already, for the same rows and a pod of the same
-        signature, and only the changed rows are scored again (a PodGroup's next member).  Raises
-        :class:`ScoreError` for a plugin error or a score out of range (the first plugin in the profile's order
-        that has one)."""
+        with ``per_plugin``.  ``kept``, when given, is filled with this scoring for a PodGroup's next member
+        (:meth:`rescore`).  Raises :class:`ScoreError` for a plugin error or a score out of range (the first
+        plugin in the profile's order that has one)."""
         plugins, factors = self._score_plan(state.skip_score_plugins)
         scored = np.empty((len(plugins), len(rows)), dtype=np.int64)  # row i: plugin i's normalised scores
         raws: list[np.ndarray] = []
         record = state.record
         normalizers = self._lists[state.record_plugin_metrics]["normalize"]
         names: NodeNames | None = None
-        if changed is not None:
-            changed_rows, changed_nodes = rows[changed], [nodes[i] for i in changed.tolist()]
         for at, (name, method) in enumerate(plugins):
-            known = raw_scores.get(name) if raw_scores is not None else None
             normalize = normalizers.get(name)
             try:
-                if known is not None and changed is not None:
-                    scores = known.copy()
-                    scores[changed] = self._plugin_scores(name, method, state, pod, table, changed_rows,
-                                                          changed_nodes)
-                    fresh = True
-                else:
-                    scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
-                    fresh = False
+                scores = self._plugin_scores(name, method, state, pod, table, rows, nodes)
             except ScoreError:
                 self._check_range(plugins, scored[:at])  # an earlier plugin's bad score is found first
                 raise
-            if record is not None or raw_scores is not None:
-                # a copy of our own that nothing normalises in place is kept as it is
-                raw = scores if fresh and normalize is None else scores.copy()
-                raws.append(raw)
-                if raw_scores is not None:
-                    raw_scores[name] = raw
+            if record is not None or kept is not None:
+                raws.append(scores.copy())  # the plugin's array may be one it keeps (and changes later)
             if normalize is not None:
                 if names is None:
                     names = NodeNames(table.names, rows)
@@ -168,7 +177,88 @@ class ScoreExtensionPoints:
             for at, (name, _) in enumerate(plugins):
                 record.plugin_scored(name, weights[name], raws[at], scored[at])
         weighted = {name: scored[at] * factors[at] for at, (name, _) in enumerate(plugins)} if per_plugin else {}
-        return factors @ scored, weighted
+        total = factors @ scored
+        if kept is not None:
+            kept.keep(plugins, factors.tolist(), names or NodeNames(table.names, rows),
+                      [raw.tolist() for raw in raws], scored.tolist(), total.tolist())
+        return total, weighted
+
+    @extension_point("Score", no_status)
+    def rescore(self, state: CycleState, pod: Any, table: NodeTable, rows: np.ndarray, nodes: list[NodeInfo],
+                kept: KeptScores, position: int) -> list[int]:
+        """:meth:`run_score` of the rows ``kept`` scored, for a pod of the same signature and with the same
+        skipped plugins (a PodGroup's next member, whose CycleState is a clone of the one that scored), when of
+        those nodes only the one at ``position`` (in ``rows``, ``nodes``) changed since: each plugin scores that
+        node alone (the others' raw scores stand), NormalizeScore runs over every row as ever, and the
+        weighted totals change where the scores did.  Works on Python ints (numpy's cost per call exceeds the
+        arithmetic of a placement's few rows).  Returns the totals (a list of int, one per row) and keeps this
+        scoring in ``kept``; raises :class:`ScoreError` as :meth:`run_score` does (``kept`` then unchanged)."""
+        record = state.record
+        sampled = state.record_plugin_metrics
+        normalizers = self._lists[sampled]["normalize"]
+        # a sampled cycle times each plugin's Score call as a pod's: through score_batch, as run_score
+        by_row = self.score_row if not sampled else {}
+        evaluations, keys = self._evaluations, self._evaluation_key["Score"]
+        plugins, weights = kept.plugins, kept.weights
+        row = int(rows[position])
+        raws: list[list[int]] = []
+        normalized: list[list[int]] = []
+        whole: list[bool] = []  # per plugin: were all its scores normalised again (else only the one)
+        total = kept.total.copy()
+        for at, (name, method) in enumerate(plugins):
+            score_row = by_row.get(name)
+            value = score_row(state, pod, table, row) if score_row is not None else None
+            if value is not None:
+                evaluations[keys[name]] += 1
+            else:
+                try:
+                    value = int(self._plugin_scores(name, method, state, pod, table, rows[position:position + 1],
+                                                    [nodes[position]])[0])
+                except ScoreError:
+                    self._check_lists(plugins, normalized, whole, position)  # an earlier plugin's bad score first
+                    raise
+            raw = kept.raw[at].copy()
+            before = raw[position]
+            raw[position] = value
+            raws.append(raw)
+            normalize = normalizers.get(name)
+            if normalize is None:
+                normalized.append(raw)
+                whole.append(False)
+                total[position] += weights[at] * (value - before)
+                continue
+            scores = np.array(raw, dtype=np.int64)
+            status = normalize(state, pod, kept.names, scores)
+            if status is not None and not status.is_success():
+                self._check_lists(plugins, normalized, whole, position)
+                raise ScoreError(Status(Code.ERROR, (
+                    f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
+            now = scores.tolist()
+            normalized.append(now)
+            whole.append(True)
+            was = kept.normalized[at]
+            if now != was:
+                weight = weights[at]
+                total = [sum_ + weight * (new - old) for sum_, new, old in zip(total, now, was)]
+        self._check_lists(plugins, normalized, whole, position)
+        if record is not None:
+            for at, (name, _) in enumerate(plugins):
+                record.plugin_scored(name, weights[at], raws[at], normalized[at])
+        kept.raw, kept.normalized, kept.total = raws, normalized, total
+        return total
+
+    @staticmethod
+    def _check_lists(plugins: list[tuple[str, Callable]], normalized: list[list[int]], whole: list[bool],
+                     position: int) -> None:
+        """:meth:`_check_range` of :meth:`rescore`'s normalised scores (the first plugins'): a plugin's whole
+        list when NormalizeScore rewrote it, else its one new score (the others passed before)."""
+        for at, scores in enumerate(normalized):
+            if whole[at]:
+                if min(scores) < MIN_NODE_SCORE or max(scores) > MAX_NODE_SCORE:
+                    raise _out_of_range(plugins[at][0], next(
+                        score for score in scores if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE))
+            elif not MIN_NODE_SCORE <= scores[position] <= MAX_NODE_SCORE:
+                raise _out_of_range(plugins[at][0], scores[position])
 
     def _score_plan(self, skip: set[str]) -> tuple[list[tuple[str, Callable]], np.ndarray]:
         """The Score plugins that run when those in ``skip`` are skipped (in the profile's order) and their
@@ -213,7 +303,11 @@ class ScoreExtensionPoints:
         bad = (scored < MIN_NODE_SCORE) | (scored > MAX_NODE_SCORE)
         at = int(np.argmax(bad.any(axis=1)))
         value = int(scored[at][np.argmax(bad[at])])
-        name = plugins[at][0]
-        raise ScoreError(Status(Code.ERROR, (
-            f"plugin \"{name}\" returns an invalid score {value}, it should in the range of "
-            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))
+        raise _out_of_range(plugins[at][0], value)
+
+
+def _out_of_range(name: str, value: int) -> ScoreError:
+    """The error of plugin ``name``'s normalised score ``value`` outside [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+    return ScoreError(Status(Code.ERROR, (
+        f"plugin \"{name}\" returns an invalid score {value}, it should in the range of "
+        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",), name))

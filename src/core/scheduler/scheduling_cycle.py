@@ -31,7 +31,7 @@ from ..framework.extender import (
 )
 from ..framework.nodeinfo import NodeInfo, PodInfo, next_generation
 from ..framework.runtime import FilterError, Framework
-from ..framework.scoring import ScoreError
+from ..framework.scoring import KeptScores, ScoreError
 from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
 from ..framework.types import PostFilterResult
@@ -233,10 +233,10 @@ class SchedulingCycle:
         if status is not None:
             raise CycleError(status)
         if kept is not None:
-            kept.prescored, kept.raw_scores, kept.nodes = state.clone(), {}, nodes
+            kept.prescored, kept.scores, kept.nodes = state.clone(), KeptScores(), nodes
         try:
             total, _ = fwk.run_score(state, pod, snapshot.table, feasible, nodes,
-                                     kept.raw_scores if kept is not None else None)
+                                     kept.scores if kept is not None else None)
         except ScoreError as err:
             raise CycleError(err.status) from None
         if self.shared.extenders:
@@ -259,15 +259,17 @@ class SchedulingCycle:
         attempt.batch.store_results(attempt.signed, hinted, chosen, shared.stats.cycles, shared.clock.now(),
                                     scored, shared.snapshot, attempt.since)
 
-    def select_host(self, total: np.ndarray, rows: np.ndarray) -> int:
-        """Index of the highest total score (``rows``: the snapshot rows
-        scored); ties broken uniformly at random (upstream), or by the lowest
-        :attr:`node_rank` when one is set."""
-        if len(total) <= FEW_SCORED_NODES and self.node_rank is None:  # a placement's few nodes: Python is cheaper
-            values = total.tolist()
+    def select_host(self, total: np.ndarray | list[int], rows: np.ndarray) -> int:
+        """Index of the highest total score (an int64 array or a list of int; ``rows``: the snapshot rows
+        scored); ties broken uniformly at random (upstream), or by the lowest :attr:`node_rank` when one is set."""
+        if self.node_rank is None and (isinstance(total, list) or len(total) <= FEW_SCORED_NODES):
+            values = total if isinstance(total, list) else total.tolist()  # a placement's few nodes: Python's cheaper
             top = max(values)
+            if values.count(top) == 1:
+                return values.index(top)
             ties = [at for at, value in enumerate(values) if value == top]
-            return ties[0] if len(ties) == 1 else ties[self.rng.randrange(len(ties))]
+            return ties[self.rng.randrange(len(ties))]
+        total = np.asarray(total)
         best = np.flatnonzero(total == np.maximum.reduce(total))  # the ufunc itself: .max() wraps it in Python
         if len(best) == 1:
             return int(best[0])
@@ -413,18 +415,18 @@ class KeptCycle:
     (KEP-5598's promise: equal results on nodes in the same state): ``feasible`` (the snapshot rows that
     passed Filter, in the order filtered), ``evaluated`` (how many nodes Filter judged: every node of the
     placement, so that the rotating start stayed put; 0 when it stopped early), ``prescored`` (a clone of its CycleState after PreScore, or after Filter when
-    one node was feasible), ``raw_scores`` (plugin -> raw scores of ``feasible``, None when not scored) and
+    one node was feasible), ``scores`` (its scoring of ``feasible``, None when not scored) and
     ``record`` (its attempt record, None when not recorded); ``nodes``, the NodeInfos of ``feasible`` (when
     scored); ``positions``, each feasible row's index in ``feasible``, and ``names``, their node names (an object
     array), both made by the first member reusing it."""
 
-    __slots__ = ("feasible", "evaluated", "prescored", "raw_scores", "record", "nodes", "positions", "names")
+    __slots__ = ("feasible", "evaluated", "prescored", "scores", "record", "nodes", "positions", "names")
 
     def __init__(self) -> None:
         self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
         self.evaluated = 0
         self.prescored: CycleState | None = None
-        self.raw_scores: dict[str, np.ndarray] | None = None
+        self.scores: KeptScores | None = None
         self.record: AttemptRecord | None = None
         self.nodes: list[NodeInfo] = []
         self.positions: dict[int, int] | None = None

@@ -106,6 +106,19 @@ class NodeResourcesBalancedAllocation:
         return kept_scores(self, table, rows, requests, self._row.names,
                            lambda some: self._scores(table, some, requests, None), score_row)
 
+    @hookimpl
+    def score_row(self, state, pod, table, row):
+        """:meth:`score_batch` of the one ``row`` in Python arithmetic (None: not two resources, a resource the
+        node lacks, device-backed extended resources, values too large for it)."""
+        if len(self.resources) != 2 or (self._extended and dra_manager(self.handle) is not None):
+            return None
+        requests = state.get(STATE_KEY)
+        if requests is None:  # PreScore is disabled in the profile
+            requests = self._requests(state, pod)
+            if requests is None:
+                return 0
+        return _score_row(self._row, table, row, requests)
+
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of ``requests`` (``devices``: the device counts of
         device-backed extended resources, or None)."""

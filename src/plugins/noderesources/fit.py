@@ -296,6 +296,17 @@ class NodeResourcesFit:
         return kept_scores(self, table, rows, requests, self._row.names,
                            lambda some: self._scores(table, some, requests, None), score_row)
 
+    @hookimpl
+    def score_row(self, state, pod, table, row):
+        """:meth:`score_batch` of the one ``row`` in Python arithmetic (None: device-backed extended resources,
+        RequestedToCapacityRatio or values too large for it)."""
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO or self._state(state, pod).device_backed:
+            return None
+        requests = state.get(PRE_SCORE_KEY)
+        if requests is None:  # PreScore is disabled in the profile
+            requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
+        return self._score_row(table, row, requests)
+
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of scoring ``requests`` (``devices``: the device counts of
         device-backed extended resources, or None)."""

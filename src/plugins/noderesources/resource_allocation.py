@@ -10,7 +10,6 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -104,28 +103,21 @@ class RowReader:
     """:func:`allocatable_and_requested` of one NodeTable row as Python ints per resource of ``names``
     (:func:`resource_names`), counting requests as a scorer does (``use_requested``: real requests, else cpu and
     memory non-zero) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call exceeds the
-    arithmetic then.  The table's matrices are looked up once per table (a table keeps each matrix for its
-    life, current row by row)."""
+    arithmetic then.  The values are the row's NodeInfo's (the table's ``allocatable_row``/``requested_row``),
+    the same as the table's matrices hold there."""
 
-    __slots__ = ("names", "use_requested", "_table", "_matrices")
+    __slots__ = ("names", "use_requested")
 
     def __init__(self, names: tuple[str, ...], use_requested: bool):
         self.names = names
         self.use_requested = use_requested
-        self._table: weakref.ref | None = None
-        self._matrices: tuple[np.ndarray, np.ndarray] | None = None
 
     def read(self, table, row: int, pod_all: dict[str, int]) -> tuple[list[int], list[int]] | None:
         """(allocatable, requested with the pod) at ``row``, ``pod_all`` being the pod's
         :func:`scoring_requests`; None when a value reaches :data:`EXACT_BOUND` (the caller takes the array path).
         Without device-backed extended resources (a caller with some takes the array path)."""
-        matrices = self._matrices
-        if matrices is None or self._table is None or self._table() is not table:
-            matrices = self._matrices = (table.allocatable_matrix(self.names),
-                                         table.requested_matrix(self.names, non_zero=not self.use_requested))
-            self._table = weakref.ref(table)
-        allocs = matrices[0][:, row].tolist()
-        requests = matrices[1][:, row].tolist()
+        allocs = table.allocatable_row(self.names, row)
+        requests = table.requested_row(self.names, row, non_zero=not self.use_requested)
         for i, name in enumerate(self.names):
             asked = pod_all.get(name, 0)
             if asked == 0 and is_scalar_resource(name):
