@@ -227,12 +227,7 @@ class PodGroupCycle:
         """Upstream ``podGroupCycle``: the placement algorithm, PodGroupPostFilter
         when the group does not fit (:meth:`pod_group_post_filter`), then the
         outcome: the members to binding, or all back to the queue."""
-        shared = self.shared
-        info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
-                            tuple(m.pod for m in members), shared.pod_groups.state(group.key).scheduled_count())
-        group_state = CycleState()
-        if shared.recording(f"podgroup/{group.key}"):
-            group_state.record = GroupAttemptNotes()
+        info, group_state = self._group_attempt(pod_group, members)
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         nominations: dict[str, str] | None = None
@@ -247,6 +242,33 @@ class PodGroupCycle:
             metrics.SCHEDULED if outcome.status is None else
             metrics.ERROR if outcome.status.code == Code.ERROR else metrics.UNSCHEDULABLE,
             fwk.profile_name, time.perf_counter() - started)
+
+    def _group_attempt(self, pod_group: PodGroup, members: list[QueuedPodInfo]) -> tuple[PodGroupInfo, CycleState]:
+        """The group as its cycle hands it to the plugins (its members in the order tried, its pods scheduled
+        before) and the group's CycleState (recording its attempt when recorded)."""
+        shared = self.shared
+        key = pod_group.key
+        info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
+                            tuple(m.pod for m in members), shared.pod_groups.state(key).scheduled_count())
+        group_state = CycleState()
+        if shared.recording(f"podgroup/{key}"):
+            group_state.record = GroupAttemptNotes()
+        return info, group_state
+
+    def dry_run(self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo]) -> PlacementResult | None:
+        """The cycle of ``pod_group`` popped with ``members`` (:meth:`schedule_one_pod_group`) up to the chosen
+        placement, with nothing kept: the scheduler's checks of the group, the members in their order
+        (:func:`member_order`), the algorithm (:meth:`pod_group_algorithm`), then everything it assumed and
+        reserved undone (:meth:`revert`).  Returns the outcome (``status`` None: the group fits, its members as
+        placed), or None when the scheduler's checks refuse the group."""
+        if validate_members(pod_group, [m.pod for m in members],
+                            self.shared.pod_groups.state(pod_group.key).assigned_pods()):
+            return None
+        members = sorted(members, key=member_order)
+        info, group_state = self._group_attempt(pod_group, members)
+        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members)
+        self.revert(fwk, outcome)
+        return outcome
 
     def pod_group_post_filter(self, fwk: Framework, group: QueuedPodGroupInfo, group_state: CycleState,
                               info: PodGroupInfo, members: list[QueuedPodInfo],
