@@ -258,7 +258,8 @@ class PodGroupCycle:
     def dry_run(self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo]) -> PlacementResult | None:
         """The cycle of ``pod_group`` popped with ``members`` (:meth:`schedule_one_pod_group`) up to the chosen
         placement, with nothing kept: the scheduler's checks of the group, the members in their order
-        (:func:`member_order`), the algorithm (:meth:`pod_group_algorithm`), then everything it assumed and
+        (:func:`member_order`), the algorithm (:meth:`pod_group_algorithm`; a chosen placement that is not the
+        one tried last is not assumed and reserved again, only to be undone), then everything it assumed and
         reserved undone (:meth:`revert`).  Returns the outcome (``status`` None: the group fits, its members as
         placed), or None when the scheduler's checks refuse the group."""
         if validate_members(pod_group, [m.pod for m in members],
@@ -266,7 +267,7 @@ class PodGroupCycle:
             return None
         members = sorted(members, key=member_order)
         info, group_state = self._group_attempt(pod_group, members)
-        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members)
+        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members, keep_chosen=False)
         self.revert(fwk, outcome)
         return outcome
 
@@ -306,13 +307,14 @@ class PodGroupCycle:
 
     def pod_group_algorithm(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], parent: Placement | None = None,
-                            ) -> tuple[PlacementResult, list[PlacementResult]]:
+                            keep_chosen: bool = True) -> tuple[PlacementResult, list[PlacementResult]]:
         """Upstream ``podGroupSchedulingPlacementAlgorithm``: try the group in
         each placement within ``parent`` (default: all nodes; a composite
         group's placement for its children), the nominated one first, score
         the feasible ones and keep the best assumed.  Returns the chosen (or,
         when none is feasible, the most promising) result and every placement
-        tried."""
+        tried.  ``keep_chosen`` False (a dry run that undoes everything next): a chosen placement that is not
+        the one tried last is not assumed and reserved again (``applied`` False), its members as evaluated."""
         self.shared.cache.update_snapshot(self.shared.snapshot)
         table = self.shared.snapshot.table
         if parent is None:
@@ -368,6 +370,8 @@ class PodGroupCycle:
         if chosen is not current:
             assert current is not None
             self.revert(fwk, current)
+            if not keep_chosen:
+                return chosen, tried
             if not self._reapply(fwk, chosen):
                 chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement, plan)
             if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
