@@ -242,6 +242,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self.add_pod_plugins = self._methods("preFilter", "pre_filter_add_pod")
         self.remove_pod_plugins = self._methods("preFilter", "pre_filter_remove_pod")
         self.filter_plugins = self._methods("filter")
+        #: (the filter plugins, the skipped ones, the others) of the last :meth:`run_filter`
+        self._filter_plan: tuple[Any, frozenset[str], list[tuple[str, Callable]]] = (None, frozenset(), [])
         self.filter_batch = dict(self._methods("filter", "filter_batch"))
         self.filter_batch_status = dict(self._methods("filter", "filter_batch_status"))
         self.post_filter_plugins = self._methods("postFilter")
@@ -392,9 +394,11 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         """Upstream ``RunFilterPlugins``: the first non-success status (with its
         plugin), or None.  A non-rejection failure becomes Error."""
         skip = state.skip_filter_plugins
-        for name, method in self.filter_plugins:
-            if name in skip:
-                continue
+        plan = self._filter_plan
+        if plan[0] is not self.filter_plugins or plan[1] != skip:  # another pod's skips (a gang's members share)
+            plan = self._filter_plan = (self.filter_plugins, frozenset(skip),
+                                        [(name, method) for name, method in self.filter_plugins if name not in skip])
+        for name, method in plan[2]:
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
                 return self.filter_status(name, status)
