@@ -253,7 +253,7 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self.score_row = dict(self._methods("score", "score_row"))
         self.normalize = dict(self._methods("score", "normalize_score"))
         self.reserve_plugins = self._methods("reserve")
-        self.unreserve_plugins = self._methods("reserve", "unreserve")
+        self.unreserve_plugins = self._methods("reserve", "unreserve")[::-1]  # in the order they run: reversed
         self.permit_plugins = self._methods("permit")
         self.pre_bind_plugins = self._methods("preBind")
         self.pre_bind_pre_flights = dict(self._methods("preBind", "pre_bind_pre_flight"))
@@ -666,8 +666,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
 
     @extension_point("Unreserve", no_status)
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
-        """Every Reserve plugin's Unreserve, in reverse order."""
-        for _, method in reversed(self._lists[state.record_plugin_metrics]["unreserve_plugins"]):
+        """Every Reserve plugin's Unreserve, in reverse order (``unreserve_plugins`` holds them so)."""
+        for _, method in self._lists[state.record_plugin_metrics]["unreserve_plugins"]:
             method(state, pod, node_name)
 
     @extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))
