@@ -348,15 +348,24 @@ class Simulator:
             raise ValueError(f"{resource_of(unnamed).kind} with generateName {unnamed.metadata.generate_name!r}: "
                              "metadata.name: required to answer where it goes")
         if not preempt:  # the priority the API server would give, kept without its class: the policy may differ
-            typed = [attrs.evolve(admitted, spec=attrs.evolve(admitted.spec, priority_class_name="",
-                                                              preemption_policy="Never"))
-                     if isinstance(obj, (Pod, PodGroup)) and (admitted := self._sim.cluster.with_admitted_priority(obj))
-                     else obj for obj in typed]
+            specs: dict[tuple[type, int], Any] = {}
+            typed = [self._never_preempting(obj, specs) if isinstance(obj, (Pod, PodGroup)) else obj for obj in typed]
         keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
         recorded = self._recorded()
         if recorded is not None:
             recorded.keys.update(keys)
         return typed
+
+    def _never_preempting(self, obj: Pod | PodGroup, specs: dict[tuple[type, int], Any]) -> Pod | PodGroup:
+        """``obj`` with the priority the API server would give it, without its class, never preempting.  The
+        spec is a function of ``obj``'s spec alone: ``specs`` keeps it by the spec's identity, so that the pods
+        of one manifest (which share their decoded spec) share it again, made once."""
+        key = (type(obj), id(obj.spec))
+        spec = specs.get(key)
+        if spec is None:
+            admitted = self._sim.cluster.with_admitted_priority(obj)
+            spec = specs[key] = attrs.evolve(admitted.spec, priority_class_name="", preemption_policy="Never")
+        return attrs.evolve(obj, spec=spec)
 
     def _one_cycle_decides(self, obj: Any, group: PodGroup | None = None) -> bool:
         """Whether one scheduling cycle decides where pod ``obj`` goes: nothing a controller or a later binding
