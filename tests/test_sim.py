@@ -146,14 +146,24 @@ def test_a_gang_is_asked_about_as_one(cluster):
         _ = verdict.node
 
 
-def gang(name: str, workers: int, cpu: str) -> list[dict]:
+def gang(name: str, workers: int, cpu: str, min_count: int | None = None, rack: bool = True) -> list[dict]:
+    spec: dict = {"schedulingPolicy": {"gang": {"minCount": min_count or workers}}}
+    if rack:
+        spec["schedulingConstraints"] = {"topology": [{"key": "topology.kubernetes.io/rack"}]}
     group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"},
-             "spec": {"schedulingPolicy": {"gang": {"minCount": workers}},
-                      "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]}}}
+             "spec": spec}
     pods = [probe(f"{name}-{i}", cpu=cpu, namespace="ml") for i in range(workers)]
     for pod in pods:
         pod["spec"]["schedulingGroup"] = {"podGroupName": name}
     return [group, *pods]
+
+
+def claiming(objects: list[dict]) -> list[dict]:
+    """``objects`` with the last pod's GPUs claimed from examples/gangs' ResourceClaimTemplate."""
+    *rest, last = objects
+    last = {**last, "spec": {**last["spec"], "resourceClaims": [{"name": "gpus",
+                                                                 "resourceClaimTemplateName": "two-gpus"}]}}
+    return [*rest, last]
 
 
 def test_a_podgroup_is_placed_all_or_nothing_in_one_rack():
@@ -166,6 +176,46 @@ def test_a_podgroup_is_placed_all_or_nothing_in_one_rack():
     assert not too_big.fits and not any(too_big.placements.values())
     assert "placements are available" in too_big.messages["ml/huge-0"]
     assert state(sim) == before
+
+
+@pytest.fixture(scope="module")
+def gangs() -> Simulator:
+    return Simulator.from_manifests([EXAMPLES / "gangs"])
+
+
+#: PodGroups asked about (examples/gangs: racks of 64- and 32-CPU nodes, partly taken) -> whether the PodGroup
+#: cycle's dry run answers alone (nothing created); the others are created and scheduled in a transaction
+GROUP_QUESTIONS = {
+    "fits in one rack": (gang("fits", 2, "4"), True),
+    "fits in no rack": (gang("nowhere", 3, "60"), False),
+    "minCount below the members, all placed": (gang("some", 3, "4", min_count=2), True),
+    "minCount met, a member left without a node": (gang("most", 3, "20", min_count=2), False),
+    "no topology constraint": (gang("anywhere", 5, "8", rack=False), True),
+    "a member with a ResourceClaim": (claiming(gang("claims", 2, "4")), False),
+}
+
+
+@pytest.mark.parametrize("question", GROUP_QUESTIONS)
+def test_a_podgroup_is_answered_as_creating_it_and_running_to_quiescence(gangs, question):
+    """can_schedule of a new PodGroup with its pods: by one dry run of the PodGroup cycle when it fits with
+    every member placed, else in a transaction; created and scheduled (in a transaction), the same verdict.
+    Either way the objects, the queue and the decision log are as before."""
+    objects, dry_run = GROUP_QUESTIONS[question]
+    cluster, decisions = gangs.simulation.cluster, gangs.simulation.scheduler.decisions
+    before, records, version = state(gangs), list(decisions.records), cluster.resource_version()
+    written: list = []
+    stops = [cluster.watch(kind, version, written.append) for kind in ("PodGroup", "Pod")]
+    try:
+        answer = gangs.can_schedule(objects)
+    finally:
+        for stop in stops:
+            stop()
+    assert (state(gangs), decisions.records) == (before, records)
+    assert (not written) == dry_run, written[:1]  # the dry run writes nothing to the API server
+    with gangs.transaction():
+        created = gangs.schedule([never_preempting(gangs, obj) for obj in objects])
+    assert answer == created, question
+    assert (state(gangs), decisions.records) == (before, records)
 
 
 def test_feature_gates_and_emulated_version_as_simulate_takes_them():
@@ -329,6 +379,22 @@ def test_bad_input_is_refused_naming_the_object(cluster):
     with pytest.raises(InvalidManifest, match="Pod/bad"):
         cluster.can_schedule({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"},
                               "spec": {"containers": [{"name": "c", "image": "x", "bogus": 1}]}})
+
+
+@pytest.mark.parametrize(("field", "value", "refused"), [
+    ("bogus", 1, "strict decoding error"),            # an unknown field
+    ("resources", {"requests": {"cpu": True}}, "cpu"),  # equal to the first pod's 1 in Python, not in JSON
+])
+def test_pods_of_one_manifest_are_each_refused_as_alone(cluster, field, value, refused):
+    """A gang's pods, equal but for their names, are decoded once; the one pod that differs is refused."""
+    first = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w-0"},
+             "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": 1}}}]}}
+    second = {**first, "metadata": {"name": "w-1"},
+              "spec": {"containers": [{**first["spec"]["containers"][0], field: value}]}}
+    assert set(cluster.can_schedule([first, {**first, "metadata": {"name": "w-1"}}]).placements) == \
+        {"default/w-0", "default/w-1"}
+    with pytest.raises(InvalidManifest, match=f"Pod/w-1.*{refused}"):
+        cluster.can_schedule([first, second])
 
 
 def test_the_readme_example_prints_what_the_readme_shows(tmp_path):

@@ -25,7 +25,8 @@ saves what is pending (queue, timers, counters); rolling back undoes the
 writes and hands the informers the changes back, so both are proportional to
 what changed, not to the cluster (:mod:`kubesched.sim.transaction`).
 :meth:`~Simulator.can_schedule` of one plain pod is one scheduling cycle on
-the state as it is (nothing written); of anything else, a transaction rolled
+the state as it is (nothing written), of a new PodGroup with its pods that
+fits one PodGroup cycle likewise; of anything else, a transaction rolled
 back.
 :meth:`~Simulator.fork` is a full copy, O(cluster): a new simulation over the
 same objects.  ``benchmarks/sim_whatif.py`` measures them.
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
+import orjson
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
@@ -48,6 +50,7 @@ from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
+from kubesched.core.undo import saved_fields
 from kubesched.drivers.harness import ConfigSource
 from kubesched.drivers.simulation import (
     DEFAULT_START,
@@ -57,7 +60,7 @@ from kubesched.drivers.simulation import (
     known_namespaces,
     load_paths,
 )
-from kubesched.sim.transaction import Savepoint, Transaction
+from kubesched.sim.transaction import GATE_FIELDS, Savepoint, Transaction
 
 __all__ = ["Simulator", "Verdict"]
 
@@ -186,12 +189,27 @@ class Simulator:
         member pods (typed objects or manifest dicts).  This simulator's
         objects, queue and allocated devices are left as they were.
 
-        One pod that the scheduler alone decides (no ResourceClaims, volumes
-        from claims, PodGroup, scheduling gates or ``nodeName``), without
-        preemption, is answered by one scheduling cycle on the state as it is,
-        nothing assumed or written (:meth:`Scheduler.dry_run`): the node a pod
-        created now would get.  Anything else is created and scheduled to
-        quiescence in a transaction that is rolled back.
+        Which path answers (the verdicts are the same; the first two cost one
+        cycle, not the creation, binding and rollback of every object):
+
+        - one pod that the scheduler alone decides (no ResourceClaims, volumes
+          from claims, PodGroup, scheduling gates or ``nodeName``), without
+          preemption: one scheduling cycle on the state as it is, nothing
+          assumed or written (:meth:`Scheduler.dry_run`): the node a pod
+          created now would get;
+        - a PodGroup followed by its member pods, without preemption: a plain
+          PodGroup (no CompositePodGroup parent) that is new (neither it nor a
+          pod naming it in the cluster), at least ``minCount`` members, each
+          one the scheduler alone decides as above, one profile with no Permit
+          plugin: one PodGroup cycle on the state as it is, as the queue hands
+          the group over once every member arrived (placements, each member
+          assumed within its placement, PlacementScore), then everything undone
+          (:meth:`Scheduler.dry_run_group`), when that cycle places every
+          member: the chosen placement's nodes.  When it does not (the group
+          does not fit, or a member is left without a node), the question goes
+          on to the transaction below, for kube-scheduler's words;
+        - anything else (and ``preempt=True``): created and scheduled to
+          quiescence in a transaction that is rolled back.
 
         ``preempt``: whether lower-priority pods may be preempted (False: the
         pods are asked about with ``preemptionPolicy: Never``, so that
@@ -200,6 +218,8 @@ class Simulator:
         typed = self._asked(objects, preempt)
         if not preempt and len(typed) == 1 and self._one_cycle_decides(typed[0]):
             return self._dry_run(typed[0])
+        if not preempt and (verdict := self._dry_run_group(typed)) is not None:
+            return verdict
         with self.transaction():
             return self._submit(typed, preempt)
 
@@ -323,30 +343,44 @@ class Simulator:
     def _asked(self, objects: Any, preempt: bool) -> list[Any]:
         """The typed objects asked about, with their names checked; without ``preempt`` the pods and groups carry
         the priority the API server would give, without their class, and ``preemptionPolicy: Never``."""
-        typed = [_typed(obj) for obj in _listed(objects)]
+        typed = _typed_all(_listed(objects))
         unnamed = next((obj for obj in typed if isinstance(obj, (Pod, PodGroup)) and not obj.metadata.name), None)
         if unnamed is not None:
             raise ValueError(f"{resource_of(unnamed).kind} with generateName {unnamed.metadata.generate_name!r}: "
                              "metadata.name: required to answer where it goes")
         if not preempt:  # the priority the API server would give, kept without its class: the policy may differ
-            typed = [attrs.evolve(admitted, spec=attrs.evolve(admitted.spec, priority_class_name="",
-                                                              preemption_policy="Never"))
-                     if isinstance(obj, (Pod, PodGroup)) and (admitted := self._sim.cluster.with_admitted_priority(obj))
-                     else obj for obj in typed]
+            specs: dict[tuple[type, int], Any] = {}
+            typed = [self._never_preempting(obj, specs) if isinstance(obj, (Pod, PodGroup)) else obj for obj in typed]
         keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
         recorded = self._recorded()
         if recorded is not None:
             recorded.keys.update(keys)
         return typed
 
-    def _one_cycle_decides(self, obj: Any) -> bool:
+    def _never_preempting(self, obj: Pod | PodGroup, specs: dict[tuple[type, int], Any]) -> Pod | PodGroup:
+        """``obj`` with the priority the API server would give it, without its class, never preempting.  The
+        spec is a function of ``obj``'s spec alone: ``specs`` keeps it by the spec's identity, so that the pods
+        of one manifest (which share their decoded spec) share it again, made once."""
+        key = (type(obj), id(obj.spec))
+        spec = specs.get(key)
+        if spec is None:
+            admitted = self._sim.cluster.with_admitted_priority(obj)
+            spec = specs[key] = attrs.evolve(admitted.spec, priority_class_name="", preemption_policy="Never")
+        return attrs.evolve(obj, spec=spec)
+
+    def _one_cycle_decides(self, obj: Any, group: PodGroup | None = None) -> bool:
         """Whether one scheduling cycle decides where pod ``obj`` goes: nothing a controller or a later binding
-        step makes for it (claims, volumes from claims), no gate, no group, no ``nodeName``, a profile of ours."""
+        step makes for it (claims, volumes from claims), no gate, no ``nodeName``, a profile of ours, and no
+        group (with ``group``: that PodGroup's cycle, so the pod names it)."""
         if not isinstance(obj, Pod):
             return False
         spec = obj.spec
-        return (not spec.resource_claims and not spec.scheduling_gates and not spec.node_name
-                and spec.scheduling_group is None and spec.scheduler_name in self._sim.scheduler.profiles
+        named = spec.scheduling_group.pod_group_name if spec.scheduling_group is not None else None
+        in_group = named is None if group is None else (
+            named == group.metadata.name
+            and (obj.metadata.namespace or "default") == (group.metadata.namespace or "default"))
+        return (in_group and not spec.resource_claims and not spec.scheduling_gates and not spec.node_name
+                and spec.scheduler_name in self._sim.scheduler.profiles
                 and not any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in spec.volumes))
 
     def _dry_run(self, pod: Pod) -> Verdict:
@@ -362,6 +396,29 @@ class Simulator:
         if node:
             return Verdict(True, {key: node})
         return Verdict(False, {key: ""}, {key: _rejections(record or {})}, {key: message})
+
+    def _dry_run_group(self, typed: list[Any]) -> Verdict | None:
+        """The verdict of the PodGroup cycle for a new PodGroup followed by its member pods (``typed``) on the
+        state as it is, when the group fits with every member placed (see :meth:`can_schedule`); None when
+        that cycle does not decide it alone or the group does not fit: the transaction's answer then."""
+        group, pods = typed[0], typed[1:]
+        if not (isinstance(group, PodGroup) and pods and len(pods) >= group.min_count
+                and all(self._one_cycle_decides(pod, group) for pod in pods)):
+            return None
+        cluster = self._sim.cluster
+        # the gates admitting them switches on (GenericWorkload, ...) stay on for the cycle, as in the transaction
+        gates = saved_fields(self._sim.features, GATE_FIELDS)
+        try:
+            with contextlib.suppress(ApiError, InvalidManifest):  # refused: the transaction raises in its words
+                namespaces = known_namespaces(cluster)
+                for obj in typed:
+                    check_namespace("<python>", obj, namespaces)
+                stored = cluster.dry_run_create_all(typed)
+                nodes = self._sim.scheduler.dry_run_group(stored[0], stored[1:])
+                return Verdict(True, nodes) if nodes is not None else None
+            return None
+        finally:
+            gates()
 
     def _submit(self, typed: list[Any], preempt: bool) -> Verdict:
         keys = [f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}" for obj in typed if isinstance(obj, Pod)]
@@ -447,6 +504,36 @@ def _sourced(item: Any) -> tuple[str, Any]:
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
         return item[0], _typed(item[1])
     return "<python>", _typed(item)
+
+
+def _typed_all(objects: list[Any]) -> list[Any]:
+    """:func:`_typed` of each of ``objects``; a manifest whose compact JSON (orjson: ``1``, ``1.0``, ``true`` and
+    ``"1"`` apart) equals the one before it but for ``metadata.name`` - a gang's pods - is that one's object
+    under its own name, not decoded again (what decoding it would give)."""
+    typed: list[Any] = []
+    before = b""
+    for obj in objects:
+        key = _unnamed_json(obj)
+        if key and key == before:
+            previous = typed[-1]
+            typed.append(attrs.evolve(previous, metadata=attrs.evolve(previous.metadata, name=obj["metadata"]["name"])))
+        else:
+            typed.append(_typed(obj))
+        before = key
+    return typed
+
+
+def _unnamed_json(obj: Any) -> bytes:
+    """The compact JSON of manifest ``obj`` with an empty ``metadata.name``; b"" when ``obj`` is not a manifest
+    with a name or when JSON cannot tell its values apart exactly (a null, a value JSON cannot hold)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or type(meta.get("name")) is not str or not meta["name"]:
+        return b""
+    try:
+        key = orjson.dumps({**obj, "metadata": {**meta, "name": ""}})
+    except TypeError:  # orjson.JSONEncodeError too
+        return b""
+    return b"" if b"null" in key else key
 
 
 def _typed(obj: Any) -> Any:

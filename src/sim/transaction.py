@@ -31,6 +31,9 @@ from kubesched.core.cluster.client import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.core.undo import ABSENT, StoreWrite, restoring_all, saved_fields
 from kubesched.drivers.simulation import Simulation
 
+#: What a simulation's feature gates keep that creating an object may change (a gate switched on, a note).
+GATE_FIELDS = ("_values", "_enabled", "notes")
+
 
 class Simulated(Protocol):
     """What a transaction is taken on: anything holding a simulation (a :class:`~kubesched.sim.Simulator`)."""
@@ -95,7 +98,7 @@ class Savepoint:
         self._restore = restoring_all([
             simulation.cluster.savepoint(), simulation.clock.savepoint(), simulation.scheduler.savepoint(),
             simulation.controllers.savepoint(), saved_fields(simulation, ("changes", "_pending_changes")),
-            saved_fields(simulation.features, ("_values", "_enabled", "notes")),
+            saved_fields(simulation.features, GATE_FIELDS),
         ])
 
     def rollback(self) -> None:

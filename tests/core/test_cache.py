@@ -308,7 +308,8 @@ def test_a_pod_change_keeps_the_node_columns_and_a_node_change_refreshes_them(ca
     assert list(table.requested("cpu")) == [1000, 0]
 
 
-def test_an_evictable_column_catches_up_with_the_changed_rows_when_next_asked_for(cache):
+@pytest.mark.parametrize("evictable", [True, False])
+def test_a_column_that_reads_pods_catches_up_with_the_changed_rows_when_next_asked_for(cache, evictable):
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
     table = snapshot.table
@@ -318,16 +319,16 @@ def test_an_evictable_column_catches_up_with_the_changed_rows_when_next_asked_fo
         read.append(info.name)
         return len(info.pods)
 
-    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 0]
+    assert list(table.column("pods-of", pods_of, evictable=evictable)) == [0, 0]
     read.clear()
     for name in ("a", "b", "c"):
         cache.assume_pod(on(mk(name, cpu="0"), "n2"))
         cache.update_snapshot(snapshot)
-    assert read == []  # nothing recomputed until asked for
-    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 3]
+    assert read == []  # nothing recomputed until asked for (a gang's assumed members cost the column nothing)
+    assert list(table.column("pods-of", pods_of, evictable=evictable)) == [0, 3]
     assert read == ["n2"]  # the changed row once, however many times it changed
     read.clear()
-    assert list(table.column("pods-of", pods_of, evictable=True)) == [0, 3] and read == []
+    assert list(table.column("pods-of", pods_of, evictable=evictable)) == [0, 3] and read == []
 
 
 def test_an_evictable_column_far_behind_is_rebuilt_and_the_least_recently_used_goes_first(cache, monkeypatch):
@@ -345,3 +346,49 @@ def test_an_evictable_column_far_behind_is_rebuilt_and_the_least_recently_used_g
     table.column("third", lambda info: 0, evictable=True)  # "second" is the least recently used
     assert table.column("first", lambda info: -1, evictable=True) is first
     assert list(table.column("second", lambda info: -1, evictable=True)) == [-1, -1]
+
+
+def test_a_matrix_that_reads_pods_catches_up_when_next_asked_for_or_is_rebuilt_far_behind(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    names = ("cpu", "memory")
+    assert table.requested_matrix(names, non_zero=True).tolist() == [[0, 0], [0, 0]]
+    for name in ("a", "b"):
+        cache.assume_pod(on(mk(name), "n2"))
+        cache.update_snapshot(snapshot)
+    assert table.requested_matrix(names, non_zero=True).tolist() == [[0, 2000], [0, 2 << 30]]
+    # one row read alone (re-scoring one node) is the matrix's value there
+    assert table.requested_row(names, 1, non_zero=True) == [2000, 2 << 30]
+    assert table.allocatable_row(names, 1) == table.allocatable_matrix(names)[:, 1].tolist() == [4000, 32 << 30]
+    changes = [lambda: cache.forget_pod(on(mk("a"), "n2")), lambda: cache.forget_pod(on(mk("b"), "n2"))]
+    changes += [lambda i=i: cache.assume_pod(on(mk(f"c{i}", cpu="3"), "n1")) for i in range(4)]
+    for change in changes:  # further behind than the log reaches (twice the rows): the matrix is rebuilt whole
+        change()
+        cache.update_snapshot(snapshot)
+    assert table.requested_matrix(("cpu", "memory"), non_zero=True).tolist() == [[12000, 0], [4 << 30, 0]]
+    assert list(table.requested("cpu")) == [12000, 0] and list(table.pod_count()) == [4, 0]
+
+
+def test_a_merged_dict_of_affinity_pods_reads_only_rows_with_such_pods(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    read: list[str] = []
+
+    def terms(info):
+        read.append(info.name)
+        return {info.pods_with_affinity[0].key: True} if info.pods_with_affinity else {}
+
+    assert table.merged("terms", terms, affinity_pods_only=True) == {} and read == ["n1", "n2"]
+    read.clear()
+    cache.assume_pod(on(mk("plain"), "n1"))
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    cache.assume_pod(on(mk("with-anti", affinity=anti), "n2"))
+    cache.update_snapshot(snapshot)
+    assert read == ["n2"]  # n1's pods have no affinity: its row is not read
+    assert table.merged("terms", terms, affinity_pods_only=True) == {"default/with-anti": True}
+    cache.forget_pod(on(mk("with-anti", affinity=anti), "n2"))
+    cache.update_snapshot(snapshot)
+    assert table.merged("terms", terms, affinity_pods_only=True) == {"default/with-anti": True}  # it only grows

@@ -665,12 +665,21 @@ def test_cycle_state_read_write_clone():
     state.write("shared", [1])
     state.write("counter", Counter(1))
     state.skip_filter_plugins.add("X")
+    state.skip_score_plugins.add("S")
+    state.record, state.evaluated_nodes, state.feasible_nodes = object(), 5, 3
     copy = state.clone()
     copy.read("counter").n = 5
     copy.skip_filter_plugins.add("Y")
+    copy.skip_score_plugins.add("T")
     assert state.read("counter").n == 1  # values with clone() are cloned
     assert copy.read("shared") is state.read("shared")  # others are shared
-    assert state.skip_filter_plugins == {"X"}
+    assert state.skip_filter_plugins == {"X"} and state.skip_score_plugins == {"S"}
+    assert copy.skip_filter_plugins == {"X", "Y"} and copy.skip_score_plugins == {"S", "T"}
+    assert (copy.record, copy.evaluated_nodes, copy.feasible_nodes) == (None, 0, 0)  # a dry run is not the decision
+    copy.write("later", 1)
+    assert state.get("later") is None
+    state.write("shared", Counter(2))  # a value written after a clone is cloned by the next one
+    assert state.clone().read("shared") is not state.read("shared")
     with pytest.raises(StateNotFound):
         state.read("missing")
     assert state.get("missing", 7) == 7

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client import REGISTRY
 
+from kubesched.core.framework.runtime import Framework
+from kubesched.core.framework.status import Code, Status
+from kubesched.core.framework.timing import extension_point, no_status
 from kubesched.core.observability import metrics
 from kubesched.drivers.simulation import Simulation
 from kubesched.testing import node, pod
@@ -93,3 +97,49 @@ def test_framework_queue_and_event_metrics_carry_upstreams_names_labels_and_buck
     assert sample("scheduler_queue_incoming_pods_total", queue="unschedulable", event="ScheduleAttemptFailure") \
         - before["failed"] == 1
     assert sample("scheduler_event_handling_duration_seconds_count", event="NodeAdd") - before["nodes"] == 2
+
+
+class _Points:
+    """What :func:`extension_point` needs of a framework: the profile and its series lookups."""
+
+    profile_name = "timing-table"
+    _point_observer = Framework._point_observer
+
+    def __init__(self):
+        self._point_series, self._point_success = {}, {}
+
+    @extension_point("Reserve")
+    def run_reserve(self, state, pod, node_name, start=0):
+        """Reserve."""
+        if state == "boom":
+            raise RuntimeError("boom")
+        return None if state == "ok" else Status(Code.UNSCHEDULABLE, (f"{pod} {node_name} {start}",))
+
+    @extension_point("Unreserve", no_status)
+    def run_unreserve(self, state, *pods, **more):
+        return (state, pods, more)
+
+    @extension_point("Permit", lambda answer: answer[0])
+    def run_permit(self, state, pod, node_name):
+        return (Status(Code.WAIT) if state == "wait" else None, pod)
+
+
+@pytest.mark.parametrize("call, point, status, answer", [
+    (lambda p: p.run_reserve("ok", "p", "n1"), "Reserve", "Success", None),
+    (lambda p: p.run_reserve("no", "p", node_name="n1", start=2).reasons, "Reserve", "Unschedulable", ("p n1 2",)),
+    (lambda p: p.run_unreserve("s", "a", "b", k=1), "Unreserve", "Success", ("s", ("a", "b"), {"k": 1})),
+    (lambda p: p.run_permit("wait", "p", "n1")[1], "Permit", "Wait", "p"),
+    (lambda p: p.run_permit(pod="p", node_name="n1", state="go"), "Permit", "Success", (None, "p")),
+    (lambda p: p.run_reserve("boom", "p", "n1"), "Reserve", "Error", RuntimeError),
+])
+def test_every_run_of_an_extension_point_is_observed_once_with_its_status(call, point, status, answer):
+    labels = {"extension_point": point, "status": status, "profile": _Points.profile_name}
+    before = sample("scheduler_framework_extension_point_duration_seconds_count", **labels)
+    points = _Points()
+    if answer is RuntimeError:
+        with pytest.raises(RuntimeError, match="boom"):
+            call(points)
+    else:
+        assert call(points) == answer
+    assert sample("scheduler_framework_extension_point_duration_seconds_count", **labels) - before == 1
+    assert _Points.run_reserve.__doc__ == "Reserve." and _Points.run_reserve.__name__ == "run_reserve"

@@ -48,6 +48,11 @@ def test_default_profile_filter_rejects_other_nodes_through_node_name():
     status = fw.run_filter(CycleState(), pinned, snapshot_info(sim, "a"))
     assert (status.code, status.plugin, status.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "NodeName", (REASON,))
     assert fw.run_filter(CycleState(), pinned, snapshot_info(sim, "b")) is None
+    # a state whose PreFilter said Skip for NodeName, then one that did not: each as its own skips say
+    skipping = CycleState()
+    skipping.skip_filter_plugins.add("NodeName")
+    assert fw.run_filter(skipping, pinned, snapshot_info(sim, "a")) is None
+    assert fw.run_filter(CycleState(), pinned, snapshot_info(sim, "a")).plugin == "NodeName"
 
 
 def test_pod_created_with_node_name_bypasses_the_scheduler_but_uses_the_node():

@@ -196,11 +196,29 @@ class MemoryCluster(ClusterClient):
         """What :meth:`create` would store (defaulted, validated, admitted; the next resourceVersion and a uid),
         stored nowhere and seen by no watch, as kube-apiserver's ``dryRun=All``; the name generator is left as
         it was.  Raises as :meth:`create` does (not the fail hook)."""
+        return self.dry_run_create_all([obj])[0]
+
+    def dry_run_create_all(self, objs: Iterable[Any]) -> builtins.list[Any]:
+        """What :meth:`create` would store for each of ``objs`` created one after the other, in this order (each
+        at its own resourceVersion, with its own uid), as :meth:`dry_run_create`: stored nowhere, the
+        resourceVersion counter and the name and uid generator left as they were.  Raises as :meth:`create`
+        does for the first object refused (AlreadyExists for a key twice among ``objs``)."""
         with self._lock:
-            rng = self._rng.getstate()
+            rv, rng = self._rv, self._rng.getstate()
+            stored: builtins.list[Any] = []
+            keys: set[tuple[str, str]] = set()
             try:
-                return self._admitted(obj)[1]
+                for obj in objs:
+                    key, admitted = self._admitted(obj)
+                    kind = resource_of(admitted).kind
+                    if (kind, key) in keys:
+                        raise AlreadyExists(f'{kind} "{admitted.metadata.name}" already exists')
+                    keys.add((kind, key))
+                    self._rv += 1
+                    stored.append(admitted)
+                return stored
             finally:
+                self._rv = rv
                 self._rng.setstate(rng)
 
     def _admitted(self, obj: Any) -> tuple[str, Any]:
@@ -446,10 +464,10 @@ class MemoryCluster(ClusterClient):
         classes = self._store["PriorityClass"]
         name = spec.priority_class_name
         if not name and spec.priority is not None:
-            if not isinstance(obj, Pod) and not self.features.enabled("PodGroupPreemptionPolicy"):
+            if spec.preemption_policy or (not isinstance(obj, Pod)
+                                          and not self.features.enabled("PodGroupPreemptionPolicy")):
                 return obj
-            return evolve(obj, spec=evolve(
-                spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
+            return evolve(obj, spec=evolve(spec, preemption_policy=PREEMPT_LOWER_PRIORITY))
         policy = PREEMPT_LOWER_PRIORITY
         if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
             priority = SYSTEM_PRIORITY_CLASSES[name]

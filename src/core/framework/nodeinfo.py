@@ -13,9 +13,7 @@ from typing import Iterable
 
 from ..api.core_v1 import Node, Pod
 from .affinity import AffinityTerms, has_pod_affinity, has_required_anti_affinity
-from .resources import CPU, MEMORY, non_zero_requests, pod_requests
-
-CPU_AND_MEMORY = (CPU, MEMORY)
+from .resources import non_zero_requests, pod_requests
 
 _generation = itertools.count(1)
 _new_pod_info = object.__new__
@@ -143,18 +141,6 @@ class NodeInfo:
     def labels(self) -> dict[str, str]:
         """The node's labels ({} while the cache knows only pods for it)."""
         return self.node.metadata.labels if self.node is not None else {}
-
-    def scoring_requested(self, resources: tuple[str, ...], non_zero: bool) -> list[int]:
-        """What the node's pods request of each of ``resources`` (scheduler units); with ``non_zero``, cpu and
-        memory as scoring counts them (:attr:`non_zero_cpu`, :attr:`non_zero_memory`: upstream's non-zero
-        requests)."""
-        requested = self.requested
-        if not non_zero:
-            return list(map(requested.get, resources, itertools.repeat(0, len(resources))))
-        if resources == CPU_AND_MEMORY:  # the scorers' default
-            return [self.non_zero_cpu, self.non_zero_memory]
-        return [self.non_zero_cpu if name == CPU else self.non_zero_memory if name == MEMORY
-                else requested.get(name, 0) for name in resources]
 
     def require_node(self) -> Node:
         """The Node.  Raises :class:`LookupError` ("node not found", upstream's

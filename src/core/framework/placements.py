@@ -65,12 +65,16 @@ class PlacementExtensionPoints:
         """Every PlacementFeasible plugin: the first non-success answer
         (Wait, a rejection, or an Error naming the plugin), or None."""
         wait: Status | None = None
-        for name, method in self.placement_feasible_plugins:
+        for name, method in self.placement_feasible_plugins:  # asked once per member tried: kept to the few checks
             status = method(state, group, progress)
-            if status is None or status.is_success():
+            if status is None:
                 continue
-            if status.code == Code.WAIT:
-                wait = wait or status.with_plugin(name)
+            code = status.code
+            if code == Code.SUCCESS:
+                continue
+            if code == Code.WAIT:
+                if wait is None:
+                    wait = status if status.plugin == name else status.with_plugin(name)
                 continue
             if status.is_rejected():
                 return status.with_plugin(name)

@@ -242,6 +242,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self.add_pod_plugins = self._methods("preFilter", "pre_filter_add_pod")
         self.remove_pod_plugins = self._methods("preFilter", "pre_filter_remove_pod")
         self.filter_plugins = self._methods("filter")
+        #: (the filter plugins, the skipped ones, the others) of the last :meth:`run_filter`
+        self._filter_plan: tuple[Any, frozenset[str], list[tuple[str, Callable]]] = (None, frozenset(), [])
         self.filter_batch = dict(self._methods("filter", "filter_batch"))
         self.filter_batch_status = dict(self._methods("filter", "filter_batch_status"))
         self.post_filter_plugins = self._methods("postFilter")
@@ -251,7 +253,7 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         self.score_row = dict(self._methods("score", "score_row"))
         self.normalize = dict(self._methods("score", "normalize_score"))
         self.reserve_plugins = self._methods("reserve")
-        self.unreserve_plugins = self._methods("reserve", "unreserve")
+        self.unreserve_plugins = self._methods("reserve", "unreserve")[::-1]  # in the order they run: reversed
         self.permit_plugins = self._methods("permit")
         self.pre_bind_plugins = self._methods("preBind")
         self.pre_bind_pre_flights = dict(self._methods("preBind", "pre_bind_pre_flight"))
@@ -392,9 +394,11 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
         """Upstream ``RunFilterPlugins``: the first non-success status (with its
         plugin), or None.  A non-rejection failure becomes Error."""
         skip = state.skip_filter_plugins
-        for name, method in self.filter_plugins:
-            if name in skip:
-                continue
+        plan = self._filter_plan
+        if plan[0] is not self.filter_plugins or plan[1] != skip:  # another pod's skips (a gang's members share)
+            plan = self._filter_plan = (self.filter_plugins, frozenset(skip),
+                                        [(name, method) for name, method in self.filter_plugins if name not in skip])
+        for name, method in plan[2]:
             status = method(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
                 return self.filter_status(name, status)
@@ -662,8 +666,8 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
 
     @extension_point("Unreserve", no_status)
     def run_unreserve(self, state: CycleState, pod: Any, node_name: str) -> None:
-        """Every Reserve plugin's Unreserve, in reverse order."""
-        for _, method in reversed(self._lists[state.record_plugin_metrics]["unreserve_plugins"]):
+        """Every Reserve plugin's Unreserve, in reverse order (``unreserve_plugins`` holds them so)."""
+        for _, method in self._lists[state.record_plugin_metrics]["unreserve_plugins"]:
             method(state, pod, node_name)
 
     @extension_point("Permit", lambda answer: answer[0] or (Status(Code.WAIT) if answer[1] else None))

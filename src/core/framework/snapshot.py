@@ -17,7 +17,7 @@ from ..api.nodeaffinity import RequiredNodeAffinity
 from ..api.taints import find_untolerated_taint, is_hard
 from .nodeinfo import NodeInfo, PodInfo
 from .pod_counts import PodCount, PodCounts
-from .resources import PODS
+from .resources import CPU, MEMORY, PODS
 
 #: How many evictable columns (per label selector, say) a NodeTable keeps: a kept column costs its memory (a number
 #: per node) and, when asked for again, recomputing the rows changed since; more distinct live keys than this (say,
@@ -40,13 +40,18 @@ class NodeTable:
     :meth:`allocatable` and :meth:`requested` give resource columns (int64,
     scheduler units); :meth:`pod_count` the number of pods per node;
     :meth:`domain_ids` each node's topology domain for a label key.
-    Columns asked for as ``evictable`` (one per label selector, say) are
-    dropped least recently used first beyond :data:`MAX_EVICTABLE_COLUMNS`,
-    and brought up to date only when asked for (the rows changed since their
-    last use are recomputed then), so keeping many costs memory, not work on
-    every change.  Columns asked
-    for as ``of_node`` read only the Node object (allocatable, labels, taints,
-    images): a row whose pods changed but whose Node did not keeps them.
+    Columns asked for as ``of_node`` read only the Node object (allocatable,
+    labels, taints, images): a row whose pods changed but whose Node did not
+    keeps them, and a row whose Node changed has them recomputed at once.
+    Every other column (one that reads the pods) is brought up to date when
+    it is next asked for: the rows changed since its last use are recomputed
+    then, so a gang assuming and forgetting its members node by node costs
+    no column work until a cycle reads the column.  An array the table hands
+    out is current when handed out: ask again after the snapshot changed,
+    never keep one across cycles.  Columns asked for as ``evictable`` (one
+    per label selector, say) are dropped least recently used first beyond
+    :data:`MAX_EVICTABLE_COLUMNS`, so keeping many costs memory, not work on
+    every change.
     """
 
     def __init__(self, infos: list[NodeInfo]):
@@ -58,19 +63,25 @@ class NodeTable:
         self.info_array[:] = infos
         self._columns: dict[str, tuple[Callable[[NodeInfo], Any], np.ndarray]] = {}
         self._of_node: set[str] = set()
-        #: what :meth:`refresh` recomputes, (every column kept current, those of them that read pods), made when
-        #: first needed after a column came
-        self._kept_current: tuple[list[tuple[Callable[[NodeInfo], Any], np.ndarray]], ...] | None = None
+        #: what :meth:`refresh` recomputes at once when Node objects changed (the ``of_node`` columns that are not
+        #: evictable), made when first needed after a column came
+        self._node_columns: list[tuple[Callable[[NodeInfo], Any], np.ndarray]] | None = None
+        #: column (or matrix) that reads pods and is not evictable -> the position in ``_log`` up to which it is
+        #: current (it catches up with the rows changed since when next asked for)
+        self._lazy: dict[str, int] = {}
         #: evictable column -> the position in ``_log`` up to which it is current, least recently used first
         self._evictable: dict[str, int] = {}
         #: the rows changed (and whether only their pods did) since the evictable columns' oldest position,
         #: ``_log[0]`` being position ``_log_base``
         self._log: list[tuple[int, bool]] = []
         self._log_base = 0
+        #: the log is cut back to the table's size when it grows past twice that
+        self._log_limit = 2 * max(len(infos), 1)
         self._domains: dict[str, dict[str, int]] = {}
         self._domain_nodes: dict[str, np.ndarray] = {}
         self._pod_counts = PodCounts(self)
-        self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict]] = {}
+        #: merged dict key -> (its extract, the dict, whether only rows with pods with affinity count)
+        self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict, bool]] = {}
         #: matrix key -> the matrix (values, nodes); ``_columns`` holds its by-node view, kept current row by row
         self._matrices: dict[str, np.ndarray] = {}
         #: derived column key -> (its values over every row, the position in ``_log`` up to which they are current),
@@ -88,9 +99,11 @@ class NodeTable:
         if entry is None:
             values = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             self._columns[key] = (extract, values)
-            self._kept_current = None
             if of_node:
                 self._of_node.add(key)
+                self._node_columns = None
+            elif not evictable:
+                self._lazy[key] = self._log_base + len(self._log)
             if evictable:
                 self._evictable[key] = self._log_base + len(self._log)
                 if len(self._evictable) > MAX_EVICTABLE_COLUMNS:
@@ -99,6 +112,10 @@ class NodeTable:
                     del self._columns[oldest]
                     self._of_node.discard(oldest)
             return values
+        current = self._lazy.get(key)
+        if current is not None:
+            self._keep_up(key, current)
+            return entry[1]
         current = self._evictable.pop(key, None)
         if current is not None:  # the most recently used goes last; catch up with the rows changed since
             self._catch_up(key, current)
@@ -116,10 +133,16 @@ class NodeTable:
             by_node = np.fromiter((extract(info) for info in self.infos), dtype=(np.int64, width),
                                   count=len(self.infos))
             matrix = self._matrices[key] = np.ascontiguousarray(by_node.T)
-            self._columns[key] = (extract, matrix.T)  # the refresh writes a node's values through this view
-            self._kept_current = None
+            self._columns[key] = (extract, matrix.T)  # a node's values are written through this view
             if of_node:
                 self._of_node.add(key)
+                self._node_columns = None
+            else:
+                self._lazy[key] = self._log_base + len(self._log)
+            return matrix
+        current = self._lazy.get(key)
+        if current is not None:
+            self._keep_up(key, current)
         return matrix
 
     def derived(self, key: Hashable, compute: Callable[[np.ndarray], np.ndarray],
@@ -129,9 +152,9 @@ class NodeTable:
         (their nodes or their pods) are judged again, one by one with ``judge`` (a row -> its value, the same as
         ``compute``'s, or None to leave that row to ``compute``) when given and they are few, else by
         ``compute``: a value that depends on a pod's shape and a node (whether the pod fits there, its score
-        there) then costs a cycle the nodes changed since its last use.  ``compute`` must read only what the
-        table keeps current (columns and matrices that are not evictable) and give each row a value of its own
-        alone.  The :data:`MAX_DERIVED_COLUMNS` most recently used are kept.  Read-only: index it (``values[rows]``
+        there) then costs a cycle the nodes changed since its last use.  ``compute`` must read the table's columns and
+        matrices (not evictable ones) through their methods, which bring them up to date, and give each row a
+        value of its own alone.  The :data:`MAX_DERIVED_COLUMNS` most recently used are kept.  Read-only: index it (``values[rows]``
         is a copy), never write into it."""
         now = self._log_base + len(self._log)
         entry = self._derived.pop(key, None)
@@ -158,12 +181,20 @@ class NodeTable:
             del self._derived[next(iter(self._derived))]
         return values
 
+    def _keep_up(self, key: str, current: int) -> None:
+        """Bring column (or matrix) ``key`` that reads pods, current up to log position ``current``, up to date."""
+        now = self._log_base + len(self._log)
+        if current != now:
+            self._catch_up(key, current)
+            self._lazy[key] = now
+
     def _catch_up(self, key: str, current: int) -> None:
-        """Recompute the rows of evictable column ``key`` that changed since log position ``current`` (all of them
-        when the log no longer reaches back that far)."""
+        """Recompute the rows of column (or matrix) ``key`` that changed since log position ``current`` (all of
+        them when the log no longer reaches back that far)."""
         extract, values = self._columns[key]
         if current < self._log_base:
-            values[:] = np.fromiter((extract(info) for info in self.infos), dtype=values.dtype, count=len(self.infos))
+            dtype = values.dtype if values.ndim == 1 else (values.dtype, values.shape[1])  # a matrix's by-node view
+            values[:] = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             return
         keep_on_pod_change = key in self._of_node
         changed = {row for row, pods_only in self._log[current - self._log_base:]
@@ -177,18 +208,20 @@ class NodeTable:
         infos = self.infos
         return np.fromiter((judge(infos[r]) for r in rows), dtype=dtype, count=len(rows))
 
-    def merged(self, key: str, extract: Callable[[NodeInfo], dict]) -> dict:
+    def merged(self, key: str, extract: Callable[[NodeInfo], dict], affinity_pods_only: bool = False) -> dict:
         """The union of the dicts ``extract`` gives every row (say, the distinct
         terms of the nodes' pods), built the first time ``key`` is asked for and
-        then merged with the changed rows.  It only grows (an entry may outlive
+        then merged with the changed rows as they change.  It only grows (an entry may outlive
         the pods it came from) until it passes :data:`MAX_MERGED_ENTRIES`, when
-        it is rebuilt from the rows."""
+        it is rebuilt from the rows.  ``affinity_pods_only``: ``extract`` gives {}
+        for a node none of whose pods has pod (anti-)affinity (an empty
+        ``pods_with_affinity``), so such a changed row is not read."""
         entry = self._merged.get(key)
         if entry is None or len(entry[1]) > MAX_MERGED_ENTRIES:
             union: dict = {}
             for info in self.infos:
                 union.update(extract(info))
-            self._merged[key] = (extract, union)
+            self._merged[key] = (extract, union, affinity_pods_only)
             return union
         return entry[1]
 
@@ -278,54 +311,73 @@ class NodeTable:
         """:meth:`allocatable` of each of ``resources``: int64, shape (len(resources), nodes) (see
         :meth:`_matrix`)."""
         return self._matrix(f"allocatable[{','.join(resources)}]",
-                            lambda info: [info.allocatable.get(name, 0) for name in resources], len(resources),
-                            of_node=True)
+                            lambda info: _allocatable_of(info, resources), len(resources), of_node=True)
 
     def requested_matrix(self, resources: tuple[str, ...], non_zero: bool = False) -> np.ndarray:
         """:meth:`requested` of each of ``resources``: int64, shape (len(resources), nodes) (see
         :meth:`_matrix`); with ``non_zero`` cpu and memory as scoring counts them (NodeInfo's ``non_zero_cpu``
         and ``non_zero_memory``: upstream's non-zero requests)."""
         return self._matrix(f"{'nonzero' if non_zero else 'requested'}[{','.join(resources)}]",
-                            lambda info: info.scoring_requested(resources, non_zero), len(resources))
+                            lambda info: _requested_of(info, resources, non_zero), len(resources))
+
+    def allocatable_row(self, resources: tuple[str, ...], row: int) -> list[int]:
+        """:meth:`allocatable_matrix`'s values at ``row`` as Python ints, read from the row's NodeInfo (re-scoring
+        one node costs no matrix)."""
+        return _allocatable_of(self.infos[row], resources)
+
+    def requested_row(self, resources: tuple[str, ...], row: int, non_zero: bool = False) -> list[int]:
+        """:meth:`requested_matrix`'s values at ``row`` as Python ints, read from the row's NodeInfo."""
+        return _requested_of(self.infos[row], resources, non_zero)
 
     def refresh(self, rows: Iterable[int], pods_only: bool = False) -> None:
-        """Recompute every column at ``rows`` (after those nodes changed); with
-        ``pods_only`` (only their pods changed, not their Node objects) the
-        ``of_node`` columns are kept.  Evictable columns are recomputed when
-        next asked for (the rows are logged until then)."""
-        rows = list(rows)
+        """Note that the nodes at ``rows`` changed: the ``of_node`` columns are recomputed there at once unless
+        ``pods_only`` (only their pods changed, not their Node objects); every other column when next asked for
+        (the rows are logged until then); the merged dicts and the pod counts at once."""
+        if not isinstance(rows, list):
+            rows = list(rows)
         if not rows:
             return
-        kept = self._kept_current
-        if kept is None:
-            every = [(key, entry) for key, entry in self._columns.items() if key not in self._evictable]
-            kept = self._kept_current = ([entry for _, entry in every],
-                                         [entry for key, entry in every if key not in self._of_node])
         infos = self.infos
-        if len(rows) == 1:  # the usual change (a pod assumed or forgotten): no loop per column
-            row = rows[0]
-            info = infos[row]
-            for extract, values in kept[pods_only]:
-                values[row] = extract(info)
-            for extract, union in self._merged.values():
-                union.update(extract(info))
-            self._log.append((row, pods_only))
-        else:
-            for extract, values in kept[pods_only]:
+        if not pods_only:
+            kept = self._node_columns
+            if kept is None:
+                kept = self._node_columns = [entry for key, entry in self._columns.items()
+                                             if key in self._of_node and key not in self._evictable]
+            for extract, values in kept:
                 for row in rows:
                     values[row] = extract(infos[row])
-            for extract, union in self._merged.values():
-                for row in rows:
-                    union.update(extract(infos[row]))
-            self._log.extend((row, pods_only) for row in rows)
-        if not pods_only:
             self._domain_nodes.clear()
+        for extract, union, affinity_pods_only in self._merged.values():
+            for row in rows:
+                info = infos[row]
+                if info.pods_with_affinity or not affinity_pods_only:
+                    union.update(extract(info))
+        log = self._log
+        if len(rows) == 1:  # the usual change (a pod assumed or forgotten)
+            log.append((rows[0], pods_only))
+        else:
+            log.extend((row, pods_only) for row in rows)
         self._pod_counts.refresh(rows, nodes_changed=not pods_only)
-        reach = max(len(self.infos), 1)
-        if len(self._log) > 2 * reach:  # a column further behind than a whole table is rebuilt instead
-            dropped = len(self._log) - reach
-            del self._log[:dropped]
+        if len(log) > self._log_limit:  # a column further behind than a whole table is rebuilt instead
+            dropped = len(log) - self._log_limit // 2
+            del log[:dropped]
             self._log_base += dropped
+
+
+def _allocatable_of(info: NodeInfo, resources: tuple[str, ...]) -> list[int]:
+    """The node's allocatable ``resources`` (0 for one it lacks)."""
+    allocatable = info.allocatable
+    return [allocatable.get(name, 0) for name in resources]
+
+
+def _requested_of(info: NodeInfo, resources: tuple[str, ...], non_zero: bool) -> list[int]:
+    """The sums of the node's pods' requests of ``resources``; with ``non_zero`` cpu and memory counted as
+    scoring counts them."""
+    requested = info.requested
+    if not non_zero:
+        return [requested.get(name, 0) for name in resources]
+    return [info.non_zero_cpu if name == CPU else info.non_zero_memory if name == MEMORY
+            else requested.get(name, 0) for name in resources]
 
 
 class Snapshot:
@@ -355,21 +407,25 @@ class Snapshot:
 
     def refresh(self, names: Iterable[str]) -> None:
         """Note that the nodes ``names`` changed in place (their pods, or their Node objects)."""
-        node_rows, pod_rows = [], []
+        node_rows: list[int] = []
+        pod_rows: list[int] = []
+        index, nodes, generations, node_objects = self.index, self.nodes, self.generations, self._node_objects
         for name in names:
-            row = self.index.get(name)
+            row = index.get(name)
             if row is None:
                 continue
-            info = self.nodes[row]
-            if self.generations[row] != info.generation:
-                self.generations[row] = info.generation
-                if self._node_objects[row] is info.node:
+            info = nodes[row]
+            if generations[row] != info.generation:
+                generations[row] = info.generation
+                if node_objects[row] is info.node:
                     pod_rows.append(row)
                 else:
-                    self._node_objects[row] = info.node
+                    node_objects[row] = info.node
                     node_rows.append(row)
-        self.table.refresh(node_rows)
-        self.table.refresh(pod_rows, pods_only=True)
+        if node_rows:
+            self.table.refresh(node_rows)
+        if pod_rows:
+            self.table.refresh(pod_rows, pods_only=True)
 
     def get(self, name: str) -> NodeInfo | None:
         """The NodeInfo of node ``name``, or None when the snapshot has no such node."""

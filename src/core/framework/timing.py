@@ -10,6 +10,7 @@ sampled for plugin metrics (10 %, as upstream) each plugin call is observed into
 from __future__ import annotations
 
 import functools
+import inspect
 from time import perf_counter
 from typing import Any, Callable
 
@@ -55,22 +56,39 @@ def no_status(answer: Any) -> None:
 
 def extension_point(point: str, status_of: Callable[[Any], Status | None] | None = None) -> Callable:
     """A ``run_*`` method observing each run into ``scheduler_framework_extension_point_duration_seconds``
-    with the status ``status_of(answer)`` (None: the answer is the status; an exception: Error).  One
-    perf_counter pair and one append per run: the labelled series are looked up once per profile (the
-    framework's ``_point_observer`` and ``_point_success``)."""
+    with the status ``status_of(answer)`` (None: the answer is the status; :func:`no_status`: always Success; an
+    exception: Error).  One perf_counter pair and one append per run: the labelled series are looked up once per
+    profile (the framework's ``_point_observer`` and ``_point_success``), and the timing function takes the
+    method's own parameters (made for its signature) rather than packing them into ``*args``."""
     def wrap(run: Callable) -> Callable:
-        @functools.wraps(run)
-        def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = perf_counter()
-            try:
-                answer = run(self, *args, **kwargs)
-            except Exception:
-                self._point_observer(point, "Error")(perf_counter() - started)
-                raise
-            status = answer if status_of is None else status_of(answer)
-            observe = self._point_success.get(point) if status is None else None
-            code = "Success" if status is None else str(status.code)
-            (observe or self._point_observer(point, code))(perf_counter() - started)
-            return answer
-        return timed
+        parameters = list(inspect.signature(run).parameters.values())[1:]
+        namespace: dict[str, Any] = {"run": run, "point": point, "status_of": status_of, "perf_counter": perf_counter}
+        if all(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters):
+            names = [p.name for p in parameters]
+            namespace.update((f"default_{p.name}", p.default) for p in parameters if p.default is not p.empty)
+            declared = "".join(f", {p.name}" + ("" if p.default is p.empty else f"=default_{p.name}")
+                               for p in parameters)
+            passed = "".join(f", {name}" for name in names)
+        else:
+            declared, passed = ", *args, **kwargs", ", *args, **kwargs"
+        status = "None" if status_of is no_status else "answer" if status_of is None else "status_of(answer)"
+        exec(_TIMED.format(declared=declared, passed=passed, status=status), namespace)  # noqa: S102
+        return functools.wraps(run)(namespace["timed"])
     return wrap
+
+
+_TIMED = """
+def timed(self{declared}):
+    started = perf_counter()
+    try:
+        answer = run(self{passed})
+    except Exception:
+        self._point_observer(point, "Error")(perf_counter() - started)
+        raise
+    status = {status}
+    if status is None:
+        (self._point_success.get(point) or self._point_observer(point, "Success"))(perf_counter() - started)
+    else:
+        self._point_observer(point, str(status.code))(perf_counter() - started)
+    return answer
+"""

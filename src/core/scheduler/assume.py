@@ -37,9 +37,10 @@ def assume_and_reserve(cache: Cache, nominator: Nominator, fwk: Framework, state
     ends) and run Reserve.  Returns the assumed pod and Reserve's failure
     (None: it holds its node); after a failure the pod is already unreserved
     and forgotten."""
-    pod = info.pod
+    pod_info = info.pod_info
+    pod = pod_info.pod
     assumed = on_node(pod, node_name)
-    cache.assume_pod(assumed, info.pod_info)
+    cache.assume_pod(assumed, pod_info)
     nominator.delete(pod)
     status = fwk.run_reserve(state, assumed, node_name)
     if status is not None:

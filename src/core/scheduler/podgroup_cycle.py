@@ -49,7 +49,6 @@ from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from ..framework.runtime import Framework
 from ..framework.scoring import ScoreError
-from ..framework.signature import Signature
 from ..framework.status import Code, Status
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import BindingCycle, ScheduleResult
@@ -125,6 +124,27 @@ class PlacementResult:
         placed = self.placed
         return PodGroupAssignments(self.placement, tuple((m.assumed, m.node_name) for m in placed
                                                          if m.assumed is not None), tuple(m.state for m in placed))
+
+
+class MemberPlan:
+    """What a group's attempt works out once for its members (in the order they are tried), for every
+    placement's member loop: ``signed[i]``, whether member i's cycle may be kept for the next member (it has a
+    signature); ``follows[i]``, whether member i has the signature of member i-1 and no nominated node, so it may
+    reuse that member's cycle; and the PlacementProgress values, each made once."""
+
+    __slots__ = ("signed", "follows", "_progress")
+
+    def __init__(self, signed: list[bool], follows: list[bool]):
+        self.signed = signed
+        self.follows = follows
+        self._progress: dict[tuple[int, int], PlacementProgress] = {}
+
+    def progress(self, scheduled: int, remaining: int) -> PlacementProgress:
+        """``PlacementProgress(scheduled, remaining)`` (a frozen value: the same one handed out again)."""
+        found = self._progress.get((scheduled, remaining))
+        if found is None:
+            found = self._progress[(scheduled, remaining)] = PlacementProgress(scheduled, remaining)
+        return found
 
 
 class PodGroupCycle:
@@ -207,12 +227,7 @@ class PodGroupCycle:
         """Upstream ``podGroupCycle``: the placement algorithm, PodGroupPostFilter
         when the group does not fit (:meth:`pod_group_post_filter`), then the
         outcome: the members to binding, or all back to the queue."""
-        shared = self.shared
-        info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
-                            tuple(m.pod for m in members), shared.pod_groups.state(group.key).scheduled_count())
-        group_state = CycleState()
-        if shared.recording(f"podgroup/{group.key}"):
-            group_state.record = GroupAttemptNotes()
+        info, group_state = self._group_attempt(pod_group, members)
         outcome, tried = self.pod_group_algorithm(fwk, group_state, info, members)
         metrics.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - started)
         nominations: dict[str, str] | None = None
@@ -227,6 +242,34 @@ class PodGroupCycle:
             metrics.SCHEDULED if outcome.status is None else
             metrics.ERROR if outcome.status.code == Code.ERROR else metrics.UNSCHEDULABLE,
             fwk.profile_name, time.perf_counter() - started)
+
+    def _group_attempt(self, pod_group: PodGroup, members: list[QueuedPodInfo]) -> tuple[PodGroupInfo, CycleState]:
+        """The group as its cycle hands it to the plugins (its members in the order tried, its pods scheduled
+        before) and the group's CycleState (recording its attempt when recorded)."""
+        shared = self.shared
+        key = pod_group.key
+        info = PodGroupInfo(pod_group.metadata.namespace, pod_group.metadata.name, pod_group,
+                            tuple(m.pod for m in members), shared.pod_groups.state(key).scheduled_count())
+        group_state = CycleState()
+        if shared.recording(f"podgroup/{key}"):
+            group_state.record = GroupAttemptNotes()
+        return info, group_state
+
+    def dry_run(self, fwk: Framework, pod_group: PodGroup, members: list[QueuedPodInfo]) -> PlacementResult | None:
+        """The cycle of ``pod_group`` popped with ``members`` (:meth:`schedule_one_pod_group`) up to the chosen
+        placement, with nothing kept: the scheduler's checks of the group, the members in their order
+        (:func:`member_order`), the algorithm (:meth:`pod_group_algorithm`; a chosen placement that is not the
+        one tried last is not assumed and reserved again, only to be undone), then everything it assumed and
+        reserved undone (:meth:`revert`).  Returns the outcome (``status`` None: the group fits, its members as
+        placed), or None when the scheduler's checks refuse the group."""
+        if validate_members(pod_group, [m.pod for m in members],
+                            self.shared.pod_groups.state(pod_group.key).assigned_pods()):
+            return None
+        members = sorted(members, key=member_order)
+        info, group_state = self._group_attempt(pod_group, members)
+        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members, keep_chosen=False)
+        self.revert(fwk, outcome)
+        return outcome
 
     def pod_group_post_filter(self, fwk: Framework, group: QueuedPodGroupInfo, group_state: CycleState,
                               info: PodGroupInfo, members: list[QueuedPodInfo],
@@ -264,13 +307,14 @@ class PodGroupCycle:
 
     def pod_group_algorithm(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], parent: Placement | None = None,
-                            ) -> tuple[PlacementResult, list[PlacementResult]]:
+                            keep_chosen: bool = True) -> tuple[PlacementResult, list[PlacementResult]]:
         """Upstream ``podGroupSchedulingPlacementAlgorithm``: try the group in
         each placement within ``parent`` (default: all nodes; a composite
         group's placement for its children), the nominated one first, score
         the feasible ones and keep the best assumed.  Returns the chosen (or,
         when none is feasible, the most promising) result and every placement
-        tried."""
+        tried.  ``keep_chosen`` False (a dry run that undoes everything next): a chosen placement that is not
+        the one tried last is not assumed and reserved again (``applied`` False), its members as evaluated."""
         self.shared.cache.update_snapshot(self.shared.snapshot)
         table = self.shared.snapshot.table
         if parent is None:
@@ -279,7 +323,7 @@ class PodGroupCycle:
         if status is not None:
             return PlacementResult(parent, status, [], applied=False), []
         placements = sorted(placements, key=lambda p: p.name)
-        signatures = self._signatures(fwk, members)
+        plan = self._member_plan(fwk, members)
         nominated = _nominated_placement(placements, members, table.names)
         if nominated is not None:
             placements.remove(nominated)
@@ -291,7 +335,7 @@ class PodGroupCycle:
         for placement in placements:
             if current is not None:
                 self.revert(fwk, current)
-            result = self._evaluate_placement(fwk, group_state, info, members, placement, signatures)
+            result = self._evaluate_placement(fwk, group_state, info, members, placement, plan)
             tried.append(result)
             current = result
             if result.status is not None:
@@ -326,24 +370,25 @@ class PodGroupCycle:
         if chosen is not current:
             assert current is not None
             self.revert(fwk, current)
+            if not keep_chosen:
+                return chosen, tried
             if not self._reapply(fwk, chosen):
-                chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement, signatures)
+                chosen = self._evaluate_placement(fwk, group_state, info, members, chosen.placement, plan)
             if chosen.status is not None:  # the state changed under it (it should not): give up this attempt
                 self.revert(fwk, chosen)
                 return PlacementResult(chosen.placement, chosen.status, chosen.members, False), tried
         return chosen, tried
 
-    def _signatures(self, fwk: Framework, members: list[QueuedPodInfo]) -> dict[str, int | None]:
-        """Each member's signature (by UID) as a small int, equal for equal signatures (KEP-5598's
-        ``SignPod``); None for a member whose cycle is never reused (:meth:`_schedule_as_before`): unsignable,
-        or mounting volumes from claims, whose Reserve changes what the other nodes offer."""
+    def _member_plan(self, fwk: Framework, members: list[QueuedPodInfo]) -> MemberPlan:
+        """What every placement's member loop uses of ``members``, worked out once per attempt: each member's
+        signature (KEP-5598's ``SignPod``; none for a member whose cycle is never reused - unsignable, or mounting
+        volumes from claims, whose Reserve changes what the other nodes offer) and so which members may reuse
+        the cycle of the member before them (:meth:`_schedule_as_before`)."""
         signer = self.pods.signer_for(fwk)
-        ids: dict[Signature, int] = {}
-        out: dict[str, int | None] = {}
-        for member in members:
-            signature = None if _volumes_from_claims(member.pod) else signer.sign(member.pod)
-            out[member.uid] = None if signature is None else ids.setdefault(signature, len(ids))
-        return out
+        signatures = [None if _volumes_from_claims(m.pod) else signer.sign(m.pod) for m in members]
+        follows = [at > 0 and signature is not None and signature == signatures[at - 1]
+                   and not members[at].pod.status.nominated_node_name for at, signature in enumerate(signatures)]
+        return MemberPlan([signature is not None for signature in signatures], follows)
 
     def _reapply(self, fwk: Framework, result: PlacementResult) -> bool:
         """Assume and reserve again what ``result`` placed (reverted since), each
@@ -393,27 +438,36 @@ class PodGroupCycle:
             self.shared.cache.update_snapshot(self.shared.snapshot)
 
     def _evaluate_placement(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
-                            members: list[QueuedPodInfo], placement: Placement,
-                            signatures: dict[str, int | None]) -> PlacementResult:
+                            members: list[QueuedPodInfo], placement: Placement, plan: MemberPlan) -> PlacementResult:
         """Upstream ``podGroupSchedulingDefaultAlgorithm`` within ``placement``:
         members one by one, each assumed and reserved where it fits, with
         PlacementFeasible before the first and after each; what was assumed
-        stays so (see :meth:`_revert`).  ``signatures``: each member's (by
-        UID, :meth:`_signatures`): a member signed as the one before it
-        reuses its cycle (:meth:`_schedule_as_before`)."""
+        stays so (see :meth:`revert`).  ``plan``: the members' (:meth:`_member_plan`): a member signed as
+        the one before it reuses its cycle (:meth:`_schedule_as_before`)."""
+        shared = self.shared
+        cache, nominator = shared.cache, shared.queue.nominator
         scheduled = info.scheduled_before
         remaining = len(members)
         results: list[MemberResult] = []
         result = PlacementResult(placement, None, results)
-        status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
+        run_feasible, progress = fwk.run_placement_feasible, plan.progress
+        status = run_feasible(group_state, info, progress(scheduled, remaining))
         if status is not None and status.code != Code.WAIT:
             result.status = status
             return result
         any_scheduled = False
         removed = group_state.get(REMOVED_PODS_KEY)
-        kept: KeptCycle | None = None  # what the member before found, while the next may reuse it
-        for member in members:
-            again = self._schedule_as_before(fwk, member, kept, results[-1], signatures) if kept else None
+        # an extender, or a pod nominated anywhere, stops the reuse; nominations only end during the loop (a member
+        # assumed), so they are looked at member by member only while some are left
+        reusable = not shared.extenders
+        nominations = bool(nominator.nodes())
+        # what the member before found, while the next may reuse it (that member is assumed on node_name)
+        kept: KeptCycle | None = None
+        node_name = ""
+        for member, signed, follows in zip(members, plan.signed, plan.follows):
+            again = None
+            if kept is not None and follows and reusable and not (nominations and nominator.nodes()):
+                again = self._schedule_as_before(fwk, member, kept, node_name)
             if again is not None:
                 state, node_name = again
                 outcome = MemberResult(member, state)
@@ -424,21 +478,20 @@ class PodGroupCycle:
                     state.write(REMOVED_PODS_KEY, removed)
                 outcome = MemberResult(member, state)
                 results.append(outcome)
-                kept = KeptCycle() if signatures.get(member.uid) is not None else None
+                kept = KeptCycle() if signed else None
                 try:
                     node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept)
                 except FitError as fit:
                     kept = None
                     outcome.fit = fit
-                    if result.first_unplaced is None and self.shared.recording(f"podgroup/{info.key}"):
-                        result.first_unplaced = first_unplaced(fwk, state, member.pod, self.shared.snapshot, fit,
-                                                               self.shared.dra, info.pod_group)
+                    if result.first_unplaced is None and shared.recording(f"podgroup/{info.key}"):
+                        result.first_unplaced = first_unplaced(fwk, state, member.pod, shared.snapshot, fit,
+                                                               shared.dra, info.pod_group)
                 except CycleError as err:
                     result.status = err.status
                     return result
             if outcome.fit is None:
-                assumed, reserve = assume_and_reserve(self.shared.cache, self.shared.queue.nominator, fwk, state,
-                                                      member, node_name)
+                assumed, reserve = assume_and_reserve(cache, nominator, fwk, state, member, node_name)
                 if reserve is None:
                     outcome.node_name, outcome.assumed = node_name, assumed
                     scheduled += 1
@@ -450,7 +503,7 @@ class PodGroupCycle:
                     kept = None
                     outcome.status = reserve
             remaining -= 1
-            status = fwk.run_placement_feasible(group_state, info, PlacementProgress(scheduled, remaining))
+            status = run_feasible(group_state, info, progress(scheduled, remaining))
             if status is not None and status.code != Code.WAIT:
                 result.status = status
                 return result
@@ -460,30 +513,29 @@ class PodGroupCycle:
             result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
         return result
 
-    def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle, previous: MemberResult,
-                            signatures: dict[str, int | None]) -> tuple[CycleState, str] | None:
+    def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle,
+                            previous_node: str) -> tuple[CycleState, str] | None:
         """``member``'s cycle from what the member before it found in this placement (``kept``), when it has
         the same signature and was just assumed on its node: the other nodes did not change, so their Filter
         and raw Score answers stand (KEP-5598's promise, the idea of opportunistic batching within a gang);
-        only that node is filtered and scored again, the scores normalised again and the host selected as
-        the pod's cycle selects it.  Returns the member's CycleState (a clone of the one before it after
-        PreScore) and node, or None when the full cycle must run: another signature (or none, see
-        :meth:`_signatures`), a nominated pod or an extender to respect, no Filter pass over every node of
-        the placement to reuse, or that node now rejecting the member."""
-        pod = member.pod
-        signature = signatures.get(member.uid)
-        shared = self.shared
-        if (previous.assumed is None or not kept.evaluated or kept.prescored is None or signature is None
-                or signature != signatures.get(previous.info.uid) or pod.status.nominated_node_name
-                or shared.extenders or shared.queue.nominator.nodes()):
+        only that node (``previous_node``) is filtered and scored again, the scores normalised again and the
+        host selected as the pod's cycle selects it.  The caller has checked the signatures and that no
+        nominated pod or extender is to be respected (:meth:`_evaluate_placement`).  Returns the member's
+        CycleState (a clone of the one before it after PreScore) and node, or None when the full cycle must
+        run: no Filter pass over every node of the placement to reuse, a record to fill and none to fill it
+        from, or that node now rejecting the member."""
+        prescored = kept.prescored
+        if not kept.evaluated or prescored is None:
             return None
+        pod = member.pod
+        shared = self.shared
         record = self.pods.new_record(fwk, member)
         if record is not None and kept.record is None:
             return None
         snapshot = shared.snapshot
         shared.cache.update_snapshot(snapshot)
-        row = snapshot.index[previous.node_name]
-        state = kept.prescored.clone()
+        row = snapshot.index[previous_node]
+        state = prescored.clone()
         state.record = record
         if fwk.run_filter(state, pod, snapshot.nodes[row]) is not None:
             return None
@@ -492,7 +544,7 @@ class PodGroupCycle:
             record.filtered_as(kept.record)
         state.evaluated_nodes, state.feasible_nodes = kept.evaluated, len(feasible)
         if kept.scores is None:  # the one feasible node: nothing was scored
-            return state, previous.node_name
+            return state, previous_node
         nodes = kept.nodes
         positions = kept.positions
         if positions is None:

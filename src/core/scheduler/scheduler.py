@@ -26,7 +26,7 @@ from kubesched.core.framework.diagnosis import FitError
 from kubesched.core.observability.decision_log import DecisionLog
 
 from ..api.core_v1 import Pod
-from ..api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, pod_group_key
+from ..api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED, PodGroup, pod_group_key
 from ..clock import Clock
 from ..cluster.client import ClusterClient
 from ..cluster.informer import Informers
@@ -388,6 +388,56 @@ class Scheduler:
                     message = err.status.message()
                 return "", message, state.record.to_json() if state.record is not None else None
         finally:
+            restore()
+
+    def dry_run_group(self, pod_group: PodGroup, pods: list[Pod]) -> dict[str, str] | None:
+        """Upstream's PodGroup cycle for a new ``pod_group`` (no CompositePodGroup parent) and its member ``pods``
+        (none of them in the cluster: as the API server would store them, in the order created) on the current
+        state, as the queue would hand the group over once they all arrived - one attempt, the members in the
+        cycle's order - up to the chosen placement: PlacementGenerate, each member through the pod's algorithm
+        within each placement with those before it assumed and reserved, PlacementFeasible, PlacementScore; then
+        everything assumed and reserved undone and what the attempt moves put back (as :meth:`dry_run`); its
+        decision records are not made.
+        Returns pod ``namespace/name`` -> node for every member, in the order of ``pods``, when the cycle would
+        place them all; None when it would not (the group does not fit, or a member is left without a node) or
+        when the group would not reach that cycle now as one entity with nothing but it deciding (no profile
+        schedules groups, GenericWorkload off, a PreEnqueue plugin holding a member, a Permit plugin in the
+        profile, members of several profiles, the scheduler's own checks refusing it): the words for those
+        are the full cycle's to give (create the objects and schedule them)."""
+        fwk = self.profiles.get(pods[0].spec.scheduler_name) if pods else None
+        key = pod_group.key
+        if (fwk is None or fwk.permit_plugins or not self.features.enabled("GenericWorkload")
+                or not any(fw.placement_feasible_plugins for fw in self.profiles.values())
+                or pod_group.spec.parent_composite_pod_group_name or key in self.state.pod_groups.keys()
+                or any(pod.spec.scheduler_name != fwk.profile_name for pod in pods)):
+            return None
+        informers, groups = self.state.informers, self.state.pod_groups
+        restore = self._attempt_savepoint()
+        waiting = groups.waiting.get(key)
+        # nothing recorded: the answer is where the members go, and the records would be put back
+        decisions, self.state.decisions = self.state.decisions, None
+        try:
+            with informers.showing("PodGroup", pod_group), informers.showing("Pod", *pods):
+                for pod in pods:
+                    groups.add_pod(pod)
+                if (any(self._queued_group(pod) != key for pod in pods)
+                        or any(fwk.run_pre_enqueue(pod) is not None for pod in pods)):
+                    return None
+                now = self.state.clock.now()
+                members = [QueuedPodInfo(pod, now) for pod in pods]
+                for member in members:  # popped once, as the queue counts
+                    member.attempts, member.initial_attempt_timestamp = 1, now
+                outcome = self.groups.dry_run(fwk, pod_group, members)
+                if outcome is None or outcome.status is not None or len(outcome.placed) != len(pods):
+                    return None
+                placed = {m.info.uid: m.node_name for m in outcome.members}
+                return {pod.key: placed[pod.metadata.uid] for pod in pods}
+        finally:
+            for pod in pods:
+                groups.delete_pod(pod)
+            if waiting is not None:
+                groups.waiting[key] = waiting
+            self.state.decisions = decisions
             restore()
 
     # --- the loop ------------------------------------------------------------------------

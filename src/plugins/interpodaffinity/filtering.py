@@ -106,7 +106,7 @@ class PreFilterState:
         """Existing pods' required anti-affinity against the incoming pod: each
         distinct term of the existing pods that may select the pod (``index``
         finds them by its labels) is matched once, its pods counted per node."""
-        distinct = self.table.merged(ANTI_TERMS, anti_terms)
+        distinct = self.table.merged(ANTI_TERMS, anti_terms, affinity_pods_only=True)
         table = self.table
         for key, term in index.selecting(distinct, self.pod.metadata.labels):
             if not term.matches(self.pod, self.namespace_labels):

@@ -118,7 +118,7 @@ class InterPodAffinity:
         snapshot = self.handle.snapshot
         table = snapshot.table if nodes is snapshot.nodes else NodeTable(list(nodes))
         if not (terms.required_affinity or terms.required_anti_affinity):
-            existing = table.merged(ANTI_TERMS, anti_terms)
+            existing = table.merged(ANTI_TERMS, anti_terms, affinity_pods_only=True)
             if next(self._existing_anti.selecting(existing, pod.metadata.labels), None) is None:
                 return Status.skip()  # no required term of the pod's, no existing pod's that may select it
         pre = PreFilterState(pod, self._resolved(terms.required_affinity), self._resolved(terms.required_anti_affinity),
@@ -177,7 +177,7 @@ class InterPodAffinity:
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
         table = self.handle.snapshot.table
-        existing = table.merged(SCORING_TERMS, scoring_terms)
+        existing = table.merged(SCORING_TERMS, scoring_terms, affinity_pods_only=True)
         if not (has_preferred or existing):
             return Status.skip()  # no term of the pod's, none of an existing pod's to score by
         scores = TopologyScores(table)

@@ -193,9 +193,15 @@ class NodeResourcesFit:
 
     @hookimpl
     def filter(self, state, pod, node_info):
-        pre = self._state(state, pod)
+        pre = state.get(STATE_KEY) or self._state(state, pod)
         allocatable = node_info.allocatable
         used = node_info.requested
+        if len(node_info.pods) < allocatable.get(PODS, 0):
+            for name, amount in pre.requests.items():
+                if amount > allocatable.get(name, 0) - used.get(name, 0):
+                    break
+            else:
+                return None  # the usual answer, without working out the reasons
         reasons = []
         unresolvable = False
         if len(node_info.pods) + 1 > allocatable.get(PODS, 0):

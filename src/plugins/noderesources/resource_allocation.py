@@ -104,18 +104,17 @@ class RowReader:
     """:func:`allocatable_and_requested` of one NodeTable row as Python ints per resource of ``names``
     (:func:`resource_names`), counting requests as a scorer does (``use_requested``: real requests, else cpu and
     memory non-zero) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call exceeds the
-    arithmetic then.  Read off the row's NodeInfo, whence the table's columns come (the same values), with the
-    pod's amounts looked up once per requests dict (read-only, see :func:`scoring_requests`: the members of a
-    PodGroup share their cycle's)."""
+    arithmetic then.  The values are the row's NodeInfo's (the table's ``allocatable_row``/``requested_row``),
+    the same as the table's matrices hold there; the pod's amounts are looked up once per requests dict
+    (read-only, see :func:`scoring_requests`: the members of a PodGroup share their cycle's)."""
 
     __slots__ = ("names", "use_requested", "_asked")
 
     def __init__(self, names: tuple[str, ...], use_requested: bool):
         self.names = names
         self.use_requested = use_requested
-        #: (the requests dict, its amount per resource, the resources left out: scalar ones it does not request,
-        #: a 0 per resource)
-        self._asked: tuple[dict[str, int], list[int], list[int], list[int]] | None = None
+        #: (the requests dict, its amount per resource, the resources left out: scalar ones it does not request)
+        self._asked: tuple[dict[str, int], list[int], list[int]] | None = None
 
     def read(self, table, row: int, pod_all: dict[str, int]) -> tuple[list[int], list[int]] | None:
         """(allocatable, requested with the pod) at ``row``, ``pod_all`` being the pod's
@@ -125,11 +124,9 @@ class RowReader:
         if asked is None or asked[0] is not pod_all:
             amounts = [pod_all.get(name, 0) for name in self.names]
             asked = self._asked = (pod_all, amounts, [i for i, name in enumerate(self.names)
-                                                      if amounts[i] == 0 and is_scalar_resource(name)],
-                                   [0] * len(self.names))
-        info = table.info_array[row]
-        allocs = list(map(info.allocatable.get, self.names, asked[3]))
-        requests = list(map(add, info.scoring_requested(self.names, not self.use_requested), asked[1]))
+                                                      if amounts[i] == 0 and is_scalar_resource(name)])
+        allocs = table.allocatable_row(self.names, row)
+        requests = list(map(add, table.requested_row(self.names, row, not self.use_requested), asked[1]))
         for i in asked[2]:
             allocs[i] = requests[i] = 0
         if max(allocs, default=0) >= EXACT_BOUND or max(requests, default=0) >= EXACT_BOUND:
