@@ -236,11 +236,12 @@ class ScoreExtensionPoints:
                     f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
             now = scores.tolist()
             normalized.append(now)
+            was = kept.normalized[at]
+            if now == was:  # passed the range check before
+                continue
             if bad is None and (min(now) < MIN_NODE_SCORE or max(now) > MAX_NODE_SCORE):
                 bad = _out_of_range(name, next(score for score in now if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE))
-            was = kept.normalized[at]
-            if now != was:
-                total = [sum_ + weight * (new - old) for sum_, new, old in zip(total, now, was)]
+            total = [sum_ + weight * (new - old) for sum_, new, old in zip(total, now, was)]
         if bad is not None:
             raise bad
         if state.record is not None:
