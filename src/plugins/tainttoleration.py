@@ -66,7 +66,10 @@ class TaintToleration:
 
     @hookimpl
     def filter(self, state, pod, node_info):
-        taint = find_untolerated_taint(node_info.node.spec.taints, pod.spec.tolerations, is_hard)
+        taints = node_info.node.spec.taints
+        if not taints:  # most nodes: nothing to tolerate
+            return None
+        taint = find_untolerated_taint(taints, pod.spec.tolerations, is_hard)
         if taint is None:
             return None
         return Status.unresolvable(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")

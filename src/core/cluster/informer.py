@@ -184,21 +184,23 @@ class Informers:
         return delivered
 
     @contextlib.contextmanager
-    def showing(self, kind: str, obj: Any) -> Iterator[None]:
-        """``obj`` in the ``kind`` store for the block, as if delivered but with no handler called, then taken out
-        again (what was under its key comes back): a dry run's lookups find the object it asks about.
+    def showing(self, kind: str, *objs: Any) -> Iterator[None]:
+        """``objs`` in the ``kind`` store for the block, as if delivered but with no handler called, then taken
+        out again (what was under their keys comes back): a dry run's lookups find the objects it asks about.
         """
         store = self.store(kind)
-        key = object_key(obj)
-        previous = store.get(key)
-        store._set(key, obj)
+        keys = [object_key(obj) for obj in objs]
+        previous = [store.get(key) for key in keys]
+        for key, obj in zip(keys, objs):
+            store._set(key, obj)
         try:
             yield
         finally:
-            if previous is None:
-                store._delete(key)
-            else:
-                store._set(key, previous)
+            for key, before in zip(reversed(keys), reversed(previous)):
+                if before is None:
+                    store._delete(key)
+                else:
+                    store._set(key, before)
 
     def deliver(self, event: WatchEvent) -> None:
         """Hand ``event`` to the store and the handlers now, as :meth:`pump` does with a queued one (an update

@@ -464,10 +464,10 @@ class MemoryCluster(ClusterClient):
         classes = self._store["PriorityClass"]
         name = spec.priority_class_name
         if not name and spec.priority is not None:
-            if not isinstance(obj, Pod) and not self.features.enabled("PodGroupPreemptionPolicy"):
+            if spec.preemption_policy or (not isinstance(obj, Pod)
+                                          and not self.features.enabled("PodGroupPreemptionPolicy")):
                 return obj
-            return evolve(obj, spec=evolve(
-                spec, preemption_policy=spec.preemption_policy or PREEMPT_LOWER_PRIORITY))
+            return evolve(obj, spec=evolve(spec, preemption_policy=PREEMPT_LOWER_PRIORITY))
         policy = PREEMPT_LOWER_PRIORITY
         if name in SYSTEM_PRIORITY_CLASSES and name not in classes:
             priority = SYSTEM_PRIORITY_CLASSES[name]

@@ -450,7 +450,8 @@ class PodGroupCycle:
         remaining = len(members)
         results: list[MemberResult] = []
         result = PlacementResult(placement, None, results)
-        status = fwk.run_placement_feasible(group_state, info, plan.progress(scheduled, remaining))
+        run_feasible, progress = fwk.run_placement_feasible, plan.progress
+        status = run_feasible(group_state, info, progress(scheduled, remaining))
         if status is not None and status.code != Code.WAIT:
             result.status = status
             return result
@@ -460,11 +461,13 @@ class PodGroupCycle:
         # assumed), so they are looked at member by member only while some are left
         reusable = not shared.extenders
         nominations = bool(nominator.nodes())
-        kept: KeptCycle | None = None  # what the member before found (it is assumed), while the next may reuse it
+        # what the member before found, while the next may reuse it (that member is assumed on node_name)
+        kept: KeptCycle | None = None
+        node_name = ""
         for member, signed, follows in zip(members, plan.signed, plan.follows):
             again = None
             if kept is not None and follows and reusable and not (nominations and nominator.nodes()):
-                again = self._schedule_as_before(fwk, member, kept, results[-1].node_name)
+                again = self._schedule_as_before(fwk, member, kept, node_name)
             if again is not None:
                 state, node_name = again
                 outcome = MemberResult(member, state)
@@ -500,7 +503,7 @@ class PodGroupCycle:
                     kept = None
                     outcome.status = reserve
             remaining -= 1
-            status = fwk.run_placement_feasible(group_state, info, plan.progress(scheduled, remaining))
+            status = run_feasible(group_state, info, progress(scheduled, remaining))
             if status is not None and status.code != Code.WAIT:
                 result.status = status
                 return result

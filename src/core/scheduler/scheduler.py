@@ -15,7 +15,6 @@ driver (:mod:`kubesched.drivers.quiescence`, the daemon) calls :meth:`step`.
 
 from __future__ import annotations
 
-import contextlib
 import random
 from concurrent.futures import Executor
 from typing import Any, Callable
@@ -418,10 +417,8 @@ class Scheduler:
         # nothing recorded: the answer is where the members go, and the records would be put back
         decisions, self.state.decisions = self.state.decisions, None
         try:
-            with contextlib.ExitStack() as shown:
-                shown.enter_context(informers.showing("PodGroup", pod_group))
+            with informers.showing("PodGroup", pod_group), informers.showing("Pod", *pods):
                 for pod in pods:
-                    shown.enter_context(informers.showing("Pod", pod))
                     groups.add_pod(pod)
                 if (any(self._queued_group(pod) != key for pod in pods)
                         or any(fwk.run_pre_enqueue(pod) is not None for pod in pods)):

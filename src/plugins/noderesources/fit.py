@@ -194,7 +194,7 @@ class NodeResourcesFit:
 
     @hookimpl
     def filter(self, state, pod, node_info):
-        pre = self._state(state, pod)
+        pre = state.get(STATE_KEY) or self._state(state, pod)
         allocatable = node_info.allocatable
         used = node_info.requested
         if len(node_info.pods) < allocatable.get(PODS, 0):
