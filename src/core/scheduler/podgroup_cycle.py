@@ -55,7 +55,7 @@ from .binding_cycle import BindingCycle, ScheduleResult
 from .failure import FailureHandler
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
 from .recording import GroupAttemptNotes, first_unplaced, group_record, write_attempt
-from .scheduling_cycle import CycleError, KeptCycle, SchedulingCycle
+from .scheduling_cycle import CycleError, KeptCycle, KeptPreFilter, SchedulingCycle
 from .state import SchedulerState
 
 #: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
@@ -130,14 +130,17 @@ class MemberPlan:
     """What a group's attempt works out once for its members (in the order they are tried), for every
     placement's member loop: ``signed[i]``, whether member i's cycle may be kept for the next member (it has a
     signature); ``follows[i]``, whether member i has the signature of member i-1 and no nominated node, so it may
-    reuse that member's cycle; and the PlacementProgress values, each made once."""
+    reuse that member's cycle; the PlacementProgress values, each made once; and ``pre_filtered``, by member UID,
+    the PreFilter a signed member's full cycle kept for its full cycles in the next placements (they start from
+    the same state: everything the placement before assumed and reserved undone)."""
 
-    __slots__ = ("signed", "follows", "_progress")
+    __slots__ = ("signed", "follows", "_progress", "pre_filtered")
 
     def __init__(self, signed: list[bool], follows: list[bool]):
         self.signed = signed
         self.follows = follows
         self._progress: dict[tuple[int, int], PlacementProgress] = {}
+        self.pre_filtered: dict[str, KeptPreFilter] = {}
 
     def progress(self, scheduled: int, remaining: int) -> PlacementProgress:
         """``PlacementProgress(scheduled, remaining)`` (a frozen value: the same one handed out again)."""
@@ -476,11 +479,21 @@ class PodGroupCycle:
                 state = self.pods.new_cycle_state(fwk, member)
                 if removed:  # a preemption's dry run: the members' plugins discount the victims
                     state.write(REMOVED_PODS_KEY, removed)
+                kept = KeptCycle() if signed else None
+                # its PreFilter in an earlier placement (the same state again): kept, unless this cycle is recorded
+                # or sampled for plugin metrics
+                pre_filtered = plan.pre_filtered.get(member.uid) if kept is not None else None
+                if pre_filtered is not None and state.record is None and not state.record_plugin_metrics:
+                    state = pre_filtered.state.clone()
+                else:
+                    pre_filtered = None
                 outcome = MemberResult(member, state)
                 results.append(outcome)
-                kept = KeptCycle() if signed else None
                 try:
-                    node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept)
+                    node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept,
+                                                       pre_filtered=pre_filtered)
+                    if kept is not None and kept.pre_filtered is not None:
+                        plan.pre_filtered.setdefault(member.uid, kept.pre_filtered)
                 except FitError as fit:
                     kept = None
                     outcome.fit = fit
