@@ -381,6 +381,22 @@ def test_bad_input_is_refused_naming_the_object(cluster):
                               "spec": {"containers": [{"name": "c", "image": "x", "bogus": 1}]}})
 
 
+@pytest.mark.parametrize(("field", "value", "refused"), [
+    ("bogus", 1, "strict decoding error"),            # an unknown field
+    ("resources", {"requests": {"cpu": True}}, "cpu"),  # equal to the first pod's 1 in Python, not in JSON
+])
+def test_pods_of_one_manifest_are_each_refused_as_alone(cluster, field, value, refused):
+    """A gang's pods, equal but for their names, are decoded once; the one pod that differs is refused."""
+    first = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w-0"},
+             "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": 1}}}]}}
+    second = {**first, "metadata": {"name": "w-1"},
+              "spec": {"containers": [{**first["spec"]["containers"][0], field: value}]}}
+    assert set(cluster.can_schedule([first, {**first, "metadata": {"name": "w-1"}}]).placements) == \
+        {"default/w-0", "default/w-1"}
+    with pytest.raises(InvalidManifest, match=f"Pod/w-1.*{refused}"):
+        cluster.can_schedule([first, second])
+
+
 def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Ask what-if from Python"):]

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
+import orjson
 
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
@@ -342,7 +343,7 @@ class Simulator:
     def _asked(self, objects: Any, preempt: bool) -> list[Any]:
         """The typed objects asked about, with their names checked; without ``preempt`` the pods and groups carry
         the priority the API server would give, without their class, and ``preemptionPolicy: Never``."""
-        typed = [_typed(obj) for obj in _listed(objects)]
+        typed = _typed_all(_listed(objects))
         unnamed = next((obj for obj in typed if isinstance(obj, (Pod, PodGroup)) and not obj.metadata.name), None)
         if unnamed is not None:
             raise ValueError(f"{resource_of(unnamed).kind} with generateName {unnamed.metadata.generate_name!r}: "
@@ -503,6 +504,36 @@ def _sourced(item: Any) -> tuple[str, Any]:
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
         return item[0], _typed(item[1])
     return "<python>", _typed(item)
+
+
+def _typed_all(objects: list[Any]) -> list[Any]:
+    """:func:`_typed` of each of ``objects``; a manifest whose compact JSON (orjson: ``1``, ``1.0``, ``true`` and
+    ``"1"`` apart) equals the one before it but for ``metadata.name`` - a gang's pods - is that one's object
+    under its own name, not decoded again (what decoding it would give)."""
+    typed: list[Any] = []
+    before = b""
+    for obj in objects:
+        key = _unnamed_json(obj)
+        if key and key == before:
+            previous = typed[-1]
+            typed.append(attrs.evolve(previous, metadata=attrs.evolve(previous.metadata, name=obj["metadata"]["name"])))
+        else:
+            typed.append(_typed(obj))
+        before = key
+    return typed
+
+
+def _unnamed_json(obj: Any) -> bytes:
+    """The compact JSON of manifest ``obj`` with an empty ``metadata.name``; b"" when ``obj`` is not a manifest
+    with a name or when JSON cannot tell its values apart exactly (a null, a value JSON cannot hold)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or type(meta.get("name")) is not str or not meta["name"]:
+        return b""
+    try:
+        key = orjson.dumps({**obj, "metadata": {**meta, "name": ""}})
+    except TypeError:  # orjson.JSONEncodeError too
+        return b""
+    return b"" if b"null" in key else key
 
 
 def _typed(obj: Any) -> Any:

@@ -98,16 +98,38 @@ class _Mutable:
     a: int = 0
 
 
+@attrs.frozen
+class _NotInit:
+    a: int = 0
+    b: int = attrs.field(default=0, init=False)
+
+
+@attrs.frozen(cache_hash=True)
+class _CachedHash:
+    a: int = 0
+
+
+@attrs.frozen
+class _PreInit:
+    a: int = 0
+
+    def __attrs_pre_init__(self):
+        pass
+
+
 @attrs.frozen(slots=False)
 class _NoSlots:
     a: int = 0
 
 
 @pytest.mark.parametrize("cls, name, problem", [
-    (_Checked, "a", "_Checked.a has a validator or converter"),
-    (_Converted, "a", "_Converted.a has a validator or converter"),
+    (_Checked, "a", "_Checked.a is set by __init__ otherwise than from its argument"),
+    (_Converted, "a", "_Converted.a is set by __init__ otherwise than from its argument"),
+    (_NotInit, "a", "_NotInit.b is set by __init__ otherwise than from its argument"),
+    (_CachedHash, "a", "_CachedHash._attrs_cached_hash is set by __init__ otherwise than from its argument"),
+    (_PreInit, "a", "_PreInit has an __attrs_pre_init__"),
     (_PostInit, "a", "_PostInit.__attrs_post_init__ reads 'a'"),
-    (_PostInit, "c", "_PostInit has no init field 'c'"),
+    (_PostInit, "c", "_PostInit has no field 'c'"),
     (_Mutable, "a", "_Mutable is not a frozen attrs class with slots"),
     (_NoSlots, "a", "_NoSlots is not a frozen attrs class with slots"),
 ])

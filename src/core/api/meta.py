@@ -166,21 +166,27 @@ def _copier(cls: type) -> Callable[[type, Any, dict[str, Any]], Any]:
 def replacer(cls: type, name: str) -> Callable[[Any, Any], Any]:
     """``replace(obj, value)``: a copy of ``obj`` (a ``cls``, a frozen attrs class with slots) with its field
     ``name`` set to ``value``, equal to ``evolve(obj, name=value)`` and about three times cheaper: the slots are
-    copied without ``__init__``, which for such a class could only run validators, converters and
-    ``__attrs_post_init__``.  Raises TypeError when made for a class where skipping them could matter: without
-    slots, not frozen, an unknown or non-init field, a field with a validator or converter, or an
-    ``__attrs_post_init__`` that names ``name`` (one that reads other fields only sees them as the original,
-    already built, had them).  For a hot path's one-field copies (a pod assumed on its node)."""
+    copied without ``__init__``, which for such a class could only run validators, converters,
+    ``__attrs_pre_init__``/``__attrs_post_init__`` and reset non-init fields or a cached hash.  Raises TypeError
+    when made for a class where skipping it could matter: without slots, not frozen, an unknown field, a non-init
+    field, a slot that is no field (a cached hash), a field with a validator or converter, an
+    ``__attrs_pre_init__``, or an ``__attrs_post_init__`` that names ``name`` (one that reads other fields only
+    sees them as the original, already built, had them).  For a hot path's one-field copies (a pod assumed on
+    its node)."""
     fields = attrs.fields(cls)
-    by_name = {f.name: f for f in fields}
+    names = {f.name for f in fields}
+    slots = {slot for klass in cls.__mro__ for slot in klass.__dict__.get("__slots__", ())} - {"__weakref__"}
     post_init = getattr(cls, "__attrs_post_init__", None)
     if "__slots__" not in cls.__dict__ or cls.__setattr__ is object.__setattr__:
         raise TypeError(f"replacer: {cls.__name__} is not a frozen attrs class with slots")
-    if name not in by_name or not by_name[name].init:
-        raise TypeError(f"replacer: {cls.__name__} has no init field {name!r}")
-    checked = [f.name for f in fields if f.validator is not None or f.converter is not None]
-    if checked:
-        raise TypeError(f"replacer: {cls.__name__}.{checked[0]} has a validator or converter")
+    if name not in names:
+        raise TypeError(f"replacer: {cls.__name__} has no field {name!r}")
+    odd = sorted([f.name for f in fields if not f.init or f.validator is not None or f.converter is not None]
+                 + list(slots - names))
+    if odd:
+        raise TypeError(f"replacer: {cls.__name__}.{odd[0]} is set by __init__ otherwise than from its argument")
+    if hasattr(cls, "__attrs_pre_init__"):
+        raise TypeError(f"replacer: {cls.__name__} has an __attrs_pre_init__")
     if post_init is not None and name in post_init.__code__.co_names:
         raise TypeError(f"replacer: {cls.__name__}.__attrs_post_init__ reads {name!r}")
     setters = {f"set_{f.name}": getattr(cls, f.name).__set__ for f in fields}
