@@ -131,8 +131,9 @@ class MemberPlan:
     placement's member loop: ``signed[i]``, whether member i's cycle may be kept for the next member (it has a
     signature); ``follows[i]``, whether member i has the signature of member i-1 and no nominated node, so it may
     reuse that member's cycle; the PlacementProgress values, each made once; and ``pre_filtered``, by member UID,
-    the PreFilter a signed member's full cycle kept for its full cycles in the next placements (they start from
-    the same state: everything the placement before assumed and reserved undone)."""
+    the PreFilter a signed member's full cycle kept, run before any member was assumed in its placement, for its
+    full cycles in the next placements before any is assumed there (the same state: everything the placement
+    before assumed and reserved undone)."""
 
     __slots__ = ("signed", "follows", "_progress", "pre_filtered")
 
@@ -476,23 +477,13 @@ class PodGroupCycle:
                 outcome = MemberResult(member, state)
                 results.append(outcome)
             else:
-                state = self.pods.new_cycle_state(fwk, member)
-                if removed:  # a preemption's dry run: the members' plugins discount the victims
-                    state.write(REMOVED_PODS_KEY, removed)
-                kept = KeptCycle() if signed else None
-                # its PreFilter in an earlier placement (the same state again): kept, unless this cycle is recorded
-                # or sampled for plugin metrics
-                pre_filtered = plan.pre_filtered.get(member.uid) if kept is not None else None
-                if pre_filtered is not None and state.record is None and not state.record_plugin_metrics:
-                    state = pre_filtered.state.clone()
-                else:
-                    pre_filtered = None
+                state, kept, pre_filtered = self._full_cycle_state(fwk, member, signed, plan, removed, any_scheduled)
                 outcome = MemberResult(member, state)
                 results.append(outcome)
                 try:
                     node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept,
                                                        pre_filtered=pre_filtered)
-                    if kept is not None and kept.pre_filtered is not None:
+                    if kept is not None and kept.pre_filtered is not None and not any_scheduled:
                         plan.pre_filtered.setdefault(member.uid, kept.pre_filtered)
                 except FitError as fit:
                     kept = None
@@ -525,6 +516,24 @@ class PodGroupCycle:
         elif not any_scheduled:
             result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
         return result
+
+    def _full_cycle_state(self, fwk: Framework, member: QueuedPodInfo, signed: bool, plan: MemberPlan,
+                          removed: object, assumed: bool) -> tuple[CycleState, KeptCycle | None, KeptPreFilter | None]:
+        """The CycleState of ``member``'s full cycle in a placement (``removed``: a preemption dry run's victims,
+        which the members' plugins discount), what it keeps for the members after it (a :class:`KeptCycle`,
+        when ``signed``) and its PreFilter kept from an earlier placement, when there is one, no member is
+        ``assumed`` in this placement yet (the same state again: see :class:`MemberPlan`) and this cycle is
+        neither recorded nor sampled for plugin metrics - then the state is a clone of the one that PreFilter
+        left."""
+        state = self.pods.new_cycle_state(fwk, member)
+        if removed:
+            state.write(REMOVED_PODS_KEY, removed)
+        if not signed:
+            return state, None, None
+        pre_filtered = None if assumed else plan.pre_filtered.get(member.uid)
+        if pre_filtered is None or state.record is not None or state.record_plugin_metrics:
+            return state, KeptCycle(), None
+        return pre_filtered.state.clone(), KeptCycle(), pre_filtered
 
     def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle,
                             previous_node: str) -> tuple[CycleState, str] | None:
