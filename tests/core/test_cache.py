@@ -410,6 +410,13 @@ def test_a_merged_dict_of_affinity_pods_reads_only_rows_with_such_pods(cache):
     cache.assume_pod(on(mk("with-anti", affinity=anti), "n2"))
     cache.update_snapshot(snapshot)
     assert read == ["n2"]  # n1's pods have no affinity: its row is not read
+    every: list[str] = []
+    assert table.merged("names", lambda info: every.append(info.name) or {info.name: len(info.pods)}) == {
+        "n1": 1, "n2": 1}
+    every.clear()
+    cache.assume_pod(on(mk("plain-2"), "n1"))
+    cache.update_snapshot(snapshot)
+    assert every == ["n1"] and table.merged("names", lambda info: {}) == {"n1": 2, "n2": 1}  # every row for it
     assert table.merged("terms", terms, affinity_pods_only=True) == {"default/with-anti": True}
     cache.forget_pod(on(mk("with-anti", affinity=anti), "n2"))
     cache.update_snapshot(snapshot)

@@ -82,6 +82,8 @@ class NodeTable:
         self._pod_counts = PodCounts(self)
         #: merged dict key -> (its extract, the dict, whether only rows with pods with affinity count)
         self._merged: dict[str, tuple[Callable[[NodeInfo], dict], dict, bool]] = {}
+        #: whether a merged dict reads every changed row (one not ``affinity_pods_only``)
+        self._merged_reads_every_row = False
         #: matrix key -> the matrix (values, nodes); ``_columns`` holds its by-node view, kept current row by row
         self._matrices: dict[str, np.ndarray] = {}
         #: derived column key -> (its values over every row, the position in ``_log`` up to which they are current),
@@ -222,6 +224,7 @@ class NodeTable:
             for info in self.infos:
                 union.update(extract(info))
             self._merged[key] = (extract, union, affinity_pods_only)
+            self._merged_reads_every_row = not all(only for _, _, only in self._merged.values())
             return union
         return entry[1]
 
@@ -347,11 +350,14 @@ class NodeTable:
                 for row in rows:
                     values[row] = extract(infos[row])
             self._domain_nodes.clear()
-        for extract, union, affinity_pods_only in self._merged.values():
+        merged = self._merged
+        if merged:
             for row in rows:
                 info = infos[row]
-                if info.pods_with_affinity or not affinity_pods_only:
-                    union.update(extract(info))
+                if info.pods_with_affinity or self._merged_reads_every_row:
+                    for extract, union, affinity_pods_only in merged.values():
+                        if info.pods_with_affinity or not affinity_pods_only:
+                            union.update(extract(info))
         log = self._log
         if len(rows) == 1:  # the usual change (a pod assumed or forgotten)
             log.append((rows[0], pods_only))
