@@ -45,6 +45,7 @@ import orjson
 from kubesched.core.api import resource_of
 from kubesched.core.api.core_v1 import Node, ObjectMeta, Pod
 from kubesched.core.api.manifests import InvalidManifest, parse_document
+from kubesched.core.api.meta import evolve
 from kubesched.core.api.scheduling_v1beta1 import PodGroup
 from kubesched.core.cluster.client import ApiError, NotFound
 from kubesched.core.cluster.snapshot import take_snapshot
@@ -365,8 +366,8 @@ class Simulator:
         spec = specs.get(key)
         if spec is None:
             admitted = self._sim.cluster.with_admitted_priority(obj)
-            spec = specs[key] = attrs.evolve(admitted.spec, priority_class_name="", preemption_policy="Never")
-        return attrs.evolve(obj, spec=spec)
+            spec = specs[key] = evolve(admitted.spec, priority_class_name="", preemption_policy="Never")
+        return evolve(obj, spec=spec)
 
     def _one_cycle_decides(self, obj: Any, group: PodGroup | None = None) -> bool:
         """Whether one scheduling cycle decides where pod ``obj`` goes: nothing a controller or a later binding
@@ -516,7 +517,7 @@ def _typed_all(objects: list[Any]) -> list[Any]:
         key = _unnamed_json(obj)
         if key and key == before:
             previous = typed[-1]
-            typed.append(attrs.evolve(previous, metadata=attrs.evolve(previous.metadata, name=obj["metadata"]["name"])))
+            typed.append(evolve(previous, metadata=evolve(previous.metadata, name=obj["metadata"]["name"])))
         else:
             typed.append(_typed(obj))
         before = key

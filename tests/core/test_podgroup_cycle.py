@@ -8,6 +8,7 @@ import kubesched
 from kubesched import Status
 from kubesched.core.api import from_manifest
 from kubesched.core.api.scheduling_v1beta1 import POD_GROUP_INITIALLY_SCHEDULED
+from kubesched.core.framework import cycle_state
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.drivers.simulation import Simulation
 from kubesched.testing import DRIVER, device, device_class, node, pod, pod_group, resource_slice
@@ -269,15 +270,22 @@ class Crowded:
         return None
 
 
-@pytest.mark.parametrize("how, message", [
-    ("range", 'plugin "Crowded" returns an invalid score 110, it should in the range of [0, 100] after normalizing'),
-    ("row", 'plugin "Crowded" returns an invalid score 110, it should in the range of [0, 100] after normalizing'),
-    ("error", 'running Score plugin "Crowded": too crowded'),
-    ("normalize", 'running Normalize on Score plugin "Crowded": cannot normalize a crowd'),
+RANGE = 'plugin "Crowded" returns an invalid score 110, it should in the range of [0, 100] after normalizing'
+
+
+@pytest.mark.parametrize("how, sampled, message", [
+    ("range", False, RANGE),
+    ("row", False, RANGE),
+    ("row", True, RANGE),  # every cycle's plugin calls timed
+    ("error", False, 'running Score plugin "Crowded": too crowded'),
+    ("normalize", False, 'running Normalize on Score plugin "Crowded": cannot normalize a crowd'),
 ])
-def test_a_score_error_of_a_member_reusing_the_cycle_before_fails_the_group_as_a_full_cycle_does(how, message):
+def test_a_score_error_of_a_member_reusing_the_cycle_before_fails_the_group_as_a_full_cycle_does(
+        how, sampled, message, monkeypatch):
     """The second member re-scores only the node the first took (the same signature), and finds the same error
     there as a member signed apart, scoring every node, does."""
+    if sampled:
+        monkeypatch.setattr(cycle_state, "_SAMPLE", lambda: 0.0)
     cfg = config({"plugins": {"score": {"enabled": [{"name": "Crowded"}]}},
                   "pluginConfig": [{"name": "Crowded", "args": {"how": how}}]})
     got = []

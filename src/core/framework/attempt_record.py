@@ -143,6 +143,11 @@ class AttemptRecord:
         or lists of int, kept as they are: read when the record is written out)."""
         self._plugin_scores.append((plugin, weight, raw, normalized))
 
+    def plugins_scored(self, plugins: list[str], weights: list[int], raws: list[Sequence[int]],
+                       normalized: list[Sequence[int]]) -> None:
+        """:meth:`plugin_scored` of each of ``plugins`` in turn, with its weight, raw and normalized scores."""
+        self._plugin_scores.extend(zip(plugins, weights, raws, normalized))
+
     def scored(self, names: Sequence[str] | np.ndarray, total: Sequence[int], chosen: int) -> None:
         """The final scores (an int64 array or a list of int) over ``names`` (the scored nodes, a list or an array)
         and the chosen index: the :data:`TOP_NODES` best nodes' breakdown is kept

@@ -79,26 +79,24 @@ class NodeNames(Sequence):
 
 class KeptScores:
     """One scoring of a placement's feasible rows, kept for a PodGroup's next member of the same signature
-    (:meth:`ScoreExtensionPoints.rescore`): the Score plugins that ran (the profile's order, as
-    ``(name, method)``) and their ``weights``, the rows' ``names`` as NormalizeScore is handed them, and per
-    plugin its ``raw`` scores (before NormalizeScore) and ``normalized`` ones, with the weighted ``total`` per
-    row: lists of int, one per row, read-only once kept (a member's attempt record holds them)."""
+    (:meth:`ScoreExtensionPoints.rescore`): per Score plugin that ran (the profile's order) its step - (name,
+    Score method, score_row or None, NormalizeScore or None, weight, its scheduler_plugin_evaluation_total
+    key) - and its ``raw`` scores (before NormalizeScore) and ``normalized`` ones, with the weighted ``total``
+    per row; the plugins' names and weights alike (``plugins``, ``weights``), the NodeTable ``rows`` scored and
+    their ``names`` as NormalizeScore is handed them.  Lists of int, one per row, read-only once kept (a
+    member's attempt record holds them)."""
 
-    __slots__ = ("plugins", "weights", "names", "raw", "normalized", "total")
+    __slots__ = ("steps", "plugins", "weights", "rows", "names", "raw", "normalized", "total")
 
     def __init__(self) -> None:
-        self.plugins: list[tuple[str, Callable]] = []
+        self.steps: list[tuple[str, Callable, Callable | None, Callable | None, int, tuple[str, str, str]]] = []
+        self.plugins: list[str] = []
         self.weights: list[int] = []
+        self.rows: list[int] = []
         self.names: NodeNames | None = None
         self.raw: list[list[int]] = []
         self.normalized: list[list[int]] = []
         self.total: list[int] = []
-
-    def keep(self, plugins: list[tuple[str, Callable]], weights: list[int], names: NodeNames,
-             raw: list[list[int]], normalized: list[list[int]], total: list[int]) -> None:
-        """Keep a whole scoring (see the class doc)."""
-        self.plugins, self.weights, self.names = plugins, weights, names
-        self.raw, self.normalized, self.total = raw, normalized, total
 
 
 class ScoreExtensionPoints:
@@ -179,8 +177,12 @@ class ScoreExtensionPoints:
         weighted = {name: scored[at] * factors[at] for at, (name, _) in enumerate(plugins)} if per_plugin else {}
         total = factors @ scored
         if kept is not None:
-            kept.keep(plugins, factors.tolist(), names or NodeNames(table.names, rows),
-                      [raw.tolist() for raw in raws], scored.tolist(), total.tolist())
+            by_row, keys = self.score_row, self._evaluation_key["Score"]
+            kept.plugins, kept.weights = [name for name, _ in plugins], factors.tolist()
+            kept.steps = [(name, method, by_row.get(name), normalizers.get(name), weight, keys[name])
+                          for (name, method), weight in zip(plugins, kept.weights)]
+            kept.rows, kept.names = rows.tolist(), names or NodeNames(table.names, rows)
+            kept.raw, kept.normalized, kept.total = [raw.tolist() for raw in raws], scored.tolist(), total.tolist()
         return total, weighted
 
     @extension_point("Score", no_status)
@@ -189,76 +191,78 @@ class ScoreExtensionPoints:
         """:meth:`run_score` of the rows ``kept`` scored, for a pod of the same signature and with the same
         skipped plugins (a PodGroup's next member, whose CycleState is a clone of the one that scored), when of
         those nodes only the one at ``position`` (in ``rows``, ``nodes``) changed since: each plugin scores that
-        node alone (the others' raw scores stand), NormalizeScore runs over every row as ever, and the
-        weighted totals change where the scores did.  Works on Python ints (numpy's cost per call exceeds the
-        arithmetic of a placement's few rows).  Returns the totals (a list of int, one per row) and keeps this
-        scoring in ``kept``; raises :class:`ScoreError` as :meth:`run_score` does (``kept`` then unchanged)."""
-        record = state.record
+        node alone (its ``score_row``, else its ``score_batch`` or ``score`` of it; the others' raw scores
+        stand), NormalizeScore runs over every row as ever, and the weighted totals change where the scores
+        did.  Works on Python ints (numpy's cost per call exceeds the arithmetic of a placement's few rows).
+        Returns the totals (a list of int, one per row) and keeps this scoring in ``kept``; raises
+        :class:`ScoreError` as :meth:`run_score` does (``kept`` then unchanged)."""
         sampled = state.record_plugin_metrics
-        normalizers = self._lists[sampled]["normalize"]
-        # a sampled cycle times each plugin's Score call as a pod's: through score_batch, as run_score
-        by_row = self.score_row if not sampled else {}
-        evaluations, keys = self._evaluations, self._evaluation_key["Score"]
-        plugins, weights = kept.plugins, kept.weights
-        row = int(rows[position])
+        evaluations, row = self._evaluations, kept.rows[position]
         raws: list[list[int]] = []
         normalized: list[list[int]] = []
-        whole: list[bool] = []  # per plugin: were all its scores normalised again (else only the one)
         total = kept.total.copy()
-        for at, (name, method) in enumerate(plugins):
-            score_row = by_row.get(name)
-            value = score_row(state, pod, table, row) if score_row is not None else None
+        bad: ScoreError | None = None  # the first plugin's score out of range (raised once every plugin scored)
+        for at, (name, method, score_row, normalize, weight, key) in enumerate(kept.steps):
+            value = None
+            if score_row is not None:
+                value = (self._timed_row_score(name, score_row, state, pod, table, row) if sampled
+                         else score_row(state, pod, table, row))
             if value is not None:
-                evaluations[keys[name]] += 1
+                evaluations[key] += 1
             else:
                 try:
                     value = int(self._plugin_scores(name, method, state, pod, table, rows[position:position + 1],
                                                     [nodes[position]])[0])
                 except ScoreError:
-                    self._check_lists(plugins, normalized, whole, position)  # an earlier plugin's bad score first
+                    if bad is not None:  # an earlier plugin's bad score is found first
+                        raise bad from None
                     raise
             raw = kept.raw[at].copy()
             before = raw[position]
             raw[position] = value
             raws.append(raw)
-            normalize = normalizers.get(name)
-            if normalize is None:
+            if normalize is None:  # the other scores passed the range check before
                 normalized.append(raw)
-                whole.append(False)
-                total[position] += weights[at] * (value - before)
+                total[position] += weight * (value - before)
+                if bad is None and not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                    bad = _out_of_range(name, value)
                 continue
             scores = np.array(raw, dtype=np.int64)
             status = normalize(state, pod, kept.names, scores)
             if status is not None and not status.is_success():
-                self._check_lists(plugins, normalized, whole, position)
+                if bad is not None:
+                    raise bad
                 raise ScoreError(Status(Code.ERROR, (
                     f"running Normalize on Score plugin \"{name}\": {status.message()}",), name))
             now = scores.tolist()
             normalized.append(now)
-            whole.append(True)
             was = kept.normalized[at]
-            if now != was:
-                weight = weights[at]
-                total = [sum_ + weight * (new - old) for sum_, new, old in zip(total, now, was)]
-        self._check_lists(plugins, normalized, whole, position)
-        if record is not None:
-            for at, (name, _) in enumerate(plugins):
-                record.plugin_scored(name, weights[at], raws[at], normalized[at])
+            if now == was:  # passed the range check before
+                continue
+            if bad is None and (min(now) < MIN_NODE_SCORE or max(now) > MAX_NODE_SCORE):
+                bad = _out_of_range(name, next(score for score in now if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE))
+            total = [sum_ + weight * (new - old) for sum_, new, old in zip(total, now, was)]
+        if bad is not None:
+            raise bad
+        if state.record is not None:
+            state.record.plugins_scored(kept.plugins, kept.weights, raws, normalized)
         kept.raw, kept.normalized, kept.total = raws, normalized, total
         return total
 
     @staticmethod
-    def _check_lists(plugins: list[tuple[str, Callable]], normalized: list[list[int]], whole: list[bool],
-                     position: int) -> None:
-        """:meth:`_check_range` of :meth:`rescore`'s normalised scores (the first plugins'): a plugin's whole
-        list when NormalizeScore rewrote it, else its one new score (the others passed before)."""
-        for at, scores in enumerate(normalized):
-            if whole[at]:
-                if min(scores) < MIN_NODE_SCORE or max(scores) > MAX_NODE_SCORE:
-                    raise _out_of_range(plugins[at][0], next(
-                        score for score in scores if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE))
-            elif not MIN_NODE_SCORE <= scores[position] <= MAX_NODE_SCORE:
-                raise _out_of_range(plugins[at][0], scores[position])
+    def _timed_row_score(name: str, score_row: Callable, state: CycleState, pod: Any, table: NodeTable,
+                         row: int) -> int | None:
+        """``score_row`` in a sampled cycle, observed as the plugin's Score call when it answers (None: the
+        plugin's score_batch, observed then, scores the row)."""
+        started = perf_counter()
+        try:
+            value = score_row(state, pod, table, row)
+        except Exception:
+            metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Error").observe(perf_counter() - started)
+            raise
+        if value is not None:
+            metrics.PLUGIN_EXECUTION_DURATION.labels(name, "Score", "Success").observe(perf_counter() - started)
+        return value
 
     def _score_plan(self, skip: set[str]) -> tuple[list[tuple[str, Callable]], np.ndarray]:
         """The Score plugins that run when those in ``skip`` are skipped (in the profile's order) and their

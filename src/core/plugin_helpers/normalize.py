@@ -6,6 +6,9 @@ import numpy as np
 
 from kubesched.core.framework.types import MAX_NODE_SCORE
 
+#: Up to this many scores (a rack's nodes) the highest is found in Python.
+FEW_SCORES = 64
+
 
 def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int = MAX_NODE_SCORE) -> None:
     """Scale ``scores`` (int64 array, in place) so the highest becomes
@@ -13,7 +16,8 @@ def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int
     ``max_priority`` when reversed."""
     if len(scores) == 0:
         return
-    highest = int(np.maximum.reduce(scores))  # the ufunc itself: .max() wraps it in Python
+    # a placement's few nodes: Python's max of them is cheaper than the ufunc (the ufunc itself: .max() wraps it)
+    highest = max(scores.tolist()) if len(scores) <= FEW_SCORES else int(np.maximum.reduce(scores))
     if highest == 0:
         if reverse:
             scores.fill(max_priority)

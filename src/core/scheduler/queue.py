@@ -70,7 +70,8 @@ class QueuedPodInfo:
     attempts so far; ``initial_attempt_timestamp``: first pop;
     ``unschedulable_plugins`` / ``pending_plugins``: who rejected it last;
     ``gating_plugin``: the PreEnqueue plugin holding it back; ``moved_by``:
-    the event that last moved it out of the unschedulable pool.
+    the event that last moved it out of the unschedulable pool.  ``pod_info``:
+    what the scheduler derives from ``pod``, when already known (default: derived here).
     """
 
     __slots__ = (
@@ -79,8 +80,8 @@ class QueuedPodInfo:
         "popped_at", "_group", "moved_by", "stranded",
     )
 
-    def __init__(self, pod: Pod, now: float):
-        self.pod_info = PodInfo(pod)
+    def __init__(self, pod: Pod, now: float, pod_info: PodInfo | None = None):
+        self.pod_info = pod_info if pod_info is not None else PodInfo(pod)
         self.timestamp = now
         self.attempts = 0
         self.initial_attempt_timestamp: float | None = None

@@ -424,9 +424,17 @@ class Scheduler:
                         or any(fwk.run_pre_enqueue(pod) is not None for pod in pods)):
                     return None
                 now = self.state.clock.now()
-                members = [QueuedPodInfo(pod, now) for pod in pods]
-                for member in members:  # popped once, as the queue counts
-                    member.attempts, member.initial_attempt_timestamp = 1, now
+                members: list[QueuedPodInfo] = []
+                derived = None
+                for pod in pods:
+                    # pods that share their spec and status (one manifest's) derive the same requests and ports
+                    if derived is not None and not (derived.pod.spec is pod.spec and derived.pod.status is pod.status
+                                                    and not derived.with_affinity):
+                        derived = None
+                    member = QueuedPodInfo(pod, now, derived.with_pod(pod) if derived is not None else None)
+                    member.attempts, member.initial_attempt_timestamp = 1, now  # popped once, as the queue counts
+                    members.append(member)
+                    derived = member.pod_info
                 outcome = self.groups.dry_run(fwk, pod_group, members)
                 if outcome is None or outcome.status is not None or len(outcome.placed) != len(pods):
                     return None

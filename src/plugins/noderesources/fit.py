@@ -61,7 +61,6 @@ from .resource_allocation import (
     kept_scores,
     resource_names,
     resources_or_default,
-    row_weighted_average,
     scoring_requests,
     weighted_average,
 )
@@ -306,7 +305,8 @@ class NodeResourcesFit:
     def score_row(self, state, pod, table, row):
         """:meth:`score_batch` of the one ``row`` in Python arithmetic (None: device-backed extended resources,
         RequestedToCapacityRatio or values too large for it)."""
-        if self.strategy == REQUESTED_TO_CAPACITY_RATIO or self._state(state, pod).device_backed:
+        pre = state.get(STATE_KEY) or self._state(state, pod)
+        if pre.device_backed or self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             return None
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
@@ -345,14 +345,14 @@ class NodeResourcesFit:
         counted = self._row.read(table, row, requests)
         if counted is None:
             return None
-        allocs, requested = counted
-        if self.strategy == LEAST_ALLOCATED:
-            per_resource = [max(alloc - asked, 0) * MAX_NODE_SCORE // max(alloc, 1)
-                            for alloc, asked in zip(allocs, requested)]
-        else:
-            per_resource = [min(asked, alloc) * MAX_NODE_SCORE // max(alloc, 1)
-                            for alloc, asked in zip(allocs, requested)]
-        return row_weighted_average(per_resource, allocs, self._weights)
+        # upstream's weighted average over the resources the node has (allocatable > 0), floor-divided
+        total = divisor = 0
+        least = self.strategy == LEAST_ALLOCATED  # else MostAllocated
+        for alloc, asked, weight in zip(*counted, self._weights):
+            if alloc:
+                total += weight * ((max(alloc - asked, 0) if least else min(asked, alloc)) * MAX_NODE_SCORE // alloc)
+                divisor += weight
+        return total // divisor if divisor else 0
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 

@@ -10,6 +10,7 @@ nodes at once on the snapshot's NodeTable (int64 arrays).
 
 from __future__ import annotations
 
+from operator import add
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -104,40 +105,33 @@ class RowReader:
     (:func:`resource_names`), counting requests as a scorer does (``use_requested``: real requests, else cpu and
     memory non-zero) - re-scoring one node, as a PodGroup's next member does: numpy's cost per call exceeds the
     arithmetic then.  The values are the row's NodeInfo's (the table's ``allocatable_row``/``requested_row``),
-    the same as the table's matrices hold there."""
+    the same as the table's matrices hold there; the pod's amounts are looked up once per requests dict
+    (read-only, see :func:`scoring_requests`: the members of a PodGroup share their cycle's)."""
 
-    __slots__ = ("names", "use_requested")
+    __slots__ = ("names", "use_requested", "_asked")
 
     def __init__(self, names: tuple[str, ...], use_requested: bool):
         self.names = names
         self.use_requested = use_requested
+        #: (the requests dict, its amount per resource, the resources left out: scalar ones it does not request)
+        self._asked: tuple[dict[str, int], list[int], list[int]] | None = None
 
     def read(self, table, row: int, pod_all: dict[str, int]) -> tuple[list[int], list[int]] | None:
         """(allocatable, requested with the pod) at ``row``, ``pod_all`` being the pod's
         :func:`scoring_requests`; None when a value reaches :data:`EXACT_BOUND` (the caller takes the array path).
         Without device-backed extended resources (a caller with some takes the array path)."""
+        asked = self._asked
+        if asked is None or asked[0] is not pod_all:
+            amounts = [pod_all.get(name, 0) for name in self.names]
+            asked = self._asked = (pod_all, amounts, [i for i, name in enumerate(self.names)
+                                                      if amounts[i] == 0 and is_scalar_resource(name)])
         allocs = table.allocatable_row(self.names, row)
-        requests = table.requested_row(self.names, row, non_zero=not self.use_requested)
-        for i, name in enumerate(self.names):
-            asked = pod_all.get(name, 0)
-            if asked == 0 and is_scalar_resource(name):
-                allocs[i] = requests[i] = 0
-            else:
-                requests[i] += asked
+        requests = list(map(add, table.requested_row(self.names, row, not self.use_requested), asked[1]))
+        for i in asked[2]:
+            allocs[i] = requests[i] = 0
         if max(allocs, default=0) >= EXACT_BOUND or max(requests, default=0) >= EXACT_BOUND:
             return None
         return allocs, requests
-
-
-def row_weighted_average(per_resource: list[int], allocs: list[int], weights: list[int]) -> int:
-    """:func:`weighted_average` (without rounding) of one node: the sum of weight x score over the resources
-    with allocatable > 0, floor-divided by the sum of their weights; 0 when none."""
-    total = divisor = 0
-    for score, alloc, weight in zip(per_resource, allocs, weights):
-        if alloc:
-            total += weight * score
-            divisor += weight
-    return total // divisor if divisor else 0
 
 
 def kept_scores(owner: object, table, rows: np.ndarray, requests: dict[str, int], names: tuple[str, ...],
