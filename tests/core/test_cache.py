@@ -376,10 +376,14 @@ def test_a_matrix_that_reads_pods_catches_up_when_next_asked_for_or_is_rebuilt_f
     table = snapshot.table
     names = ("cpu", "memory")
     assert table.requested_matrix(names, non_zero=True).tolist() == [[0, 0], [0, 0]]
+    assert list(table.pod_count()) == [0, 0]
     for name in ("a", "b"):
         cache.assume_pod(on(mk(name), "n2"))
         cache.update_snapshot(snapshot)
     assert table.requested_matrix(names, non_zero=True).tolist() == [[0, 2000], [0, 2 << 30]]
+    cache.assume_pod(on(mk("c", cpu="0"), "n1"))  # a column behind since the same position sees this one too
+    cache.update_snapshot(snapshot)
+    assert list(table.pod_count()) == [1, 2]
     # one row read alone (re-scoring one node) is the matrix's value there
     assert table.requested_row(names, 1, non_zero=True) == [2000, 2 << 30]
     assert table.allocatable_row(names, 1) == table.allocatable_matrix(names)[:, 1].tolist() == [4000, 32 << 30]
@@ -388,8 +392,8 @@ def test_a_matrix_that_reads_pods_catches_up_when_next_asked_for_or_is_rebuilt_f
     for change in changes:  # further behind than the log reaches (twice the rows): the matrix is rebuilt whole
         change()
         cache.update_snapshot(snapshot)
-    assert table.requested_matrix(("cpu", "memory"), non_zero=True).tolist() == [[12000, 0], [4 << 30, 0]]
-    assert list(table.requested("cpu")) == [12000, 0] and list(table.pod_count()) == [4, 0]
+    assert table.requested_matrix(("cpu", "memory"), non_zero=True).tolist() == [[12000, 0], [5 << 30, 0]]
+    assert list(table.requested("cpu")) == [12000, 0] and list(table.pod_count()) == [5, 0]
 
 
 def test_a_merged_dict_of_affinity_pods_reads_only_rows_with_such_pods(cache):

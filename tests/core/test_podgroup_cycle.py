@@ -205,6 +205,40 @@ def test_members_signed_alike_are_placed_as_members_signed_apart():
     assert alike_filtered < apart_filtered
 
 
+def test_a_members_prefilter_in_each_placement_is_counted_as_a_run_though_kept(monkeypatch):
+    """Each placement starts from the same state, so a member's PreFilter from the first placement is kept for
+    its full cycle in the next ones (cycles neither recorded nor sampled for plugin metrics): the same nodes,
+    the same PreFilter evaluations and extension-point observations as cycles sampled (PreFilter run in each),
+    with fewer PreFilter runs.  Three racks of uneven nodes: every rack tried, nodes filling up."""
+    from kubesched.core.framework import cycle_state
+    from kubesched.core.framework.runtime import Framework
+    from kubesched.core.observability import metrics
+
+    from .test_metrics import sample
+
+    key = ("NodeResourcesFit", "PreFilter", "default-scheduler")
+    labels = {"extension_point": "PreFilter", "status": "Success", "profile": "default-scheduler"}
+    real_pre_filter = Framework.run_pre_filter
+    outcomes = []
+    for draw in (0.0, 0.99):  # every cycle sampled for plugin metrics, then none
+        runs: list[int] = []
+        monkeypatch.setattr(Framework, "run_pre_filter", lambda *a, runs=runs: runs.append(1) or real_pre_filter(*a))
+        monkeypatch.setattr(cycle_state, "_SAMPLE", lambda draw=draw: draw)
+        counted = metrics.PLUGIN_EVALUATIONS.counts[key]
+        observed = sample("scheduler_framework_extension_point_duration_seconds_count", **labels)
+        nodes = [node(f"r{r}-n{i}", cpu=str(1 + (r + i) % 4), labels={"topology.kubernetes.io/rack": f"rack-{r}"})
+                 for r in range(3) for i in range(4)]
+        sim = run(*nodes, pod_group("g", 9, topology_key="topology.kubernetes.io/rack"),
+                  *(pod(f"p{i}", cpu="1" if i % 4 else "500m", pod_group="g") for i in range(9)))
+        outcomes.append((members(sim), metrics.PLUGIN_EVALUATIONS.counts[key] - counted,
+                         sample("scheduler_framework_extension_point_duration_seconds_count", **labels) - observed,
+                         len(runs)))
+    (run_placed, run_counted, run_observed, run_runs), (kept_placed, kept_counted, kept_observed, kept_runs) = outcomes
+    assert all(kept_placed.values()) and kept_placed == run_placed
+    assert (kept_counted, kept_observed) == (run_counted, run_observed) and run_observed > 3
+    assert kept_runs < run_runs
+
+
 def test_the_decision_record_tells_the_racks_tried():
     log = DecisionLog()
     run(*rack_nodes(), pod_group("g", 3, topology_key="topology.kubernetes.io/rack"),

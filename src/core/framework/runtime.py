@@ -368,6 +368,21 @@ class Framework(ScoreExtensionPoints, PlacementExtensionPoints):
             return None, rejected, rejectors
         return result, None, set(narrowing)
 
+    @extension_point("PreFilter", itemgetter(1))
+    def run_pre_filter_kept(self, state: CycleState, result: PreFilterResult | None,
+                            narrowing: frozenset[str]) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """PreFilter's successful answer (``result``, the plugins ``narrowing`` it) for a pod whose PreFilter already
+        ran on the same state, kept: a PodGroup's member tried again in the next placement, the state back to what
+        it was (``state``: a clone of the CycleState that run left).  The plugins are not called again; the run
+        is counted and timed as one (each plugin that did not Skip evaluated once more), as :meth:`run_pre_filter`
+        returns it."""
+        evaluations, keys = self._evaluations, self._evaluation_key["PreFilter"]
+        skipped = state.skip_filter_plugins
+        for name, _ in self.pre_filter_plugins:
+            if name not in skipped:
+                evaluations[keys[name]] += 1
+        return result, None, set(narrowing)
+
     def run_pre_filter_add_pod(self, state: CycleState, pod: Any, info: PodInfo, node_info: NodeInfo) -> Status | None:
         """Each PreFilter plugin's AddPod for ``info`` added to ``node_info`` (plugins whose PreFilter said Skip
         excluded): None, or an Error naming the plugin that failed (upstream ``RunPreFilterExtensionAddPod``)."""

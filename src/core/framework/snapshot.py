@@ -75,6 +75,8 @@ class NodeTable:
         #: ``_log[0]`` being position ``_log_base``
         self._log: list[tuple[int, bool]] = []
         self._log_base = 0
+        #: (from, to, the rows changed between these log positions) of the last :meth:`_changed_since`
+        self._changed_memo: tuple[int, int, set[int]] = (-1, -1, set())
         #: the log is cut back to the table's size when it grows past twice that
         self._log_limit = 2 * max(len(infos), 1)
         self._domains: dict[str, dict[str, int]] = {}
@@ -165,7 +167,7 @@ class NodeTable:
         else:
             values, current = entry
             if current < now:
-                changed = {row for row, _ in self._log[current - self._log_base:]}
+                changed = self._changed_since(current)
                 if judge is not None and len(changed) <= MAX_JUDGED_ROWS:
                     left = []
                     for row in changed:
@@ -198,11 +200,25 @@ class NodeTable:
             dtype = values.dtype if values.ndim == 1 else (values.dtype, values.shape[1])  # a matrix's by-node view
             values[:] = np.fromiter((extract(info) for info in self.infos), dtype=dtype, count=len(self.infos))
             return
-        keep_on_pod_change = key in self._of_node
-        changed = {row for row, pods_only in self._log[current - self._log_base:]
-                   if not (pods_only and keep_on_pod_change)}
+        if key in self._of_node:  # an evictable column of the Node alone: rows whose Node changed
+            changed = {row for row, pods_only in self._log[current - self._log_base:] if not pods_only}
+        else:
+            changed = self._changed_since(current)
+        infos = self.infos
         for row in changed:
-            values[row] = extract(self.infos[row])
+            values[row] = extract(infos[row])
+
+    def _changed_since(self, current: int) -> set[int]:
+        """The rows changed since log position ``current`` (which the log reaches back to); read-only.  The
+        columns and derived columns a cycle reads were mostly last brought up to date together, so the answer
+        is kept for the next one asking about the same stretch of the log."""
+        now = self._log_base + len(self._log)
+        memo = self._changed_memo
+        if memo[0] == current and memo[1] == now:
+            return memo[2]
+        changed = {row for row, _ in self._log[current - self._log_base:]}
+        self._changed_memo = (current, now, changed)
+        return changed
 
     def per_node(self, rows: np.ndarray, judge: Callable[[NodeInfo], Any], dtype: Any = bool) -> np.ndarray:
         """``judge`` of each row's NodeInfo, node by node (for a batch hook handed a

@@ -55,7 +55,7 @@ from .binding_cycle import BindingCycle, ScheduleResult
 from .failure import FailureHandler
 from .queue import QueuedPodGroupInfo, QueuedPodInfo
 from .recording import GroupAttemptNotes, first_unplaced, group_record, write_attempt
-from .scheduling_cycle import CycleError, KeptCycle, SchedulingCycle
+from .scheduling_cycle import CycleError, KeptCycle, KeptPreFilter, SchedulingCycle
 from .state import SchedulerState
 
 #: The prefix of a queued CompositePodGroup tree's key (upstream EntityKey's type).
@@ -130,14 +130,18 @@ class MemberPlan:
     """What a group's attempt works out once for its members (in the order they are tried), for every
     placement's member loop: ``signed[i]``, whether member i's cycle may be kept for the next member (it has a
     signature); ``follows[i]``, whether member i has the signature of member i-1 and no nominated node, so it may
-    reuse that member's cycle; and the PlacementProgress values, each made once."""
+    reuse that member's cycle; the PlacementProgress values, each made once; and ``pre_filtered``, by member UID,
+    the PreFilter a signed member's full cycle kept, run before any member was assumed in its placement, for its
+    full cycles in the next placements before any is assumed there (the same state: everything the placement
+    before assumed and reserved undone)."""
 
-    __slots__ = ("signed", "follows", "_progress")
+    __slots__ = ("signed", "follows", "_progress", "pre_filtered")
 
     def __init__(self, signed: list[bool], follows: list[bool]):
         self.signed = signed
         self.follows = follows
         self._progress: dict[tuple[int, int], PlacementProgress] = {}
+        self.pre_filtered: dict[str, KeptPreFilter] = {}
 
     def progress(self, scheduled: int, remaining: int) -> PlacementProgress:
         """``PlacementProgress(scheduled, remaining)`` (a frozen value: the same one handed out again)."""
@@ -473,14 +477,14 @@ class PodGroupCycle:
                 outcome = MemberResult(member, state)
                 results.append(outcome)
             else:
-                state = self.pods.new_cycle_state(fwk, member)
-                if removed:  # a preemption's dry run: the members' plugins discount the victims
-                    state.write(REMOVED_PODS_KEY, removed)
+                state, kept, pre_filtered = self._full_cycle_state(fwk, member, signed, plan, removed, any_scheduled)
                 outcome = MemberResult(member, state)
                 results.append(outcome)
-                kept = KeptCycle() if signed else None
                 try:
-                    node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept)
+                    node_name = self.pods.schedule_pod(fwk, state, member, within=placement.rows, kept=kept,
+                                                       pre_filtered=pre_filtered)
+                    if kept is not None and kept.pre_filtered is not None and not any_scheduled:
+                        plan.pre_filtered.setdefault(member.uid, kept.pre_filtered)
                 except FitError as fit:
                     kept = None
                     outcome.fit = fit
@@ -512,6 +516,24 @@ class PodGroupCycle:
         elif not any_scheduled:
             result.status = Status(Code.UNSCHEDULABLE, (GROUP_UNSCHEDULABLE,))
         return result
+
+    def _full_cycle_state(self, fwk: Framework, member: QueuedPodInfo, signed: bool, plan: MemberPlan,
+                          removed: object, assumed: bool) -> tuple[CycleState, KeptCycle | None, KeptPreFilter | None]:
+        """The CycleState of ``member``'s full cycle in a placement (``removed``: a preemption dry run's victims,
+        which the members' plugins discount), what it keeps for the members after it (a :class:`KeptCycle`,
+        when ``signed``) and its PreFilter kept from an earlier placement, when there is one, no member is
+        ``assumed`` in this placement yet (the same state again: see :class:`MemberPlan`) and this cycle is
+        neither recorded nor sampled for plugin metrics - then the state is a clone of the one that PreFilter
+        left."""
+        state = self.pods.new_cycle_state(fwk, member)
+        if removed:
+            state.write(REMOVED_PODS_KEY, removed)
+        if not signed:
+            return state, None, None
+        pre_filtered = None if assumed else plan.pre_filtered.get(member.uid)
+        if pre_filtered is None or state.record is not None or state.record_plugin_metrics:
+            return state, KeptCycle(), None
+        return pre_filtered.state.clone(), KeptCycle(), pre_filtered
 
     def _schedule_as_before(self, fwk: Framework, member: QueuedPodInfo, kept: KeptCycle,
                             previous_node: str) -> tuple[CycleState, str] | None:

@@ -34,7 +34,7 @@ from ..framework.runtime import FilterError, Framework
 from ..framework.scoring import KeptScores, ScoreError
 from ..framework.signature import PodSigner
 from ..framework.status import Code, Status
-from ..framework.types import PostFilterResult
+from ..framework.types import PostFilterResult, PreFilterResult
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import ScheduleResult
 from .failure import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, FailureHandler
@@ -203,12 +203,13 @@ class SchedulingCycle:
 
     def schedule_pod(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
                      within: np.ndarray | None = None, batch: OpportunisticBatch | None = None,
-                     kept: KeptCycle | None = None) -> str:
+                     kept: KeptCycle | None = None, pre_filtered: KeptPreFilter | None = None) -> str:
         """Upstream ``SchedulePod``: the name of the chosen node, among the
         snapshot rows ``within`` a placement when given (a PodGroup cycle);
         ``batch``: the profile's opportunistic batch (a single pod's cycle);
         ``kept``: filled with what the next member of a PodGroup with the same
-        signature may reuse (see :class:`KeptCycle`).
+        signature may reuse (see :class:`KeptCycle`); ``pre_filtered``: this pod's PreFilter kept from an
+        earlier placement of its PodGroup's cycle, ``state`` a clone of the state it left (see :class:`KeptPreFilter`).
         Raises :class:`FitError` when no node fits, :class:`CycleError` on an Error."""
         pod = info.pod
         snapshot = self.shared.snapshot
@@ -217,7 +218,7 @@ class SchedulingCycle:
         num_nodes = len(snapshot) if within is None else len(within)
         if num_nodes == 0:
             raise FitError(pod, 0, Diagnosis())
-        feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt)
+        feasible = self.find_nodes_that_fit(fwk, state, info, within, attempt, kept, pre_filtered)
         if kept is not None:
             kept.feasible, kept.record = feasible, state.record
             kept.evaluated = state.evaluated_nodes if state.evaluated_nodes == num_nodes else 0
@@ -283,14 +284,22 @@ class SchedulingCycle:
         return self.shared.snapshot.table.column(f"rank/{id(rank)}", lambda info: rank.get(info.name, len(rank)))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, info: QueuedPodInfo,
-                            within: np.ndarray | None = None, attempt: BatchAttempt | None = None) -> np.ndarray:
+                            within: np.ndarray | None = None, attempt: BatchAttempt | None = None,
+                            kept: KeptCycle | None = None, pre_filtered: KeptPreFilter | None = None) -> np.ndarray:
         """Upstream ``findNodesThatFitPod``: PreFilter, the nominated node (or the
         batch's hint, kept in ``attempt``) first, then Filter, over the snapshot or
-        the rows ``within`` a placement.  Returns feasible snapshot rows; raises :class:`FitError`."""
+        the rows ``within`` a placement.  ``pre_filtered``: PreFilter's answer kept (not run again); ``kept``
+        gets this PreFilter's, when it succeeds in a cycle neither recorded nor sampled for plugin metrics.
+        Returns feasible snapshot rows; raises :class:`FitError`."""
         pod = info.pod
         snapshot = self.shared.snapshot
         num_nodes = len(snapshot) if within is None else len(within)
-        result, status, rejectors = fwk.run_pre_filter(state, pod, snapshot.nodes)
+        if pre_filtered is not None:
+            result, status, rejectors = fwk.run_pre_filter_kept(state, pre_filtered.result, pre_filtered.narrowing)
+        else:
+            result, status, rejectors = fwk.run_pre_filter(state, pod, snapshot.nodes)
+            if kept is not None and status is None and state.record is None and not state.record_plugin_metrics:
+                kept.pre_filtered = KeptPreFilter(state.clone(), result, frozenset(rejectors))
         if status is not None:
             if status.code == Code.ERROR:
                 raise CycleError(status)
@@ -331,13 +340,13 @@ class SchedulingCycle:
                 raise FitError(pod, num_nodes, fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within))
             if self.shared.extenders:
                 statuses: dict[str, Status] = {}
-                kept = self.pass_extenders(pod, feasible, statuses, state)
-                if len(kept) == 0:  # the FitError names the Filter plugins' and the extenders' rejections
+                passing = self.pass_extenders(pod, feasible, statuses, state)
+                if len(passing) == 0:  # the FitError names the Filter plugins' and the extenders' rejections
                     diagnosis = fwk.diagnose(state, pod, snapshot, rows, rejectors, nominated, within)
                     diagnosis.node_status = {**dict(diagnosis.node_status.items()), **statuses}
                     diagnosis.unschedulable_plugins = diagnosis.unschedulable_plugins | {EXTENDER_NAME}
                     raise FitError(pod, num_nodes, diagnosis)
-                feasible = kept
+                feasible = passing
         except FilterError as err:
             raise CycleError(err.status) from None
         state.feasible_nodes = len(feasible)
@@ -418,9 +427,11 @@ class KeptCycle:
     one node was feasible), ``scores`` (its scoring of ``feasible``, None when not scored) and
     ``record`` (its attempt record, None when not recorded); ``nodes``, the NodeInfos of ``feasible`` (when
     scored); ``positions``, each feasible row's index in ``feasible``, and ``names``, their node names (an object
-    array), both made by the first member reusing it."""
+    array), both made by the first member reusing it; ``pre_filtered``, its PreFilter (see :class:`KeptPreFilter`),
+    None when not kept."""
 
-    __slots__ = ("feasible", "evaluated", "prescored", "scores", "record", "nodes", "positions", "names")
+    __slots__ = ("feasible", "evaluated", "prescored", "scores", "record", "nodes", "positions", "names",
+                 "pre_filtered")
 
     def __init__(self) -> None:
         self.feasible: np.ndarray = np.empty(0, dtype=np.int64)
@@ -431,6 +442,22 @@ class KeptCycle:
         self.nodes: list[NodeInfo] = []
         self.positions: dict[int, int] | None = None
         self.names: np.ndarray | None = None
+        self.pre_filtered: KeptPreFilter | None = None
+
+
+class KeptPreFilter:
+    """A pod's successful PreFilter in a PodGroup's placement, for the same pod in the next placements of the
+    same cycle, which start from the same state (everything the placement before assumed and reserved undone):
+    ``state``, a clone of the CycleState it left; ``result`` and ``narrowing``, its merged PreFilterResult and the
+    plugins that narrowed it (as :meth:`~kubesched.core.framework.runtime.Framework.run_pre_filter` returns them).
+    Kept only from a cycle neither recorded nor sampled for plugin metrics, and used only by one."""
+
+    __slots__ = ("state", "result", "narrowing")
+
+    def __init__(self, state: CycleState, result: PreFilterResult | None, narrowing: frozenset[str]):
+        self.state = state
+        self.result = result
+        self.narrowing = narrowing
 
 
 class BatchAttempt:
