@@ -55,6 +55,9 @@ def test_select_host_draws_among_the_best_alike_for_few_and_many_nodes(count, as
     # the same seed gives the same draws whether the scores are compared in Python (few nodes, or a list of
     # them: a PodGroup member's re-scoring) or by numpy
     totals = [np.array([(i * 7 + k) % 3 for i in range(count)], dtype=np.int64) for k in range(20)]
+    # every node alike, and all but one (a gang's next member: the node the one before took scores less)
+    totals += [np.full(count, 4, dtype=np.int64)] * 3
+    totals += [np.full(count, 4, dtype=np.int64) - (np.arange(count) == (at * 5) % count) for at in range(12)]
     cycle = SchedulingCycle(None, None, random.Random(11))
     reference = random.Random(11)
     for total in totals:
