@@ -348,7 +348,8 @@ class NodeResourcesFit:
         # upstream's weighted average over the resources the node has (allocatable > 0), floor-divided
         total = divisor = 0
         least = self.strategy == LEAST_ALLOCATED  # else MostAllocated
-        for alloc, asked, weight in zip(*counted, self._weights):
+        allocs, requested = counted
+        for alloc, asked, weight in zip(allocs, requested, self._weights):
             if alloc:
                 total += weight * ((max(alloc - asked, 0) if least else min(asked, alloc)) * MAX_NODE_SCORE // alloc)
                 divisor += weight

@@ -108,11 +108,12 @@ class RowReader:
     the same as the table's matrices hold there; the pod's amounts are looked up once per requests dict
     (read-only, see :func:`scoring_requests`: the members of a PodGroup share their cycle's)."""
 
-    __slots__ = ("names", "use_requested", "_asked")
+    __slots__ = ("names", "use_requested", "_cpu_and_memory", "_asked")
 
     def __init__(self, names: tuple[str, ...], use_requested: bool):
         self.names = names
         self.use_requested = use_requested
+        self._cpu_and_memory = names == (CPU, MEMORY)  # the scorers' default: read at once
         #: (the requests dict, its amount per resource, the resources left out: scalar ones it does not request)
         self._asked: tuple[dict[str, int], list[int], list[int]] | None = None
 
@@ -125,6 +126,20 @@ class RowReader:
             amounts = [pod_all.get(name, 0) for name in self.names]
             asked = self._asked = (pod_all, amounts, [i for i, name in enumerate(self.names)
                                                       if amounts[i] == 0 and is_scalar_resource(name)])
+        if self._cpu_and_memory:  # the row's NodeInfo read here: a call per value costs more than the values
+            info = table.infos[row]
+            allocatable = info.allocatable
+            allocs = [allocatable.get(CPU, 0), allocatable.get(MEMORY, 0)]
+            cpu, memory = asked[1]
+            if self.use_requested:
+                requested = info.requested
+                requests = [requested.get(CPU, 0) + cpu, requested.get(MEMORY, 0) + memory]
+            else:  # the non-zero requests (the table's requested_row)
+                requests = [info.non_zero_cpu + cpu, info.non_zero_memory + memory]
+            if (allocs[0] >= EXACT_BOUND or allocs[1] >= EXACT_BOUND or requests[0] >= EXACT_BOUND
+                    or requests[1] >= EXACT_BOUND):
+                return None
+            return allocs, requests
         allocs = table.allocatable_row(self.names, row)
         requests = list(map(add, table.requested_row(self.names, row, not self.use_requested), asked[1]))
         for i in asked[2]:
