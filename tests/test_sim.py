@@ -218,6 +218,28 @@ def test_a_podgroup_is_answered_as_creating_it_and_running_to_quiescence(gangs, 
     assert (state(gangs), decisions.records) == (before, records)
 
 
+def test_a_podgroup_that_fits_only_after_many_racks_failed_is_answered_by_the_transaction():
+    """The dry run gives up once as many racks failed as feasible ones are looked for (6 of 12 at 120 nodes):
+    the group, which fits only from the 8th rack on, is created and scheduled in a transaction instead."""
+    nodes = [{"apiVersion": "v1", "kind": "Node",
+              "metadata": {"name": f"n{i:03}", "labels": {"kubernetes.io/hostname": f"n{i:03}",
+                                                          "topology.kubernetes.io/rack": f"r{i // 10:02}"}},
+              "status": {"allocatable": {"cpu": "1" if i < 70 else "8", "memory": "8Gi", "pods": "110"}}}
+             for i in range(120)]
+    sim = Simulator.from_manifests(nodes + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}])
+    cluster = sim.simulation.cluster
+    before, version, written = state(sim), cluster.resource_version(), []
+    stop = cluster.watch("Pod", version, written.append)
+    try:
+        answer = sim.can_schedule(gang("late", 10, "2"))
+    finally:
+        stop()
+    assert written and state(sim) == before
+    assert answer.fits and {node[:3] for node in answer.placements.values()} == {"n07"}  # rack r07's nodes
+    with sim.transaction():
+        assert sim.schedule([never_preempting(sim, obj) for obj in gang("late", 10, "2")]) == answer
+
+
 def test_feature_gates_and_emulated_version_as_simulate_takes_them():
     args = ["simulate", "-f", str(EXAMPLES / "cluster"), "-o", "json", "--emulated-version", "1.34"]
     result = CliRunner().invoke(app, args)

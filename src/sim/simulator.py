@@ -208,7 +208,10 @@ class Simulator:
           (:meth:`Scheduler.dry_run_group`), when that cycle places every
           member: the chosen placement's nodes.  When it does not (the group
           does not fit, or a member is left without a node), the question goes
-          on to the transaction below, for kube-scheduler's words;
+          on to the transaction below, for kube-scheduler's words; so that a
+          group that does not fit pays little for the dry run first, it gives
+          up once as many placements failed as feasible ones are looked for
+          (KEP-5732's share of placements, e.g. 25 of 250 racks at 5,000 nodes);
         - anything else (and ``preempt=True``): created and scheduled to
           quiescence in a transaction that is rolled back.
 

@@ -64,6 +64,8 @@ COMPOSITE = "compositepodgroup/"
 NO_PLACEMENT = "0/{} placements are available"
 #: The error a group's members carry when it is unschedulable (upstream errPodGroupUnschedulable).
 GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+#: A dry run's answer when it stops trying placements (``pod_group_algorithm(give_up=True)``): never a pod's message.
+GAVE_UP = "the dry run gave up: as many placements failed as feasible ones are looked for"
 #: Fewest feasible placements to find before scoring stops looking (KEP-5732 beta's
 #: percentage of placements to score, adaptive like percentageOfNodesToScore).
 MIN_FEASIBLE_PLACEMENTS = 1
@@ -263,15 +265,16 @@ class PodGroupCycle:
         """The cycle of ``pod_group`` popped with ``members`` (:meth:`schedule_one_pod_group`) up to the chosen
         placement, with nothing kept: the scheduler's checks of the group, the members in their order
         (:func:`member_order`), the algorithm (:meth:`pod_group_algorithm`; a chosen placement that is not the
-        one tried last is not assumed and reserved again, only to be undone), then everything it assumed and
-        reserved undone (:meth:`revert`).  Returns the outcome (``status`` None: the group fits, its members as
-        placed), or None when the scheduler's checks refuse the group."""
+        one tried last is not assumed and reserved again, only to be undone; it gives up once as many placements
+        failed as feasible ones are looked for), then everything it assumed and reserved undone (:meth:`revert`).
+        Returns the outcome (``status`` None: the group fits, its members as placed), or None when the
+        scheduler's checks refuse the group."""
         if validate_members(pod_group, [m.pod for m in members],
                             self.shared.pod_groups.state(pod_group.key).assigned_pods()):
             return None
         members = sorted(members, key=member_order)
         info, group_state = self._group_attempt(pod_group, members)
-        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members, keep_chosen=False)
+        outcome, _ = self.pod_group_algorithm(fwk, group_state, info, members, keep_chosen=False, give_up=True)
         self.revert(fwk, outcome)
         return outcome
 
@@ -311,14 +314,17 @@ class PodGroupCycle:
 
     def pod_group_algorithm(self, fwk: Framework, group_state: CycleState, info: PodGroupInfo,
                             members: list[QueuedPodInfo], parent: Placement | None = None,
-                            keep_chosen: bool = True) -> tuple[PlacementResult, list[PlacementResult]]:
+                            keep_chosen: bool = True, give_up: bool = False,
+                            ) -> tuple[PlacementResult, list[PlacementResult]]:
         """Upstream ``podGroupSchedulingPlacementAlgorithm``: try the group in
         each placement within ``parent`` (default: all nodes; a composite
         group's placement for its children), the nominated one first, score
         the feasible ones and keep the best assumed.  Returns the chosen (or,
         when none is feasible, the most promising) result and every placement
         tried.  ``keep_chosen`` False (a dry run that undoes everything next): a chosen placement that is not
-        the one tried last is not assumed and reserved again (``applied`` False), its members as evaluated."""
+        the one tried last is not assumed and reserved again (``applied`` False), its members as evaluated.
+        ``give_up`` (a dry run that leaves a group that does not fit to the full cycle): once as many placements
+        failed as feasible ones are looked for, stop with :data:`GAVE_UP` (nothing left assumed)."""
         self.shared.cache.update_snapshot(self.shared.snapshot)
         table = self.shared.snapshot.table
         if parent is None:
@@ -346,6 +352,9 @@ class PodGroupCycle:
                 if result.status.code == Code.ERROR:
                     self.revert(fwk, result)
                     return result, tried
+                if give_up and len(tried) - len(feasible) >= to_find:
+                    self.revert(fwk, result)
+                    return PlacementResult(parent, Status(Code.UNSCHEDULABLE, (GAVE_UP,)), [], False), tried
                 continue
             feasible.append(result)
             if placement is nominated or len(feasible) >= to_find:

@@ -399,7 +399,8 @@ class Scheduler:
         everything assumed and reserved undone and what the attempt moves put back (as :meth:`dry_run`); its
         decision records are not made.
         Returns pod ``namespace/name`` -> node for every member, in the order of ``pods``, when the cycle would
-        place them all; None when it would not (the group does not fit, or a member is left without a node) or
+        place them all; None when it would not (the group does not fit, a member is left without a node, or as
+        many placements failed as feasible ones are looked for before it found them: the dry run gives up) or
         when the group would not reach that cycle now as one entity with nothing but it deciding (no profile
         schedules groups, GenericWorkload off, a PreEnqueue plugin holding a member, a Permit plugin in the
         profile, members of several profiles, the scheduler's own checks refusing it): the words for those
