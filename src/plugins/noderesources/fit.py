@@ -72,6 +72,8 @@ STATE_KEY = "PreFilterNodeResourcesFit"
 #: How many pod shapes' PreFilter states NodeResourcesFit keeps (all dropped when full)
 MAX_KEPT_STATES = 1024
 PRE_SCORE_KEY = "PreScoreNodeResourcesFit"
+#: the group's CycleState key of its members' cpu and memory requests (pod UID -> (milli-CPU, bytes)), for PlacementScore
+PLACEMENT_AMOUNTS_KEY = "PlacementScoreNodeResourcesFit"
 
 
 @frozen
@@ -372,11 +374,21 @@ class NodeResourcesFit:
                    if snapshot.index.get(node) in inside}
         allocatable = {r: int(table.allocatable(r)[rows].sum()) for r in (CPU, MEMORY)}
         requested = {r: int(table.requested(r)[rows].sum()) for r in (CPU, MEMORY)}
+        # each member's cpu and memory, worked out once per attempt (the group's state): every placement asks again
+        amounts = state.get(PLACEMENT_AMOUNTS_KEY) if state is not None else None
+        if amounts is None:
+            amounts = {}
+            if state is not None:
+                state.write(PLACEMENT_AMOUNTS_KEY, amounts)
         for pod, _ in assignments.assignments:
-            if pod.metadata.uid not in counted:
-                asked = pod_requests(pod)
-                for resource in (CPU, MEMORY):
-                    requested[resource] += asked.get(resource, 0)
+            uid = pod.metadata.uid
+            if uid not in counted:
+                asked = amounts.get(uid)
+                if asked is None:
+                    every = pod_requests(pod)
+                    asked = amounts[uid] = (every.get(CPU, 0), every.get(MEMORY, 0))
+                requested[CPU] += asked[0]
+                requested[MEMORY] += asked[1]
         shares = [min(requested[r], allocatable[r]) * MAX_NODE_SCORE // allocatable[r]
                   for r in (CPU, MEMORY) if allocatable[r]]
         return sum(shares) // len(shares) if shares else 0
