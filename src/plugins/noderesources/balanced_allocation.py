@@ -102,22 +102,34 @@ class NodeResourcesBalancedAllocation:
             devices = device_counts(dra, backed, table) if backed else None
         if devices is not None:  # devices' allocations are not the table's: scored afresh
             return self._scores(table, rows, requests, devices)
-        score_row = (lambda row: _score_row(self._row, table, row, requests)) if len(self.resources) == 2 else None
+        score_row = (lambda row: self.score_row(state, pod, table, row)) if len(self.resources) == 2 else None
         return kept_scores(self, table, rows, requests, self._row.names,
                            lambda some: self._scores(table, some, requests, None), score_row)
 
     @hookimpl
     def score_row(self, state, pod, table, row):
-        """:meth:`score_batch` of the one ``row`` in Python arithmetic (None: not two resources, a resource the
-        node lacks, device-backed extended resources, values too large for it)."""
-        if len(self.resources) != 2 or (self._extended and dra_manager(self.handle) is not None):
+        """:meth:`score_batch` of the one ``row`` for two resources that the node both has, in Python arithmetic
+        on float64 values (the same answer); None otherwise (not two resources, a resource the node lacks,
+        device-backed extended resources, values too large for it: the array path decides)."""
+        if len(self.resources) != 2:
             return None
+        if self._extended:
+            dra = dra_manager(self.handle)
+            if dra is not None and dra.device_backed(self._extended):
+                return None
         requests = state.get(STATE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = self._requests(state, pod)
-            if requests is None:
+            if requests is None:  # upstream scores a pod that asks for none of the resources 0
                 return 0
-        return _score_row(self._row, table, row, requests)
+        counted = self._row.read(table, row, requests)
+        if counted is None:
+            return None
+        (alloc0, alloc1), (asked0, asked1) = counted
+        if not (alloc0 and alloc1):
+            return None
+        std = abs(min(float(asked0) / float(alloc0), 1.0) - min(float(asked1) / float(alloc1), 1.0)) / 2
+        return int((1 - std) * MAX_NODE_SCORE)
 
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of ``requests`` (``devices``: the device counts of
@@ -152,20 +164,6 @@ class NodeResourcesBalancedAllocation:
             std = np.where(count == 2, two, std)
         std = np.where(count <= 1, 0.0, std)
         return _score(std)
-
-
-def _score_row(reader: RowReader, table, row: int, requests: dict[str, int]) -> int | None:
-    """:meth:`NodeResourcesBalancedAllocation.score_batch` of the one NodeTable ``row`` for two resources that
-    the node both has, in Python arithmetic on float64 values (the same answer); None otherwise (the array path
-    decides)."""
-    counted = reader.read(table, row, requests)
-    if counted is None:
-        return None
-    (alloc0, alloc1), (asked0, asked1) = counted
-    if not (alloc0 and alloc1):
-        return None
-    std = abs(min(float(asked0) / float(alloc0), 1.0) - min(float(asked1) / float(alloc1), 1.0)) / 2
-    return int((1 - std) * MAX_NODE_SCORE)
 
 
 def _score(std: np.ndarray) -> np.ndarray:

@@ -299,21 +299,33 @@ class NodeResourcesFit:
         if devices is not None:  # devices' allocations are not the table's: scored afresh
             return self._scores(table, rows, requests, devices)
         score_row = None if self.strategy == REQUESTED_TO_CAPACITY_RATIO else (
-            lambda row: self._score_row(table, row, requests))
+            lambda row: self.score_row(state, pod, table, row))
         return kept_scores(self, table, rows, requests, self._row.names,
                            lambda some: self._scores(table, some, requests, None), score_row)
 
     @hookimpl
     def score_row(self, state, pod, table, row):
-        """:meth:`score_batch` of the one ``row`` in Python arithmetic (None: device-backed extended resources,
-        RequestedToCapacityRatio or values too large for it)."""
+        """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one ``row`` in Python arithmetic
+        (the same answer; None: device-backed extended resources, RequestedToCapacityRatio or values too large
+        for it: the array path decides)."""
         pre = state.get(STATE_KEY) or self._state(state, pod)
         if pre.device_backed or self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             return None
         requests = state.get(PRE_SCORE_KEY)
         if requests is None:  # PreScore is disabled in the profile
             requests = scoring_requests(state.pod_info_of(pod), use_requested=False)
-        return self._score_row(table, row, requests)
+        counted = self._row.read(table, row, requests)
+        if counted is None:
+            return None
+        # upstream's weighted average over the resources the node has (allocatable > 0), floor-divided
+        total = divisor = 0
+        least = self.strategy == LEAST_ALLOCATED  # else MostAllocated
+        allocs, requested = counted
+        for alloc, asked, weight in zip(allocs, requested, self._weights):
+            if alloc:
+                total += weight * ((max(alloc - asked, 0) if least else min(asked, alloc)) * MAX_NODE_SCORE // alloc)
+                divisor += weight
+        return total // divisor if divisor else 0
 
     def _scores(self, table: NodeTable, rows: np.ndarray, requests: dict[str, int], devices) -> np.ndarray:
         """The scores of ``rows`` (int64) for a pod of scoring ``requests`` (``devices``: the device counts of
@@ -340,22 +352,6 @@ class NodeResourcesFit:
         scores[alloc == 0] = 0
         # upstream averages only the resources whose shape score is positive
         return weighted_average(scores, np.where(scores > 0, alloc, 0), weights, rounding=True)
-
-    def _score_row(self, table, row: int, requests: dict[str, int]) -> int | None:
-        """:meth:`score_batch`'s LeastAllocated or MostAllocated score of the one NodeTable ``row`` in Python
-        arithmetic (the same answer; None: values too large for it, the array path decides)."""
-        counted = self._row.read(table, row, requests)
-        if counted is None:
-            return None
-        # upstream's weighted average over the resources the node has (allocatable > 0), floor-divided
-        total = divisor = 0
-        least = self.strategy == LEAST_ALLOCATED  # else MostAllocated
-        allocs, requested = counted
-        for alloc, asked, weight in zip(allocs, requested, self._weights):
-            if alloc:
-                total += weight * ((max(alloc - asked, 0) if least else min(asked, alloc)) * MAX_NODE_SCORE // alloc)
-                divisor += weight
-        return total // divisor if divisor else 0
 
     # --- PlacementScore (a PodGroup's placements) -----------------------------------------
 
