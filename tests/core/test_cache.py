@@ -353,6 +353,51 @@ def test_a_column_that_reads_pods_catches_up_with_the_changed_rows_when_next_ask
     assert list(table.column("pods-of", pods_of, evictable=evictable)) == [0, 3] and read == []
 
 
+@pytest.mark.parametrize("read_between", [False, True])
+def test_rows_assumed_and_forgotten_again_are_not_judged_again_unless_read_in_between(cache, read_between):
+    """A PodGroup placement tried and reverted: the rows it changed are back as they were, so the table may
+    forget them (NodeTable.rewind); a column read while they were assumed has the values in between, so then
+    the table must refuse and the column catch up."""
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    read: list[str] = []
+
+    def pods_of(info):
+        read.append(info.name)
+        return len(info.pods)
+
+    assert list(table.column("pods-of", pods_of)) == [0, 0]
+    mark = table.position()
+    members = [on(mk(name, cpu="0"), "n2") for name in ("a", "b")]
+    for member in members:
+        cache.assume_pod(member)
+        cache.update_snapshot(snapshot)
+    if read_between:
+        assert list(table.column("pods-of", pods_of)) == [0, 2]
+    for member in reversed(members):
+        cache.forget_pod(member)
+        cache.update_snapshot(snapshot)
+    read.clear()
+    assert table.rewind(mark) is not read_between
+    assert list(table.column("pods-of", pods_of)) == [0, 0]
+    assert read == (["n2"] if read_between else [])
+    cache.assume_pod(on(mk("c", cpu="0"), "n1"))  # what changes after a rewind is caught up as ever
+    cache.update_snapshot(snapshot)
+    assert list(table.column("pods-of", pods_of)) == [1, 0]
+
+
+def test_a_node_changed_since_the_mark_is_never_rewound(cache):
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    mark = table.position()
+    cache.update_node(node("n1", cpu="4"), node("n1", cpu="8"))
+    cache.update_snapshot(snapshot)
+    assert table.rewind(mark) is False
+    assert table.rewind(mark + 5) is False  # a position the log never reached
+
+
 def test_an_evictable_column_far_behind_is_rebuilt_and_the_least_recently_used_goes_first(cache, monkeypatch):
     from kubesched.core.framework import snapshot as snapshot_module
     monkeypatch.setattr(snapshot_module, "MAX_EVICTABLE_COLUMNS", 2)

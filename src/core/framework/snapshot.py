@@ -185,6 +185,35 @@ class NodeTable:
             del self._derived[next(iter(self._derived))]
         return values
 
+    def position(self) -> int:
+        """The log position now: what :meth:`rewind` takes back to."""
+        return self._log_base + len(self._log)
+
+    def rewind(self, position: int) -> bool:
+        """Forget the rows logged since ``position`` (from :meth:`position`), when every node changed since is back
+        as it was then (a PodGroup placement's members assumed, then forgotten) and only its pods changed: the
+        columns, matrices and derived columns none has read since then need not judge those rows again.  Refused
+        (False, nothing changes) when the log no longer reaches back there, a Node changed, or something that
+        reads pods was brought up to date past ``position`` (its values are those of the state in between)."""
+        base = self._log_base
+        if position < base or position > base + len(self._log):
+            return False
+        since = self._log[position - base:]
+        if any(not pods_only for _, pods_only in since):
+            return False
+        if any(current > position for current in self._lazy.values()):
+            return False
+        if any(current > position for key, current in self._evictable.items() if key not in self._of_node):
+            return False
+        if any(current > position for _, current in self._derived.values()):
+            return False
+        del self._log[position - base:]
+        for key, current in self._evictable.items():  # a Node's columns: nothing logged since was of their concern
+            if current > position:
+                self._evictable[key] = position
+        self._changed_memo = (-1, -1, set())
+        return True
+
     def _keep_up(self, key: str, current: int) -> None:
         """Bring column (or matrix) ``key`` that reads pods, current up to log position ``current``, up to date."""
         now = self._log_base + len(self._log)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Iterable
+from typing import Any, Iterable
 
 import attrs
 import numpy as np
@@ -105,6 +105,8 @@ class PlacementResult:
     applied: bool = True
     #: the first member that did not fit, for the group's decision record (when recorded)
     first_unplaced: dict | None = None
+    #: the snapshot's NodeTable and its log position before the first member was assumed (see :meth:`revert`)
+    mark: tuple[Any, int] | None = None
 
     @property
     def placed(self) -> list[MemberResult]:
@@ -463,6 +465,9 @@ class PodGroupCycle:
         remaining = len(members)
         results: list[MemberResult] = []
         result = PlacementResult(placement, None, results)
+        cache.update_snapshot(shared.snapshot)
+        table = shared.snapshot.table
+        result.mark = (table, table.position())
         run_feasible, progress = fwk.run_placement_feasible, plan.progress
         status = run_feasible(group_state, info, progress(scheduled, remaining))
         if status is not None and status.code != Code.WAIT:
@@ -599,6 +604,12 @@ class PodGroupCycle:
             if member.assumed is not None:
                 unreserve_and_forget(self.shared.cache, fwk, member.state, member.assumed, member.node_name)
         result.applied = False
+        if result.mark is not None:  # every node is back as it was at the mark: its columns need not judge them again
+            snapshot = self.shared.snapshot
+            self.shared.cache.update_snapshot(snapshot)
+            table, position = result.mark
+            if table is snapshot.table:
+                table.rewind(position)
 
     # --- the outcome ------------------------------------------------------------------------
 
