@@ -70,7 +70,7 @@ from .core.framework.affinity import AffinityTerm, AffinityTerms, WeightedAffini
 from .core.framework.config import ConfigError, parse_duration
 from .core.framework.cycle_state import FEASIBLE_ROWS_KEY, REMOVED_PODS_KEY, CycleState, StateNotFound
 from .core.framework.handle import Handle
-from .core.framework.hookspecs import hookimpl
+from .core.framework.hookspecs import hookimpl, normalizes_scores_alone
 from .core.framework.nodeinfo import NodeInfo, PodInfo, host_ports, ports_conflict
 from .core.framework.pod_counts import PodCount, TermIndex, selector_tag, term_tag
 from .core.framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
@@ -142,6 +142,7 @@ __all__ = [
     "Status",
     "TermIndex",
     "hookimpl",
+    "normalizes_scores_alone",
     "selector_tag",
     "term_tag",
     # pod signatures (SignPlugin, opportunistic batching)

@@ -25,6 +25,7 @@ from kubesched import (
     Status,
     hookimpl,
     node_affinity_fragments,
+    normalizes_scores_alone,
 )
 from kubesched.core.api.core_v1 import NodeAffinity as NodeAffinitySpec
 from kubesched.core.api.core_v1 import NodeSelectorTerm
@@ -173,6 +174,7 @@ class NodeAffinity:
                             dtype=bool, evictable=True, of_node=True)
 
     @hookimpl
+    @normalizes_scores_alone
     def normalize_score(self, state, pod, node_names, scores):
         default_normalize_score(scores, reverse=False)
         return None

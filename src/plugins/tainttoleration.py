@@ -20,6 +20,7 @@ from kubesched import (
     QueueingHint,
     Status,
     hookimpl,
+    normalizes_scores_alone,
     tolerations_fragment,
 )
 from kubesched.core.api.taints import find_untolerated_taint, is_hard, tolerates
@@ -96,6 +97,7 @@ class TaintToleration:
         return int(_intolerable_column(state, table)[row])
 
     @hookimpl
+    @normalizes_scores_alone
     def normalize_score(self, state, pod, node_names, scores):
         default_normalize_score(scores, reverse=True)
         return None

@@ -52,6 +52,7 @@ from kubesched.core.cluster.snapshot import take_snapshot
 from kubesched.core.features import FeatureGates, parse_feature_gates
 from kubesched.core.observability.decision_log import DecisionLog
 from kubesched.core.undo import saved_fields
+from kubesched.drivers.batch_gc import batch_collection
 from kubesched.drivers.harness import ConfigSource
 from kubesched.drivers.simulation import (
     DEFAULT_START,
@@ -220,10 +221,14 @@ class Simulator:
         PostFilter preempts nothing, as upstream's DefaultPreemption does for
         such pods).  Raises ``InvalidManifest`` when the API server refuses an object."""
         typed = self._asked(objects, preempt)
-        if not preempt and len(typed) == 1 and self._one_cycle_decides(typed[0]):
-            return self._dry_run(typed[0])
-        if not preempt and (verdict := self._dry_run_group(typed)) is not None:
-            return verdict
+        # a dry run makes tens of thousands of short-lived objects that reference counting frees: at the default
+        # thresholds the collector would walk them every 700 allocations, and now and then the whole cluster,
+        # for nothing (the thresholds of a run, drivers/batch_gc.py)
+        with batch_collection():
+            if not preempt and len(typed) == 1 and self._one_cycle_decides(typed[0]):
+                return self._dry_run(typed[0])
+            if not preempt and (verdict := self._dry_run_group(typed)) is not None:
+                return verdict
         with self.transaction():
             return self._submit(typed, preempt)
 

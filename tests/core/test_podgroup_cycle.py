@@ -332,3 +332,62 @@ def test_a_score_error_of_a_member_reusing_the_cycle_before_fails_the_group_as_a
         got.append((members(sim), condition(sim).reason, condition(sim).message))
     assert got[0] == got[1]
     assert got[0][0] == {"p0": "", "p1": ""} and got[0][1] == "SchedulerError" and message in got[0][2], got[0]
+
+
+class Labelled:
+    """Scores a node by its ``weight`` label alone (a member taking a node does not change it) and counts its
+    NormalizeScore calls."""
+
+    name = "Labelled"
+    calls = 0
+
+    def __init__(self, args, handle):
+        pass
+
+    @kubesched.hookimpl
+    def sign_pod(self, pod):
+        return []
+
+    @kubesched.hookimpl
+    def score(self, state, pod, node_info):
+        return int(node_info.node.metadata.labels["weight"])
+
+    @kubesched.hookimpl
+    def normalize_score(self, state, pod, node_names, scores):
+        Labelled.calls += 1
+        scores[:] = scores * 100 // max(scores.max(), 1)
+        return None
+
+
+class MarkedLabelled(Labelled):
+    """:class:`Labelled` with its NormalizeScore declared to read the scores alone."""
+
+    @kubesched.hookimpl
+    @kubesched.normalizes_scores_alone
+    def normalize_score(self, state, pod, node_names, scores):
+        return super().normalize_score(state, pod, node_names, scores)
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_a_normalize_score_of_the_scores_alone_is_not_run_again_for_a_member_whose_node_scores_the_same(
+        sampled, monkeypatch):
+    """A member reusing the cycle before re-scores the node the member before took: where that score did not
+    change, a NormalizeScore marked ``normalizes_scores_alone`` keeps its answer (the same nodes, the same
+    scores recorded, fewer calls); unmarked, or in cycles sampled for plugin metrics, it runs for every member."""
+    monkeypatch.setattr(cycle_state, "_SAMPLE", lambda: 0.0 if sampled else 0.99)
+    cfg = config({"plugins": {"score": {"enabled": [{"name": "Labelled"}]}}})
+    got = []
+    for plugin in (Labelled, MarkedLabelled):
+        log = DecisionLog()
+        sim = simulation(cfg, plugin, decisions=log)
+        monkeypatch.setattr(Labelled, "calls", 0)
+        nodes = [node(f"n{i}", cpu="4", labels={"weight": str(10 * (i + 1))}) for i in range(3)]
+        sim.create([*nodes, pod_group("g", 6), *(pod(f"p{i}", cpu="1", pod_group="g") for i in range(6))])
+        sim.run()
+        scores = {r["pod"]: r.get("score") for r in log.records if r.get("phase") == "scheduling"}
+        got.append((members(sim), scores, Labelled.calls))
+    (unmarked, unmarked_scores, unmarked_calls), (marked, marked_scores, marked_calls) = got
+    assert all(marked.values()) and marked == unmarked and marked_scores == unmarked_scores
+    assert all(marked_scores[f"default/p{i}"]["plugins"] for i in range(6)), marked_scores
+    assert unmarked_calls >= 6
+    assert (marked_calls == unmarked_calls) if sampled else (marked_calls < unmarked_calls)

@@ -27,7 +27,7 @@ each member's Permit and binding cycle.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
@@ -46,6 +46,19 @@ PROJECT = "kubesched"
 hookspec = pluggy.HookspecMarker(PROJECT)
 #: Mark a plugin method as the implementation of an extension point.
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+#: the attribute :func:`normalizes_scores_alone` sets on a NormalizeScore method
+SCORES_ALONE = "kubesched_normalizes_scores_alone"
+
+
+def normalizes_scores_alone(normalize: Callable) -> Callable:
+    """Mark a plugin's ``normalize_score`` whose answer depends on the scores it is handed alone (and on what
+    its PreScore left in the CycleState), never on the cluster, as upstream's DefaultNormalizeScore: handed the
+    same scores again, it answers the same.  A PodGroup's next member re-scoring the one node the member before
+    took then keeps its last answer when that node's score did not change (Framework.rescore), except in a cycle
+    sampled for plugin metrics, where every call is timed.  Returns ``normalize``."""
+    setattr(normalize, SCORES_ALONE, True)
+    return normalize
 
 
 class ExtensionPoints:
@@ -199,7 +212,8 @@ class ExtensionPoints:
     @hookspec
     def normalize_score(self, state: CycleState, pod: Pod, node_names: Any, scores: np.ndarray) -> Status | None:
         """NormalizeScore: rewrite ``scores`` (int64 numpy array, in place),
-        one per name in ``node_names``, into [0, 100].  Returns Status or None."""
+        one per name in ``node_names``, into [0, 100].  Returns Status or None.
+        See :func:`normalizes_scores_alone` for one that reads the scores alone."""
 
     # --- the end of the scheduling cycle (ReservePlugin, PermitPlugin) ------------------------------
 

@@ -18,6 +18,7 @@ import numpy as np
 from kubesched.core.observability import metrics
 
 from .cycle_state import FEASIBLE_ROWS_KEY, CycleState
+from .hookspecs import SCORES_ALONE
 from .nodeinfo import NodeInfo
 from .snapshot import NodeTable
 from .status import SKIP, Code, Status
@@ -81,15 +82,16 @@ class KeptScores:
     """One scoring of a placement's feasible rows, kept for a PodGroup's next member of the same signature
     (:meth:`ScoreExtensionPoints.rescore`): per Score plugin that ran (the profile's order) its step - (name,
     Score method, score_row or None, NormalizeScore or None, weight, its scheduler_plugin_evaluation_total
-    key) - and its ``raw`` scores (before NormalizeScore) and ``normalized`` ones, with the weighted ``total``
-    per row; the plugins' names and weights alike (``plugins``, ``weights``), the NodeTable ``rows`` scored and
-    their ``names`` as NormalizeScore is handed them.  Lists of int, one per row, read-only once kept (a
-    member's attempt record holds them)."""
+    key, whether that NormalizeScore reads the scores alone: ``normalizes_scores_alone``) - and its ``raw``
+    scores (before NormalizeScore) and ``normalized`` ones, with the weighted ``total`` per row; the plugins'
+    names and weights alike (``plugins``, ``weights``), the NodeTable ``rows`` scored and their ``names`` as
+    NormalizeScore is handed them.  Lists of int, one per row, read-only once kept (a member's attempt record
+    holds them)."""
 
     __slots__ = ("steps", "plugins", "weights", "rows", "names", "raw", "normalized", "total")
 
     def __init__(self) -> None:
-        self.steps: list[tuple[str, Callable, Callable | None, Callable | None, int, tuple[str, str, str]]] = []
+        self.steps: list[tuple[str, Callable, Callable | None, Callable | None, int, tuple[str, str, str], bool]] = []
         self.plugins: list[str] = []
         self.weights: list[int] = []
         self.rows: list[int] = []
@@ -179,7 +181,8 @@ class ScoreExtensionPoints:
         if kept is not None:
             by_row, keys = self.score_row, self._evaluation_key["Score"]
             kept.plugins, kept.weights = [name for name, _ in plugins], factors.tolist()
-            kept.steps = [(name, method, by_row.get(name), normalizers.get(name), weight, keys[name])
+            kept.steps = [(name, method, by_row.get(name), normalizers.get(name), weight, keys[name],
+                           getattr(normalizers.get(name), SCORES_ALONE, False))
                           for (name, method), weight in zip(plugins, kept.weights)]
             kept.rows, kept.names = rows.tolist(), names or NodeNames(table.names, rows)
             kept.raw, kept.normalized, kept.total = [raw.tolist() for raw in raws], scored.tolist(), total.tolist()
@@ -192,8 +195,10 @@ class ScoreExtensionPoints:
         skipped plugins (a PodGroup's next member, whose CycleState is a clone of the one that scored), when of
         those nodes only the one at ``position`` (in ``rows``, ``nodes``) changed since: each plugin scores that
         node alone (its ``score_row``, else its ``score_batch`` or ``score`` of it; the others' raw scores
-        stand), NormalizeScore runs over every row as ever, and the weighted totals change where the scores
-        did.  Works on Python ints (numpy's cost per call exceeds the arithmetic of a placement's few rows).
+        stand), NormalizeScore runs over every row as ever (one marked ``normalizes_scores_alone`` keeps its
+        answer when that node's score did not change, outside cycles sampled for plugin metrics), and the
+        weighted totals change where the scores did.  Works on Python ints (numpy's cost per call exceeds the
+        arithmetic of a placement's few rows).
         Returns the totals (a list of int, one per row) and keeps this scoring in ``kept``; raises
         :class:`ScoreError` as :meth:`run_score` does (``kept`` then unchanged)."""
         sampled = state.record_plugin_metrics
@@ -202,7 +207,7 @@ class ScoreExtensionPoints:
         normalized: list[list[int]] = []
         total = kept.total.copy()
         bad: ScoreError | None = None  # the first plugin's score out of range (raised once every plugin scored)
-        for at, (name, method, score_row, normalize, weight, key) in enumerate(kept.steps):
+        for at, (name, method, score_row, normalize, weight, key, alone) in enumerate(kept.steps):
             value = None
             if score_row is not None:
                 value = (self._timed_row_score(name, score_row, state, pod, table, row) if sampled
@@ -217,8 +222,12 @@ class ScoreExtensionPoints:
                     if bad is not None:  # an earlier plugin's bad score is found first
                         raise bad from None
                     raise
+            before = kept.raw[at][position]
+            if value == before and alone and not sampled:  # the same scores: its answer is the one before
+                raws.append(kept.raw[at])
+                normalized.append(kept.normalized[at])
+                continue
             raw = kept.raw[at].copy()
-            before = raw[position]
             raw[position] = value
             raws.append(raw)
             if normalize is None:  # the other scores passed the range check before
