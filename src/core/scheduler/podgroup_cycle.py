@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Iterable
+from typing import Iterable
 
 import attrs
 import numpy as np
@@ -49,6 +49,7 @@ from ..framework.placements import PlacementError
 from ..framework.podgroups import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from ..framework.runtime import Framework
 from ..framework.scoring import ScoreError
+from ..framework.snapshot import NodeTable
 from ..framework.status import Code, Status
 from .assume import assume_and_reserve, unreserve_and_forget
 from .binding_cycle import BindingCycle, ScheduleResult
@@ -105,8 +106,9 @@ class PlacementResult:
     applied: bool = True
     #: the first member that did not fit, for the group's decision record (when recorded)
     first_unplaced: dict | None = None
-    #: the snapshot's NodeTable and its log position before the first member was assumed (see :meth:`revert`)
-    mark: tuple[Any, int] | None = None
+    #: the snapshot's NodeTable, its log position and the cache's pod count before the first member was
+    #: assumed (see :meth:`PodGroupCycle.revert`)
+    mark: tuple[NodeTable, int, int] | None = None
 
     @property
     def placed(self) -> list[MemberResult]:
@@ -467,7 +469,7 @@ class PodGroupCycle:
         result = PlacementResult(placement, None, results)
         cache.update_snapshot(shared.snapshot)
         table = shared.snapshot.table
-        result.mark = (table, table.position())
+        result.mark = (table, table.position(), cache.pod_count())
         run_feasible, progress = fwk.run_placement_feasible, plan.progress
         status = run_feasible(group_state, info, progress(scheduled, remaining))
         if status is not None and status.code != Code.WAIT:
@@ -597,7 +599,9 @@ class PodGroupCycle:
         return state, nodes[chosen].name
 
     def revert(self, fwk: Framework, result: PlacementResult) -> None:
-        """Unreserve and forget what ``result`` assumed, last member first."""
+        """Unreserve and forget what ``result`` assumed, last member first; the snapshot's NodeTable then
+        forgets the rows changed since its mark (:meth:`NodeTable.rewind`), when the cache holds as many pods
+        as then (nothing assumed after it is left)."""
         if not result.applied:
             return
         for member in reversed(result.members):
@@ -605,10 +609,10 @@ class PodGroupCycle:
                 unreserve_and_forget(self.shared.cache, fwk, member.state, member.assumed, member.node_name)
         result.applied = False
         if result.mark is not None:  # every node is back as it was at the mark: its columns need not judge them again
-            snapshot = self.shared.snapshot
-            self.shared.cache.update_snapshot(snapshot)
-            table, position = result.mark
-            if table is snapshot.table:
+            shared = self.shared
+            shared.cache.update_snapshot(shared.snapshot)
+            table, position, pods = result.mark
+            if table is shared.snapshot.table and pods == shared.cache.pod_count():  # undone last in, first out
                 table.rewind(position)
 
     # --- the outcome ------------------------------------------------------------------------
