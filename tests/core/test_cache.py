@@ -330,17 +330,23 @@ def test_a_pod_change_keeps_the_node_columns_and_a_node_change_refreshes_them(ca
     assert list(table.requested("cpu")) == [1000, 0]
 
 
-@pytest.mark.parametrize("evictable", [True, False])
-def test_a_column_that_reads_pods_catches_up_with_the_changed_rows_when_next_asked_for(cache, evictable):
+def counting_pods(cache):
+    """A snapshot of ``cache``, its NodeTable, and a column extract counting each node's pods that notes in
+    ``read`` the nodes it was asked about."""
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
-    table = snapshot.table
     read: list[str] = []
 
     def pods_of(info):
         read.append(info.name)
         return len(info.pods)
 
+    return snapshot, snapshot.table, read, pods_of
+
+
+@pytest.mark.parametrize("evictable", [True, False])
+def test_a_column_that_reads_pods_catches_up_with_the_changed_rows_when_next_asked_for(cache, evictable):
+    snapshot, table, read, pods_of = counting_pods(cache)
     assert list(table.column("pods-of", pods_of, evictable=evictable)) == [0, 0]
     read.clear()
     for name in ("a", "b", "c"):
@@ -358,15 +364,7 @@ def test_rows_assumed_and_forgotten_again_are_not_judged_again_unless_read_in_be
     """A PodGroup placement tried and reverted: the rows it changed are back as they were, so the table may
     forget them (NodeTable.rewind); a column read while they were assumed has the values in between, so then
     the table must refuse and the column catch up."""
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
-    table = snapshot.table
-    read: list[str] = []
-
-    def pods_of(info):
-        read.append(info.name)
-        return len(info.pods)
-
+    snapshot, table, read, pods_of = counting_pods(cache)
     assert list(table.column("pods-of", pods_of)) == [0, 0]
     mark = table.position()
     members = [on(mk(name, cpu="0"), "n2") for name in ("a", "b")]
