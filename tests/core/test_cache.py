@@ -440,10 +440,7 @@ def test_a_matrix_that_reads_pods_catches_up_when_next_asked_for_or_is_rebuilt_f
 
 
 def test_a_merged_dict_of_affinity_pods_reads_only_rows_with_such_pods(cache):
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
-    table = snapshot.table
-    read: list[str] = []
+    snapshot, table, read, _ = counting_pods(cache)
 
     def terms(info):
         read.append(info.name)

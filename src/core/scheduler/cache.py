@@ -97,9 +97,7 @@ class Cache:
         state = _PodState(pod, True, node_name)
         if self._pods.setdefault(uid, state) is not state:  # one lookup: the check and the entry
             raise CacheError(f"pod {pod.key} (uid {uid}) is in the cache, so can't be assumed")
-        node = self.nodes.get(node_name)
-        (self._node(node_name) if node is None else node).add_pod(info)
-        self._dirty.add(node_name)
+        self._add_to_node(info)
 
     def finish_binding(self, pod: Pod) -> None:
         """Binding was sent; start the expiry clock of the assumed pod (when ttl > 0)."""
